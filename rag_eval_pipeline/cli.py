@@ -1,0 +1,99 @@
+"""``rag-eval``: run a job of the code location from the command line and print the summary.
+
+``rag-eval run`` materialises every asset (job ``full_evaluation``) against the project's Dagster
+instance (``.dagster_home``, shared with ``dagster dev``), prints where the Parquet tables are and a
+summary (value, numerator/denominator, n, 95% interval), and exits 1 when the run failed or a blocking
+check failed, so CI systems can use it directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_METRICS = ("recall_5", "P_5", "success_5", "ndcg_cut_10", "recip_rank", "map", "coverage",
+                   "answer_without_evidence_rate", "false_abstention_rate", "faithfulness")
+
+
+def _prepare_env(args: argparse.Namespace) -> None:
+    if args.config:
+        os.environ["RAG_EVAL_CONFIG"] = str(Path(args.config).resolve())
+    if args.output:
+        os.environ["RAG_EVAL_OUTPUT_DIR"] = str(Path(args.output).resolve())
+    if not os.environ.get("DAGSTER_HOME"):
+        home = PROJECT_ROOT / ".dagster_home"
+        home.mkdir(exist_ok=True)
+        os.environ["DAGSTER_HOME"] = str(home)
+
+
+def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
+    """Render the overall rows of a metric_summary table as aligned text, one line per system and metric."""
+    import polars as pl
+
+    rows = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all") & pl.col("metric").is_in(list(metrics)))
+    order = {m: i for i, m in enumerate(metrics)}
+    rows = rows.with_columns(pl.col("metric").replace_strict(order, default=99).alias("_o")).sort("system", "_o")
+    out = [f"{'system':<22} {'metric':<30} {'value':>8} {'num/den':>13} {'n':>5}  95% CI"]
+    for r in rows.iter_rows(named=True):
+        value = "null" if r["value"] is None else f"{r['value']:.4f}"
+        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] {r['ci_method']}"
+        nd = f"{r['numerator']:g}/{r['denominator']:g}"
+        out.append(f"{r['system']:<22} {r['metric']:<30} {value:>8} {nd:>13} {r['n']:>5}  {ci}")
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    _prepare_env(args)
+    import dagster as dg
+    import polars as pl
+
+    from rag_eval_pipeline.definitions import build_resources, defs
+
+    job = defs.resolve_job_def(args.job)
+    resources = build_resources()
+    out_dir = Path(resources["store"].base_dir)
+    with dg.DagsterInstance.get() as instance:
+        result = job.execute_in_process(instance=instance, raise_on_error=False)
+    failed_checks = [
+        e for e in result.get_asset_check_evaluations()
+        if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR
+    ]
+    print(f"\nrun {result.run_id} ({args.job}): {'succeeded' if result.success else 'FAILED'}")
+    print(f"tables: {out_dir}")
+    for p in sorted(out_dir.glob("*.parquet")):
+        print(f"  {p.name}")
+    summary_path = out_dir / "metric_summary.parquet"
+    if summary_path.exists():
+        print("\n" + format_summary(pl.read_parquet(summary_path)))
+    for e in failed_checks:
+        print(f"\nFAILED check {e.asset_key.to_user_string()}:{e.check_name}")
+        for k, v in e.metadata.items():
+            text = str(getattr(v, "value", v))
+            if text not in ("[]", "{}", ""):
+                print(f"  {k}: {text[:400]}")
+    if not result.success:
+        for ev in result.all_events:
+            if ev.is_step_failure:
+                print(f"\nstep {ev.step_key} failed: {ev.event_specific_data.error.message.strip()[:2000]}")
+    return 0 if result.success and not failed_checks else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``rag-eval``. Returns the process exit status (0 ok, 1 failed run or blocking check)."""
+    parser = argparse.ArgumentParser(prog="rag-eval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_run = sub.add_parser("run", help="materialise a job and print the summary")
+    p_run.add_argument("--job", default="full_evaluation", choices=["full_evaluation", "quick_evaluation"])
+    p_run.add_argument("--config", help="evaluation YAML (default: data/sample/config.yaml or $RAG_EVAL_CONFIG)")
+    p_run.add_argument("--output", help="folder for the Parquet tables (default: outputs/ or $RAG_EVAL_OUTPUT_DIR)")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        return run(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The evaluation configuration: one YAML file, validated when it is loaded.
+
+A configuration names the corpus source, the golden set, the systems under evaluation, the metric
+settings, the judge and the regression thresholds. Relative paths inside it are resolved against
+the folder of the YAML file, so a configuration travels with its data.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rag_eval_pipeline.core.errors import ConfigError
+
+CORPUS_SOURCES = ("documents_dir", "beir", "squad_v2")
+SYSTEM_KINDS = ("reference", "logged")
+RANKING_MODES = ("system", "trec_eval")
+JUDGE_TYPES = ("rule_based", "openai_compatible", "human")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A regression gate for one metric: fail when the candidate drops more than allowed.
+
+    ``max_abs_drop`` is in the metric's own units (0.05 = five points of a rate);
+    ``max_rel_drop`` is a share of the baseline value (0.10 = ten per cent); ``min_value`` is an
+    absolute floor. ``higher_is_better`` is False for error rates.
+    """
+
+    metric: str
+    k: int | None = None
+    max_abs_drop: float | None = None
+    max_rel_drop: float | None = None
+    min_value: float | None = None
+    higher_is_better: bool = True
+    blocking: bool = True
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """A validated configuration (see ``data/sample/config.yaml`` for a commented example)."""
+
+    path: Path
+    corpus: dict[str, Any]
+    golden: dict[str, Any]
+    systems: list[dict[str, Any]]
+    ks: tuple[int, ...]
+    ranking_mode: str
+    rel_level: int
+    on_duplicate: str
+    complete: bool
+    judge: dict[str, Any]
+    thresholds: list[Threshold]
+    baseline_system: str | None
+    candidate_systems: list[str]
+    gate_split: str
+    quick_subset_size: int
+    bootstrap_resamples: int
+    seed: int
+    small_segment_n: int
+    max_judge_error_share: float
+    schedule: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, p: str | Path) -> Path:
+        """Resolve a path from the configuration against the configuration file's folder."""
+        p = Path(p)
+        return p if p.is_absolute() else (self.path.parent / p).resolve()
+
+    def system(self, name: str) -> dict[str, Any]:
+        """Return the configuration of the system named ``name``; ConfigError if none."""
+        for s in self.systems:
+            if s["name"] == name:
+                return s
+        raise ConfigError(f"{self.path}: no system named {name!r} (systems: {[s['name'] for s in self.systems]})")
+
+
+def load_config(path: str | Path) -> EvalConfig:
+    """Load and validate an evaluation configuration.
+
+    Input: path to a YAML file. Output: an :class:`EvalConfig`.
+    Raises ConfigError naming the file and the key for a missing file, bad YAML, an unknown
+    source/system kind/ranking mode/judge type, a k below 1, duplicate system names, a threshold on
+    an unknown field, or a baseline that is not a configured system.
+    """
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise ConfigError(f"configuration file {path} does not exist")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+
+    def need(mapping: dict, key: str, where: str):
+        if key not in mapping:
+            raise ConfigError(f"{path}: missing key {where}{key}")
+        return mapping[key]
+
+    corpus = dict(need(raw, "corpus", ""))
+    if corpus.get("source") not in CORPUS_SOURCES:
+        raise ConfigError(f"{path}: corpus.source must be one of {CORPUS_SOURCES}, got {corpus.get('source')!r}")
+    need(corpus, "path", "corpus.")
+    golden = dict(raw.get("golden") or {})
+    if corpus["source"] == "documents_dir":
+        need(golden, "path", "golden.")
+
+    systems = [dict(s) for s in need(raw, "systems", "")]
+    if not systems:
+        raise ConfigError(f"{path}: systems must list at least one system")
+    names = [s.get("name") for s in systems]
+    for i, s in enumerate(systems):
+        if not s.get("name"):
+            raise ConfigError(f"{path}: systems[{i}].name is missing")
+        if s.get("kind") not in SYSTEM_KINDS:
+            raise ConfigError(f"{path}: systems[{i}].kind must be one of {SYSTEM_KINDS}, got {s.get('kind')!r}")
+        if s["kind"] == "logged" and not s.get("path"):
+            raise ConfigError(f"{path}: systems[{i}] ({s['name']}) is logged but has no path")
+        rk = (s.get("retriever") or {}).get("k")
+        if rk is not None and (not isinstance(rk, int) or rk < 1):
+            raise ConfigError(f"{path}: systems[{i}].retriever.k must be an integer >= 1, got {rk!r}")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"{path}: duplicate system names {dupes}")
+
+    metrics = dict(raw.get("metrics") or {})
+    ks = metrics.get("ks", [1, 3, 5, 10])
+    if not ks or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in ks):
+        raise ConfigError(f"{path}: metrics.ks must be integers >= 1, got {ks!r}")
+    mode = metrics.get("ranking_mode", "system")
+    if mode not in RANKING_MODES:
+        raise ConfigError(f"{path}: metrics.ranking_mode must be one of {RANKING_MODES}, got {mode!r}")
+    on_dup = metrics.get("on_duplicate", "error")
+    if on_dup not in ("error", "keep_first"):
+        raise ConfigError(f"{path}: metrics.on_duplicate must be 'error' or 'keep_first', got {on_dup!r}")
+
+    judge = dict(raw.get("judge") or {"type": "rule_based"})
+    if judge.get("type") not in JUDGE_TYPES:
+        raise ConfigError(f"{path}: judge.type must be one of {JUDGE_TYPES}, got {judge.get('type')!r}")
+
+    gates = dict(raw.get("gates") or {})
+    thresholds = []
+    for i, t in enumerate(gates.get("thresholds") or []):
+        allowed = set(Threshold.__dataclass_fields__)
+        unknown = set(t) - allowed
+        if unknown or "metric" not in t:
+            raise ConfigError(f"{path}: gates.thresholds[{i}] has unknown keys {sorted(unknown)} or no metric")
+        if t.get("k") is not None and t["k"] < 1:
+            raise ConfigError(f"{path}: gates.thresholds[{i}].k must be >= 1")
+        thresholds.append(Threshold(**t))
+    baseline = gates.get("baseline_system")
+    if baseline is not None and baseline not in names:
+        raise ConfigError(f"{path}: gates.baseline_system {baseline!r} is not a configured system {names}")
+    candidates = list(gates.get("candidate_systems") or [n for n in names if n != baseline])
+    for c in candidates:
+        if c not in names:
+            raise ConfigError(f"{path}: gates.candidate_systems lists unknown system {c!r}")
+    gate_split = gates.get("split", "test")
+
+    return EvalConfig(
+        path=path,
+        corpus=corpus,
+        golden=golden,
+        systems=systems,
+        ks=tuple(ks),
+        ranking_mode=mode,
+        rel_level=int(metrics.get("rel_level", 1)),
+        on_duplicate=on_dup,
+        complete=bool(metrics.get("complete", False)),
+        judge=judge,
+        thresholds=thresholds,
+        baseline_system=baseline,
+        candidate_systems=candidates,
+        gate_split=gate_split,
+        quick_subset_size=int(raw.get("quick_subset_size", 24)),
+        bootstrap_resamples=int(metrics.get("bootstrap_resamples", 2000)),
+        seed=int(raw.get("seed", 0)),
+        small_segment_n=int(metrics.get("small_segment_n", 10)),
+        max_judge_error_share=float((raw.get("judge") or {}).get("max_error_share", 0.05)),
+        schedule=dict(raw.get("schedule") or {}),
+        raw=copy.deepcopy(raw),
+    )

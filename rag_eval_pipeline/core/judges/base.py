@@ -1,0 +1,112 @@
+"""The judge interface: what every faithfulness judge (rule, model, person) returns.
+
+A judge receives one question, one answer and the texts of the chunks retrieved for it (in rank
+order) and returns an :class:`AnswerJudgement`: one :class:`ClaimVerdict` per claim of the answer,
+each with a three-way verdict and the literal quote of the context it relies on (seed
+``004_292fd69c3d96947d.txt``: claim decomposition, SUPPORTED / CONTRADICTED / NOT_MENTIONED, a
+literal quote required for SUPPORTED), plus an optional whole-answer YES / PARTIAL / NO label
+(seed ``003_9cfbf16fe7b371c5.txt``).
+
+The judge's own ``quote_found`` is advisory: :func:`rag_eval_pipeline.core.judging.judge_runs`
+re-checks every quote against the retrieved text in code and downgrades an unverified SUPPORTED.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from rag_eval_pipeline.core.tables import VERDICTS
+
+#: Statuses a judge may return for an answer. ``judge_runs`` adds "clarify" and "run_error"
+#: for runs it never sends to a judge.
+JUDGEMENT_STATUSES = ("judged", "abstained", "no_claims", "no_retrieval", "judge_error")
+
+#: Whole-answer labels and their scores (seed 003: YES = 1, PARTIAL = 0.5, NO = 0).
+HOLISTIC_SCORES: dict[str, float] = {"YES": 1.0, "PARTIAL": 0.5, "NO": 0.0}
+
+__all__ = [
+    "VERDICTS",
+    "JUDGEMENT_STATUSES",
+    "HOLISTIC_SCORES",
+    "ClaimVerdict",
+    "AnswerJudgement",
+    "Judge",
+    "holistic_label",
+]
+
+
+@dataclass(frozen=True)
+class ClaimVerdict:
+    """One claim of one answer and the judge's verdict on it.
+
+    Fields: ``claim_id`` (the judge's local id, e.g. "c1"; ``judge_runs`` renumbers it as
+    "<question_id>:c<n>"), ``claim`` (text), ``verdict`` (one of ``VERDICTS``), ``quote`` (the
+    passage of the retrieved context relied on, or None), ``quote_found`` (the judge's claim that
+    the quote is literally in the context), ``justification`` (free text), ``error`` (reason,
+    only when ``verdict == "JUDGE_ERROR"``).
+    """
+
+    claim_id: str
+    claim: str
+    verdict: str
+    quote: str | None
+    quote_found: bool
+    justification: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerJudgement:
+    """A judge's output for one answer.
+
+    ``status`` is one of ``JUDGEMENT_STATUSES``; ``claims`` is empty unless the status is
+    "judged" (or "judge_error" with per-claim JUDGE_ERROR verdicts); ``holistic`` is "YES",
+    "PARTIAL", "NO" or None when the judge gives no whole-answer label.
+    """
+
+    status: str
+    claims: list[ClaimVerdict] = field(default_factory=list)
+    holistic: str | None = None
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """What the pipeline needs from a judge.
+
+    Attributes: ``name`` (e.g. "rule_based_lexical"), ``model`` (pinned version),
+    ``prompt_sha256`` (hex sha256 of the prompt or of the canonical parameter description, so that
+    any change to what the judge does changes this value).
+
+    ``judge(question, answer, contexts)``: ``contexts`` are the retrieved chunk texts in rank
+    order (non-empty when called by ``judge_runs``). Returns an :class:`AnswerJudgement`. May raise
+    any exception; ``judge_runs`` records it as a JUDGE_ERROR for that answer and carries on.
+    """
+
+    name: str
+    model: str
+    prompt_sha256: str
+
+    def judge(self, question: str, answer: str, contexts: list[str]) -> AnswerJudgement: ...
+
+
+def holistic_label(verdicts: list[str]) -> str | None:
+    """Whole-answer label from claim verdicts (seed ``003_9cfbf16fe7b371c5.txt`` labels).
+
+    Input: verdicts of one answer (JUDGE_ERROR entries are ignored). Output: "YES" when every
+    claim is SUPPORTED; "NO" when any is CONTRADICTED or none is SUPPORTED; "PARTIAL" otherwise;
+    None when no verdict other than JUDGE_ERROR is given. Raises ValueError for a verdict not in
+    ``VERDICTS``.
+    """
+    bad = [v for v in verdicts if v not in VERDICTS]
+    if bad:
+        raise ValueError(f"unknown verdict(s) {bad}; expected one of {VERDICTS}")
+    vs = [v for v in verdicts if v != "JUDGE_ERROR"]
+    if not vs:
+        return None
+    n_sup = sum(v == "SUPPORTED" for v in vs)
+    if n_sup == len(vs):
+        return "YES"
+    if n_sup == 0 or any(v == "CONTRADICTED" for v in vs):
+        return "NO"
+    return "PARTIAL"

@@ -1,0 +1,270 @@
+"""Per-question decision metrics: coverage, answering without evidence, false abstention,
+retrieval failure versus abstention, clarifications and execution errors.
+
+Definitions follow seed guide ``000_1000bb13b7b4c340.txt`` (sections 1-3):
+
+- The *binary subset* is the answerable and absent questions; clarification questions are kept
+  out of it and reported in their own table, and execution errors (``decision == "error"``) are
+  counted apart and never enter a rate.
+- ``coverage``: over the binary subset, 1 when the system answered, else 0.
+- ``answer_without_evidence_rate``: over absent questions, 1 when the system answered.
+- ``false_abstention_rate``: over answerable questions, 1 when the system abstained.
+- Retrieval failure is not abstention: ``evidence_retrieved`` (answerable: 1 when any evidence
+  chunk was retrieved) and, over the answerable questions the system abstained on,
+  ``abstention_with_evidence`` (the evidence was in the context: a generator error) and
+  ``abstention_without_evidence`` (it was not: a retrieval failure, where abstaining was the
+  right call for the generator).
+
+Decision ``clarify`` on a binary-subset question: it is *not answered* (0 in ``coverage`` and in
+``answer_without_evidence_rate``) and *not an abstention* (0 in ``false_abstention_rate``): the
+seed counts abstentions, and asking back is another behaviour. So that it is not hidden by either
+rate, it has its own indicator ``clarify_on_binary_rate`` over the binary subset.
+
+On clarification questions (answerability ``clarify``): ``clarify_asked_rate``,
+``clarify_answered_rate`` and ``clarify_abstained_rate`` (each over the clarification questions
+with a non-error run, so the three add up to 1). ``run_error_rate`` is over every golden question
+with a run.
+
+Every row is a 0/1 indicator: ``value`` in {0.0, 1.0}, ``numerator = value``,
+``denominator = 1.0``; or null with ``status`` saying why (first reason that applies):
+``not_in_denominator`` (the question is not of the rate's class), ``missing_run`` (the golden
+question has no run for that system), ``run_error`` (decision ``error``), ``no_relevant``
+(answerable question with no evidence chunk, for the evidence metrics). ``status == "ok"``
+otherwise. Aggregation (sum of values / count of non-null) is done by ``summary.summarise``.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.tables import ANSWERABILITY, DECISIONS
+
+DECISION_METRICS: tuple[str, ...] = (
+    "coverage",
+    "answer_without_evidence_rate",
+    "false_abstention_rate",
+    "clarify_on_binary_rate",
+    "evidence_retrieved",
+    "abstention_with_evidence",
+    "abstention_without_evidence",
+    "clarify_asked_rate",
+    "clarify_answered_rate",
+    "clarify_abstained_rate",
+    "run_error_rate",
+)
+
+OUTPUT_COLUMNS = ("system", "question_id", "metric", "k", "value", "numerator", "denominator",
+                  "status", "ranking_mode")
+
+
+def evidence_chunks(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The evidence chunk ids of each golden question.
+
+    Input: a ``golden_set`` frame (columns ``question_id``, ``relevant``, ``claims``,
+    ``user_groups`` are read); optionally a ``corpus_snapshot`` frame (``chunk_id``, ``acl``).
+    Output: one row per golden question: ``question_id`` (str), ``evidence`` (list[str], sorted,
+    unique, possibly empty): the ``relevant`` chunks with grade > 0 (a null grade counts as
+    relevant) and the chunks that support a golden claim. When ``snapshot`` is given, chunks the
+    question's ``user_groups`` cannot read (non-empty ``acl`` sharing no group) are dropped: the
+    seed (000, section 2) asks about evidence in the *authorised* corpus. Chunks absent from the
+    snapshot are kept.
+    Raises nothing beyond polars' own errors for a frame without those columns.
+    """
+    rel = (
+        golden.select("question_id", pl.col("relevant"))
+        .explode("relevant")
+        .drop_nulls("relevant")
+        .select(
+            "question_id",
+            pl.col("relevant").struct.field("chunk_id").alias("chunk_id"),
+            pl.col("relevant").struct.field("grade").alias("grade"),
+        )
+        .filter(pl.col("grade").is_null() | (pl.col("grade") > 0))
+        .select("question_id", "chunk_id")
+    )
+    claims = (
+        golden.select("question_id", "claims")
+        .explode("claims")
+        .drop_nulls("claims")
+        .select("question_id", pl.col("claims").struct.field("supporting").alias("chunk_id"))
+        .explode("chunk_id")
+    )
+    ev = pl.concat([rel, claims]).drop_nulls("chunk_id").unique()
+    if snapshot is not None:
+        groups = golden.select("question_id", pl.col("user_groups").fill_null(pl.lit([], pl.List(pl.Utf8))))
+        acl = snapshot.select("chunk_id", "acl").unique("chunk_id", keep="first")
+        ev = (
+            ev.join(groups, on="question_id", how="left")
+            .join(acl, on="chunk_id", how="left")
+            .filter(readable_expr())
+            .select("question_id", "chunk_id")
+        )
+    lists = ev.group_by("question_id").agg(pl.col("chunk_id").unique().sort().alias("evidence"))
+    return (
+        golden.select("question_id")
+        .join(lists, on="question_id", how="left")
+        .with_columns(pl.col("evidence").fill_null(pl.lit([], pl.List(pl.Utf8))))
+    )
+
+
+def readable_expr() -> pl.Expr:
+    """True where a chunk's ``acl`` (null or empty = everyone) shares a group with ``user_groups``."""
+    acl = pl.col("acl")
+    return (
+        acl.is_null()
+        | (acl.list.len() == 0)
+        | (acl.list.set_intersection(pl.col("user_groups").fill_null(pl.lit([], pl.List(pl.Utf8)))).list.len() > 0)
+    )
+
+
+def unknown_run_questions(rag_runs: pl.DataFrame, golden: pl.DataFrame) -> pl.DataFrame:
+    """Runs whose question is not in the golden set (they are left out of every decision metric).
+
+    Input: ``rag_runs`` and ``golden_set`` frames. Output: columns ``system``, ``question_id``
+    (str), sorted, one row per such run; empty when every run's question is golden.
+    """
+    return (
+        rag_runs.select("system", "question_id")
+        .join(golden.select("question_id"), on="question_id", how="anti")
+        .unique()
+        .sort("system", "question_id")
+    )
+
+
+def _validate(rag_runs: pl.DataFrame, golden: pl.DataFrame) -> None:
+    bad_class = golden.filter(~pl.col("answerability").is_in(list(ANSWERABILITY)) | pl.col("answerability").is_null())
+    if bad_class.height:
+        row = bad_class.row(0, named=True)
+        raise InputError(
+            f"golden question {row['question_id']!r}: answerability {row['answerability']!r} not in {ANSWERABILITY}",
+            field="answerability",
+        )
+    dup_golden = golden.group_by("question_id").len().filter(pl.col("len") > 1)
+    if dup_golden.height:
+        raise InputError(f"golden question {dup_golden['question_id'][0]!r} appears more than once",
+                         field="question_id")
+    bad_dec = rag_runs.filter(~pl.col("decision").is_in(list(DECISIONS)) | pl.col("decision").is_null())
+    if bad_dec.height:
+        row = bad_dec.row(0, named=True)
+        raise InputError(
+            f"run of system {row['system']!r} for question {row['question_id']!r}: decision "
+            f"{row['decision']!r} not in {DECISIONS}",
+            field="decision",
+        )
+    dup = rag_runs.group_by("system", "question_id").len().filter(pl.col("len") > 1)
+    if dup.height:
+        row = dup.row(0, named=True)
+        raise InputError(
+            f"system {row['system']!r} has {row['len']} runs for question {row['question_id']!r}; expected one",
+            field="question_id",
+        )
+
+
+def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
+                              snapshot: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per-question 0/1 decision indicators for every system in ``rag_runs`` and every golden question.
+
+    Input: ``rag_runs`` (``rag_runs`` schema; ``system``, ``question_id``, ``retrieved``,
+    ``decision`` are read), ``golden`` (``golden_set`` schema), optional ``snapshot``
+    (``corpus_snapshot``; when given, evidence the question's user cannot read does not count,
+    see :func:`evidence_chunks`).
+    Output: the ``question_metrics`` columns minus ``split``: ``system``, ``question_id``,
+    ``metric`` (one of :data:`DECISION_METRICS`), ``k`` (null Int32), ``value`` (0.0, 1.0 or null),
+    ``numerator`` (= value), ``denominator`` (1.0, or null with value), ``status``, ``ranking_mode``
+    (null); one row per system x golden question x metric, sorted by system, question_id, metric.
+    Runs whose question is not golden are left out (list them with :func:`unknown_run_questions`);
+    a golden question without a run of a system gets ``status == "missing_run"``.
+    Raises InputError for an answerability outside ``tables.ANSWERABILITY``, a decision outside
+    ``tables.DECISIONS``, a duplicated golden question or two runs of one system for one question.
+    Source: seed ``000_1000bb13b7b4c340.txt`` (module docstring gives every definition).
+    """
+    _validate(rag_runs, golden)
+    ev = evidence_chunks(golden, snapshot)
+    questions = golden.select("question_id", "answerability").join(ev, on="question_id", how="left")
+    systems = rag_runs.select("system").unique().sort("system")
+    runs = rag_runs.select(
+        "system",
+        "question_id",
+        "decision",
+        pl.col("retrieved").list.eval(pl.element().struct.field("chunk_id")).alias("retrieved_ids"),
+        pl.lit(True).alias("has_run"),
+    )
+    base = (
+        systems.join(questions, how="cross")
+        .join(runs, on=["system", "question_id"], how="left")
+        .with_columns(
+            pl.col("has_run").fill_null(False),
+            pl.col("retrieved_ids").fill_null(pl.lit([], pl.List(pl.Utf8))),
+        )
+        .with_columns(
+            (pl.col("retrieved_ids").list.set_intersection(pl.col("evidence")).list.len() > 0).alias("hit"),
+            (pl.col("evidence").list.len() == 0).alias("no_evidence"),
+        )
+    )
+    cls = pl.col("answerability")
+    dec = pl.col("decision")
+    binary = cls.is_in(["answerable", "absent"])
+    answerable = cls == "answerable"
+    absent = cls == "absent"
+    clarify_q = cls == "clarify"
+    abstained = dec == "abstain"
+    always = pl.lit(True)
+
+    # metric -> (in class, extra null reasons [(condition, status)], indicator)
+    specs: dict[str, tuple[pl.Expr, list[tuple[pl.Expr, str]], pl.Expr]] = {
+        "coverage": (binary, [], dec == "answer"),
+        "answer_without_evidence_rate": (absent, [], dec == "answer"),
+        "false_abstention_rate": (answerable, [], abstained),
+        "clarify_on_binary_rate": (binary, [], dec == "clarify"),
+        "evidence_retrieved": (answerable, [(pl.col("no_evidence"), "no_relevant")], pl.col("hit")),
+        "abstention_with_evidence": (
+            answerable,
+            [(~abstained, "not_in_denominator"), (pl.col("no_evidence"), "no_relevant")],
+            pl.col("hit"),
+        ),
+        "abstention_without_evidence": (
+            answerable,
+            [(~abstained, "not_in_denominator"), (pl.col("no_evidence"), "no_relevant")],
+            ~pl.col("hit"),
+        ),
+        "clarify_asked_rate": (clarify_q, [], dec == "clarify"),
+        "clarify_answered_rate": (clarify_q, [], dec == "answer"),
+        "clarify_abstained_rate": (clarify_q, [], abstained),
+        "run_error_rate": (always, [], dec == "error"),
+    }
+    frames = []
+    for metric in DECISION_METRICS:
+        in_class, extra, indicator = specs[metric]
+        status = (
+            pl.when(~in_class).then(pl.lit("not_in_denominator"))
+            .when(~pl.col("has_run")).then(pl.lit("missing_run"))
+        )
+        if metric != "run_error_rate":
+            status = status.when(dec == "error").then(pl.lit("run_error"))
+        for cond, why in extra:
+            status = status.when(cond).then(pl.lit(why))
+        status = status.otherwise(pl.lit("ok"))
+        ok = pl.col("status") == "ok"
+        value = pl.when(ok).then(indicator.cast(pl.Float64)).otherwise(None)
+        frames.append(
+            base.with_columns(status.alias("status"))
+            .select(
+                "system",
+                "question_id",
+                pl.lit(metric).alias("metric"),
+                pl.lit(None, pl.Int32).alias("k"),
+                value.alias("value"),
+                value.alias("numerator"),
+                pl.when(ok).then(pl.lit(1.0)).otherwise(None).alias("denominator"),
+                "status",
+                pl.lit(None, pl.Utf8).alias("ranking_mode"),
+            )
+        )
+    if not frames or systems.height == 0:
+        return pl.DataFrame(schema={
+            "system": pl.Utf8, "question_id": pl.Utf8, "metric": pl.Utf8, "k": pl.Int32,
+            "value": pl.Float64, "numerator": pl.Float64, "denominator": pl.Float64,
+            "status": pl.Utf8, "ranking_mode": pl.Utf8,
+        })
+    return pl.concat(frames).sort("system", "question_id", "metric")

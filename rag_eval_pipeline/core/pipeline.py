@@ -1,0 +1,187 @@
+"""The chain's steps as plain functions over an :class:`EvalConfig`; the Dagster assets call these.
+
+Each function takes and returns polars DataFrames (schemas in ``core/tables.py``) so the whole chain
+can be run and tested without Dagster.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import polars as pl
+
+from rag_eval_pipeline.core import tables
+from rag_eval_pipeline.core.config import EvalConfig
+from rag_eval_pipeline.core.errors import ConfigError
+
+
+def load_documents(cfg: EvalConfig) -> pl.DataFrame:
+    """Read the configured corpus source into a documents frame (see docs/CONTRACTS.md).
+
+    Sources: ``documents_dir`` (a folder of .md/.txt files with optional front matter), ``beir``
+    (corpus.jsonl) and ``squad_v2`` (paragraphs become documents). Raises InputError from the
+    source reader, ConfigError for an unknown source.
+    """
+    src = cfg.corpus["source"]
+    path = cfg.resolve(cfg.corpus["path"])
+    if src == "documents_dir":
+        from rag_eval_pipeline.core.sources.documents import load_documents_dir
+
+        return load_documents_dir(path)
+    if src == "beir":
+        from rag_eval_pipeline.core.sources.beir import load_beir
+
+        return load_beir(path, split=cfg.corpus.get("split", "test"))[0]
+    if src == "squad_v2":
+        from rag_eval_pipeline.core.sources.squad import load_squad_v2
+
+        return load_squad_v2(path)[0]
+    raise ConfigError(f"{cfg.path}: unknown corpus.source {src!r}")
+
+
+def chunking_strategy(cfg: EvalConfig) -> tuple[str, int]:
+    """Return (strategy, max_chars): datasets with document-level qrels default to one chunk per doc."""
+    chunking = cfg.corpus.get("chunking") or {}
+    default = "paragraphs" if cfg.corpus["source"] == "documents_dir" else "document"
+    return chunking.get("strategy", default), int(chunking.get("max_chars", 1200))
+
+
+def build_snapshot(cfg: EvalConfig) -> tuple[pl.DataFrame, str]:
+    """Read, chunk and hash the corpus. Output: (corpus_snapshot table, corpus_version hex string)."""
+    from rag_eval_pipeline.core.corpus import chunk_documents, corpus_version
+
+    strategy, max_chars = chunking_strategy(cfg)
+    snapshot = chunk_documents(load_documents(cfg), strategy=strategy, max_chars=max_chars)
+    snapshot = tables.conform(snapshot, "corpus_snapshot")
+    return snapshot, corpus_version(snapshot)
+
+
+def build_golden(cfg: EvalConfig, snapshot: pl.DataFrame) -> pl.DataFrame:
+    """Read the golden set for the configured source and validate it against ``snapshot``.
+
+    Output: the golden_set table with ``golden_version``. Raises InputError naming file, line, field.
+    """
+    from rag_eval_pipeline.core.sources.golden import load_golden, validate_golden
+
+    src = cfg.corpus["source"]
+    if cfg.golden.get("path"):
+        gpath = cfg.resolve(cfg.golden["path"])
+        raw = load_golden(gpath)
+        source = str(gpath)
+    elif src == "beir":
+        from rag_eval_pipeline.core.sources.beir import load_beir
+
+        path = cfg.resolve(cfg.corpus["path"])
+        raw = load_beir(path, split=cfg.corpus.get("split", "test"))[1]
+        source = str(path)
+    elif src == "squad_v2":
+        from rag_eval_pipeline.core.sources.squad import load_squad_v2
+
+        path = cfg.resolve(cfg.corpus["path"])
+        raw = load_squad_v2(path)[1]
+        source = str(path)
+    else:
+        raise ConfigError(f"{cfg.path}: golden.path is required for corpus.source {src!r}")
+    return tables.conform(validate_golden(raw, snapshot, source), "golden_set")
+
+
+def quick_subset(golden: pl.DataFrame, size: int, seed: int = 0) -> pl.DataFrame:
+    """A fixed, stratified subset of the golden set for the on-change quick job.
+
+    Every answerability class present is represented: the ``size`` slots are shared out in
+    proportion to class counts (at least one per class), and within a class questions are taken in
+    the order of sha256(seed, question_id), so the subset is stable across runs and machines.
+    Output: a subset of ``golden`` rows (same schema), at most ``size`` rows plus one per class.
+    """
+    if golden.height <= size:
+        return golden
+    keyed = golden.with_columns(
+        pl.col("question_id")
+        .map_elements(lambda q: hashlib.sha256(f"{seed}:{q}".encode()).hexdigest(), return_dtype=pl.Utf8)
+        .alias("_order")
+    ).sort("_order")
+    counts = keyed.group_by("answerability").len()
+    total = golden.height
+    picks = []
+    for cls, n in counts.iter_rows():
+        quota = max(1, round(size * n / total))
+        picks.append(keyed.filter(pl.col("answerability") == cls).head(quota))
+    return pl.concat(picks).drop("_order").sort("question_id")
+
+
+def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, corpus_version: str,
+               systems: list[str] | None = None) -> pl.DataFrame:
+    """Produce the rag_runs table for the configured systems (all, or only those named).
+
+    Reference systems are run here (BM25/dense/hybrid + extractive answerer); logged systems are
+    read from their JSONL/Parquet log. Logged rows for questions outside ``golden`` are kept: the
+    completeness check reports them. Raises InputError for bad logs, ConfigError for unknown names.
+    """
+    from rag_eval_pipeline.core.reference_system import run_reference_system
+    from rag_eval_pipeline.core.sources.run_logs import load_run_log
+
+    golden_version = golden["golden_version"][0] if golden.height else ""
+    wanted = systems or [s["name"] for s in cfg.systems]
+    frames = []
+    for name in wanted:
+        system = cfg.system(name)
+        if system["kind"] == "reference":
+            frames.append(run_reference_system(snapshot, golden, system, corpus_version, golden_version))
+        else:
+            runs = load_run_log(cfg.resolve(system["path"]), name, corpus_version, golden_version)
+            frames.append(runs)
+    out = pl.concat([tables.conform(f, "rag_runs") for f in frames]) if frames else tables.empty("rag_runs")
+    return out
+
+
+def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame,
+                           labels: pl.DataFrame, judgements: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+    """Every per-question metric of every system: retrieval, claim evidence, decisions, faithfulness.
+
+    Output: (question_metrics table, info) where info counts what the retrieval evaluation left out
+    (dropped duplicates, golden questions with no run row, run rows for unknown questions).
+    """
+    from rag_eval_pipeline.core.metrics.decisions import decision_question_metrics
+    from rag_eval_pipeline.core.metrics.faithfulness import faithfulness_question_metrics
+    from rag_eval_pipeline.core.metrics.retrieval import (
+        claim_evidence_availability,
+        explode_runs,
+        qrels_from_golden,
+        retrieval_question_metrics,
+    )
+
+    qrels = qrels_from_golden(golden)
+    frames, info = [], {}
+    for system in runs["system"].unique().sort().to_list():
+        sys_runs = runs.filter(pl.col("system") == system)
+        ev = retrieval_question_metrics(
+            explode_runs(sys_runs), qrels,
+            ks=cfg.ks, mode=cfg.ranking_mode, rel_level=cfg.rel_level,
+            on_duplicate=cfg.on_duplicate, complete=cfg.complete,
+        )
+        frames.append(ev.per_question)
+        info[system] = {
+            "dropped_duplicates": ev.dropped_duplicates,
+            "missing_questions": len(ev.missing_questions),
+            "unknown_questions": len(ev.unknown_questions),
+        }
+    frames.append(claim_evidence_availability(runs, golden, cfg.ks))
+    frames.append(decision_question_metrics(runs, golden, snapshot))
+    frames.append(faithfulness_question_metrics(labels, judgements))
+    cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
+    qm = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
+    qm = qm.join(golden.select("question_id", "split"), on="question_id", how="left")
+    return tables.conform(qm, "question_metrics"), info
+
+
+def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame, golden: pl.DataFrame,
+                  snapshot: pl.DataFrame) -> pl.DataFrame:
+    """Aggregate per-question metrics by system, split, segment and k, with counts and 95% intervals."""
+    from rag_eval_pipeline.core.metrics.summary import question_segments, summarise
+
+    segments = question_segments(golden, snapshot)
+    return tables.conform(
+        summarise(question_metrics, segments, golden, bootstrap_resamples=cfg.bootstrap_resamples,
+                  seed=cfg.seed, small_segment_n=cfg.small_segment_n),
+        "metric_summary",
+    )

@@ -1,0 +1,212 @@
+"""Lexical retrieval with BM25, a thin wrapper around ``bm25s``.
+
+BM25 (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond", 2009);
+the scoring variants are those of ``bm25s`` (Lù, "BM25S: Orders of magnitude faster lexical search
+via eager sparse scoring", 2024): ``lucene`` (default), ``robertson``, ``atire``.
+
+Tokenisation is exactly ``bm25s.tokenize``: lower-casing, the scikit-learn token pattern
+``(?u)\\b\\w\\w+\\b``, optional stopword removal (``bm25s``' NLTK-derived lists) and a Snowball stemmer
+from PyStemmer. What the wrapper adds:
+
+* chunk ids instead of row numbers;
+* hits that share no term with the query (score exactly 0) are never returned;
+* a per-query ``allowed`` set of chunk ids (ACL filtering): forbidden chunks are removed from the
+  score vector *before* the top-k is taken, so a query still gets up to ``k`` allowed hits;
+* a deterministic order: score descending, ties broken by chunk id ascending (``bm25s`` itself
+  leaves the order of tied scores to ``np.argpartition``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from rag_eval_pipeline.core.errors import ConfigError
+
+_METHODS = ("lucene", "robertson", "atire")
+
+
+def _make_stemmer(language: str | None):
+    """Return a PyStemmer ``Stemmer`` for ``language`` (a Snowball algorithm name), or None.
+
+    Raises ConfigError for an unknown algorithm name.
+    """
+    if language is None:
+        return None
+    import Stemmer
+
+    try:
+        return Stemmer.Stemmer(language)
+    except KeyError as exc:
+        raise ConfigError(
+            f"BM25 language {language!r} has no Snowball stemmer; choose one of {Stemmer.algorithms()}"
+        ) from exc
+
+
+class BM25Retriever:
+    """BM25 over a list of chunks, searched by text queries.
+
+    Parameters:
+        language: Snowball stemmer name for PyStemmer ("english", "spanish", ...; see
+            ``Stemmer.algorithms()``), or None for no stemming.
+        stopwords: a ``bm25s`` stopword list name ("en", "es", "english", "spanish", ...) or None
+            for none.
+        k1, b: BM25 parameters (k1 >= 0, 0 <= b <= 1).
+        method: "lucene" (default), "robertson" or "atire" (``bm25s`` scoring variants).
+
+    Raises ConfigError for an unknown language, stopword list or method, or k1/b out of range.
+    """
+
+    def __init__(
+        self,
+        language: str | None = "english",
+        stopwords: str | None = None,
+        k1: float = 1.5,
+        b: float = 0.75,
+        method: str = "lucene",
+    ):
+        import bm25s.tokenization
+
+        if method not in _METHODS:
+            raise ConfigError(f"BM25 method {method!r} not supported; choose one of {_METHODS}")
+        if not (k1 >= 0):
+            raise ConfigError(f"BM25 k1 must be >= 0, got {k1!r}")
+        if not (0 <= b <= 1):
+            raise ConfigError(f"BM25 b must be in [0, 1], got {b!r}")
+        if stopwords is not None:
+            try:
+                bm25s.tokenization._infer_stopwords(stopwords)
+            except ValueError as exc:
+                raise ConfigError(f"BM25 stopwords {stopwords!r} not known to bm25s") from exc
+        self.language = language
+        self.stopwords = stopwords
+        self.k1 = float(k1)
+        self.b = float(b)
+        self.method = method
+        self._stemmer = _make_stemmer(language)
+        self._bm25 = None
+        self._ids: np.ndarray | None = None
+        self._pos: dict[str, int] = {}
+        self._masks: dict[frozenset, np.ndarray] = {}
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        """Tokenise ``texts`` as the index does: list of n strings -> n lists of stemmed tokens.
+
+        Source: ``bm25s.tokenize`` with this retriever's stopwords and stemmer.
+        """
+        import bm25s
+
+        return bm25s.tokenize(
+            list(texts),
+            stopwords=self.stopwords,
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=False,
+        )
+
+    def index(self, chunk_ids: Sequence[str], texts: Sequence[str]) -> BM25Retriever:
+        """Build the index over ``texts`` (same length as ``chunk_ids``); returns self.
+
+        Input: n unique chunk ids and n texts (n >= 1). The chunks are indexed in chunk-id order, so
+        the scores and the tie order do not depend on the order given. Raises ValueError for
+        lengths that differ, duplicate ids or an empty corpus.
+        """
+        import bm25s
+
+        chunk_ids = list(chunk_ids)
+        texts = list(texts)
+        if len(chunk_ids) != len(texts):
+            raise ValueError(f"index: {len(chunk_ids)} chunk ids but {len(texts)} texts")
+        if not chunk_ids:
+            raise ValueError("index: no chunks to index")
+        order = sorted(range(len(chunk_ids)), key=chunk_ids.__getitem__)
+        ids = [chunk_ids[i] for i in order]
+        if len(set(ids)) != len(ids):
+            dup = next(a for a, b in zip(ids, ids[1:]) if a == b)
+            raise ValueError(f"index: duplicate chunk id {dup!r}")
+        tokens = bm25s.tokenize(
+            [texts[i] for i in order],
+            stopwords=self.stopwords,
+            stemmer=self._stemmer,
+            show_progress=False,
+        )
+        bm25 = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+        bm25.index(tokens, show_progress=False)
+        self._bm25 = bm25
+        self._ids = np.array(ids, dtype=object)
+        self._pos = {cid: i for i, cid in enumerate(ids)}
+        self._masks = {}
+        return self
+
+    @property
+    def size(self) -> int:
+        """Number of indexed chunks (0 before :meth:`index`)."""
+        return 0 if self._ids is None else len(self._ids)
+
+    def _mask(self, allowed: set[str] | frozenset[str]) -> np.ndarray:
+        """Boolean vector over the index: True where the chunk is NOT in ``allowed`` (cached)."""
+        key = frozenset(allowed)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = np.ones(len(self._ids), dtype=bool)
+            pos = [self._pos[c] for c in key if c in self._pos]
+            mask[pos] = False
+            if len(self._masks) < 4096:
+                self._masks[key] = mask
+        return mask
+
+    def search(
+        self,
+        queries: Sequence[str],
+        k: int,
+        allowed: Sequence[set[str] | frozenset[str] | None] | None = None,
+    ) -> list[list[tuple[str, float]]]:
+        """Top-``k`` chunks for each query.
+
+        Input: q query strings; k >= 1; ``allowed`` None (every chunk) or q sets of chunk ids
+        (None in a position = every chunk), each restricting its query to those chunks (ids not in
+        the index are ignored).
+        Output: q lists of (chunk_id, score) with 0 <= len <= k, score descending, ties by chunk id
+        ascending; chunks whose score is exactly 0 (no term in common with the query) and chunks
+        outside ``allowed`` are never returned. A query with no indexed term gets [].
+        Raises RuntimeError before :meth:`index`, ValueError for k < 1 or an ``allowed`` of another
+        length than ``queries``.
+        """
+        if self._bm25 is None:
+            raise RuntimeError("search called before index")
+        if k < 1:
+            raise ValueError(f"search: k must be >= 1, got {k}")
+        queries = list(queries)
+        if allowed is not None and len(allowed) != len(queries):
+            raise ValueError(f"search: {len(queries)} queries but {len(allowed)} allowed sets")
+        bm25 = self._bm25
+        ids = self._ids
+        n = len(ids)
+        out: list[list[tuple[str, float]]] = []
+        for qi, tokens in enumerate(self.tokenize(queries)):
+            token_ids = bm25.get_tokens_ids(tokens)
+            if not token_ids:
+                out.append([])
+                continue
+            scores = bm25.get_scores_from_ids(token_ids)
+            drop = scores == 0
+            if allowed is not None and allowed[qi] is not None:
+                drop |= self._mask(allowed[qi])
+            scores[drop] = -np.inf
+            out.append(_top_k(scores, k, n, ids))
+        return out
+
+
+def _top_k(scores: np.ndarray, k: int, n: int, ids: np.ndarray) -> list[tuple[str, float]]:
+    """Top-k finite entries of ``scores``: score descending, ties by position (= chunk id) ascending."""
+    if k < n:
+        kth = np.partition(scores, n - k)[n - k]
+        cand = np.flatnonzero(scores >= kth) if kth > -np.inf else np.flatnonzero(scores > -np.inf)
+    else:
+        cand = np.flatnonzero(scores > -np.inf)
+    if cand.size == 0:
+        return []
+    cs = scores[cand]
+    order = np.lexsort((cand, -cs))[:k]
+    return list(zip(ids[cand[order]].tolist(), cs[order].astype(float).tolist()))

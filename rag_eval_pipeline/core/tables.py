@@ -1,0 +1,192 @@
+"""Every table's schema, declared once.
+
+Each asset that writes a table calls :func:`conform` before the write, so a column that is missing,
+extra or of the wrong type stops the write with a message naming the table and the column.
+Nothing here imports Dagster.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from rag_eval_pipeline.core.errors import SchemaError
+
+RETRIEVED_HIT = pl.Struct({"chunk_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int32})
+RELEVANT_ID = pl.Struct({"chunk_id": pl.Utf8, "grade": pl.Int32})
+GOLDEN_CLAIM = pl.Struct({"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8)})
+
+ANSWERABILITY = ("answerable", "absent", "clarify")
+DECISIONS = ("answer", "abstain", "clarify", "error")
+VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED", "JUDGE_ERROR")
+CHUNK_STATUS = ("active", "withdrawn", "replaced")
+SPLITS = ("dev", "test")
+
+SCHEMAS: dict[str, pl.Schema] = {
+    # one chunk of one document version
+    "corpus_snapshot": pl.Schema(
+        {
+            "chunk_id": pl.Utf8,  # "doc_id#n", n counted from 0 within the document
+            "doc_id": pl.Utf8,
+            "chunk_index": pl.Int32,
+            "text": pl.Utf8,
+            "title": pl.Utf8,
+            "source": pl.Utf8,  # file path or dataset name the document came from
+            "doc_type": pl.Utf8,
+            "language": pl.Utf8,
+            "status": pl.Utf8,  # CHUNK_STATUS
+            "replaced_by": pl.Utf8,  # doc_id of the newer document, null unless replaced
+            "acl": pl.List(pl.Utf8),  # groups allowed to read; empty list = everyone
+            "valid_from": pl.Date,
+            "valid_to": pl.Date,
+            "sha256": pl.Utf8,  # of the chunk text
+        }
+    ),
+    # one question
+    "golden_set": pl.Schema(
+        {
+            "question_id": pl.Utf8,
+            "golden_version": pl.Utf8,
+            "question": pl.Utf8,
+            "answerability": pl.Utf8,  # ANSWERABILITY
+            "relevant": pl.List(RELEVANT_ID),
+            "reference_answer": pl.Utf8,
+            "claims": pl.List(GOLDEN_CLAIM),
+            "split": pl.Utf8,  # SPLITS
+            "segments": pl.List(pl.Utf8),  # "key=value" tags
+            "user_groups": pl.List(pl.Utf8),
+        }
+    ),
+    # one question answered by one system configuration
+    "rag_runs": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "question_id": pl.Utf8,
+            "retrieved": pl.List(RETRIEVED_HIT),
+            "decision": pl.Utf8,  # DECISIONS
+            "answer": pl.Utf8,
+            "citations": pl.List(pl.Utf8),
+            "error": pl.Utf8,  # why decision == "error"; null otherwise
+            "corpus_version": pl.Utf8,
+            "golden_version": pl.Utf8,
+            "retriever": pl.Utf8,  # JSON of the retriever configuration
+            "generator": pl.Utf8,
+            "model": pl.Utf8,
+            "prompt_version": pl.Utf8,
+        }
+    ),
+    # one claim of one answer, judged once
+    "judge_labels": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "question_id": pl.Utf8,
+            "claim_id": pl.Utf8,
+            "claim": pl.Utf8,
+            "verdict": pl.Utf8,  # VERDICTS
+            "quote": pl.Utf8,
+            "quote_found": pl.Boolean,
+            "justification": pl.Utf8,
+            "judge": pl.Utf8,
+            "judge_model": pl.Utf8,
+            "prompt_sha256": pl.Utf8,
+            "repeat": pl.Int32,
+            "error": pl.Utf8,  # reason when verdict == "JUDGE_ERROR"
+        }
+    ),
+    # one answer of one system, judged as a whole: why it has (or has not) claim labels
+    "answer_judgements": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "question_id": pl.Utf8,
+            "status": pl.Utf8,  # judged / abstained / no_claims / no_retrieval / judge_error
+            "n_claims": pl.Int32,
+            "judge": pl.Utf8,
+            "judge_model": pl.Utf8,
+            "prompt_sha256": pl.Utf8,
+            "repeat": pl.Int32,
+        }
+    ),
+    # one metric of one question for one system
+    "question_metrics": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "question_id": pl.Utf8,
+            "split": pl.Utf8,
+            "metric": pl.Utf8,
+            "k": pl.Int32,
+            "value": pl.Float64,  # null = not evaluable for this question
+            "numerator": pl.Float64,
+            "denominator": pl.Float64,
+            "status": pl.Utf8,  # why value is null, or "ok"
+            "ranking_mode": pl.Utf8,
+        }
+    ),
+    # one metric for one system, segment and k
+    "metric_summary": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "split": pl.Utf8,  # "all", "dev" or "test"
+            "segment": pl.Utf8,  # "all" or "key=value"
+            "metric": pl.Utf8,
+            "k": pl.Int32,
+            "value": pl.Float64,  # null = not evaluable (denominator 0)
+            "numerator": pl.Float64,
+            "denominator": pl.Float64,
+            "n": pl.Int64,  # questions in the segment
+            "n_not_evaluable": pl.Int64,  # questions left out because their value is null
+            "ci_low": pl.Float64,
+            "ci_high": pl.Float64,
+            "ci_method": pl.Utf8,  # wilson / bootstrap / none
+            "judge_errors": pl.Int64,  # judge-based metrics only; 0 elsewhere
+            "ranking_mode": pl.Utf8,
+            "small_segment": pl.Boolean,
+        }
+    ),
+}
+
+
+def empty(table: str) -> pl.DataFrame:
+    """Return an empty DataFrame with the declared schema of ``table``.
+
+    Raises KeyError for an unknown table name.
+    """
+    return pl.DataFrame(schema=SCHEMAS[table])
+
+
+def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
+    """Check ``df`` against the declared schema of ``table`` and return it in declared column order.
+
+    Input: a polars DataFrame. Output: the same rows, columns reordered, dtypes unchanged
+    (a Null-typed column, as polars infers for an all-null literal, is cast to the declared type).
+    Raises SchemaError naming the table and column when a column is missing, extra or of another
+    dtype, or when a float column holds NaN (null means "not evaluable"; NaN is never stored).
+    """
+    schema = SCHEMAS[table]
+    missing = [c for c in schema if c not in df.columns]
+    extra = [c for c in df.columns if c not in schema]
+    if missing or extra:
+        raise SchemaError(f"table {table!r}: missing columns {missing}, unexpected columns {extra}")
+    casts = {}
+    for name, dtype in schema.items():
+        got = df.schema[name]
+        if got == dtype:
+            continue
+        if got == pl.Null or _null_inner(got, dtype):
+            casts[name] = dtype
+            continue
+        raise SchemaError(f"table {table!r}: column {name!r} has dtype {got}, expected {dtype}")
+    if casts:
+        df = df.with_columns([pl.col(c).cast(t) for c, t in casts.items()])
+    for name, dtype in schema.items():
+        if dtype in (pl.Float64, pl.Float32):
+            bad = df.filter(pl.col(name).is_nan())
+            if bad.height:
+                raise SchemaError(
+                    f"table {table!r}: column {name!r} holds NaN in {bad.height} row(s); "
+                    "store null for 'not evaluable'"
+                )
+    return df.select(list(schema))
+
+
+def _null_inner(got: pl.DataType, want: pl.DataType) -> bool:
+    """True when ``got`` is a List of Null (an empty literal list) and ``want`` is any List."""
+    return isinstance(got, pl.List) and isinstance(want, pl.List) and got.inner == pl.Null

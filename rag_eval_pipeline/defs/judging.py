@@ -1,0 +1,95 @@
+"""judge_labels and answer_judgements: per-claim verdicts from the configured judge."""
+
+
+import dagster as dg
+import polars as pl
+
+from rag_eval_pipeline.core.tables import VERDICTS
+from rag_eval_pipeline.defs.resources import EvalSettings
+
+
+class JudgeResource(dg.ConfigurableResource):
+    """The judge every claim label comes from. Subclasses pick the backend; ``get_judge`` builds it."""
+
+    def get_judge(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class RuleBasedJudgeResource(JudgeResource):
+    """The embedded baseline judge: deterministic, offline, lexical (see core/judges/rule_based.py)."""
+
+    support_threshold: float = 0.6
+
+    def get_judge(self):
+        from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
+
+        return RuleBasedJudge(support_threshold=self.support_threshold)
+
+
+class JudgeRunConfig(dg.Config):
+    """``repeats``: judge every answer this many times (repeat 0 may come from the cache; later ones never do)."""
+
+    repeats: int = 1
+
+
+@dg.multi_asset(
+    group_name="judging",
+    outs={
+        "judge_labels": dg.AssetOut(kinds={"polars", "parquet"}, description="One claim of one answer, judged once."),
+        "answer_judgements": dg.AssetOut(kinds={"polars", "parquet"}, description="Why each answer has (or lacks) claim labels."),
+    },
+)
+def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
+                  corpus_snapshot: pl.DataFrame, rag_runs: pl.DataFrame):
+    from rag_eval_pipeline.core.judging import judge_runs
+
+    j = judge.get_judge()
+    labels, judgements = judge_runs(rag_runs, corpus_snapshot, j, repeats=config.repeats)
+    verdicts = dict(labels.group_by("verdict").len().iter_rows())
+    statuses = dict(judgements.group_by("status").len().iter_rows())
+    generators = set(rag_runs["model"].drop_nulls().to_list())
+    self_judging = sorted(generators & {j.model})
+    if self_judging:
+        context.log.warning(f"judge model {j.model} also generated answers: self-judging bias")
+    yield dg.Output(labels, output_name="judge_labels", metadata={
+        "judge": j.name, "judge_model": j.model, "prompt_sha256": j.prompt_sha256,
+        "verdicts": dg.MetadataValue.json(verdicts), "claims": labels.height,
+        "quote_not_found": int((~labels["quote_found"].fill_null(True)).sum()),
+        "self_judging_warning": ", ".join(self_judging) or "none",
+    })
+    yield dg.Output(judgements, output_name="answer_judgements", metadata={"statuses": dg.MetadataValue.json(statuses)})
+
+
+@dg.asset_check(asset="judge_labels", blocking=True, description="Every verdict is in the allowed set; SUPPORTED always carries a verified quote.")
+def verdicts_in_allowed_set(judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
+    bad = judge_labels.filter(~pl.col("verdict").is_in(list(VERDICTS)))
+    unverified = judge_labels.filter((pl.col("verdict") == "SUPPORTED") & ~pl.col("quote_found").fill_null(False))
+    return dg.AssetCheckResult(
+        passed=bad.height == 0 and unverified.height == 0,
+        metadata={
+            "bad_verdict_claim_ids": dg.MetadataValue.json(bad["claim_id"].to_list()[:50]),
+            "supported_without_verified_quote": dg.MetadataValue.json(unverified["claim_id"].to_list()[:50]),
+        },
+    )
+
+
+@dg.asset_check(asset="judge_labels", blocking=True, description="JUDGE_ERROR labels stay below the configured share.")
+def judge_error_share(settings: EvalSettings, judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
+    limit = settings.config.max_judge_error_share
+    errors = judge_labels.filter(pl.col("verdict") == "JUDGE_ERROR")
+    share = errors.height / judge_labels.height if judge_labels.height else 0.0
+    return dg.AssetCheckResult(
+        passed=share <= limit,
+        metadata={"judge_errors": errors.height, "labels": judge_labels.height, "share": share, "limit": limit,
+                  "error_claim_ids": dg.MetadataValue.json(errors["claim_id"].to_list()[:50])},
+    )
+
+
+def select_judge_resource() -> JudgeResource:
+    """The judge chosen for this deployment by RAG_EVAL_JUDGE (default: the rule-based baseline)."""
+    import os
+
+    kind = os.environ.get("RAG_EVAL_JUDGE", "rule_based")
+    if kind == "rule_based":
+        return RuleBasedJudgeResource()
+    raise ValueError(f"RAG_EVAL_JUDGE={kind!r}: expected one of rule_based, openai_compatible, human")

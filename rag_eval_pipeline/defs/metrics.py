@@ -1,0 +1,103 @@
+"""Metric tables (per question, aggregate, history) and the checks that guard them."""
+
+
+import datetime as dt
+
+import dagster as dg
+import polars as pl
+
+from rag_eval_pipeline.core.pipeline import build_question_metrics, build_summary
+from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+
+HEADLINE = [("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None)]
+
+
+@dg.asset(group_name="metrics", kinds={"polars", "parquet"})
+def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
+                     golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
+                     answer_judgements: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """One metric of one question for one system; value null when not evaluable, with the reason."""
+    qm, info = build_question_metrics(settings.config, corpus_snapshot, golden_set, rag_runs, judge_labels,
+                                      answer_judgements)
+    return dg.Output(qm, metadata={
+        "rows": qm.height,
+        "ranking_mode": settings.config.ranking_mode,
+        "retrieval_leftovers": dg.MetadataValue.json(info),
+        "null_values": int(qm["value"].null_count()),
+    })
+
+
+@dg.asset(group_name="metrics", kinds={"polars", "parquet"})
+def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
+                   golden_set: pl.DataFrame, question_metrics: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """One metric for one system, split, segment and k: value, numerator/denominator, n, 95% interval."""
+    summary = build_summary(settings.config, question_metrics, golden_set, corpus_snapshot)
+    headline = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
+    md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}
+    for row in headline.iter_rows(named=True):
+        if row["value"] is not None:
+            name = f"{row['system']}/{row['metric']}" + (f"@{row['k']}" if row["k"] is not None and not row["metric"].endswith(f"_{row['k']}") else "")
+            md[name] = float(row["value"])
+    md["summary"] = dg.MetadataValue.md(summary_markdown(headline))
+    return dg.Output(summary, metadata=md)
+
+
+def summary_markdown(headline: pl.DataFrame) -> str:
+    """A Markdown table of the headline rows: metric, value, numerator/denominator, n, 95% CI."""
+    lines = ["| system | metric | value | num/den | n | 95% CI |", "|---|---|---|---|---|---|"]
+    for r in headline.sort("system", "metric").iter_rows(named=True):
+        value = "null" if r["value"] is None else f"{r['value']:.4f}"
+        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+        lines.append(f"| {r['system']} | {r['metric']} | {value} | {r['numerator']:g}/{r['denominator']:g} | {r['n']} | {ci} |")
+    return "\n".join(lines)
+
+
+@dg.asset_check(asset=metric_summary, blocking=True,
+                description="No rate without its counts, no NaN, null exactly where the denominator is 0.")
+def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult:
+    s = metric_summary
+    problems = {
+        "nan_values": s.filter(pl.col("value").is_nan()),
+        "null_with_denominator": s.filter(pl.col("value").is_null() & (pl.col("denominator") > 0)),
+        "value_without_denominator": s.filter(pl.col("value").is_not_null() & (pl.col("denominator").fill_null(0) == 0)),
+        "missing_counts": s.filter(pl.col("numerator").is_null() | pl.col("denominator").is_null() | pl.col("n").is_null()),
+        "value_not_ratio": s.filter(
+            pl.col("value").is_not_null()
+            & ((pl.col("value") - pl.col("numerator") / pl.col("denominator")).abs() > 1e-9)
+        ),
+    }
+    bad = {k: v for k, v in problems.items() if v.height}
+    return dg.AssetCheckResult(
+        passed=not bad,
+        metadata={k: dg.MetadataValue.json(v.select("system", "split", "segment", "metric", "k").head(20).to_dicts())
+                  for k, v in bad.items()} | {"rows_checked": s.height},
+    )
+
+
+@dg.asset(group_name="metrics", kinds={"polars", "parquet"})
+def metric_history(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+                   metric_summary: pl.DataFrame, golden_set: pl.DataFrame, rag_runs: pl.DataFrame,
+                   judge_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """Append one row per (run, system, metric, k) of the overall headline to the history table."""
+    previous = store.read("metric_history.parquet")
+    now = dt.datetime.now(dt.timezone.utc)
+    judge = judge_labels.select("judge", "judge_model", "prompt_sha256").unique().head(1)
+    jd = judge.to_dicts()[0] if judge.height else {"judge": None, "judge_model": None, "prompt_sha256": None}
+    manifests = rag_runs.group_by("system").agg(pl.col("corpus_version").first())
+    rows = (
+        metric_summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
+        .join(manifests, on="system", how="left")
+        .select(
+            pl.lit(context.run_id).alias("run_id"),
+            pl.lit(now).alias("evaluated_at"),
+            pl.lit(now.date()).alias("night"),
+            "system", "metric", "k", "value", "numerator", "denominator", "n", "ci_low", "ci_high",
+            "corpus_version",
+            pl.lit(golden_set["golden_version"][0] if golden_set.height else None).alias("golden_version"),
+            pl.lit(golden_set.height).alias("golden_questions"),
+            pl.lit(jd["judge"]).alias("judge"), pl.lit(jd["judge_model"]).alias("judge_model"),
+            pl.lit(jd["prompt_sha256"]).alias("judge_prompt_sha256"),
+        )
+    )
+    history = rows if previous is None else pl.concat([previous, rows], how="vertical_relaxed")
+    return dg.Output(history, metadata={"rows": history.height, "runs": history["run_id"].n_unique()})

@@ -1,0 +1,79 @@
+"""rag_runs: every configured system answering every golden question, with its run manifest."""
+
+
+import dagster as dg
+import polars as pl
+
+from rag_eval_pipeline.core.pipeline import build_runs
+from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+
+
+class RagRunsConfig(dg.Config):
+    """``systems``: re-run only these systems and keep the other systems' rows from the last run."""
+
+    systems: list[str] = []
+
+
+@dg.asset(group_name="runs", kinds={"polars", "parquet"})
+def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings: EvalSettings, store: TableStore,
+             corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """One row per (system, question): ranked retrieved chunks, decision, answer, citations, manifest."""
+    cfg = settings.config
+    from rag_eval_pipeline.core.corpus import corpus_version
+
+    cv = corpus_version(corpus_snapshot)
+    selected = config.systems or [s["name"] for s in cfg.systems]
+    runs = build_runs(cfg, corpus_snapshot, golden_set, cv, selected)
+    if config.systems:
+        previous = store.read("rag_runs.parquet")
+        if previous is not None:
+            kept = previous.filter(~pl.col("system").is_in(selected))
+            runs = pl.concat([kept, runs])
+    known = set(golden_set["question_id"].to_list())
+    unknown = runs.filter(~pl.col("question_id").is_in(list(known)))
+    if unknown.height:
+        context.log.warning(f"{unknown.height} run rows name questions outside the golden set; they are excluded")
+        runs = runs.filter(pl.col("question_id").is_in(list(known)))
+    decisions = {f"{s}/{d}": n for s, d, n in runs.group_by("system", "decision").len().sort("system", "decision").iter_rows()}
+    return dg.Output(
+        runs,
+        metadata={
+            "systems": dg.MetadataValue.json(sorted(runs["system"].unique().to_list())),
+            "rows": runs.height,
+            "unknown_question_rows": unknown.height,
+            "unknown_question_ids": dg.MetadataValue.json(sorted(unknown["question_id"].unique().to_list())[:50]),
+            "decisions": dg.MetadataValue.json(decisions),
+            "corpus_version": cv,
+        },
+    )
+
+
+@dg.asset_check(asset=rag_runs, blocking=True, additional_ins={"golden_set": dg.AssetIn(), "corpus_snapshot": dg.AssetIn()},
+                description="Every golden question has exactly one run row per configured system, on this corpus version.")
+def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
+                                 corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+    from rag_eval_pipeline.core.corpus import corpus_version
+
+    cv = corpus_version(corpus_snapshot)
+    qids = set(golden_set["question_id"].to_list())
+    missing, duplicated, stale = {}, {}, []
+    for system in [s["name"] for s in settings.config.systems]:
+        rows = rag_runs.filter(pl.col("system") == system)
+        have = rows["question_id"].to_list()
+        gone = sorted(qids - set(have))
+        if gone:
+            missing[system] = gone[:50]
+        dup = sorted({q for q in have if have.count(q) > 1}) if len(have) != len(set(have)) else []
+        if dup:
+            duplicated[system] = dup[:50]
+        versions = set(rows["corpus_version"].drop_nulls().to_list())
+        if versions - {cv}:
+            stale.append(f"{system}: {sorted(versions - {cv})} != snapshot {cv}")
+    return dg.AssetCheckResult(
+        passed=not (missing or duplicated or stale),
+        metadata={
+            "missing_question_ids": dg.MetadataValue.json(missing),
+            "duplicate_question_ids": dg.MetadataValue.json(duplicated),
+            "corpus_version_mismatch": dg.MetadataValue.json(stale),
+        },
+    )

@@ -1,0 +1,58 @@
+"""Pins the code location's shape and the core's independence from Dagster."""
+
+import ast
+from pathlib import Path
+
+import dagster as dg
+
+from rag_eval_pipeline.definitions import defs
+
+CORE = Path(__file__).resolve().parents[1] / "rag_eval_pipeline" / "core"
+
+
+def test_core_imports_nothing_from_dagster_or_defs():
+    offenders = []
+    for path in CORE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            offenders += [f"{path.name}: {n}" for n in names
+                          if n.split(".")[0] == "dagster" or n.startswith("rag_eval_pipeline.defs")]
+    assert offenders == []
+
+
+def test_asset_keys_are_pinned():
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert {
+        "corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements",
+        "question_metrics", "metric_summary", "metric_history", "promotion",
+    } <= keys
+
+
+def test_blocking_checks_guard_the_chain():
+    checks = {
+        (spec.asset_key.to_user_string(), spec.name): spec.blocking
+        for cdef in defs.resolve_asset_graph().asset_check_keys
+        for spec in [defs.resolve_asset_graph().get_check_spec(cdef)]
+    }
+    for key in [("metric_summary", "denominators_consistent"), ("metric_summary", "no_regression_against_baseline"),
+                ("rag_runs", "every_question_has_a_run_row"), ("golden_set", "golden_consistent_with_snapshot"),
+                ("judge_labels", "verdicts_in_allowed_set")]:
+        assert checks.get(key) is True, key
+
+
+def test_jobs_and_nightly_schedule():
+    full = defs.resolve_job_def("full_evaluation")
+    quick = defs.resolve_job_def("quick_evaluation")
+    full_keys = {k.to_user_string() for k in full.asset_layer.executable_asset_keys}
+    assert {"promotion", "metric_history", "corpus_snapshot"} <= full_keys
+    quick_keys = {k.to_user_string() for k in quick.asset_layer.executable_asset_keys}
+    assert "promotion" not in quick_keys and "metric_summary" in quick_keys
+    sched = defs.resolve_schedule_def("nightly_full_evaluation")
+    assert sched.cron_schedule == "0 2 * * *" and sched.job_name == "full_evaluation"
+    assert sched.execution_timezone == "UTC"
+    assert sched.default_status == dg.DefaultScheduleStatus.STOPPED
