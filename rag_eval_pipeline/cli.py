@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_METRICS = ("recall_5", "P_5", "success_5", "ndcg_cut_10", "recip_rank", "map", "coverage",
-                   "answer_without_evidence_rate", "false_abstention_rate", "faithfulness")
+DEFAULT_METRICS = (("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
+                   ("claim_evidence_availability", 5), ("coverage", None), ("answer_without_evidence_rate", None),
+                   ("false_abstention_rate", None), ("abstention_without_evidence", None), ("faithfulness", None),
+                   ("faithfulness_holistic", None), ("run_error_rate", None))
 
 
 def _prepare_env(args: argparse.Namespace) -> None:
@@ -29,19 +31,27 @@ def _prepare_env(args: argparse.Namespace) -> None:
         os.environ["DAGSTER_HOME"] = str(home)
 
 
+def metric_label(metric: str, k: int | None) -> str:
+    """The trec_eval-style name of a (metric, k) row: ("recall", 5) -> "recall_5"; ("map", None) -> "map"."""
+    return metric if k is None else f"{metric}_{k}"
+
+
 def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
     """Render the overall rows of a metric_summary table as aligned text, one line per system and metric."""
     import polars as pl
 
-    rows = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all") & pl.col("metric").is_in(list(metrics)))
-    order = {m: i for i, m in enumerate(metrics)}
-    rows = rows.with_columns(pl.col("metric").replace_strict(order, default=99).alias("_o")).sort("system", "_o")
+    rows = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
+    order = {metric_label(m, k): i for i, (m, k) in enumerate(metrics)}
+    rows = rows.with_columns(
+        pl.struct("metric", "k").map_elements(lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.Utf8).alias("label")
+    ).filter(pl.col("label").is_in(list(order)))
+    rows = rows.with_columns(pl.col("label").replace_strict(order, default=99).alias("_o")).sort("system", "_o")
     out = [f"{'system':<22} {'metric':<30} {'value':>8} {'num/den':>13} {'n':>5}  95% CI"]
     for r in rows.iter_rows(named=True):
         value = "null" if r["value"] is None else f"{r['value']:.4f}"
         ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] {r['ci_method']}"
         nd = f"{r['numerator']:g}/{r['denominator']:g}"
-        out.append(f"{r['system']:<22} {r['metric']:<30} {value:>8} {nd:>13} {r['n']:>5}  {ci}")
+        out.append(f"{r['system']:<22} {r['label']:<30} {value:>8} {nd:>13} {r['n']:>5}  {ci}")
     return "\n".join(out)
 
 

@@ -8,6 +8,7 @@ the folder of the YAML file, so a configuration travels with its data.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ CORPUS_SOURCES = ("documents_dir", "beir", "squad_v2")
 SYSTEM_KINDS = ("reference", "logged")
 RANKING_MODES = ("system", "trec_eval")
 JUDGE_TYPES = ("rule_based", "openai_compatible", "human")
+_CUT_SUFFIX = re.compile(r"^(.*[A-Za-z])[_@](\d+)$")
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,10 @@ def load_config(path: str | Path) -> EvalConfig:
             raise ConfigError(f"{path}: gates.thresholds[{i}] has unknown keys {sorted(unknown)} or no metric")
         if t.get("k") is not None and t["k"] < 1:
             raise ConfigError(f"{path}: gates.thresholds[{i}].k must be >= 1")
+        t = dict(t)
+        cut = _CUT_SUFFIX.match(str(t["metric"]))
+        if cut and t.get("k") is None:  # "recall_5" / "recall@5" -> metric "recall", k 5 (trec_eval names)
+            t["metric"], t["k"] = cut.group(1), int(cut.group(2))
         thresholds.append(Threshold(**t))
     baseline = gates.get("baseline_system")
     if baseline is not None and baseline not in names:

@@ -91,7 +91,11 @@ def split_paragraphs(text: str) -> list[str]:
 
     Input: str. Output: the non-empty paragraphs, each stripped of surrounding whitespace, in order.
     """
-    parts = _PARAGRAPH_BREAK.split(normalise_text(text))
+    return _paragraphs(normalise_text(text))
+
+
+def _paragraphs(text: str) -> list[str]:
+    parts = _PARAGRAPH_BREAK.split(text)
     return [p.strip() for p in parts if p.strip()]
 
 
@@ -159,7 +163,7 @@ def chunk_text(text: str, strategy: str = "paragraphs", max_chars: int = 1200, m
     if strategy == "document":
         stripped = text.strip()
         return [stripped] if stripped else []
-    paragraphs = split_paragraphs(text)
+    paragraphs = _paragraphs(text)
     if merge_below > 0:
         merged: list[str] = []
         for para in paragraphs:

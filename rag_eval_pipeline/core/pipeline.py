@@ -126,7 +126,8 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
     for name in wanted:
         system = cfg.system(name)
         if system["kind"] == "reference":
-            frames.append(run_reference_system(snapshot, golden, system, corpus_version, golden_version))
+            spec = {k: v for k, v in system.items() if k != "kind"}
+            frames.append(run_reference_system(snapshot, golden, spec, corpus_version, golden_version))
         else:
             runs = load_run_log(cfg.resolve(system["path"]), name, corpus_version, golden_version)
             frames.append(runs)

@@ -18,12 +18,51 @@ class JudgeResource(dg.ConfigurableResource):
 class RuleBasedJudgeResource(JudgeResource):
     """The embedded baseline judge: deterministic, offline, lexical (see core/judges/rule_based.py)."""
 
-    support_threshold: float = 0.6
+    support_threshold: float = 0.75  # core.judges.rule_based.DEFAULT_SUPPORT_THRESHOLD, fixed before any data was seen
 
     def get_judge(self):
         from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
 
         return RuleBasedJudge(support_threshold=self.support_threshold)
+
+
+class OpenAICompatibleJudgeResource(JudgeResource):
+    """A model judge behind any OpenAI-compatible endpoint (core/judges/openai_compatible.py).
+
+    ``api_key`` must come from ``dg.EnvVar`` (see :func:`select_judge_resource`): Dagster then
+    shows the variable's name, never its value. ``cache_path``: SQLite judge cache (None = none).
+    """
+
+    base_url: str
+    model: str
+    api_key: str
+    timeout_s: float = 30.0
+    max_retries: int = 3
+    concurrency: int = 4
+    rate_limit_per_s: float | None = None
+    cache_path: str | None = None
+
+    def get_judge(self):
+        from rag_eval_pipeline.core.judges.cache import JudgeCache
+        from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge
+
+        return OpenAICompatibleJudge(
+            base_url=self.base_url, model=self.model, api_key=self.api_key, timeout_s=self.timeout_s,
+            max_retries=self.max_retries, concurrency=self.concurrency,
+            rate_limit_per_s=self.rate_limit_per_s,
+            cache=JudgeCache(self.cache_path) if self.cache_path else None,
+        )
+
+
+class HumanLabelsJudgeResource(JudgeResource):
+    """Human claim labels from a CSV / JSONL / Parquet file (core/judges/human.py)."""
+
+    path: str
+
+    def get_judge(self):
+        from rag_eval_pipeline.core.judges.human import HumanLabelJudge
+
+        return HumanLabelJudge.from_file(self.path)
 
 
 class JudgeRunConfig(dg.Config):
@@ -40,11 +79,12 @@ class JudgeRunConfig(dg.Config):
     },
 )
 def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
-                  corpus_snapshot: pl.DataFrame, rag_runs: pl.DataFrame):
-    from rag_eval_pipeline.core.judging import judge_runs
+                  corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame, rag_runs: pl.DataFrame):
+    from rag_eval_pipeline.core.judging import count_downgraded, judge_runs
 
     j = judge.get_judge()
-    labels, judgements = judge_runs(rag_runs, corpus_snapshot, j, repeats=config.repeats)
+    labels, judgements = judge_runs(rag_runs, corpus_snapshot, j, repeats=config.repeats,
+                                    questions=golden_set.select("question_id", "question"))
     verdicts = dict(labels.group_by("verdict").len().iter_rows())
     statuses = dict(judgements.group_by("status").len().iter_rows())
     generators = set(rag_runs["model"].drop_nulls().to_list())
@@ -54,7 +94,7 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
     yield dg.Output(labels, output_name="judge_labels", metadata={
         "judge": j.name, "judge_model": j.model, "prompt_sha256": j.prompt_sha256,
         "verdicts": dg.MetadataValue.json(verdicts), "claims": labels.height,
-        "quote_not_found": int((~labels["quote_found"].fill_null(True)).sum()),
+        "supported_downgraded_quote_not_found": count_downgraded(labels),
         "self_judging_warning": ", ".join(self_judging) or "none",
     })
     yield dg.Output(judgements, output_name="answer_judgements", metadata={"statuses": dg.MetadataValue.json(statuses)})
@@ -92,4 +132,19 @@ def select_judge_resource() -> JudgeResource:
     kind = os.environ.get("RAG_EVAL_JUDGE", "rule_based")
     if kind == "rule_based":
         return RuleBasedJudgeResource()
+    if kind == "openai_compatible":
+        need = [v for v in ("RAG_EVAL_JUDGE_BASE_URL", "RAG_EVAL_JUDGE_MODEL") if not os.environ.get(v)]
+        if need:
+            raise ValueError(f"RAG_EVAL_JUDGE=openai_compatible needs {', '.join(need)} to be set")
+        return OpenAICompatibleJudgeResource(
+            base_url=os.environ["RAG_EVAL_JUDGE_BASE_URL"],
+            model=os.environ["RAG_EVAL_JUDGE_MODEL"],
+            api_key=dg.EnvVar("RAG_EVAL_JUDGE_API_KEY"),
+            cache_path=os.environ.get("RAG_EVAL_JUDGE_CACHE") or None,
+        )
+    if kind == "human":
+        path = os.environ.get("RAG_EVAL_HUMAN_LABELS")
+        if not path:
+            raise ValueError("RAG_EVAL_JUDGE=human needs RAG_EVAL_HUMAN_LABELS (path of the label file)")
+        return HumanLabelsJudgeResource(path=path)
     raise ValueError(f"RAG_EVAL_JUDGE={kind!r}: expected one of rule_based, openai_compatible, human")

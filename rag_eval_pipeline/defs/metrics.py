@@ -9,7 +9,6 @@ import polars as pl
 from rag_eval_pipeline.core.pipeline import build_question_metrics, build_summary
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
-HEADLINE = [("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None)]
 
 
 @dg.asset(group_name="metrics", kinds={"polars", "parquet"})
@@ -36,7 +35,7 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
     md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}
     for row in headline.iter_rows(named=True):
         if row["value"] is not None:
-            name = f"{row['system']}/{row['metric']}" + (f"@{row['k']}" if row["k"] is not None and not row["metric"].endswith(f"_{row['k']}") else "")
+            name = f"{row['system']}/{row['metric']}" + (f"_{row['k']}" if row["k"] is not None else "")
             md[name] = float(row["value"])
     md["summary"] = dg.MetadataValue.md(summary_markdown(headline))
     return dg.Output(summary, metadata=md)
@@ -48,7 +47,8 @@ def summary_markdown(headline: pl.DataFrame) -> str:
     for r in headline.sort("system", "metric").iter_rows(named=True):
         value = "null" if r["value"] is None else f"{r['value']:.4f}"
         ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-        lines.append(f"| {r['system']} | {r['metric']} | {value} | {r['numerator']:g}/{r['denominator']:g} | {r['n']} | {ci} |")
+        label = r["metric"] + (f"_{r['k']}" if r["k"] is not None else "")
+        lines.append(f"| {r['system']} | {label} | {value} | {r['numerator']:g}/{r['denominator']:g} | {r['n']} | {ci} |")
     return "\n".join(lines)
 
 

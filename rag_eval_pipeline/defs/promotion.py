@@ -38,14 +38,18 @@ def load_baseline(store: TableStore) -> tuple[dict, pl.DataFrame, pl.DataFrame] 
 
 @dg.asset_check(
     asset="metric_summary", blocking=True,
-    additional_ins={"question_metrics": dg.AssetIn(), "rag_runs": dg.AssetIn(), "golden_set": dg.AssetIn()},
+    additional_ins={"question_metrics": dg.AssetIn(), "rag_runs": dg.AssetIn(), "golden_set": dg.AssetIn(),
+                    "judge_variance": dg.AssetIn()},
     description="Each candidate against the promoted baseline (or the configured baseline system) on the gate split: "
                 "per-metric thresholds decided by a paired randomisation test over questions.",
 )
 def no_regression_against_baseline(settings: EvalSettings, store: TableStore, metric_summary: pl.DataFrame,
                                    question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
-                                   golden_set: pl.DataFrame) -> dg.AssetCheckResult:
+                                   golden_set: pl.DataFrame, judge_variance: pl.DataFrame) -> dg.AssetCheckResult:
+    from rag_eval_pipeline.core.metrics.variance import resolution_from_table
+
     cfg = settings.config
+    noise = resolution_from_table(judge_variance)
     stored = load_baseline(store)
     results, errors, baseline_name = [], [], None
     for cand in cfg.candidate_systems:
@@ -65,7 +69,7 @@ def no_regression_against_baseline(settings: EvalSettings, store: TableStore, me
         results += evaluate_gates(
             cand, metric_summary, question_metrics, baseline_name or cand, base_summary, base_qm,
             cfg.thresholds if baseline_name else [t for t in cfg.thresholds if t.min_value is not None],
-            split=cfg.gate_split, seed=cfg.seed,
+            split=cfg.gate_split, seed=cfg.seed, noise_resolution=noise,
         )
     failed = [r for r in results if r.blocking and not r.passed]
     table = ["| system | metric | k | candidate | baseline | diff | p | W/T/L | status |", "|---|---|---|---|---|---|---|---|---|"]
@@ -79,6 +83,7 @@ def no_regression_against_baseline(settings: EvalSettings, store: TableStore, me
             "baseline": baseline_name or "none (first run: floors only)",
             "baseline_source": "promoted" if stored is not None else "configured system in this run",
             "split": cfg.gate_split,
+            "judge_noise_resolution": dg.MetadataValue.json(noise),
             "gates": dg.MetadataValue.md("\n".join(table)),
             "failed": dg.MetadataValue.json([f"{r.system}/{r.metric}: {r.reason}" for r in failed]),
             "version_errors": dg.MetadataValue.json(errors),
@@ -96,7 +101,7 @@ def no_regression_against_baseline(settings: EvalSettings, store: TableStore, me
 @dg.asset(group_name="promotion")
 def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
               metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
-              golden_set: pl.DataFrame) -> dg.Output[dict]:
+              golden_set: pl.DataFrame, judge_calibration: pl.DataFrame) -> dg.Output[dict]:
     """Store the candidate as the promoted baseline. Runs only when every blocking check upstream passed."""
     cfg = settings.config
     system = (cfg.raw.get("gates") or {}).get("promote") or (cfg.candidate_systems[0] if cfg.candidate_systems else cfg.systems[0]["name"])

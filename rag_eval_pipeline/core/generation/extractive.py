@@ -8,8 +8,11 @@ retrieved context) or abstains.
 Definitions (version "extractive-v1"):
 
 * Content terms of a text: ``bm25s``' tokenisation -- lower-case, tokens matching
-  ``(?u)\\b\\w\\w+\\b``, stopwords removed (a ``bm25s`` stopword list), Snowball-stemmed (PyStemmer);
-  taken as a set.
+  ``(?u)\\b\\w\\w+\\b``, stopwords removed, Snowball-stemmed (PyStemmer); taken as a set.
+  Stopwords ("auto", the default): ``bm25s``' NLTK-derived list for the language ("en_plus" for
+  English, whose short "en" list keeps "what", "how", ...; "es" for Spanish, ...) plus the
+  interrogatives that list lacks (``QUESTION_WORDS``: e.g. "how", "many"; "cuántos", "dónde"), which
+  a question always has and an answer sentence rarely repeats.
 * Evidence of a sentence s for question q: ``|terms(q) & terms(s)| / |terms(q)|``, in [0, 1]
   (the share of the question's content terms the sentence covers; unweighted). 0 when the question
   has no content term.
@@ -37,6 +40,22 @@ from dataclasses import dataclass, field
 from rag_eval_pipeline.core.errors import ConfigError
 
 GENERATOR_VERSION = "extractive-v1"
+
+# Snowball language -> bm25s stopword list used by stopwords="auto"
+AUTO_STOPWORDS = {
+    "english": "en_plus", "spanish": "es", "german": "de", "french": "fr", "dutch": "nl",
+    "portuguese": "pt", "italian": "it", "russian": "ru", "swedish": "sv", "norwegian": "no",
+    "turkish": "tr", "danish": "da",
+}
+# interrogatives missing from those lists, removed with the stopwords (lower-case, before stemming)
+QUESTION_WORDS = {
+    "english": frozenset({"how", "many", "much", "whose", "whom"}),
+    "spanish": frozenset({
+        "qué", "cuál", "cuáles", "cual", "cuales", "cuánto", "cuánta", "cuántos", "cuántas", "cuanto",
+        "cuanta", "cuantos", "cuantas", "cuándo", "cuando", "dónde", "donde", "adónde", "cómo",
+        "quién", "quiénes", "quien", "quienes",
+    }),
+}
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _SENT_BREAK = re.compile(
@@ -70,11 +89,12 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 class TermExtractor:
     """Content terms of a text: ``bm25s`` tokenisation, stopwords removed, Snowball stemming.
 
-    ``language``: PyStemmer algorithm name or None (no stemming); ``stopwords``: ``bm25s`` list name
-    ("en", "es", ...) or None. Raises ConfigError for unknown names.
+    ``language``: PyStemmer algorithm name or None (no stemming); ``stopwords``: "auto" (see the
+    module docstring), a ``bm25s`` list name ("en", "es", ...) or None (keep every token). Raises
+    ConfigError for unknown names.
     """
 
-    def __init__(self, language: str | None = "english", stopwords: str | None = "en"):
+    def __init__(self, language: str | None = "english", stopwords: str | None = "auto"):
         import bm25s.tokenization
 
         self._stemmer = None
@@ -85,8 +105,12 @@ class TermExtractor:
                 self._stemmer = Stemmer.Stemmer(language)
             except KeyError as exc:
                 raise ConfigError(f"extractive: no Snowball stemmer for language {language!r}") from exc
+        extra: frozenset[str] = frozenset()
+        if stopwords == "auto":
+            stopwords = AUTO_STOPWORDS.get(language) if language else None
+            extra = QUESTION_WORDS.get(language, frozenset())
         try:
-            self._stop = frozenset(bm25s.tokenization._infer_stopwords(stopwords))
+            self._stop = frozenset(bm25s.tokenization._infer_stopwords(stopwords)) | extra
         except ValueError as exc:
             raise ConfigError(f"extractive: stopwords {stopwords!r} not known to bm25s") from exc
 
@@ -131,7 +155,7 @@ class ExtractiveAnswerer:
         context_k: int = 3,
         max_sentences: int = 1,
         language: str | None = "english",
-        stopwords: str | None = "en",
+        stopwords: str | None = "auto",
     ):
         if not isinstance(abstain_threshold, (int, float)) or not 0 <= abstain_threshold <= 1:
             raise ConfigError(f"extractive: abstain_threshold must be in [0, 1], got {abstain_threshold!r}")

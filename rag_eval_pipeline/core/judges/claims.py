@@ -32,7 +32,8 @@ Rules, in order:
    - With ``split_glued=True`` (used for evidence text), "word.Word" where a lowercase letter
      precedes the period and an uppercase letter followed by a lowercase one follows it also ends
      a sentence (HaluEval's knowledge strings glue sentences this way).
-3. Spans are trimmed of surrounding whitespace and of a trailing ``;``; a span without any letter or digit is dropped.
+3. Spans are trimmed of surrounding whitespace and of a trailing ``;``; a span without any
+   letter or digit is dropped.
 
 Limitations (by design of a baseline): compound sentences ("A and B") stay one claim; a sentence
 starting with a lowercase letter after a period is glued to the previous one; "Vitamin C. It ..."

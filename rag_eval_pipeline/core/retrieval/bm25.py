@@ -182,7 +182,6 @@ class BM25Retriever:
             raise ValueError(f"search: {len(queries)} queries but {len(allowed)} allowed sets")
         bm25 = self._bm25
         ids = self._ids
-        n = len(ids)
         out: list[list[tuple[str, float]]] = []
         for qi, tokens in enumerate(self.tokenize(queries)):
             token_ids = bm25.get_tokens_ids(tokens)
@@ -194,12 +193,19 @@ class BM25Retriever:
             if allowed is not None and allowed[qi] is not None:
                 drop |= self._mask(allowed[qi])
             scores[drop] = -np.inf
-            out.append(_top_k(scores, k, n, ids))
+            out.append(top_k_by_score(scores, k, ids))
         return out
 
 
-def _top_k(scores: np.ndarray, k: int, n: int, ids: np.ndarray) -> list[tuple[str, float]]:
-    """Top-k finite entries of ``scores``: score descending, ties by position (= chunk id) ascending."""
+def top_k_by_score(scores: np.ndarray, k: int, ids: np.ndarray) -> list[tuple[str, float]]:
+    """The k best finite entries of a score vector, deterministically.
+
+    Input: ``scores`` float array (n,), -inf marks an entry that must not be returned; k >= 1;
+    ``ids`` object array (n,) of chunk ids in ascending order. Output: up to k (id, score) pairs,
+    score descending, ties broken by position (= chunk id) ascending -- including ties at the k-th
+    place, which ``np.argpartition`` alone would resolve arbitrarily.
+    """
+    n = scores.shape[0]
     if k < n:
         kth = np.partition(scores, n - k)[n - k]
         cand = np.flatnonzero(scores >= kth) if kth > -np.inf else np.flatnonzero(scores > -np.inf)

@@ -1,0 +1,299 @@
+"""Human claim labels: load them as a ``judge_labels`` table and serve them through the Judge protocol.
+
+Seed ``004_292fd69c3d96947d.txt`` ("Los sesgos del juez"): calibrate the model judge against human
+annotation (label ~50 cases by hand, run the judge over them, measure agreement; again whenever the
+judge model or prompt changes). This module is the human side of that comparison.
+
+File formats (chosen by suffix): ``.csv`` (UTF-8, header row, a BOM is accepted), ``.jsonl`` /
+``.ndjson`` (one JSON object per line; blank lines skipped) and ``.parquet``.
+Columns: required ``system``, ``question_id``, ``claim_id``, ``claim``, ``verdict``; optional
+``quote``, ``justification``, ``annotator`` (stored as ``judge_model``; "human" when absent or
+blank), ``question`` and ``answer`` (the texts the annotator saw; used to find the labels of an
+answer in :meth:`HumanLabelJudge.judge`). Any other column is an error (it is usually a typo).
+Verdicts: SUPPORTED, CONTRADICTED, NOT_MENTIONED (case and spaces/hyphens ignored:
+"not mentioned" → NOT_MENTIONED); a SUPPORTED label needs a non-blank quote (seed 004: no literal
+quote, no support). ``(system, question_id, claim_id)`` must be unique.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
+from rag_eval_pipeline.core.judges.quotes import normalise_text, quote_in_context
+from rag_eval_pipeline.core.tables import SCHEMAS, conform
+
+__all__ = ["load_human_labels", "read_human_label_rows", "HumanLabelJudge", "HUMAN_VERDICTS",
+           "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS"]
+
+REQUIRED_COLUMNS = ("system", "question_id", "claim_id", "claim", "verdict")
+OPTIONAL_COLUMNS = ("quote", "justification", "annotator", "question", "answer")
+HUMAN_VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED")
+_ID_FIELDS = ("system", "question_id", "claim_id")
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _records(path: Path) -> tuple[list[str], list[tuple[str, int, dict[str, Any]]]]:
+    """(columns, [(where-kind, line-or-row, record)]) from a CSV, JSONL or Parquet file."""
+    suffix = path.suffix.lower()
+    p = str(path)
+    if suffix == ".csv":
+        text = path.read_bytes().decode("utf-8-sig", errors="strict")
+        reader = csv.reader(io.StringIO(text, newline=""))
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise InputError("empty CSV file (no header row)", path=p, line=1) from None
+        header = [h.strip() for h in header]
+        out = []
+        prev_end = reader.line_num
+        for row in reader:
+            start = prev_end + 1
+            prev_end = reader.line_num
+            if not any(c.strip() for c in row):
+                continue
+            if len(row) != len(header):
+                raise InputError(f"{len(row)} fields, the header has {len(header)}", path=p, line=start)
+            out.append(("line", start, dict(zip(header, row))))
+        return header, out
+    if suffix in (".jsonl", ".ndjson"):
+        out, cols = [], []
+        with path.open(encoding="utf-8-sig") as f:
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise InputError(f"not valid JSON ({e.msg})", path=p, line=n) from None
+                if not isinstance(obj, dict):
+                    raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=p, line=n)
+                cols += [k for k in obj if k not in cols]
+                out.append(("line", n, obj))
+        return cols, out
+    if suffix == ".parquet":
+        try:
+            df = pl.read_parquet(path)
+        except Exception as e:  # noqa: BLE001 - report any reader failure as bad input
+            raise InputError(f"cannot read Parquet: {e}", path=p) from None
+        return list(df.columns), [("row", i, r) for i, r in enumerate(df.iter_rows(named=True), start=1)]
+    raise InputError(f"unknown suffix {path.suffix!r}: expected .csv, .jsonl, .ndjson or .parquet", path=p)
+
+
+def _fail(msg: str, path: str, kind: str, n: int, field: str | None) -> InputError:
+    if kind == "row":
+        return InputError(f"row {n}: {msg}", path=path, field=field)
+    return InputError(msg, path=path, line=n, field=field)
+
+
+def _str_field(rec: dict, name: str, path: str, kind: str, n: int, required: bool) -> str | None:
+    v = rec.get(name)
+    if isinstance(v, bool):
+        raise _fail(f"expected text, got a boolean {v!r}", path, kind, n, name)
+    if isinstance(v, int) and name in _ID_FIELDS:
+        v = str(v)
+    if v is None or (isinstance(v, str) and not v.strip()):
+        if required:
+            raise _fail("required value is missing or blank", path, kind, n, name)
+        return None
+    if not isinstance(v, str):
+        raise _fail(f"expected text, got {type(v).__name__}", path, kind, n, name)
+    return v.strip() if name in _ID_FIELDS or name in ("verdict", "annotator") else v
+
+
+def read_human_label_rows(path: str | Path) -> tuple[list[dict[str, Any]], str]:
+    """Read and validate a human label file (format in the module docstring).
+
+    Input: path to a .csv, .jsonl/.ndjson or .parquet file. Output: ``(rows, sha256)``: one dict
+    per label with every required and optional column (None when absent), verdict normalised, in
+    file order; ``sha256`` of the file's bytes. Raises InputError naming the file, the line (CSV,
+    JSONL) or row (Parquet) and the field: unreadable file, unknown suffix, missing or unknown
+    column, blank required value, bad verdict, SUPPORTED without quote, duplicate
+    (system, question_id, claim_id), an answer/question text that differs between rows of the
+    same system and question.
+    """
+    path = Path(path)
+    p = str(path)
+    if not path.is_file():
+        raise InputError("file not found", path=p)
+    columns, records = _records(path)
+    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    unknown = [c for c in columns if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
+    if missing and not records and path.suffix.lower() != ".csv":
+        missing = []  # an empty JSONL/Parquet file has no columns to check
+    if missing:
+        raise InputError(f"missing column(s) {missing}; required: {list(REQUIRED_COLUMNS)}",
+                         path=p, line=1 if path.suffix.lower() == ".csv" else None, field=missing[0])
+    if unknown:
+        raise InputError(f"unknown column(s) {unknown}; allowed: "
+                         f"{list(REQUIRED_COLUMNS + OPTIONAL_COLUMNS)}", path=p, field=unknown[0])
+    rows: list[dict[str, Any]] = []
+    seen: dict[tuple, int] = {}
+    texts: dict[tuple, dict[str, tuple[str, int]]] = {}
+    for kind, n, rec in records:
+        extra = [k for k in rec if k not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
+        if extra:
+            raise _fail(f"unknown field(s) {extra}", p, kind, n, extra[0])
+        row = {c: _str_field(rec, c, p, kind, n, required=True) for c in REQUIRED_COLUMNS}
+        row.update({c: _str_field(rec, c, p, kind, n, required=False) for c in OPTIONAL_COLUMNS})
+        verdict = re.sub(r"[\s\-]+", "_", row["verdict"].upper())
+        if verdict not in HUMAN_VERDICTS:
+            raise _fail(f"verdict {row['verdict']!r} is not one of {list(HUMAN_VERDICTS)}", p, kind, n, "verdict")
+        row["verdict"] = verdict
+        if verdict == "SUPPORTED" and not row["quote"]:
+            raise _fail("a SUPPORTED label needs the literal quote of the context it relies on",
+                        p, kind, n, "quote")
+        key = (row["system"], row["question_id"], row["claim_id"])
+        if key in seen:
+            raise _fail(f"duplicate label for system {key[0]!r}, question {key[1]!r}, claim {key[2]!r} "
+                        f"(first at {kind} {seen[key]})", p, kind, n, "claim_id")
+        seen[key] = n
+        per_answer = texts.setdefault(key[:2], {})
+        for field in ("question", "answer"):
+            if row[field] is None:
+                continue
+            if field in per_answer and per_answer[field][0] != row[field]:
+                raise _fail(f"{field} text differs from {kind} {per_answer[field][1]} for the same "
+                            "system and question", p, kind, n, field)
+            per_answer.setdefault(field, (row[field], n))
+        rows.append(row)
+    return rows, _file_sha256(path)
+
+
+def load_human_labels(path: str | Path) -> pl.DataFrame:
+    """Load human claim labels as a ``judge_labels`` table (schema: ``tables.SCHEMAS``).
+
+    Input: a .csv, .jsonl/.ndjson or .parquet file (columns in the module docstring).
+    Output: one row per label, file order: judge = "human", judge_model = the row's annotator or
+    "human", prompt_sha256 = sha256 of the file's bytes, repeat = 0, error = null,
+    quote_found = null (the retrieved text is not known here; ``judge_runs`` or
+    :class:`HumanLabelJudge` checks it), quote/justification null when absent.
+    Raises InputError (file, line or row, field) as :func:`read_human_label_rows`.
+    """
+    rows, sha = read_human_label_rows(path)
+    out = [{
+        "system": r["system"], "question_id": r["question_id"], "claim_id": r["claim_id"],
+        "claim": r["claim"], "verdict": r["verdict"], "quote": r["quote"], "quote_found": None,
+        "justification": r["justification"], "judge": "human", "judge_model": r["annotator"] or "human",
+        "prompt_sha256": sha, "repeat": 0, "error": None,
+    } for r in rows]
+    return conform(pl.DataFrame(out, schema=SCHEMAS["judge_labels"]), "judge_labels")
+
+
+def _norm(s: str | None) -> str:
+    return normalise_text(s)
+
+
+class HumanLabelJudge:
+    """Serve human labels through the Judge protocol (``judge(question, answer, contexts)``).
+
+    Build with :meth:`from_file` (or from rows of :func:`read_human_label_rows`). Attributes:
+    ``name`` = "human", ``model`` = the single annotator id, or "human" when none or several,
+    ``prompt_sha256`` = sha256 of the label file.
+
+    Finding an answer's labels: by the normalised answer text (from the file's ``answer`` column
+    or from :meth:`bind_runs`), narrowed by the question (its text from the file's ``question``
+    column, or the question_id itself when the caller passes that as the question). When several
+    (system, question) pairs match and their labels differ, the result is "judge_error" (ambiguous).
+    :meth:`judge_for` looks up by (system, question_id) directly.
+    """
+
+    name = "human"
+
+    def __init__(self, rows: list[dict[str, Any]], sha256: str, *, source: str = "human labels"):
+        self.prompt_sha256 = sha256
+        self.source = source
+        annotators = sorted({r.get("annotator") for r in rows if r.get("annotator")})
+        self.model = annotators[0] if len(annotators) == 1 else "human"
+        self._labels: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._by_answer: dict[str, set[tuple[str, str]]] = {}
+        self._questions: dict[tuple[str, str], str] = {}
+        for r in rows:
+            key = (r["system"], r["question_id"])
+            self._labels.setdefault(key, []).append(r)
+            if r.get("answer"):
+                self._by_answer.setdefault(_norm(r["answer"]), set()).add(key)
+            if r.get("question"):
+                self._questions[key] = _norm(r["question"])
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> HumanLabelJudge:
+        """Read ``path`` with :func:`read_human_label_rows`. Raises InputError as that function."""
+        rows, sha = read_human_label_rows(path)
+        return cls(rows, sha, source=str(path))
+
+    def bind_runs(self, rag_runs: pl.DataFrame, questions: Mapping[str, str] | None = None) -> HumanLabelJudge:
+        """Learn answer texts (and optionally question texts) from a ``rag_runs`` frame (columns
+        system, question_id, answer) so that :meth:`judge` can find labels by answer. Returns self.
+        Raises KeyError when a column is missing."""
+        for system, qid, answer in rag_runs.select("system", "question_id", "answer").iter_rows():
+            if answer and (system, qid) in self._labels:
+                self._by_answer.setdefault(_norm(answer), set()).add((system, qid))
+        for (system, qid) in self._labels:
+            if questions and qid in questions and (system, qid) not in self._questions:
+                self._questions[(system, qid)] = _norm(questions[qid])
+        return self
+
+    @property
+    def keys(self) -> list[tuple[str, str]]:
+        """Every (system, question_id) with labels, sorted."""
+        return sorted(self._labels)
+
+    def judge_for(self, system: str, question_id: str, contexts: list[str] | None = None) -> AnswerJudgement:
+        """The labels of one (system, question_id) as an AnswerJudgement ("judged"; claim ids as in
+        the file; ``quote_found`` checked against ``contexts`` when given, else False).
+        Returns status "judge_error" with a JUDGE_ERROR verdict when there are no labels."""
+        rows = self._labels.get((system, question_id))
+        if not rows:
+            return _error(f"no human labels for system {system!r}, question {question_id!r} in {self.source}")
+        return self._judgement(rows, contexts or [])
+
+    def judge(self, question: str, answer: str, contexts: list[str]) -> AnswerJudgement:
+        """Judge protocol: the human labels of this answer (see the class docstring).
+
+        Output: "no_retrieval" when no context is non-blank (as every judge); "judged" with the
+        labels; "judge_error" (one JUDGE_ERROR verdict with the reason) when no labelled answer
+        matches or the match is ambiguous. Never raises.
+        """
+        if not any(isinstance(c, str) and c.strip() for c in (contexts or [])):
+            return AnswerJudgement("no_retrieval")
+        cands = sorted(self._by_answer.get(_norm(answer), set()))
+        if not cands:
+            return _error(f"no human labels for this answer in {self.source}")
+        if len(cands) > 1 and question:
+            q = _norm(question)
+            narrowed = [k for k in cands if self._questions.get(k) == q or _norm(k[1]) == q]
+            cands = narrowed or cands
+        distinct = {tuple((r["claim"], r["verdict"], r["quote"]) for r in self._labels[k]) for k in cands}
+        if len(distinct) > 1:
+            return _error(f"ambiguous: {len(cands)} labelled answers match ({cands[:5]}) with different labels")
+        return self._judgement(self._labels[cands[0]], contexts)
+
+    @staticmethod
+    def _judgement(rows: list[dict[str, Any]], contexts: list[str]) -> AnswerJudgement:
+        claims = [ClaimVerdict(r["claim_id"], r["claim"], r["verdict"], r["quote"],
+                               quote_in_context(r["quote"], contexts), r["justification"] or "")
+                  for r in rows]
+        return AnswerJudgement("judged", claims, holistic_label([c.verdict for c in claims]))
+
+
+def _error(reason: str) -> AnswerJudgement:
+    return AnswerJudgement("judge_error", [ClaimVerdict("c0", "", "JUDGE_ERROR", None, False,
+                                                        "no human label", error=reason)])

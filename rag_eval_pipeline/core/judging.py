@@ -1,0 +1,199 @@
+"""Run a faithfulness judge over the answers of ``rag_runs`` and build the judge tables.
+
+Seed ``004_292fd69c3d96947d.txt``: faithfulness is decided claim by claim, and a claim can only be
+SUPPORTED by a literal quote of the retrieved context. That rule is enforced here, in code, for
+every judge: a SUPPORTED verdict whose quote is not found in the retrieved text (see
+:func:`~rag_eval_pipeline.core.judges.quotes.quote_in_context`) is stored as NOT_MENTIONED with
+``quote_found = False`` and a justification that starts with :data:`DOWNGRADE_PREFIX`.
+Seed ``000_1000bb13b7b4c340.txt``: abstentions, clarifications and execution errors are recorded
+apart, never judged and never folded into the faithfulness rate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from rag_eval_pipeline.core.errors import InputError, SchemaError
+from rag_eval_pipeline.core.judges.base import JUDGEMENT_STATUSES, AnswerJudgement, Judge
+from rag_eval_pipeline.core.judges.quotes import quote_in_context
+from rag_eval_pipeline.core.tables import DECISIONS, SCHEMAS, VERDICTS, conform
+
+#: Start of the justification of a SUPPORTED verdict downgraded because its quote was not found.
+DOWNGRADE_PREFIX = "[downgraded from SUPPORTED: quote not found in the retrieved text] "
+
+#: answer_judgements statuses set without calling the judge, by run decision.
+_DECISION_STATUS = {"abstain": "abstained", "clarify": "clarify", "error": "run_error"}
+
+_RUN_COLUMNS = ("system", "question_id", "retrieved", "decision", "answer")
+
+
+def judge_runs(
+    rag_runs: pl.DataFrame,
+    snapshot: pl.DataFrame,
+    judge: Judge,
+    repeats: int = 1,
+    *,
+    questions: Mapping[str, str] | pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Judge every answer of ``rag_runs`` ``repeats`` times.
+
+    Inputs: ``rag_runs`` (the rag_runs table; needs system, question_id, retrieved, decision,
+    answer), ``snapshot`` (corpus_snapshot; needs chunk_id, text), a :class:`Judge`, ``repeats``
+    (int >= 1; repeat numbers 0 .. repeats-1), optional ``questions`` (question_id → question
+    text, as a mapping or a frame with those two columns; "" when absent).
+
+    Per run and repeat, one ``answer_judgements`` row with status:
+    "abstained" / "clarify" / "run_error" for decisions abstain / clarify / error,
+    "no_retrieval" for an answer with no retrieved chunk, "no_claims" for a null/blank answer —
+    all without calling the judge, and without claim rows; otherwise the judge is called once with
+    the retrieved texts in rank order, and the status is "judged", "no_claims" (judge found no
+    claim), "no_retrieval" / "abstained" (as the judge says), or "judge_error". A judge exception
+    (or a malformed result) gives status "judge_error" and one ``judge_labels`` row with
+    claim_id "<question_id>:c0" (the answer as a whole), claim = the answer, verdict JUDGE_ERROR
+    and the reason in ``error``; other answers are still judged. ``n_claims`` counts claim rows
+    (0 without claims, null when the judge failed before giving claims).
+
+    ``judge_labels``: one row per claim, claim_id "<question_id>:c<n>" with n = 1, 2, ... in the
+    judge's order; ``quote_found`` is recomputed here; an unverified SUPPORTED becomes NOT_MENTIONED
+    (justification prefixed with :data:`DOWNGRADE_PREFIX`; count them with
+    :func:`count_downgraded`); an unknown verdict becomes JUDGE_ERROR. An answer whose every claim
+    is JUDGE_ERROR has status "judge_error".
+
+    Outputs: ``(judge_labels, answer_judgements)`` conforming to ``tables.SCHEMAS``.
+    Raises: ValueError (repeats < 1), SchemaError (missing input columns), InputError (duplicate
+    system/question_id, unknown decision, retrieved chunk id not in the snapshot).
+    """
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
+    _need_columns(rag_runs, "rag_runs", _RUN_COLUMNS)
+    _need_columns(snapshot, "corpus_snapshot", ("chunk_id", "text"))
+    for attr in ("name", "model", "prompt_sha256"):
+        if not isinstance(getattr(judge, attr, None), str):
+            raise TypeError(f"judge {judge!r} has no string attribute {attr!r}")
+    texts = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
+    qtext = _question_texts(questions)
+    ident = {"judge": judge.name, "judge_model": judge.model, "prompt_sha256": judge.prompt_sha256}
+
+    labels: list[dict[str, Any]] = []
+    answers: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for row_no, run in enumerate(rag_runs.select(_RUN_COLUMNS).iter_rows(named=True), start=1):
+        system, qid, decision = run["system"], run["question_id"], run["decision"]
+        if (system, qid) in seen:
+            raise InputError(f"duplicate run for system {system!r}, question {qid!r}",
+                             path="rag_runs", line=row_no, field="question_id")
+        seen.add((system, qid))
+        if decision not in DECISIONS:
+            raise InputError(f"decision {decision!r} is not one of {DECISIONS}",
+                             path="rag_runs", line=row_no, field="decision")
+        contexts = _contexts(run["retrieved"], texts, system, qid, row_no)
+        answer = run["answer"]
+
+        fixed = _DECISION_STATUS.get(decision)
+        if fixed is None and not contexts:
+            fixed = "no_retrieval"
+        if fixed is None and not (answer and answer.strip()):
+            fixed = "no_claims"
+        for rep in range(repeats):
+            base = {"system": system, "question_id": qid, "repeat": rep, **ident}
+            if fixed is not None:
+                answers.append({**base, "status": fixed, "n_claims": 0})
+                continue
+            status, n_claims, rows = _judge_one(judge, qtext.get(qid, ""), answer, contexts, qid)
+            answers.append({**base, "status": status, "n_claims": n_claims})
+            labels.extend({**base, **r} for r in rows)
+
+    judge_labels = conform(pl.DataFrame(labels, schema=SCHEMAS["judge_labels"]), "judge_labels")
+    answer_judgements = conform(pl.DataFrame(answers, schema=SCHEMAS["answer_judgements"]),
+                                "answer_judgements")
+    return judge_labels, answer_judgements
+
+
+def count_downgraded(judge_labels: pl.DataFrame) -> int:
+    """Number of ``judge_labels`` rows whose SUPPORTED verdict was downgraded by
+    :func:`judge_runs` because the quote was not in the retrieved text (justification starts with
+    :data:`DOWNGRADE_PREFIX`). Input: a judge_labels frame. Output: int >= 0."""
+    if judge_labels.height == 0:
+        return 0
+    return int(judge_labels["justification"].fill_null("").str.starts_with(DOWNGRADE_PREFIX).sum())
+
+
+def _need_columns(df: pl.DataFrame, table: str, cols: tuple[str, ...]) -> None:
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise SchemaError(f"table {table!r}: missing columns {missing}")
+
+
+def _question_texts(questions: Mapping[str, str] | pl.DataFrame | None) -> dict[str, str]:
+    if questions is None:
+        return {}
+    if isinstance(questions, pl.DataFrame):
+        _need_columns(questions, "questions", ("question_id", "question"))
+        return dict(zip(questions["question_id"].to_list(), questions["question"].to_list()))
+    return dict(questions)
+
+
+def _contexts(retrieved, texts: dict[str, str], system: str, qid: str, row_no: int) -> list[str]:
+    """Texts of the retrieved chunks in rank order (ties keep the stored order)."""
+    hits = [h for h in (retrieved or []) if h is not None]
+    hits = sorted(enumerate(hits), key=lambda ih: (ih[1]["rank"] is None, ih[1]["rank"], ih[0]))
+    out = []
+    for _, h in hits:
+        cid = h["chunk_id"]
+        if cid not in texts:
+            raise InputError(
+                f"system {system!r}, question {qid!r}: retrieved chunk {cid!r} is not in the "
+                "corpus snapshot", path="rag_runs", line=row_no, field="retrieved")
+        out.append(texts[cid] or "")
+    return out
+
+
+def _error_row(qid: str, answer: str, reason: str) -> dict[str, Any]:
+    return {"claim_id": f"{qid}:c0", "claim": answer, "verdict": "JUDGE_ERROR", "quote": None,
+            "quote_found": False, "justification": "the judge gave no verdicts for this answer",
+            "error": reason}
+
+
+def _judge_one(judge: Judge, question: str, answer: str, contexts: list[str], qid: str):
+    """Call the judge once; return (status, n_claims, label rows without the shared columns)."""
+    try:
+        result = judge.judge(question, answer, contexts)
+    except Exception as exc:  # noqa: BLE001 - one failing answer must not stop the others
+        return "judge_error", None, [_error_row(qid, answer, f"{type(exc).__name__}: {exc}")]
+    if not isinstance(result, AnswerJudgement):
+        return "judge_error", None, [_error_row(
+            qid, answer, f"judge returned {type(result).__name__}, not AnswerJudgement")]
+    if result.status not in JUDGEMENT_STATUSES:
+        return "judge_error", None, [_error_row(
+            qid, answer, f"judge returned unknown status {result.status!r}")]
+    claims = list(result.claims or [])
+    if not claims:
+        if result.status == "judge_error":
+            return "judge_error", None, [_error_row(
+                qid, answer, "judge reported judge_error without claim verdicts")]
+        if result.status == "judged":
+            return "no_claims", 0, []
+        return result.status, 0, []
+
+    rows = []
+    for n, cv in enumerate(claims, start=1):
+        verdict, error = cv.verdict, cv.error
+        justification = cv.justification or ""
+        found = quote_in_context(cv.quote, contexts)
+        if verdict not in VERDICTS:
+            verdict, error = "JUDGE_ERROR", f"unknown verdict {cv.verdict!r}"
+        elif verdict == "JUDGE_ERROR" and not error:
+            error = "judge gave JUDGE_ERROR without a reason"
+        elif verdict == "SUPPORTED" and not found:
+            verdict = "NOT_MENTIONED"
+            justification = DOWNGRADE_PREFIX + justification
+        if verdict != "JUDGE_ERROR":
+            error = None
+        rows.append({"claim_id": f"{qid}:c{n}", "claim": cv.claim, "verdict": verdict,
+                     "quote": cv.quote, "quote_found": found, "justification": justification,
+                     "error": error})
+    status = "judge_error" if all(r["verdict"] == "JUDGE_ERROR" for r in rows) else "judged"
+    return status, len(rows), rows

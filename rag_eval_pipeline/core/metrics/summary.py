@@ -1,0 +1,417 @@
+"""Question segments and the one aggregation every per-question metric goes through.
+
+- :func:`question_segments` tags each golden question with the segments it is reported in:
+  ``all``, its answerability class, its golden ``segments`` tags, and two corpus segments the seed
+  asks to keep apart (``000_1000bb13b7b4c340.txt``, section 1: permission errors and withdrawn or
+  replaced documents as segments of their own).
+- :func:`summarise` turns ``question_metrics`` rows into ``metric_summary`` rows per system,
+  split, segment, metric and k, with a confidence interval: Wilson (1927) for 0/1 indicators of a
+  declared proportion metric, a seeded percentile bootstrap over questions (Efron & Tibshirani
+  1993) otherwise. Not evaluable is not zero: an empty denominator gives a null value, and ``n``
+  and ``n_not_evaluable`` say how many questions were in the group and left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+import numpy as np
+import polars as pl
+
+from rag_eval_pipeline.core.errors import InputError, SchemaError
+from rag_eval_pipeline.core.metrics.decisions import DECISION_METRICS, evidence_chunks, readable_expr
+from rag_eval_pipeline.core.metrics import stats
+from rag_eval_pipeline.core.metrics.stats import wilson_arrays
+from rag_eval_pipeline.core.tables import SCHEMAS, conform
+
+#: Metrics whose per-question value is a 0/1 indicator, so the summary is a proportion and gets a
+#: Wilson interval (when every non-null value of the group is 0 or 1). Names are matched after
+#: lower-casing and removing a trailing ``_<k>`` or ``@<k>`` (so ``success_5`` and ``success@5``
+#: match ``success``). Extend it through ``summarise(proportion_metrics=...)``.
+PROPORTION_METRICS: frozenset[str] = frozenset(DECISION_METRICS) | frozenset({"success", "hit", "hit_rate"})
+
+_K_SUFFIX = re.compile(r"[_@]\d+$")
+_KEYS = ["system", "split", "segment", "metric", "k"]
+_ACL_VALUES = ("restricted", "readable")
+_DOC_VALUES = ("active", "withdrawn", "replaced")
+
+
+def metric_base(metric: str) -> str:
+    """``metric`` lower-cased without a trailing ``_<digits>`` or ``@<digits>`` (``"P@5"`` -> ``"p"``)."""
+    return _K_SUFFIX.sub("", metric.lower())
+
+
+def question_segments(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The segments each golden question is reported in.
+
+    Input: a ``golden_set`` frame (``question_id``, ``answerability``, ``segments``, ``relevant``,
+    ``claims``, ``user_groups``; an extra ``lang`` or ``language`` column is used when present)
+    and optionally a ``corpus_snapshot`` frame (``chunk_id``, ``acl``, ``status``).
+    Output: columns ``question_id``, ``segment`` (str), unique rows sorted by both; every question
+    has ``all`` and ``answerability=<class>``, plus:
+
+    - each non-empty golden ``segments`` tag, verbatim (expected as ``key=value``);
+    - ``lang=<value>`` from a ``lang``/``language`` column, when the frame has one;
+    - ``acl=restricted`` when any evidence chunk (relevant with grade > 0, or supporting a golden
+      claim) has a non-empty ``acl`` sharing no group with the question's ``user_groups``, or when
+      the golden carries the tag ``acl=restricted``; otherwise ``acl=readable`` (only when a
+      snapshot is given or the golden carries ``acl=readable``). A question is in exactly one of
+      the two: restricted wins.
+    - ``doc_status=withdrawn`` / ``doc_status=replaced`` when any evidence chunk's status is that
+      (both may apply), or the golden carries that tag; otherwise ``doc_status=active`` (only when
+      a snapshot is given or the golden carries ``doc_status=active``).
+
+    Evidence chunks absent from the snapshot are ignored for the corpus segments.
+    Source: seed ``000_1000bb13b7b4c340.txt`` section 1 (permissions and withdrawn or replaced
+    documents as segments of their own).
+    """
+    qid = golden.select("question_id")
+    parts = [
+        qid.with_columns(pl.lit("all").alias("segment")),
+        golden.select("question_id", pl.concat_str(pl.lit("answerability="), pl.col("answerability")).alias("segment")),
+    ]
+    tags = (
+        golden.select("question_id", pl.col("segments").alias("segment"))
+        .explode("segment")
+        .with_columns(pl.col("segment").str.strip_chars())
+        .filter(pl.col("segment").is_not_null() & (pl.col("segment") != ""))
+    )
+    acl_tags = [f"acl={v}" for v in _ACL_VALUES]
+    doc_tags = [f"doc_status={v}" for v in _DOC_VALUES]
+    parts.append(tags.filter(~pl.col("segment").is_in(acl_tags + doc_tags)))
+    for col in ("lang", "language"):
+        if col in golden.columns:
+            parts.append(
+                golden.select("question_id", pl.concat_str(pl.lit("lang="), pl.col(col)).alias("segment"))
+                .drop_nulls("segment")
+            )
+            break
+
+    # the corpus facts, per question: restricted evidence, withdrawn / replaced evidence
+    flags = qid.with_columns(
+        pl.lit(snapshot is not None).alias("acl_known"),
+        pl.lit(False).alias("restricted"),
+        pl.lit(snapshot is not None).alias("doc_known"),
+        pl.lit(False).alias("withdrawn"),
+        pl.lit(False).alias("replaced"),
+    )
+    if snapshot is not None:
+        ev = (
+            evidence_chunks(golden)
+            .explode("evidence")
+            .drop_nulls("evidence")
+            .rename({"evidence": "chunk_id"})
+            .join(golden.select("question_id", "user_groups"), on="question_id", how="left")
+            .join(snapshot.select("chunk_id", "acl", "status").unique("chunk_id", keep="first"),
+                  on="chunk_id", how="inner")
+            .group_by("question_id")
+            .agg(
+                (~readable_expr()).any().alias("r"),
+                (pl.col("status") == "withdrawn").any().alias("w"),
+                (pl.col("status") == "replaced").any().alias("p"),
+            )
+        )
+        flags = flags.join(ev, on="question_id", how="left").with_columns(
+            pl.col("r").fill_null(False).alias("restricted"),
+            pl.col("w").fill_null(False).alias("withdrawn"),
+            pl.col("p").fill_null(False).alias("replaced"),
+        ).drop("r", "w", "p")
+    tag_flags = tags.group_by("question_id").agg(
+        *[(pl.col("segment") == t).any().alias(t) for t in acl_tags + doc_tags]
+    )
+    f = flags.join(tag_flags, on="question_id", how="left").with_columns(
+        [pl.col(t).fill_null(False) for t in acl_tags + doc_tags]
+    )
+    restricted = pl.col("restricted") | pl.col("acl=restricted")
+    acl_known = pl.col("acl_known") | pl.col("acl=readable")
+    withdrawn = pl.col("withdrawn") | pl.col("doc_status=withdrawn")
+    replaced = pl.col("replaced") | pl.col("doc_status=replaced")
+    doc_known = pl.col("doc_known") | pl.col("doc_status=active")
+    corpus = f.select(
+        "question_id",
+        pl.when(restricted).then(pl.lit("acl=restricted"))
+        .when(acl_known).then(pl.lit("acl=readable")).otherwise(None).alias("acl"),
+        pl.when(withdrawn).then(pl.lit("doc_status=withdrawn")).otherwise(None).alias("w"),
+        pl.when(replaced).then(pl.lit("doc_status=replaced")).otherwise(None).alias("p"),
+        pl.when(~withdrawn & ~replaced & doc_known).then(pl.lit("doc_status=active")).otherwise(None).alias("a"),
+    )
+    for col in ("acl", "w", "p", "a"):
+        parts.append(corpus.select("question_id", pl.col(col).alias("segment")).drop_nulls("segment"))
+    return pl.concat(parts).unique().sort("question_id", "segment")
+
+
+def _with_split(qm: pl.DataFrame, golden: pl.DataFrame | None) -> pl.DataFrame:
+    if golden is not None:
+        gsplit = golden.select("question_id", pl.col("split").alias("_gsplit")).unique("question_id", keep="first")
+        qm = qm.join(gsplit, on="question_id", how="left")
+        if "split" in qm.columns:
+            qm = qm.with_columns(pl.col("split").fill_null(pl.col("_gsplit"))).drop("_gsplit")
+        else:
+            qm = qm.rename({"_gsplit": "split"})
+    elif "split" not in qm.columns:
+        qm = qm.with_columns(pl.lit(None, pl.Utf8).alias("split"))
+    return qm
+
+
+def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl.DataFrame | None = None,
+              confidence: float = 0.95, bootstrap_resamples: int = 2000, seed: int = 0,
+              small_segment_n: int = 10,
+              proportion_metrics: Collection[str] = PROPORTION_METRICS) -> pl.DataFrame:
+    """Aggregate per-question metrics into ``metric_summary`` rows, with confidence intervals.
+
+    Input: ``question_metrics`` rows (columns ``system``, ``question_id``, ``metric``, ``k``,
+    ``value``, ``status``, ``ranking_mode``, and ``split`` unless ``golden`` supplies it; rows
+    from several metric modules may be concatenated); ``segments`` from
+    :func:`question_segments` (``question_id``, ``segment``; ``all`` is added for every question
+    whatever it holds); ``golden`` (optional ``golden_set``: fills ``split`` where missing or null);
+    ``confidence`` in (0, 1); ``bootstrap_resamples`` >= 0 (0 skips the bootstrap: ci_method
+    ``none``); ``seed``; ``small_segment_n``; ``proportion_metrics`` (see :data:`PROPORTION_METRICS`).
+
+    Output: a frame conforming to ``tables.SCHEMAS["metric_summary"]``, one row per system,
+    split (``all`` and each split value), segment, metric and k that holds at least one question
+    row, sorted by those keys:
+
+    - ``numerator`` = sum of the non-null values, ``denominator`` = their count, ``value`` =
+      numerator / denominator, or null when the denominator is 0 (never 0 for an empty group);
+    - ``n`` = questions in the group (rows), ``n_not_evaluable`` = rows whose value is null;
+    - ``ci_low``/``ci_high``/``ci_method``: ``wilson`` (:func:`stats.wilson_interval`) when the
+      metric is a declared proportion and every non-null value is 0 or 1; ``bootstrap`` (seeded
+      percentile bootstrap over questions, see :func:`_bootstrap`) otherwise; ``none`` with a
+      null interval when the denominator is 0 or ``bootstrap_resamples`` is 0;
+    - ``judge_errors`` = rows with status ``judge_error``; ``ranking_mode`` = first non-null
+      ranking_mode of the system's metric and k (in question_id order); ``small_segment`` =
+      n < small_segment_n (flagged, not hidden).
+
+    Runs in a few dense (questions x series) numpy matrices, where a series is one (system,
+    metric, k): for 10,000 questions, ~40 series per system and ~10 segments it is dominated by
+    the bootstrap's matrix products, a few seconds.
+    Raises SchemaError when a needed column is missing; InputError when a (system, question_id,
+    metric, k) appears twice or a question has two split values; ValueError for a confidence
+    outside (0, 1) or a negative ``bootstrap_resamples``.
+    Sources: Wilson (1927); Efron & Tibshirani, *An Introduction to the Bootstrap* (1993); seed
+    ``000_1000bb13b7b4c340.txt`` (null for an empty denominator, counts reported beside rates).
+    """
+    if not (0.0 < confidence < 1.0):
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+    if bootstrap_resamples < 0:
+        raise ValueError(f"bootstrap_resamples must be >= 0, got {bootstrap_resamples!r}")
+    need = ["system", "question_id", "metric", "k", "value", "status", "ranking_mode"]
+    missing = [c for c in need if c not in question_metrics.columns]
+    if missing:
+        raise SchemaError(f"summarise: question_metrics lacks columns {missing}")
+    if "split" not in question_metrics.columns and golden is None:
+        raise SchemaError("summarise: question_metrics has no 'split' column and no golden set was given")
+    for c in ("question_id", "segment"):
+        if c not in segments.columns:
+            raise SchemaError(f"summarise: segments lacks column {c!r}")
+
+    qm = _with_split(
+        question_metrics.select(*need, *(["split"] if "split" in question_metrics.columns else [])),
+        golden,
+    ).with_columns(
+        pl.col("k").cast(pl.Int32),
+        pl.col("value").cast(pl.Float64),
+        pl.col("split").cast(pl.Utf8),
+    )
+    if qm.height == 0:
+        return _empty_summary()
+    dup = qm.group_by("system", "question_id", "metric", "k").len().filter(pl.col("len") > 1)
+    if dup.height:
+        row = dup.row(0, named=True)
+        raise InputError(
+            f"question_metrics: system {row['system']!r}, question {row['question_id']!r}, metric "
+            f"{row['metric']!r}, k {row['k']!r} appears {row['len']} times; expected once",
+            field="question_id",
+        )
+    # a split value "all" would collide with the all-splits rows: such questions count in "all" only
+    qm = qm.with_columns(pl.when(pl.col("split") == "all").then(None).otherwise(pl.col("split")).alias("split"))
+    questions = qm.select("question_id", "split").unique()
+    two = questions.group_by("question_id").len().filter(pl.col("len") > 1)
+    if two.height:
+        raise InputError(f"question_metrics: question {two['question_id'][0]!r} has more than one split",
+                         field="split")
+    questions = questions.sort("question_id").with_row_index("_q")
+    series = (
+        qm.select("system", "metric", "k").unique().sort("system", "metric", "k", nulls_last=True)
+        .with_row_index("_s")
+    )
+    coded = (
+        qm.join(series, on=["system", "metric", "k"], how="left", nulls_equal=True)
+        .join(questions.select("question_id", "_q"), on="question_id", how="left")
+    )
+    n_q, n_s = questions.height, series.height
+
+    # dense question x series matrices
+    q = coded["_q"].to_numpy().astype(np.int64)
+    si = coded["_s"].to_numpy().astype(np.int64)
+    val = coded["value"].fill_null(np.nan).to_numpy().astype(np.float64)
+    ok = ~np.isnan(val)
+    has = np.zeros((n_q, n_s))
+    has[q, si] = 1.0
+    ind = np.zeros((n_q, n_s))
+    ind[q[ok], si[ok]] = 1.0
+    vals = np.zeros((n_q, n_s))
+    vals[q[ok], si[ok]] = val[ok]
+    non01 = np.zeros((n_q, n_s))
+    non01[q, si] = (ok & (val != 0.0) & (val != 1.0)).astype(np.float64)
+    jerr = np.zeros((n_q, n_s))
+    jerr[q, si] = (coded["status"] == "judge_error").fill_null(False).to_numpy().astype(np.float64)
+
+    # cells: (split, segment); membership matrix questions x cells
+    seg = (
+        segments.select("question_id", pl.col("segment").cast(pl.Utf8))
+        .filter(pl.col("segment").is_not_null() & (pl.col("segment") != "all"))
+        .join(questions.select("question_id", "_q"), on="question_id", how="inner")
+        .unique()
+    )
+    seg_names = ["all"] + sorted(set(seg["segment"].to_list()))
+    seg_code = {name: i for i, name in enumerate(seg_names)}
+    in_seg = np.zeros((n_q, len(seg_names)), dtype=bool)
+    in_seg[:, 0] = True
+    if seg.height:
+        in_seg[seg["_q"].to_numpy().astype(np.int64), [seg_code[x] for x in seg["segment"].to_list()]] = True
+    split_names = sorted(x for x in questions["split"].unique().to_list() if x is not None)
+    q_split = np.full(n_q, -1, dtype=np.int64)
+    qs = questions["split"].to_list()
+    for i, name in enumerate(split_names):
+        q_split[[j for j, x in enumerate(qs) if x == name]] = i
+    # cells in output order: split "all", then each split; segments sorted within
+    cell_split = ["all"] * len(seg_names) + [p for p in split_names for _ in seg_names]
+    cell_seg = list(range(len(seg_names))) * (1 + len(split_names))
+    member = np.concatenate(
+        [in_seg] + [in_seg & (q_split == i)[:, None] for i in range(len(split_names))], axis=1
+    ).astype(np.float64)
+
+    # per (cell, series) aggregates: one matrix product each
+    n = member.T @ has
+    den = member.T @ ind
+    num = member.T @ vals
+    bad01 = member.T @ non01
+    jes = member.T @ jerr
+    cell_idx, ser_idx = np.nonzero(n > 0)
+
+    props = {metric_base(m) for m in proportion_metrics}
+    ser_prop = np.array([metric_base(m) in props for m in series["metric"].to_list()], dtype=bool)
+    g_den = den[cell_idx, ser_idx]
+    is_wilson = (g_den > 0) & ser_prop[ser_idx] & (bad01[cell_idx, ser_idx] == 0)
+    is_boot = (g_den > 0) & ~is_wilson & (bootstrap_resamples > 0)
+    low = np.full(cell_idx.size, np.nan)
+    high = np.full(cell_idx.size, np.nan)
+    if is_wilson.any():
+        low[is_wilson], high[is_wilson] = wilson_arrays(
+            num[cell_idx, ser_idx][is_wilson], g_den[is_wilson], confidence)
+    if is_boot.any():
+        b_low, b_high = _bootstrap(vals, ind, in_seg, q_split, len(split_names),
+                                   cell_idx[is_boot], ser_idx[is_boot], confidence, bootstrap_resamples, seed)
+        low[is_boot], high[is_boot] = b_low, b_high
+
+    modes = (
+        coded.sort("_q").group_by("_s").agg(pl.col("ranking_mode").drop_nulls().first())
+    )
+    out = pl.DataFrame({
+        "_s": pl.Series(ser_idx, dtype=pl.UInt32),
+        "split": [cell_split[c] for c in cell_idx],
+        "segment": [seg_names[cell_seg[c]] for c in cell_idx],
+        "numerator": num[cell_idx, ser_idx],
+        "denominator": g_den,
+        "n": n[cell_idx, ser_idx].round().astype(np.int64),
+        "n_not_evaluable": (n[cell_idx, ser_idx] - g_den).round().astype(np.int64),
+        "ci_low": low,
+        "ci_high": high,
+        "ci_method": np.where(is_wilson, "wilson", np.where(is_boot, "bootstrap", "none")),
+        "judge_errors": jes[cell_idx, ser_idx].round().astype(np.int64),
+    }).with_columns(
+        pl.col("ci_low").fill_nan(None),
+        pl.col("ci_high").fill_nan(None),
+        pl.when(pl.col("denominator") > 0).then(pl.col("numerator") / pl.col("denominator"))
+        .otherwise(None).alias("value"),
+        (pl.col("n") < small_segment_n).alias("small_segment"),
+    )
+    out = (
+        out.join(series.with_columns(pl.col("_s").cast(pl.UInt32)), on="_s", how="left")
+        .join(modes.with_columns(pl.col("_s").cast(pl.UInt32)), on="_s", how="left")
+        .drop("_s")
+        .sort(_KEYS, nulls_last=True)
+    )
+    return conform(out, "metric_summary")
+
+
+def _empty_summary() -> pl.DataFrame:
+    """An empty ``metric_summary`` frame."""
+    return pl.DataFrame(schema=SCHEMAS["metric_summary"])
+
+
+def _bootstrap(vals: np.ndarray, ind: np.ndarray, in_seg: np.ndarray, q_split: np.ndarray, n_splits: int,
+               cells: np.ndarray, sers: np.ndarray, confidence: float, n_resamples: int,
+               seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap bounds for the groups (cell ``cells[i]``, series ``sers[i]``).
+
+    ``vals``/``ind`` are the (questions x series) values (0 where null) and evaluable indicators;
+    a cell is (split, segment) with split "all" (cells ``0..S-1``) or split i (cells
+    ``(i+1)*S + g``), S = number of segments, membership from ``in_seg`` and ``q_split``.
+
+    The resampling unit is the question, and what is resampled is the whole evaluation set: the
+    N questions, in question_id order, are drawn with replacement N times by
+    ``stats.resample_indices(N, n_resamples, seed)`` (one index matrix for the whole summary,
+    drawn in blocks of bounded memory). Every group is evaluated on each resample as it would be
+    on a new evaluation set: resampled value = sum of count x value over the group's evaluable
+    questions / sum of their counts (a question outside the split or segment, or with a null
+    value, weighs 0; a resample with no evaluable question of the group is left out). For a group
+    holding every question, all evaluable, this is ``stats.bootstrap_mean_ci`` of its values in
+    question_id order (up to round-off); for a segment or a partly evaluable metric it is the
+    bootstrap of a ratio estimator (Efron & Tibshirani 1993, ch. 9-10), which also carries the
+    variability of the segment's size. All metrics, segments and systems see the same resamples,
+    so intervals are paired across systems. Splits partition the questions, so a split-"all" cell
+    is the sum of its per-split parts and each question enters one matrix product per segment.
+    """
+    alpha = 1.0 - confidence
+    n_q = vals.shape[0]
+    n_seg = in_seg.shape[1]
+    used_s = np.unique(sers)
+    col_of = {s: i for i, s in enumerate(used_s)}
+    v = vals[:, used_s]
+    ev = ind[:, used_s] > 0
+    # evaluable-question sets repeat across metrics and systems: one den column per distinct set
+    distinct: dict[bytes, int] = {}
+    set_of = np.array([distinct.setdefault(np.packbits(ev[:, j]).tobytes(), len(distinct))
+                       for j in range(ev.shape[1])])
+    first = np.unique(set_of, return_index=True)[1]
+    sets = ev[:, first].astype(np.float64)
+    # base parts: (split code -1..n_splits-1, segment) with the questions they hold
+    need_seg = np.unique(cells % n_seg)
+    parts = []
+    for g in need_seg:
+        for p in range(-1, n_splits):
+            members = np.flatnonzero(in_seg[:, g] & (q_split == p))
+            if members.size:
+                parts.append((g, p, members, np.empty((n_resamples, used_s.size)),
+                               np.empty((n_resamples, first.size))))
+    start = 0
+    for idx in stats.resample_indices(n_q, n_resamples, seed):
+        b = idx.shape[0]
+        flat = (idx + (np.arange(b) * n_q)[:, None]).ravel()
+        counts = np.bincount(flat, minlength=b * n_q).reshape(b, n_q).astype(np.float64)
+        for _g, _p, members, num, den in parts:
+            sub = counts[:, members]
+            num[start:start + b] = sub @ v[members]
+            den[start:start + b] = sub @ sets[members]
+        start += b
+    low = np.full(cells.size, np.nan)
+    high = np.full(cells.size, np.nan)
+    for c in np.unique(cells):
+        g, split_pos = c % n_seg, c // n_seg - 1  # -1: split "all"
+        chosen = [(num, den) for gg, p, _m, num, den in parts if gg == g and (split_pos == -1 or p == split_pos)]
+        if not chosen:
+            continue
+        num = sum(x[0] for x in chosen)
+        den = sum(x[1] for x in chosen)
+        rows = np.flatnonzero(cells == c)
+        cols = np.array([col_of[s] for s in sers[rows]])
+        d = den[:, set_of[cols]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            means = np.where(d > 0, num[:, cols] / d, np.nan)
+        qfun = np.nanquantile if np.isnan(means).any() else np.quantile
+        bounds = qfun(means, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
+        low[rows], high[rows] = bounds[0], bounds[1]
+    return low, high

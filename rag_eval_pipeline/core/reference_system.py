@@ -1,0 +1,287 @@
+"""The built-in reference RAG system: BM25 / dense / hybrid retrieval + the extractive answerer.
+
+It exists so that the whole chain runs offline with no model server, and as a transparent baseline.
+:func:`run_reference_system` answers every question of a golden set against a corpus snapshot and
+returns the ``rag_runs`` table (``core.tables.SCHEMAS["rag_runs"]``).
+
+System configuration (a dict; unknown keys raise ConfigError)::
+
+    {"name": "bm25_extractive",
+     "retriever": {"type": "bm25" | "dense" | "hybrid",
+                   "k": 10,                       # hits recorded per question
+                   "index_status": ["active"],    # chunk statuses that are indexed
+                   "with_title": True,            # index title + text (answers quote text only)
+                   # bm25 and hybrid:
+                   "language": "english", "stopwords": <derived from language>,
+                   "k1": 1.5, "b": 0.75, "method": "lucene",
+                   # dense and hybrid:
+                   "model": "all-MiniLM-L6-v2",
+                   # hybrid only (reciprocal rank fusion of the bm25 and dense lists):
+                   "k_rrf": 60, "depth": max(k, 100)},
+     "generator": {"type": "extractive", "abstain_threshold": 0.4, "context_k": 3,
+                   "max_sentences": 1, "language": <retriever's or "english">,
+                   "stopwords": "auto"},   # see core.generation.extractive
+     "prompt_version": "none"}
+
+Access control: a chunk whose ``acl`` is empty (or null) is readable by everyone; otherwise a
+question may retrieve it only when its ``user_groups`` share at least one group with the ``acl``.
+Forbidden chunks are removed before the top-k is taken, never after.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from rag_eval_pipeline.core import tables
+from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.generation.extractive import GENERATOR_VERSION, ExtractiveAnswerer
+
+# Snowball language name -> bm25s stopword list, for the default "stopwords"
+_STOPWORDS_FOR = {
+    "english": "en", "spanish": "es", "german": "de", "french": "fr", "dutch": "nl",
+    "portuguese": "pt", "italian": "it", "russian": "ru", "swedish": "sv", "norwegian": "no",
+    "turkish": "tr", "danish": "da",
+}
+_RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
+_COMMON_KEYS = {"type", "k", "index_status", "with_title"}
+_BM25_KEYS = {"language", "stopwords", "k1", "b", "method"}
+_DENSE_KEYS = {"model", "device", "batch_size"}
+_HYBRID_KEYS = {"k_rrf", "depth"}
+_GENERATOR_KEYS = {"type", "abstain_threshold", "context_k", "max_sentences", "language", "stopwords"}
+_SYSTEM_KEYS = {"name", "retriever", "generator", "prompt_version"}
+
+
+def resolve_retriever_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
+    """Fill in the defaults of a retriever configuration (see the module docstring).
+
+    Input: the ``retriever`` dict (None = all defaults, BM25). Output: a new dict with every key
+    that applies to its type. Raises ConfigError for an unknown type or key, or a bad value.
+    """
+    cfg = dict(cfg or {})
+    rtype = cfg.get("type", "bm25")
+    if rtype not in _RETRIEVER_TYPES:
+        raise ConfigError(f"retriever.type {rtype!r} not one of {_RETRIEVER_TYPES}")
+    allowed = set(_COMMON_KEYS)
+    if rtype in ("bm25", "hybrid"):
+        allowed |= _BM25_KEYS
+    if rtype in ("dense", "hybrid"):
+        allowed |= _DENSE_KEYS
+    if rtype == "hybrid":
+        allowed |= _HYBRID_KEYS
+    unknown = sorted(set(cfg) - allowed)
+    if unknown:
+        raise ConfigError(f"retriever ({rtype}): unknown keys {unknown}; allowed {sorted(allowed)}")
+    out: dict[str, Any] = {"type": rtype}
+    k = cfg.get("k", 10)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ConfigError(f"retriever.k must be an integer >= 1, got {k!r}")
+    out["k"] = k
+    status = cfg.get("index_status", ["active"])
+    if isinstance(status, str):
+        status = [status]
+    bad = [s for s in status if s not in tables.CHUNK_STATUS]
+    if bad or not status:
+        raise ConfigError(f"retriever.index_status {status!r}: each must be one of {tables.CHUNK_STATUS}")
+    out["index_status"] = sorted(set(status))
+    out["with_title"] = bool(cfg.get("with_title", True))
+    if rtype in ("bm25", "hybrid"):
+        lang = cfg.get("language", "english")
+        out["language"] = lang
+        out["stopwords"] = cfg.get("stopwords", _STOPWORDS_FOR.get(lang))
+        out["k1"] = float(cfg.get("k1", 1.5))
+        out["b"] = float(cfg.get("b", 0.75))
+        out["method"] = cfg.get("method", "lucene")
+    if rtype in ("dense", "hybrid"):
+        out["model"] = cfg.get("model", "all-MiniLM-L6-v2")
+        out["device"] = cfg.get("device", "cpu")
+        out["batch_size"] = int(cfg.get("batch_size", 64))
+    if rtype == "hybrid":
+        out["k_rrf"] = float(cfg.get("k_rrf", 60))
+        depth = cfg.get("depth", max(k, 100))
+        if not isinstance(depth, int) or depth < k:
+            raise ConfigError(f"retriever.depth must be an integer >= k ({k}), got {depth!r}")
+        out["depth"] = depth
+    return out
+
+
+def _build_retriever(cfg: dict[str, Any]):
+    """The retrievers a resolved config needs: {"bm25": BM25Retriever, "dense": DenseRetriever}, not
+    yet indexed. Raises ConfigError (bad BM25 settings, dense without sentence-transformers)."""
+    from rag_eval_pipeline.core.retrieval.bm25 import BM25Retriever
+
+    parts = {}
+    if cfg["type"] in ("bm25", "hybrid"):
+        parts["bm25"] = BM25Retriever(
+            language=cfg["language"], stopwords=cfg["stopwords"], k1=cfg["k1"], b=cfg["b"],
+            method=cfg["method"],
+        )
+    if cfg["type"] in ("dense", "hybrid"):
+        from rag_eval_pipeline.core.retrieval.dense import DenseRetriever
+
+        parts["dense"] = DenseRetriever(
+            model_name=cfg["model"], device=cfg["device"], batch_size=cfg["batch_size"],
+            encoder=_encoder(cfg["model"], cfg["device"]),
+        )
+    return parts
+
+
+_ENCODERS: dict[tuple[str, str], Any] = {}
+
+
+def _encoder(model: str, device: str):
+    """Load (once per process) the sentence-transformers model; ConfigError when unavailable."""
+    from rag_eval_pipeline.core.retrieval.dense import load_encoder
+
+    key = (model, device)
+    if key not in _ENCODERS:
+        _ENCODERS[key] = load_encoder(model, device)
+    return _ENCODERS[key]
+
+
+def _search(parts: dict, cfg: dict, queries: Sequence[str], allowed) -> list[list[tuple[str, float]]]:
+    """Hits for each query: the configured retriever, or RRF of bm25 and dense at ``depth``."""
+    k = cfg["k"]
+    if cfg["type"] == "bm25":
+        return parts["bm25"].search(queries, k=k, allowed=allowed)
+    if cfg["type"] == "dense":
+        return parts["dense"].search(queries, k=k, allowed=allowed)
+    from rag_eval_pipeline.core.retrieval.fusion import reciprocal_rank_fusion
+
+    lex = parts["bm25"].search(queries, k=cfg["depth"], allowed=allowed)
+    sem = parts["dense"].search(queries, k=cfg["depth"], allowed=allowed)
+    return [reciprocal_rank_fusion([a, b], k_rrf=cfg["k_rrf"], top_k=k) for a, b in zip(lex, sem)]
+
+
+def _allowed_sets(
+    chunk_ids: list[str], acls: list[list[str] | None], groups_per_question: list[list[str] | None]
+) -> list[frozenset[str] | None]:
+    """Per question: the indexed chunk ids it may read, or None when it may read all of them."""
+    public = [c for c, a in zip(chunk_ids, acls) if not a]
+    by_group: dict[str, list[str]] = {}
+    for c, a in zip(chunk_ids, acls):
+        for g in a or ():
+            by_group.setdefault(g, []).append(c)
+    restricted = len(public) < len(chunk_ids)
+    cache: dict[frozenset, frozenset | None] = {}
+    out = []
+    for groups in groups_per_question:
+        key = frozenset(groups or ())
+        if key not in cache:
+            if not restricted:
+                cache[key] = None
+            else:
+                s = set(public)
+                for g in key:
+                    s.update(by_group.get(g, ()))
+                cache[key] = None if len(s) == len(chunk_ids) else frozenset(s)
+        out.append(cache[key])
+    return out
+
+
+def run_reference_system(
+    snapshot: pl.DataFrame,
+    golden: pl.DataFrame,
+    system: dict[str, Any],
+    corpus_version: str,
+    golden_version: str,
+) -> pl.DataFrame:
+    """Answer every question of ``golden`` with the reference system described by ``system``.
+
+    Input: ``snapshot`` (``corpus_snapshot`` schema), ``golden`` (``golden_set`` schema; question
+    texts non-empty), ``system`` (module docstring), the two version strings recorded in each row.
+    Output: ``rag_runs`` (conformed), one row per question in golden order: ``retrieved`` = up to k
+    hits (chunk_id, score, rank counted from 1) among the chunks whose status is in
+    ``index_status`` and that the question's ``user_groups`` may read; ``decision`` "answer" or
+    "abstain" from the extractive answerer (never "clarify"), or "error" with the exception message
+    in ``error`` when that question failed (the run goes on); manifest columns ``retriever`` =
+    JSON of the resolved retriever config (sorted keys), ``generator`` = "extractive-v1",
+    ``model`` = "none", ``prompt_version`` = system["prompt_version"] (default "none").
+    Raises ConfigError for a bad configuration (including dense retrieval without
+    sentence-transformers) -- a configuration error stops the run, a per-question error does not.
+    """
+    if not isinstance(system, dict):
+        raise ConfigError(f"system configuration must be a dict, got {type(system).__name__}")
+    unknown = sorted(set(system) - _SYSTEM_KEYS)
+    if unknown:
+        raise ConfigError(f"system: unknown keys {unknown}; allowed {sorted(_SYSTEM_KEYS)}")
+    name = system.get("name")
+    if not name or not isinstance(name, str):
+        raise ConfigError("system.name must be a non-empty string")
+    rcfg = resolve_retriever_config(system.get("retriever"))
+    gcfg = dict(system.get("generator") or {})
+    if gcfg.get("type", "extractive") != "extractive":
+        raise ConfigError(f"generator.type {gcfg.get('type')!r}: the reference system has only 'extractive'")
+    bad = sorted(set(gcfg) - _GENERATOR_KEYS)
+    if bad:
+        raise ConfigError(f"generator: unknown keys {bad}; allowed {sorted(_GENERATOR_KEYS)}")
+    lang = gcfg.get("language", rcfg.get("language", "english"))
+    answerer = ExtractiveAnswerer(
+        abstain_threshold=gcfg.get("abstain_threshold", 0.4),
+        context_k=gcfg.get("context_k", 3),
+        max_sentences=gcfg.get("max_sentences", 1),
+        language=lang,
+        stopwords=gcfg.get("stopwords", "auto"),
+    )
+    prompt_version = str(system.get("prompt_version", "none"))
+    retriever_json = json.dumps(rcfg, sort_keys=True)
+
+    # ---- index
+    chunks = snapshot.filter(pl.col("status").is_in(rcfg["index_status"]))
+    chunk_ids = chunks["chunk_id"].to_list()
+    texts = chunks["text"].fill_null("").to_list()
+    titles = chunks["title"].to_list()
+    acls = chunks["acl"].to_list()
+    text_of = dict(zip(chunk_ids, texts))
+    index_texts = (
+        [f"{t} {x}" if t else x for t, x in zip(titles, texts)] if rcfg["with_title"] else texts
+    )
+    parts = _build_retriever(rcfg)
+    if chunk_ids:
+        for part in parts.values():
+            part.index(chunk_ids, index_texts)
+
+    # ---- retrieve (batched; one question at a time if the batch fails)
+    qids = golden["question_id"].to_list()
+    questions = golden["question"].to_list()
+    allowed = _allowed_sets(chunk_ids, acls, golden["user_groups"].to_list())
+    hits: list[list[tuple[str, float]] | None] = [None] * len(qids)
+    errors: list[str | None] = [None] * len(qids)
+    if not chunk_ids:
+        hits = [[] for _ in qids]
+    else:
+        try:
+            hits = list(_search(parts, rcfg, questions, allowed))
+        except Exception:  # noqa: BLE001 -- isolate the failing question below
+            for i, q in enumerate(questions):
+                try:
+                    hits[i] = _search(parts, rcfg, [q], [allowed[i]])[0]
+                except Exception as exc:  # noqa: BLE001
+                    errors[i] = f"retrieval failed: {type(exc).__name__}: {exc}"
+
+    # ---- generate
+    rows = []
+    for i, qid in enumerate(qids):
+        row_hits = hits[i] or []
+        retrieved = [
+            {"chunk_id": c, "score": float(s), "rank": r} for r, (c, s) in enumerate(row_hits, start=1)
+        ]
+        decision, answer, citations, error = "error", None, [], errors[i]
+        if error is None:
+            try:
+                res = answerer.answer(questions[i], [(c, text_of[c]) for c, _ in row_hits])
+                decision, answer, citations = res.decision, res.answer, res.citations
+            except Exception as exc:  # noqa: BLE001
+                decision, error = "error", f"generation failed: {type(exc).__name__}: {exc}"
+        rows.append({
+            "system": name, "question_id": qid, "retrieved": retrieved, "decision": decision,
+            "answer": answer, "citations": citations, "error": error,
+            "corpus_version": corpus_version, "golden_version": golden_version,
+            "retriever": retriever_json, "generator": GENERATOR_VERSION, "model": "none",
+            "prompt_version": prompt_version,
+        })
+    df = pl.DataFrame(rows, schema=tables.SCHEMAS["rag_runs"])
+    return tables.conform(df, "rag_runs")

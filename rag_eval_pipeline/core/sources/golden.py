@@ -1,0 +1,330 @@
+"""Read a golden question set (JSONL or Parquet) and validate it against a corpus snapshot.
+
+File format (one JSON object per line, or one Parquet row per question)
+----------------------------------------------------------------------
+====================  ==========================================================================
+field                 meaning
+====================  ==========================================================================
+question_id           required, non-empty string, unique in the file
+question              required, non-empty string
+answerability         required: ``answerable`` / ``absent`` / ``clarify``
+relevant              list of chunk ids ``"doc_id#n"`` (grade 1) or ``{"chunk_id": ..., "grade": g}``
+                      (g a whole number >= 0; 0 = judged not relevant). Default ``[]``.
+reference_answer      string or null: the answer a person who knows the content wrote
+claims                list of ``{"claim_id", "text", "supporting": [chunk ids]}``: the factual units
+                      of the reference answer, each with the chunks a person checked support it.
+                      ``claim_id`` defaults to ``c1``, ``c2``, ... in list order. Default ``[]``.
+split                 required: ``dev`` (tuning) or ``test`` (held out for accepting changes)
+segments              object ``{"key": value}`` or list of ``"key=value"`` strings; stored as sorted
+                      ``"key=value"`` tags. Default ``[]``.
+user_groups           list of groups the asking user belongs to (matched against chunk ``acl``).
+                      Default ``["customers"]``.
+notes, golden_version optional; ignored (``golden_version`` is recomputed)
+====================  ==========================================================================
+
+Any other field is an error. Blank lines are skipped; a BOM and CRLF are repaired.
+
+Rules checked by :func:`validate_golden` (definitions: seed 000_1000bb13b7b4c340.txt section 1 for the
+three classes, permissions and the reviewed reference; seed 001_6404d9485c4e62d0.txt for relevant
+chunk ids and claim-to-chunk support annotations): question ids are unique; every relevant and
+supporting chunk id exists in the snapshot; an ``absent`` question has no relevant ids and no claims;
+an ``answerable`` question has at least one relevant id with grade >= 1, and at least one of those is
+readable by its ``user_groups`` (otherwise, for that user, the answer is absent from the authorised
+corpus and it must be labelled ``absent``); a ``clarify`` question may have relevant ids or none;
+every claim cites at least one supporting chunk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import polars as pl
+
+from rag_eval_pipeline.core import tables
+from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.sources._records import Fields, is_int, read_records
+
+GOLDEN_RAW_SCHEMA = pl.Schema({k: v for k, v in tables.SCHEMAS["golden_set"].items() if k != "golden_version"})
+DEFAULT_USER_GROUPS = ("customers",)
+_ALLOWED_KEYS = tuple(GOLDEN_RAW_SCHEMA) + ("notes", "golden_version")
+_CANONICAL_HEADER = "golden_set/v1"
+
+
+def empty_golden_raw() -> pl.DataFrame:
+    """An empty golden_raw frame (the golden_set schema minus ``golden_version``)."""
+    return pl.DataFrame(schema=GOLDEN_RAW_SCHEMA)
+
+
+def segment_tags(value, fields: Fields, field: str = "segments") -> list[str]:
+    """Normalise segments to sorted ``"key=value"`` tags.
+
+    Input: a mapping of key to scalar, a list of ``"key=value"`` strings, or None. Output: sorted list.
+    Raises InputError (via ``fields``) for another shape, an empty key, a key holding '=' or a key
+    given twice.
+    """
+    if value is None:
+        return []
+    tags: list[str] = []
+    if isinstance(value, dict):
+        for key, val in value.items():
+            if not isinstance(key, str) or not key.strip() or "=" in key:
+                raise fields.error(f"{field}.{key}", "expected a non-empty segment key without '='")
+            if isinstance(val, bool):
+                val = "true" if val else "false"
+            elif val is None or not isinstance(val, (str, int, float)):
+                raise fields.error(f"{field}.{key}", f"got {val!r}; expected a string or number")
+            tags.append(f"{key.strip()}={str(val).strip()}")
+    elif isinstance(value, list):
+        for i, tag in enumerate(value):
+            if not isinstance(tag, str) or "=" not in tag or not tag.split("=", 1)[0].strip():
+                raise fields.error(f"{field}[{i}]", f"got {tag!r}; expected a 'key=value' string")
+            key, val = tag.split("=", 1)
+            tags.append(f"{key.strip()}={val.strip()}")
+    else:
+        raise fields.error(field, f"got {type(value).__name__}; expected an object of key: value or a list of "
+                                  "'key=value' strings")
+    keys = [t.split("=", 1)[0] for t in tags]
+    for key in keys:
+        if keys.count(key) > 1:
+            raise fields.error(field, f"segment key {key!r} given twice; expected each key once")
+    return sorted(tags)
+
+
+def _relevant(value, fields: Fields) -> list[dict]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise fields.error("relevant", f"got {type(value).__name__}; expected a list of chunk ids or "
+                                       "{chunk_id, grade} objects")
+    out: list[dict] = []
+    seen: set[str] = set()
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            chunk_id, grade = item, 1
+        elif isinstance(item, dict):
+            extra = sorted(k for k in item if k not in ("chunk_id", "grade"))
+            if extra:
+                raise fields.error(f"relevant[{i}]", f"unknown key(s) {extra}; expected chunk_id and grade")
+            chunk_id, grade = item.get("chunk_id"), item.get("grade", 1)
+            if grade is None:
+                grade = 1
+        else:
+            raise fields.error(f"relevant[{i}]", f"got {item!r}; expected a chunk id string or "
+                                                 "{chunk_id, grade} object")
+        if not isinstance(chunk_id, str) or not chunk_id.strip():
+            raise fields.error(f"relevant[{i}].chunk_id", f"got {chunk_id!r}; expected a chunk id 'doc_id#n'")
+        if not is_int(grade) or grade < 0:
+            raise fields.error(f"relevant[{i}].grade", f"got {grade!r}; expected a whole number >= 0")
+        if chunk_id in seen:
+            raise fields.error(f"relevant[{i}]", f"chunk {chunk_id!r} listed twice; expected each chunk once")
+        seen.add(chunk_id)
+        out.append({"chunk_id": chunk_id, "grade": int(grade)})
+    return out
+
+
+def _claims(value, fields: Fields) -> list[dict]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise fields.error("claims", f"got {type(value).__name__}; expected a list of claim objects")
+    out: list[dict] = []
+    ids: set[str] = set()
+    for i, item in enumerate(value):
+        where = f"claims[{i}]"
+        if not isinstance(item, dict):
+            raise fields.error(where, f"got {item!r}; expected an object with claim_id, text, supporting")
+        extra = sorted(k for k in item if k not in ("claim_id", "text", "supporting"))
+        if extra:
+            raise fields.error(where, f"unknown key(s) {extra}; expected claim_id, text, supporting")
+        claim_id = item.get("claim_id")
+        if claim_id is None:
+            claim_id = f"c{i + 1}"
+        if not isinstance(claim_id, str) or not claim_id.strip():
+            raise fields.error(f"{where}.claim_id", f"got {claim_id!r}; expected a non-empty string")
+        if claim_id in ids:
+            raise fields.error(f"{where}.claim_id", f"claim id {claim_id!r} used twice; expected unique ids")
+        ids.add(claim_id)
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise fields.error(f"{where}.text", f"got {text!r}; expected the claim as a non-empty string")
+        supporting = item.get("supporting")
+        if supporting is None:
+            supporting = []
+        if not isinstance(supporting, list):
+            raise fields.error(f"{where}.supporting", f"got {supporting!r}; expected a list of chunk ids")
+        for j, cid in enumerate(supporting):
+            if not isinstance(cid, str) or not cid.strip():
+                raise fields.error(f"{where}.supporting[{j}]", f"got {cid!r}; expected a chunk id 'doc_id#n'")
+            if cid in supporting[:j]:
+                raise fields.error(f"{where}.supporting[{j}]", f"{cid!r} listed twice; expected each chunk once")
+        out.append({"claim_id": claim_id, "text": text, "supporting": supporting})
+    return out
+
+
+def parse_golden_record(record: dict, path: str, line: int) -> dict:
+    """Check and normalise one golden record (format in the module docstring).
+
+    Output: a dict with the golden_raw columns. Raises InputError naming file, line and field.
+    """
+    f = Fields(record, path, line)
+    f.check_keys(_ALLOWED_KEYS)
+    qid = f.string("question_id", required=True, non_empty=True).strip()
+    question = f.string("question", required=True, non_empty=True)
+    answerability = f.string("answerability", required=True, choices=tables.ANSWERABILITY)
+    split = f.string("split", required=True, choices=tables.SPLITS)
+    reference = f.string("reference_answer")
+    groups = record.get("user_groups")
+    user_groups = f.string_list("user_groups", unique=True) if groups is not None else list(DEFAULT_USER_GROUPS)
+    return {
+        "question_id": qid,
+        "question": question,
+        "answerability": answerability,
+        "relevant": _relevant(record.get("relevant"), f),
+        "reference_answer": reference,
+        "claims": _claims(record.get("claims"), f),
+        "split": split,
+        "segments": segment_tags(record.get("segments"), f),
+        "user_groups": sorted(user_groups),
+    }
+
+
+def load_golden(path: str | Path) -> pl.DataFrame:
+    """Read a golden set file.
+
+    Input: a ``.jsonl`` / ``.ndjson`` or ``.parquet`` path (format in the module docstring).
+    Output: the golden_raw frame (the ``golden_set`` schema of core/tables.py minus ``golden_version``),
+    one row per question in file order.
+    Raises InputError naming the file, the line (Parquet: row) and the field for: a missing file;
+    bad UTF-8; a malformed JSON line or a cut-off last line; a non-object line; an unknown field; a
+    missing or empty question_id / question; an unknown answerability; a missing or unknown split; a
+    malformed relevant / claims / segments / user_groups value.
+    Definition: seed 000_1000bb13b7b4c340.txt section 1; seed 001_6404d9485c4e62d0.txt.
+    """
+    p = Path(path)
+    rows = [parse_golden_record(rec, str(p), line) for line, rec in read_records(p)]
+    if not rows:
+        return empty_golden_raw()
+    return pl.DataFrame(rows, schema=GOLDEN_RAW_SCHEMA)
+
+
+def _record_lines(source, n: int) -> list[int]:
+    """Line numbers of the n records when ``source`` is the JSONL file they came from; else 1..n."""
+    if source is not None:
+        p = Path(source)
+        if p.suffix.lower() in (".jsonl", ".ndjson") and p.is_file():
+            try:
+                text = p.read_bytes().decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
+            except UnicodeDecodeError:
+                text = ""
+            lines = [i + 1 for i, line in enumerate(text.split("\n")) if line.strip()]
+            if len(lines) == n:
+                return lines
+    return list(range(1, n + 1))
+
+
+def _canonical_json(row: tuple) -> str:
+    return json.dumps(list(row), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def golden_version(golden_raw: pl.DataFrame) -> str:
+    """Content hash of a golden set: sha256 over a header line and one JSON array per question
+    (columns of golden_raw in declared order), sorted by question_id. Output: 64 hex chars."""
+    df = golden_raw.select(list(GOLDEN_RAW_SCHEMA)).sort("question_id")
+    h = hashlib.sha256()
+    h.update((_CANONICAL_HEADER + "\n").encode())
+    for row in df.iter_rows():
+        h.update(_canonical_json(row).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: str | Path | None = None
+                    ) -> pl.DataFrame:
+    """Check a golden set against a corpus snapshot and stamp its version.
+
+    Input: a golden_raw frame (from :func:`load_golden`, ``load_beir`` or ``load_squad_v2``), the
+    ``corpus_snapshot`` table, and ``source``: the file or dataset it came from (used in messages;
+    when it is the JSONL file itself, rows are reported by their physical line number).
+    Output: the ``golden_set`` table (core/tables.py), same rows and order, with ``golden_version``
+    = :func:`golden_version` (a content hash of the questions, independent of row order).
+    Raises InputError naming the source, the line (or row) and the field for: a duplicate
+    question_id; an unknown answerability or split; a relevant or supporting chunk id missing from
+    the snapshot; an absent question with relevant ids or claims; an answerable question with no
+    relevant id of grade >= 1, or none its user_groups may read (acl); a claim with no supporting id.
+    SchemaError when the frame lacks golden_raw columns.
+    Definition: module docstring (seed 000 section 1, seed 001).
+    """
+    if "golden_version" in golden_raw.columns:
+        golden_raw = golden_raw.drop("golden_version")
+    golden_raw = tables.conform(golden_raw.with_columns(pl.lit("").alias("golden_version")), "golden_set"
+                                ).drop("golden_version")
+    src = str(source) if source is not None else None
+    lines = _record_lines(source, golden_raw.height)
+    chunk_acl = {cid: acl or [] for cid, acl in zip(snapshot["chunk_id"].to_list(), snapshot["acl"].to_list())}
+    chunks_by_doc: dict[str, int] = {}
+    for doc_id in snapshot["doc_id"].to_list():
+        chunks_by_doc[doc_id] = chunks_by_doc.get(doc_id, 0) + 1
+
+    def unknown_chunk(chunk_id: str) -> str:
+        doc = chunk_id.rsplit("#", 1)[0]
+        if doc in chunks_by_doc:
+            hint = f"document {doc!r} has chunks #0..#{chunks_by_doc[doc] - 1}"
+        else:
+            hint = f"no document {doc!r} in the snapshot"
+        return f"chunk {chunk_id!r} is not in the corpus snapshot ({hint}); expected an existing chunk id"
+
+    first_line: dict[str, int] = {}
+    for line, row in zip(lines, golden_raw.iter_rows(named=True)):
+        def err(field: str, message: str) -> InputError:
+            return InputError(f"question {row['question_id']!r}: {message}", path=src, line=line, field=field)
+
+        qid = row["question_id"]
+        if not qid:
+            raise err("question_id", "empty; expected a non-empty id")
+        if qid in first_line:
+            raise err("question_id", f"duplicate question_id, first seen on line {first_line[qid]}; "
+                                     "expected unique ids")
+        first_line[qid] = line
+        if not (row["question"] or "").strip():
+            raise err("question", "empty; expected the question text")
+        if row["answerability"] not in tables.ANSWERABILITY:
+            raise err("answerability", f"unknown value {row['answerability']!r}; expected one of "
+                                       f"{list(tables.ANSWERABILITY)}")
+        if row["split"] not in tables.SPLITS:
+            raise err("split", f"unknown value {row['split']!r}; expected one of {list(tables.SPLITS)}")
+        relevant = row["relevant"] or []
+        for i, rel in enumerate(relevant):
+            if rel["chunk_id"] not in chunk_acl:
+                raise err(f"relevant[{i}]", unknown_chunk(rel["chunk_id"]))
+            if rel["grade"] is None or rel["grade"] < 0:
+                raise err(f"relevant[{i}].grade", f"got {rel['grade']!r}; expected a whole number >= 0")
+        claims = row["claims"] or []
+        for i, claim in enumerate(claims):
+            if not claim["supporting"]:
+                raise err(f"claims[{i}].supporting", "no supporting chunk; expected the chunk ids a person "
+                                                     "checked support the claim")
+            for j, cid in enumerate(claim["supporting"]):
+                if cid not in chunk_acl:
+                    raise err(f"claims[{i}].supporting[{j}]", unknown_chunk(cid))
+        positive = [r["chunk_id"] for r in relevant if r["grade"] >= 1]
+        if row["answerability"] == "absent":
+            if relevant:
+                raise err("relevant", f"an absent question lists relevant chunks {[r['chunk_id'] for r in relevant]}; "
+                                      "expected none (or label it answerable)")
+            if claims:
+                raise err("claims", "an absent question has claims; expected none")
+        elif row["answerability"] == "answerable":
+            if not positive:
+                raise err("relevant", "an answerable question has no relevant chunk with grade >= 1; expected at "
+                                      "least one (or label it absent)")
+            groups = set(row["user_groups"] or [])
+            readable = [c for c in positive if not chunk_acl[c] or groups & set(chunk_acl[c])]
+            if not readable:
+                raise err("relevant", f"user groups {sorted(groups)} may read none of the relevant chunks "
+                                      f"{positive}; for this user the answer is absent from the authorised "
+                                      "corpus: expected answerability 'absent'")
+    version = golden_version(golden_raw)
+    out = golden_raw.with_columns(pl.lit(version).alias("golden_version"))
+    return tables.conform(out, "golden_set")

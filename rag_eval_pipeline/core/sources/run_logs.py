@@ -1,0 +1,194 @@
+"""Import the log of an external RAG system (JSONL or Parquet) as ``rag_runs`` rows.
+
+Log schema: one JSON object per line (or one Parquet row) per question
+-----------------------------------------------------------------------
+==================  ===============================================================================
+field               meaning
+==================  ===============================================================================
+question_id         required, non-empty string; each question once per log
+retrieved           required list (may be empty) of hits ``{"chunk_id", "score", "rank"}`` as the
+                    system ranked them. ``chunk_id`` required (``doc_id#n`` of the evaluated
+                    snapshot); ``score`` optional, a finite number (NaN / Infinity are errors;
+                    missing → null); ``rank`` optional, a whole number >= 1, unique within the
+                    question. Give ``rank`` on every hit or on none: without it, list order is the
+                    rank (1, 2, ...). Hits are stored sorted by rank. A chunk may appear once.
+                    A bare string is read as ``{"chunk_id": <string>}``.
+decision            required: ``answer`` / ``abstain`` / ``clarify`` / ``error``
+answer              the final text shown to the user (required, non-empty, when decision is
+                    ``answer``; optional otherwise: an abstention message or clarifying question)
+citations           list of chunk ids the answer cites; default ``[]``
+error               why the run failed; only allowed when decision is ``error``
+system              optional; when present it must equal the system name the log is imported as
+corpus_version      optional; when present it must equal the evaluated snapshot's version
+golden_version      optional; when present it must equal the evaluated golden set's version
+model, prompt_version   optional strings (run manifest)
+retriever, generator    optional: a string, or an object (stored as canonical JSON, sorted keys)
+metadata            optional free-form object (latency, cost, trace ids ...); not stored
+==================  ===============================================================================
+
+Any other field is an error. Blank lines are skipped; a BOM and CRLF are repaired; a last line cut
+off mid-object is reported as such. The fields are what seed 000_1000bb13b7b4c340.txt (section 2)
+asks to keep for every run: corpus version, model, instructions (prompt), retriever configuration,
+retrieved ids, the answer / abstain / clarify decision, final text and citations.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from rag_eval_pipeline.core import tables
+from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.sources._records import Fields, finite_number, is_int, read_records
+
+LOG_FIELDS = ("question_id", "retrieved", "decision", "answer", "citations", "error", "system",
+              "corpus_version", "golden_version", "model", "prompt_version", "retriever", "generator",
+              "metadata")
+
+
+def _config_text(f: Fields, field: str) -> str | None:
+    value = f.record.get(field)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    raise f.error(field, f"got {type(value).__name__} {value!r}; expected a string or an object")
+
+
+def _hits(f: Fields) -> list[dict]:
+    value = f.record.get("retrieved", ...)
+    if value is ...:
+        raise f.error("retrieved", "missing; expected a list of {chunk_id, score, rank} hits (may be empty)")
+    if value is None:
+        value = []
+    if not isinstance(value, list):
+        raise f.error("retrieved", f"got {type(value).__name__}; expected a list of {{chunk_id, score, rank}} hits")
+    hits: list[dict] = []
+    seen: dict[str, int] = {}
+    with_rank = 0
+    for i, hit in enumerate(value):
+        where = f"retrieved[{i}]"
+        if isinstance(hit, str):
+            hit = {"chunk_id": hit}
+        if not isinstance(hit, dict):
+            raise f.error(where, f"got {hit!r}; expected an object {{chunk_id, score, rank}}")
+        extra = sorted(k for k in hit if k not in ("chunk_id", "score", "rank"))
+        if extra:
+            raise f.error(where, f"unknown key(s) {extra}; expected chunk_id, score, rank")
+        chunk_id = hit.get("chunk_id")
+        if not isinstance(chunk_id, str) or not chunk_id.strip():
+            raise f.error(f"{where}.chunk_id", f"got {chunk_id!r}; expected a chunk id 'doc_id#n'")
+        if chunk_id in seen:
+            raise f.error(f"{where}.chunk_id", f"chunk {chunk_id!r} retrieved twice for one question (also at "
+                                               f"retrieved[{seen[chunk_id]}]); expected each chunk once")
+        seen[chunk_id] = i
+        score = hit.get("score")
+        if score is not None and not finite_number(score):
+            raise f.error(f"{where}.score", f"got {score!r}; expected a finite number or null")
+        rank = hit.get("rank")
+        if rank is not None:
+            if not is_int(rank) or rank < 1:
+                raise f.error(f"{where}.rank", f"got {rank!r}; expected a whole number >= 1")
+            with_rank += 1
+            rank = int(rank)
+        hits.append({"chunk_id": chunk_id, "score": None if score is None else float(score), "rank": rank})
+    if 0 < with_rank < len(hits):
+        missing = next(i for i, h in enumerate(hits) if h["rank"] is None)
+        raise f.error(f"retrieved[{missing}].rank", "rank given on some hits but not on this one; expected rank on "
+                                                    "every hit or on none")
+    if with_rank == 0:
+        for i, hit in enumerate(hits):
+            hit["rank"] = i + 1
+    else:
+        first: dict[int, int] = {}
+        for i, hit in enumerate(hits):
+            if hit["rank"] in first:
+                raise f.error(f"retrieved[{i}].rank", f"rank {hit['rank']} repeated (also retrieved[{first[hit['rank']]}]); "
+                                                      "expected distinct ranks")
+            first[hit["rank"]] = i
+        hits.sort(key=lambda h: h["rank"])
+    return hits
+
+
+def parse_run_record(record: dict, path: str, line: int, system: str, corpus_version: str,
+                     golden_version: str) -> dict:
+    """Check and normalise one log record (schema in the module docstring).
+
+    Output: a dict with the ``rag_runs`` columns. Raises InputError naming file, line and field.
+    """
+    f = Fields(record, path, line)
+    f.check_keys(LOG_FIELDS)
+    qid = f.string("question_id", required=True, non_empty=True).strip()
+    logged_system = f.string("system")
+    if logged_system is not None and logged_system != system:
+        raise f.error("system", f"the log says system {logged_system!r} but it is imported as {system!r}; "
+                                "expected the same name")
+    logged_cv = f.string("corpus_version")
+    if logged_cv is not None and logged_cv != corpus_version:
+        raise f.error("corpus_version", f"the run used corpus version {logged_cv!r} but the evaluated snapshot is "
+                                        f"{corpus_version!r}; expected the same version (re-run the system on this "
+                                        "snapshot)")
+    logged_gv = f.string("golden_version")
+    if logged_gv is not None and logged_gv != golden_version:
+        raise f.error("golden_version", f"the run used golden version {logged_gv!r} but the evaluated golden set "
+                                        f"is {golden_version!r}; expected the same version")
+    decision = f.string("decision", required=True, choices=tables.DECISIONS)
+    answer = f.string("answer")
+    if decision == "answer" and (answer is None or not answer.strip()):
+        raise f.error("answer", "decision is 'answer' but the answer is missing or empty; expected the answer text")
+    error = f.string("error")
+    if error is not None and decision != "error":
+        raise f.error("error", f"an error is logged but decision is {decision!r}; expected decision 'error'")
+    if "metadata" in record and record["metadata"] is not None and not isinstance(record["metadata"], dict):
+        raise f.error("metadata", f"got {type(record['metadata']).__name__}; expected an object")
+    return {
+        "system": system,
+        "question_id": qid,
+        "retrieved": _hits(f),
+        "decision": decision,
+        "answer": answer,
+        "citations": f.string_list("citations", unique=True),
+        "error": error,
+        "corpus_version": corpus_version,
+        "golden_version": golden_version,
+        "retriever": _config_text(f, "retriever"),
+        "generator": _config_text(f, "generator"),
+        "model": f.string("model"),
+        "prompt_version": f.string("prompt_version"),
+    }
+
+
+def load_run_log(path: str | Path, system: str, corpus_version: str, golden_version: str) -> pl.DataFrame:
+    """Read a RAG system's log of answers to the golden questions.
+
+    Input: a ``.jsonl`` / ``.ndjson`` / ``.parquet`` path (schema in the module docstring); the name
+    the system is evaluated under; the corpus and golden versions being evaluated (stamped on every
+    row, and compared with the log's own when it records them).
+    Output: the ``rag_runs`` table (core/tables.py), one row per logged question, in file order;
+    ``retrieved`` sorted by rank. An empty retrieval list is allowed.
+    Raises InputError naming the file, the line (Parquet: row) and the field for: a missing file or
+    other suffix; bad UTF-8; malformed JSON or a last line cut off mid-object; an unknown field; a
+    missing question_id, retrieved or decision; a question logged twice; the same chunk twice in one
+    retrieval list; a non-finite score (NaN, Infinity); a rank that is not a whole number >= 1,
+    repeated, or given on only some hits; an unknown decision; ``answer`` without answer text; an
+    ``error`` on a decision other than ``error``; a ``system``, ``corpus_version`` or
+    ``golden_version`` that differs from the one being evaluated (naming both).
+    Definition: seed 000_1000bb13b7b4c340.txt section 2 (what to keep per run).
+    """
+    p = Path(path)
+    rows: list[dict] = []
+    first: dict[str, int] = {}
+    for line, record in read_records(p):
+        row = parse_run_record(record, str(p), line, system, corpus_version, golden_version)
+        if row["question_id"] in first:
+            raise InputError(f"question {row['question_id']!r} logged twice (first on line {first[row['question_id']]}); "
+                             "expected one record per question", path=str(p), line=line, field="question_id")
+        first[row["question_id"]] = line
+        rows.append(row)
+    if not rows:
+        return tables.empty("rag_runs")
+    return tables.conform(pl.DataFrame(rows, schema=tables.SCHEMAS["rag_runs"]), "rag_runs")

@@ -1,0 +1,232 @@
+"""Read and write TREC run files, TREC qrels and BEIR qrels.
+
+Formats, as trec_eval 10.0 reads them (``usnistgov/trec_eval``, ``get_trec_results.c`` and
+``get_qrels.c``):
+
+* run: ``topic Q0 docno rank score runid`` separated by any whitespace; fields after ``runid`` are
+  ignored (trec_eval's ``results.trunc`` fixture has such trailing text); blank lines and lines
+  whose first non-blank character is ``#`` are skipped.
+* qrels: ``topic iteration docno rel`` (exactly four fields, ``rel`` an integer that may be
+  negative or graded); ``#`` comment lines and blank lines are skipped.
+* BEIR qrels (``qrels/<split>.tsv`` of a BEIR dataset): tab-separated, header
+  ``query-id	corpus-id	score``, ``score`` an integer grade.
+
+Readers return the ``run_long`` / ``qrels`` frames of ``docs/CONTRACTS.md`` (see
+``core.metrics.retrieval.RUN_LONG_SCHEMA`` and ``QRELS_SCHEMA``). Every parse error is an
+InputError naming the file, the 1-based line and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from rag_eval_pipeline.core.errors import InputError
+
+RUN_FIELDS = ("topic", "Q0", "docno", "rank", "score", "runid")
+QRELS_FIELDS = ("topic", "iteration", "docno", "rel")
+BEIR_HEADER = ("query-id", "corpus-id", "score")
+
+_RUN_SCHEMA = {"system": pl.Utf8, "question_id": pl.Utf8, "chunk_id": pl.Utf8, "score": pl.Float64,
+               "rank": pl.Int32}
+_QRELS_SCHEMA = {"question_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int32}
+
+
+def _lines(path: str | Path) -> pl.DataFrame:
+    """Content lines of a text file: columns ``line_no`` (1-based, u32) and ``fields`` (list[str]).
+
+    Blank lines and lines starting (after blanks) with ``#`` are dropped.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc})", path=str(path)) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
+    lines = pl.Series("line", text.split("\n"), dtype=pl.Utf8)
+    df = pl.DataFrame({"line": lines}).with_row_index("line_no", offset=1)
+    df = df.with_columns(pl.col("line").str.strip_chars().alias("line"))
+    df = df.filter((pl.col("line") != "") & ~pl.col("line").str.starts_with("#"))
+    return df.select("line_no", pl.col("line").str.extract_all(r"\S+").alias("fields"))
+
+
+def _field_error(df: pl.DataFrame, bad: pl.Series, path: str | Path, message: str, field: str) -> InputError:
+    row = df.filter(bad).row(0, named=True)
+    return InputError(message.format(**row), path=str(path), line=int(row["line_no"]), field=field)
+
+
+def read_trec_run(path: str | Path, system: str | None = None) -> pl.DataFrame:
+    """Read a TREC run file into a ``run_long`` frame.
+
+    Input: path of a file of ``topic Q0 docno rank score runid [ignored...]`` lines (any whitespace
+    between fields; blank and ``#`` lines skipped). ``system``: the value for the ``system``
+    column; None keeps each line's ``runid``.
+    Output: columns ``system``, ``question_id`` (topic), ``chunk_id`` (docno), ``score`` (f64),
+    ``rank`` (i32), in file order.
+    Raises InputError with the file, line and field when a line has fewer than six fields (the
+    field named is the first one missing), when ``score`` is not a finite number or ``rank`` not
+    an integer, or when the file cannot be read. Source: trec_eval ``get_trec_results.c``
+    (trec_eval itself ignores ``rank``; it is kept here for ``mode="system"``).
+    """
+    df = _lines(path)
+    n = df["fields"].list.len()
+    short = n < len(RUN_FIELDS)
+    if short.any():
+        row = df.filter(short).row(0, named=True)
+        got = len(row["fields"])
+        raise InputError(f"expected at least 6 whitespace-separated fields "
+                         f"(topic Q0 docno rank score runid), got {got}",
+                         path=str(path), line=int(row["line_no"]), field=RUN_FIELDS[got])
+    out = df.select(
+        "line_no",
+        pl.col("fields").list.get(5).alias("system"),
+        pl.col("fields").list.get(0).alias("question_id"),
+        pl.col("fields").list.get(2).alias("chunk_id"),
+        pl.col("fields").list.get(4).alias("_score"),
+        pl.col("fields").list.get(3).alias("_rank"),
+    ).with_columns(
+        pl.col("_score").cast(pl.Float64, strict=False).alias("score"),
+        pl.col("_rank").cast(pl.Int32, strict=False).alias("rank"),
+    )
+    bad_score = out["score"].is_null() | out["score"].is_nan() | out["score"].is_infinite()
+    if bad_score.any():
+        raise _field_error(out, bad_score, path, "score {_score!r} is not a finite number", "score")
+    if out["rank"].is_null().any():
+        raise _field_error(out, out["rank"].is_null(), path, "rank {_rank!r} is not an integer", "rank")
+    if system is not None:
+        out = out.with_columns(pl.lit(system, pl.Utf8).alias("system"))
+    return out.select(list(_RUN_SCHEMA)).cast(_RUN_SCHEMA)
+
+
+def write_trec_run(run_long: pl.DataFrame, path: str | Path, run_id: str | None = None) -> None:
+    """Write a ``run_long`` frame as a TREC run file.
+
+    Input: columns ``system``, ``question_id``, ``chunk_id``, ``score``, ``rank``; ``run_id``
+    replaces the ``system`` column as the runid when given. Output: one line
+    ``question_id Q0 chunk_id rank score runid`` per hit (single spaces, score with ``repr``
+    precision so it reads back exactly), in frame order; placeholder rows with a null ``chunk_id``
+    (a question that retrieved nothing) have no TREC form and are skipped.
+    Raises InputError naming the row and field when an id is empty or holds whitespace (the format
+    cannot represent it), or when score or rank is null. Source: trec_eval ``get_trec_results.c``.
+    """
+    df = run_long.filter(pl.col("chunk_id").is_not_null())
+    if run_id is not None:
+        df = df.with_columns(pl.lit(run_id, pl.Utf8).alias("system"))
+    _check_tokens(df, ("question_id", "chunk_id", "system"), path)
+    for col in ("score", "rank"):
+        if df[col].null_count():
+            i = int(df[col].is_null().arg_max())
+            raise InputError(f"row {i + 1}: {col} is null", path=str(path), field=col)
+    lines = [f"{q} Q0 {c} {r} {s!r} {sy}\n" for q, c, r, s, sy in
+             zip(df["question_id"], df["chunk_id"], df["rank"], df["score"].cast(pl.Float64), df["system"])]
+    Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def _check_tokens(df: pl.DataFrame, cols: tuple[str, ...], path: str | Path) -> None:
+    for col in cols:
+        bad = df[col].is_null() | (df[col] == "") | df[col].str.contains(r"\s")
+        if bad.any():
+            i = int(bad.arg_max())
+            raise InputError(f"row {i + 1}: {col} {df[col][i]!r} is empty or contains whitespace, "
+                             "which TREC files cannot hold", path=str(path), field=col)
+
+
+def read_trec_qrels(path: str | Path) -> pl.DataFrame:
+    """Read a TREC qrels file into a ``qrels`` frame.
+
+    Input: path of a file of ``topic iteration docno rel`` lines (``#`` comment lines and blank
+    lines skipped). Output: columns ``question_id`` (topic), ``chunk_id`` (docno), ``grade`` (i32,
+    may be negative = judged non-relevant), in file order. Duplicate judgments are kept here and
+    rejected by ``retrieval_question_metrics`` (as trec_eval does).
+    Raises InputError with file, line and field when a line has other than four fields or ``rel``
+    is not an integer. Source: trec_eval ``get_qrels.c``.
+    """
+    df = _lines(path)
+    n = df["fields"].list.len()
+    wrong = n != len(QRELS_FIELDS)
+    if wrong.any():
+        row = df.filter(wrong).row(0, named=True)
+        got = len(row["fields"])
+        field = QRELS_FIELDS[got] if got < len(QRELS_FIELDS) else "rel"
+        raise InputError(f"expected 4 whitespace-separated fields (topic iteration docno rel), got {got}",
+                         path=str(path), line=int(row["line_no"]), field=field)
+    out = df.select(
+        "line_no",
+        pl.col("fields").list.get(0).alias("question_id"),
+        pl.col("fields").list.get(2).alias("chunk_id"),
+        pl.col("fields").list.get(3).alias("_rel"),
+    ).with_columns(pl.col("_rel").cast(pl.Int32, strict=False).alias("grade"))
+    if out["grade"].is_null().any():
+        raise _field_error(out, out["grade"].is_null(), path, "rel {_rel!r} is not an integer", "rel")
+    return out.select(list(_QRELS_SCHEMA)).cast(_QRELS_SCHEMA)
+
+
+def write_trec_qrels(qrels: pl.DataFrame, path: str | Path) -> None:
+    """Write a ``qrels`` frame as a TREC qrels file.
+
+    Input: columns ``question_id``, ``chunk_id``, ``grade``. Output: one line
+    ``question_id 0 chunk_id grade`` per judgment, in frame order; placeholder rows with a null
+    ``chunk_id`` (a question with no judged chunk) have no TREC form and are skipped.
+    Raises InputError naming the row and field for an id that is empty or holds whitespace, or a
+    null grade. Source: trec_eval ``get_qrels.c``.
+    """
+    df = qrels.filter(pl.col("chunk_id").is_not_null())
+    _check_tokens(df, ("question_id", "chunk_id"), path)
+    if df["grade"].null_count():
+        i = int(df["grade"].is_null().arg_max())
+        raise InputError(f"row {i + 1}: grade is null", path=str(path), field="grade")
+    lines = [f"{q} 0 {c} {g}\n" for q, c, g in zip(df["question_id"], df["chunk_id"], df["grade"])]
+    Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def read_beir_qrels(path: str | Path) -> pl.DataFrame:
+    """Read a BEIR qrels TSV (``qrels/test.tsv``) into a ``qrels`` frame.
+
+    Input: a tab-separated file whose first line is the header ``query-id<TAB>corpus-id<TAB>score``
+    and each further non-blank line ``query_id<TAB>corpus_id<TAB>integer grade``.
+    Output: columns ``question_id``, ``chunk_id``, ``grade`` (i32), in file order (BEIR corpus ids
+    are document ids; map them to chunk ids before scoring chunked runs).
+    Raises InputError with file, line and field when the header differs, a line has other than
+    three fields, or the score is not an integer. Source: BEIR dataset layout
+    (``beir-cellar/beir``, ``GenericDataLoader``).
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {exc}", path=str(path)) from exc
+    raw = text.split("\n")
+    header = raw[0].rstrip("\r").split("\t") if raw else []
+    if tuple(header) != BEIR_HEADER:
+        raise InputError(f"header must be {'<TAB>'.join(BEIR_HEADER)!r}, got {raw[0][:80]!r}",
+                         path=str(path), line=1, field="header")
+    df = (pl.DataFrame({"line": pl.Series(raw[1:], dtype=pl.Utf8)})
+          .with_row_index("line_no", offset=2)
+          .with_columns(pl.col("line").str.strip_chars_end("\r"))
+          .filter(pl.col("line").str.strip_chars() != "")
+          .with_columns(pl.col("line").str.split("\t").alias("fields")))
+    n = df["fields"].list.len()
+    wrong = n != 3
+    if wrong.any():
+        row = df.filter(wrong).row(0, named=True)
+        got = len(row["fields"])
+        field = BEIR_HEADER[got] if got < 3 else "score"
+        raise InputError(f"expected 3 tab-separated fields (query-id corpus-id score), got {got}",
+                         path=str(path), line=int(row["line_no"]), field=field)
+    out = df.select(
+        "line_no",
+        pl.col("fields").list.get(0).alias("question_id"),
+        pl.col("fields").list.get(1).alias("chunk_id"),
+        pl.col("fields").list.get(2).alias("_score"),
+    ).with_columns(pl.col("_score").str.strip_chars().cast(pl.Int32, strict=False).alias("grade"))
+    if out["grade"].is_null().any():
+        raise _field_error(out, out["grade"].is_null(), path, "score {_score!r} is not an integer", "score")
+    for col in ("question_id", "chunk_id"):
+        empty = out[col].str.strip_chars() == ""
+        if empty.any():
+            field = "query-id" if col == "question_id" else "corpus-id"
+            raise _field_error(out, empty, path, f"{field} is empty", field)
+    return out.select(list(_QRELS_SCHEMA)).cast(_QRELS_SCHEMA)
+
+
+__all__ = ["read_trec_run", "write_trec_run", "read_trec_qrels", "write_trec_qrels", "read_beir_qrels"]

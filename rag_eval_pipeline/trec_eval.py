@@ -1,0 +1,227 @@
+"""A trec_eval-compatible command line for the retrieval measures this package implements.
+
+Usage::
+
+    python -m rag_eval_pipeline.trec_eval [-q] [-c] [-l N] [-m MEASURE ...] [--mode trec_eval|system] QRELS RUN
+
+Prints what trec_eval 10.0 prints for the same measures, byte for byte: ``%-22s\\t%s\\t%6.4f`` lines
+(``%ld`` for counts, ``%s`` for runid), per-query blocks in byte order of the topic id when ``-q``
+is given, then the ``all`` block. Per-query lines leave out ``runid``, ``num_q`` and ``gm_map``
+(trec_eval prints those only in the summary).
+
+Measures (``-m``, repeatable, trec_eval syntax ``name[.cutoff,cutoff...]``): ``num_q``,
+``num_ret``, ``num_rel``, ``num_rel_ret``, ``map``, ``gm_map``, ``Rprec``, ``recip_rank``, ``P``,
+``recall``, ``ndcg_cut``, ``success``, plus this package's ``F1`` and ``recip_rank_cut``; the
+nicknames ``official`` (the default) and ``all_trec`` select the subset of trec_eval's sets that is
+implemented here (``bpref``, ``iprec_at_recall``, ``infAP`` and the others are not; a note on
+stderr lists what a nickname left out). Default cutoffs are trec_eval's: 5..1000 for P, recall and
+ndcg_cut, 1,5,10 for success. ``-c`` averages over every qrels topic (missing topics score 0),
+``-l N`` sets the relevance level of the binary measures, ``--mode system`` ranks by the rank
+column instead of trec_eval's score order. Exit status: 0, 1 for a usage or measure error, 2 for
+an unreadable or malformed input file, 7 when no topic has both results and judgments (as
+trec_eval). Source: trec_eval 10.0 ``trec_eval.c``, ``meas_print_single.c``,
+``meas_print_final.c``, ``measures.c``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import polars as pl
+
+from rag_eval_pipeline.core.errors import ConfigError, EvalError, InputError
+from rag_eval_pipeline.core.metrics.retrieval import (
+    COUNT_MEASURES,
+    CUT_MEASURES,
+    RANKING_MODES,
+    retrieval_question_metrics,
+    trec_eval_aggregate,
+    trec_name,
+)
+from rag_eval_pipeline.core.sources.trec import read_trec_qrels, read_trec_run
+
+LONG_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+#: Supported measures in trec_eval's print order (``measures.c``), with default cutoffs.
+PRINT_ORDER: dict[str, tuple[int, ...] | None] = {
+    "runid": None,
+    "num_q": None,
+    "num_ret": None,
+    "num_rel": None,
+    "num_rel_ret": None,
+    "map": None,
+    "gm_map": None,
+    "Rprec": None,
+    "recip_rank": None,
+    "P": LONG_CUTOFFS,
+    "recall": LONG_CUTOFFS,
+    "ndcg_cut": LONG_CUTOFFS,
+    "success": (1, 5, 10),
+    "F1": LONG_CUTOFFS,
+    "recip_rank_cut": LONG_CUTOFFS,
+}
+NICKNAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # nickname: (implemented members, trec_eval members not implemented here)
+    "official": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+                  "recip_rank", "P"), ("bpref", "iprec_at_recall")),
+    "all_trec": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+                  "recip_rank", "P", "recall", "ndcg_cut", "success"),
+                 ("bpref", "iprec_at_recall", "relstring", "infAP", "gm_bpref", "Rprec_mult", "utility",
+                  "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "map_cut", "relative_P", "set_P",
+                  "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp",
+                  "rbp_resid", "unj")),
+}
+SUMMARY_ONLY = ("runid", "num_q", "gm_map")
+INT_MEASURES = ("num_q",) + COUNT_MEASURES
+
+
+def _parse_cutoffs(measure: str, text: str) -> tuple[int, ...]:
+    out = set()
+    for part in text.split(","):
+        try:
+            value = int(float(part))  # trec_eval reads cutoffs with atol: "23.4" -> 23
+        except ValueError:
+            raise ConfigError(f"illegal measure '{measure}.{text}': cutoff {part!r} is not a number") from None
+        if value < 1:
+            raise ConfigError(f"illegal measure '{measure}.{text}': cutoffs must be >= 1")
+        out.add(value)
+    return tuple(sorted(out))
+
+
+def select_measures(specs: Sequence[str] | None) -> tuple[dict[str, tuple[int, ...] | None], list[str]]:
+    """Measures to print, from trec_eval ``-m`` arguments.
+
+    Input: the ``-m`` values (``"P.5,10"``, ``"ndcg_cut"``, ``"all_trec"``) or None (= ``official``).
+    Output: (measure -> cutoffs or None, in print order; trec_eval measures a nickname named that
+    are not implemented here). Raises ConfigError for an unknown measure, a measure trec_eval has
+    but this package does not implement, or bad cutoffs. Source: trec_eval ``trec_eval.c``
+    (``mark_measure``) and ``measures.c`` (nicknames).
+    """
+    chosen: dict[str, tuple[int, ...] | None] = {}
+    left_out: list[str] = []
+    for spec in specs or ["official"]:
+        name, _, params = spec.partition(".")
+        if name in NICKNAMES:
+            members, skipped = NICKNAMES[name]
+            for m in members:
+                chosen.setdefault(m, PRINT_ORDER[m])
+            left_out.extend(s for s in skipped if s not in left_out)
+            continue
+        if name not in PRINT_ORDER:
+            raise ConfigError(f"illegal measure '{spec}' (implemented: {', '.join(PRINT_ORDER)}; "
+                              f"nicknames: {', '.join(NICKNAMES)})")
+        cut = PRINT_ORDER[name]
+        if params:
+            if cut is None:
+                raise ConfigError(f"illegal measure '{spec}': {name} takes no parameters")
+            cut = _parse_cutoffs(name, params)
+        chosen[name] = cut
+    return {m: chosen[m] for m in PRINT_ORDER if m in chosen}, left_out
+
+
+def _fmt(measure: str, qid: str, value) -> str:
+    if measure == "runid":
+        return f"{measure:<22}\t{qid}\t{value}"
+    if measure in INT_MEASURES:
+        return f"{measure:<22}\t{qid}\t{int(round(value))}"
+    return f"{measure:<22}\t{qid}\t{value:6.4f}"
+
+
+def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, complete: bool = False,
+             rel_level: int = 1, measures: Sequence[str] | None = None, mode: str = "trec_eval") -> list[str]:
+    """Evaluate a TREC run against TREC qrels and return trec_eval's output lines (no newlines).
+
+    Inputs: file paths; flags as trec_eval's ``-q``, ``-c``, ``-l``, ``-m``; ``mode`` ``trec_eval``
+    (rank by score, ties by docno descending) or ``system`` (rank by the rank column).
+    Output: the lines trec_eval prints for the implemented measures. Raises InputError for a
+    malformed file (with file, line and field), ConfigError for a bad measure or option, and
+    EvalError when no topic has both results and judgments. Source: trec_eval 10.0 ``trec_eval.c``.
+    """
+    chosen, _ = select_measures(measures)
+    qrels = read_trec_qrels(qrels_path)
+    run = read_trec_run(run_path)
+    if run.height == 0:
+        raise InputError("no results lines", path=run_path)
+    runid = run["system"][-1]  # trec_eval keeps the runid of the last line (get_trec_results.c)
+    run = run.with_columns(pl.lit(runid).alias("system"))
+
+    ks = sorted({k for m, cut in chosen.items() if m in CUT_MEASURES for k in cut or ()})
+    wanted = [m for m in chosen if m in CUT_MEASURES or m in ("num_ret", "num_rel", "num_rel_ret", "map",
+                                                              "Rprec", "recip_rank")]
+    if "gm_map" in chosen and "map" not in wanted:
+        wanted.append("map")
+    for m in ("num_ret", "num_rel", "num_rel_ret"):
+        if m not in wanted:
+            wanted.append(m)  # cheap, and keeps every evaluated topic visible in per_question
+    ev = retrieval_question_metrics(run, qrels, ks=ks or (1,), measures=wanted, mode=mode,
+                                    rel_level=rel_level, complete=complete)
+    pq = ev.per_question
+    if pq.height == 0:
+        raise EvalError("No queries with both results and relevance info")
+    summary = trec_eval_aggregate(pq)
+    lookup_all = {(r["metric"], r["k"]): r["value"] for r in summary.iter_rows(named=True)}
+
+    names: list[tuple[str, str, int | None]] = []  # (printed name, metric, k)
+    for m, cut in chosen.items():
+        if m in CUT_MEASURES:
+            names.extend((trec_name(m, k), m, k) for k in cut)
+        else:
+            names.append((m, m, None))
+
+    lines: list[str] = []
+    if query_flag:
+        wide = (pq.with_columns(pl.col("value").fill_null(0.0))
+                .select("question_id", "metric", "k", "value"))
+        per_q: dict[str, dict[tuple[str, int | None], float]] = {}
+        for qid, metric, k, value in wide.iter_rows():
+            per_q.setdefault(qid, {})[(metric, k)] = value
+        for qid in sorted(per_q, key=lambda s: s.encode("utf-8")):
+            vals = per_q[qid]
+            for printed, metric, k in names:
+                if metric in SUMMARY_ONLY:
+                    continue
+                lines.append(_fmt(printed, qid, vals[(metric, k)]))
+    for printed, metric, k in names:
+        if metric == "runid":
+            lines.append(_fmt("runid", "all", runid))
+        else:
+            lines.append(_fmt(printed, "all", lookup_all[(metric, k)]))
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status (see the module docstring)."""
+    p = argparse.ArgumentParser(
+        prog="python -m rag_eval_pipeline.trec_eval",
+        description="trec_eval-compatible evaluation of a TREC run (subset of trec_eval's measures).")
+    p.add_argument("-q", action="store_true", help="also print per-topic values")
+    p.add_argument("-c", action="store_true", help="average over every qrels topic; missing ones score 0")
+    p.add_argument("-l", type=int, default=1, metavar="N", help="minimum grade counted relevant (default 1)")
+    p.add_argument("-m", action="append", metavar="MEASURE", help="measure[.cutoffs] or nickname; repeatable")
+    p.add_argument("--mode", choices=RANKING_MODES, default="trec_eval",
+                   help="trec_eval: order by score, ties by docno descending; system: order by rank column")
+    p.add_argument("qrels")
+    p.add_argument("run")
+    args = p.parse_args(argv)
+    try:
+        _, left_out = select_measures(args.m)
+        if left_out:
+            print(f"note: not implemented here, left out: {', '.join(left_out)}", file=sys.stderr)
+        lines = evaluate(args.qrels, args.run, query_flag=args.q, complete=args.c, rel_level=args.l,
+                         measures=args.m, mode=args.mode)
+    except ConfigError as exc:
+        print(f"trec_eval: {exc}", file=sys.stderr)
+        return 1
+    except InputError as exc:
+        print(f"trec_eval: {exc}", file=sys.stderr)
+        return 2
+    except EvalError as exc:
+        print(f"trec_eval: {exc}", file=sys.stderr)
+        return 7
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

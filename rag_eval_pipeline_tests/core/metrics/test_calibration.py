@@ -1,0 +1,286 @@
+"""Judge calibration against hand labels: kappa by hand, mappings, null kappa, stale / missing."""
+
+import polars as pl
+import pytest
+
+from rag_eval_pipeline.core.errors import InputError, SchemaError
+from rag_eval_pipeline.core.metrics.calibration import (
+    calibrate,
+    calibrate_all,
+    calibration_table,
+    confusion_markdown,
+    judge_based_metrics,
+    read_human_labels,
+    resolve_mapping,
+    results_from_frame,
+    results_to_frame,
+)
+from rag_eval_pipeline.core.tables import conform
+
+S, C, N, E = "SUPPORTED", "CONTRADICTED", "NOT_MENTIONED", "JUDGE_ERROR"
+KEY = ("j", "m", "h")
+
+
+def judge_labels(rows, key=KEY) -> pl.DataFrame:
+    """rows: (system, question_id, claim_id, verdict[, repeat])."""
+    recs = []
+    for r in rows:
+        s, q, c, v = r[:4]
+        rep = r[4] if len(r) > 4 else 0
+        recs.append({"system": s, "question_id": q, "claim_id": c, "claim": "x", "verdict": v, "quote": None,
+                     "quote_found": v == S, "justification": "", "judge": key[0], "judge_model": key[1],
+                     "prompt_sha256": key[2], "repeat": rep, "error": "boom" if v == E else None})
+    df = pl.DataFrame(recs, schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8})
+    return conform(df, "judge_labels")
+
+
+def human(rows, claim=True) -> pl.DataFrame:
+    if claim:
+        return pl.DataFrame(rows, schema=["system", "question_id", "claim_id", "verdict"], orient="row")
+    return pl.DataFrame(rows, schema=["system", "question_id", "verdict"], orient="row")
+
+
+def textbook():
+    """The 2 x 2 textbook example (50 items): both yes 20, human yes / judge no 5,
+    human no / judge yes 10, both no 15. p_o = 0.7, p_e = 0.5*0.6 + 0.5*0.4 = 0.5, kappa = 0.4."""
+    pairs = [(S, S)] * 20 + [(S, N)] * 5 + [(N, S)] * 10 + [(N, N)] * 15
+    h = human([("s", f"q{i}", f"q{i}:c1", hv) for i, (hv, _) in enumerate(pairs)])
+    j = judge_labels([("s", f"q{i}", f"q{i}:c1", jv) for i, (_, jv) in enumerate(pairs)])
+    return h, j
+
+
+def test_textbook_kappa_by_hand():
+    h, j = textbook()
+    res = calibrate(h, j)
+    assert res.n == 50
+    assert res.kappa == pytest.approx(0.4)
+    assert res.kappa_reason is None
+    assert res.agreement == pytest.approx(0.7)
+    assert res.agreement_ci_low < 0.7 < res.agreement_ci_high
+    assert res.labels == [S, C, N]
+    assert res.confusion == [[20, 0, 5], [0, 0, 0], [10, 0, 15]]
+    assert res.per_label[S]["precision"] == pytest.approx(20 / 30)
+    assert res.per_label[S]["recall"] == pytest.approx(20 / 25)
+    assert res.per_label[N]["precision"] == pytest.approx(15 / 20)
+    assert res.per_label[N]["recall"] == pytest.approx(15 / 25)
+    assert res.per_label[C] == {"precision": None, "recall": None, "support": 0, "predicted": 0}
+    assert res.key == KEY and res.mapping["judge_rule"] == "label"
+
+
+def test_binary_mapping_at_claim_level():
+    h, j = textbook()
+    binary = {"judge": {S: "yes", C: "no", N: "no"}, "human": {S: "yes", C: "no", N: "no"}}
+    res = calibrate(h, j, binary)
+    assert res.labels == ["yes", "no"]
+    assert res.confusion == [[20, 5], [10, 15]]
+    assert res.kappa == pytest.approx(0.4)
+
+
+def test_three_way_kappa_by_hand():
+    # people: S S S C ; judge: S N S C  (+ a judge error, excluded)
+    h = human([("s", "q1", "q1:c1", S), ("s", "q1", "q1:c2", S), ("s", "q2", "q2:c1", S), ("s", "q3", "q3:c1", C)])
+    j = judge_labels([("s", "q1", "q1:c1", S), ("s", "q1", "q1:c2", N), ("s", "q2", "q2:c1", S),
+                      ("s", "q3", "q3:c1", C), ("s", "q4", "q4:c0", E)])
+    res = calibrate(h, j)
+    # p_o = 3/4; marginals people S 3/4, C 1/4; judge S 1/2, C 1/4, N 1/4 -> p_e = 3/8 + 1/16 = 7/16
+    assert res.kappa == pytest.approx((3 / 4 - 7 / 16) / (1 - 7 / 16))
+    assert res.n_excluded_judge == 1
+    assert res.n_human_only == 0 and res.n_judge_only == 0
+
+
+def test_n_zero_gives_null_kappa_never_zero():
+    h = human([("s", "q1", "q1:c1", S)])
+    j = judge_labels([("s", "q9", "q9:c1", S)])
+    res = calibrate(h, j)
+    assert res.n == 0 and res.kappa is None and res.agreement is None
+    assert "n = 0" in res.kappa_reason
+    assert res.n_human_only == 1 and res.n_judge_only == 1
+    empty = calibrate(h, j.head(0))
+    assert empty.kappa is None and empty.key == (None, None, None)
+
+
+def test_constant_rater_gives_null_kappa():
+    # people constant: kappa undefined
+    h = human([("s", f"q{i}", f"q{i}:c1", S) for i in range(4)])
+    j = judge_labels([("s", f"q{i}", f"q{i}:c1", v) for i, v in enumerate([S, S, N, S])])
+    res = calibrate(h, j)
+    assert res.kappa is None and "people gave every item" in res.kappa_reason
+    assert res.agreement == pytest.approx(0.75)
+    # judge constant while people vary: the formula gives exactly 0, which is not a measurement
+    h2 = human([("s", f"q{i}", f"q{i}:c1", v) for i, v in enumerate([S, N, N, S])])
+    j2 = judge_labels([("s", f"q{i}", f"q{i}:c1", S) for i in range(4)])
+    res2 = calibrate(h2, j2)
+    assert res2.kappa is None and "the judge gave every item" in res2.kappa_reason
+
+
+def test_response_level_with_begin_labels():
+    # q1: all claims supported -> attributable; q2: one not mentioned -> not; q3: judge error -> excluded
+    j = judge_labels([("m", "q1", "q1:c1", S), ("m", "q1", "q1:c2", S), ("m", "q2", "q2:c1", S),
+                      ("m", "q2", "q2:c2", N), ("m", "q3", "q3:c1", S), ("m", "q3", "q3:c2", E),
+                      ("m", "q4", "q4:c1", N)])
+    h = human([("m", "q1", "Fully attributable"), ("m", "q2", "Not fully attributable"),
+               ("m", "q3", "Fully attributable"), ("m", "q4", "Fully attributable"),
+               ("m", "q5", "Not fully attributable")], claim=False)
+    res = calibrate(h, j, None, level="response")
+    assert res.labels == ["attributable", "not_attributable"]
+    assert res.n == 3  # q1, q2, q4
+    assert res.confusion == [[1, 1], [0, 1]]
+    assert res.n_excluded_judge == 1 and res.n_human_only == 2  # q3 (judge error) and q5 (not judged)
+    # p_o = 2/3; people att 2/3, not 1/3; judge att 1/3, not 2/3 -> p_e = 2/9 + 2/9 = 4/9
+    assert res.kappa == pytest.approx((2 / 3 - 4 / 9) / (1 - 4 / 9))
+    assert res.mapping["human"]["Fully attributable"] == "attributable"
+
+
+def test_response_level_holistic_rule_and_human_claim_aggregation():
+    j = judge_labels([("m", "q1", "q1:c1", S), ("m", "q1", "q1:c2", N), ("m", "q2", "q2:c1", C)])
+    h = human([("m", "q1", "q1:c1", S), ("m", "q1", "q1:c2", S), ("m", "q2", "q2:c1", N)])
+    mapping = {"judge_rule": "holistic", "judge": {"YES": "ok", "PARTIAL": "partial", "NO": "bad"},
+               "human_rule": "holistic", "human": {"YES": "ok", "PARTIAL": "partial", "NO": "bad"},
+               "labels": ["ok", "partial", "bad"]}
+    res = calibrate(h, j, mapping, level="response")
+    assert res.confusion == [[0, 1, 0], [0, 0, 0], [0, 0, 1]]
+
+
+def test_unmapped_label_raises_and_none_excludes():
+    h = human([("m", "q1", "Generic"), ("m", "q2", "Fully attributable")], claim=False)
+    j = judge_labels([("m", "q1", "q1:c1", S), ("m", "q2", "q2:c1", S)])
+    with pytest.raises(InputError, match="Generic"):
+        calibrate(h, j, level="response")
+    m = resolve_mapping(None, "response")
+    m["human"]["Generic"] = None
+    res = calibrate(h, j, m, level="response")
+    assert res.n == 1 and res.n_excluded_human == 1
+
+
+def test_majority_vote_over_repeats_or_a_chosen_repeat():
+    h = human([("s", "q1", "q1:c1", S), ("s", "q2", "q2:c1", N)])
+    j = judge_labels([("s", "q1", "q1:c1", S, 0), ("s", "q1", "q1:c1", N, 1), ("s", "q1", "q1:c1", S, 2),
+                      ("s", "q2", "q2:c1", N, 0), ("s", "q2", "q2:c1", N, 1), ("s", "q2", "q2:c1", S, 2)])
+    assert calibrate(h, j).kappa == pytest.approx(1.0)
+    assert calibrate(h, j, repeat=2).agreement == pytest.approx(0.5)
+
+
+def test_duplicates_and_several_judges():
+    h = human([("s", "q1", "q1:c1", S), ("s", "q1", "q1:c1", N)])
+    j = judge_labels([("s", "q1", "q1:c1", S)])
+    with pytest.raises(InputError, match="more than once"):
+        calibrate(h, j)
+    h1, j1 = textbook()
+    j2 = judge_labels([("s", "q0", "q0:c1", S)], key=("j", "m", "h2"))
+    with pytest.raises(ValueError, match="judge keys"):
+        calibrate(h1, pl.concat([j1, j2]))
+    res = calibrate_all(h1, pl.concat([j1, j2]))
+    assert [r.key for r in res] == [KEY, ("j", "m", "h2")]
+    assert res[0].n == 50 and res[1].n == 1
+    assert calibrate_all(h1, j1.head(0)) == []
+
+
+def test_bad_mapping_and_columns():
+    with pytest.raises(ValueError, match="level"):
+        resolve_mapping(None, "sentence")
+    with pytest.raises(ValueError, match="unknown keys"):
+        resolve_mapping({"judges": {}}, "claim")
+    with pytest.raises(ValueError, match="judge_rule"):
+        resolve_mapping({"judge_rule": "label"}, "response")
+    with pytest.raises(ValueError, match="judge_rule"):
+        resolve_mapping({"judge_rule": "all_supported"}, "claim")
+    with pytest.raises(ValueError, match="not in labels"):
+        resolve_mapping({"judge": {S: "yes"}, "labels": ["no"]}, "claim")
+    h, j = textbook()
+    with pytest.raises(SchemaError, match="claim_id"):
+        calibrate(h.drop("claim_id"), j)
+    with pytest.raises(SchemaError, match="repeat"):
+        calibrate(h, j.drop("repeat"))
+
+
+def _result(key, kappa_pairs, at):
+    h, j = textbook()
+    if kappa_pairs == "none":
+        h = h.with_columns(pl.lit("zz").alias("question_id"))
+    return calibrate(h, j.with_columns(judge=pl.lit(key[0]), judge_model=pl.lit(key[1]), prompt_sha256=pl.lit(key[2])),
+                     calibrated_at=at)
+
+
+def test_calibration_table_fresh_stale_missing():
+    old = _result(("j", "m", "old"), "ok", "2024-01-01T00:00:00+00:00")
+    cur = _result(KEY, "ok", "2024-02-01T00:00:00+00:00")
+    t = calibration_table([old, cur], current_keys=[KEY])
+    row = t.row(0, named=True)
+    assert (row["stale"], row["missing"], row["kappa"]) == (False, False, pytest.approx(0.4))
+    assert row["calibrated_prompt_sha256"] == "h"
+    # only an older prompt has been calibrated: stale, figures of the old calibration
+    t = calibration_table([old], current_keys=[KEY])
+    row = t.row(0, named=True)
+    assert row["stale"] is True and row["missing"] is False
+    assert row["calibrated_prompt_sha256"] == "old" and row["prompt_sha256"] == "h"
+    # nothing at all: missing, null figures
+    t = calibration_table([], current_keys=[KEY])
+    row = t.row(0, named=True)
+    assert row["missing"] is True and row["stale"] is False and row["kappa"] is None and row["n"] is None
+    # another level only: missing at the asked level
+    t = calibration_table([old], current_keys=[KEY], levels=["response"])
+    assert t["missing"].to_list() == [True]
+
+
+def test_calibration_table_prefers_a_measured_calibration():
+    measured = _result(KEY, "ok", "2024-01-01T00:00:00+00:00")
+    empty_later = _result(KEY, "none", "2024-03-01T00:00:00+00:00")
+    assert empty_later.n == 0
+    row = calibration_table([measured, empty_later], [KEY]).row(0, named=True)
+    assert row["n"] == 50 and row["calibrated_at"].startswith("2024-01")
+    # n = 0 for the current key, an older key measured: stale beats "n = 0"
+    other = _result(("j", "m", "old"), "ok", "2023-01-01T00:00:00+00:00")
+    row = calibration_table([other, empty_later], [KEY]).row(0, named=True)
+    assert row["stale"] is True
+    # n = 0 only: not missing, kappa null with the reason
+    row = calibration_table([empty_later], [KEY]).row(0, named=True)
+    assert row["missing"] is False and row["kappa"] is None and "n = 0" in row["kappa_reason"]
+    # latest of two measured calibrations wins
+    newer = _result(KEY, "ok", "2024-05-01T00:00:00+00:00")
+    row = calibration_table([newer, measured], [KEY]).row(0, named=True)
+    assert row["calibrated_at"].startswith("2024-05")
+
+
+def test_calibration_table_without_current_keys():
+    a = _result(KEY, "ok", None)
+    b = _result(("k", "m2", "x"), "ok", None)
+    t = calibration_table([a, b])
+    assert t.height == 2 and not any(t["stale"]) and not any(t["missing"])
+    assert calibration_table([], current_keys=[]).height == 0
+
+
+def test_history_round_trip():
+    rs = [_result(KEY, "ok", "2024-01-01T00:00:00+00:00"), _result(KEY, "none", None)]
+    df = results_to_frame(rs)
+    assert df.height == 2 and df["kappa"][0] == pytest.approx(0.4)
+    assert results_from_frame(df) == rs
+    assert results_from_frame(None) == []
+
+
+def test_read_human_labels_formats(tmp_path):
+    h, _ = textbook()
+    h.write_csv(tmp_path / "h.csv")
+    h.write_ndjson(tmp_path / "h.jsonl")
+    h.write_parquet(tmp_path / "h.parquet")
+    for name in ("h.csv", "h.jsonl", "h.parquet"):
+        got = read_human_labels(tmp_path / name)
+        assert got.equals(h.select("system", "question_id", "verdict", "claim_id")), name
+    with pytest.raises(InputError, match="does not exist"):
+        read_human_labels(tmp_path / "nope.csv")
+    h.drop("claim_id").write_csv(tmp_path / "noclaim.csv")
+    with pytest.raises(InputError, match="claim_id"):
+        read_human_labels(tmp_path / "noclaim.csv", level="claim")
+    assert read_human_labels(tmp_path / "noclaim.csv", level="response").columns == ["system", "question_id", "verdict"]
+    (tmp_path / "h.txt").write_text("x")
+    with pytest.raises(InputError, match="extension"):
+        read_human_labels(tmp_path / "h.txt")
+
+
+def test_confusion_markdown_and_judge_based_metrics():
+    md = confusion_markdown(["a", "b"], [[1, 2], [3, 4]])
+    assert md.splitlines()[2] == "| a | 1 | 2 |"
+    with pytest.raises(ValueError):
+        confusion_markdown(["a"], [[1, 2]])
+    assert judge_based_metrics(["recall", "faithfulness", "faithfulness_holistic", "answer_relevance",
+                                "context_relevance_5", "correctness", "P"]) == [
+        "answer_relevance", "context_relevance_5", "correctness", "faithfulness", "faithfulness_holistic"]

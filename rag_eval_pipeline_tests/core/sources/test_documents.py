@@ -1,0 +1,210 @@
+"""Folder-of-documents reader (core/sources/documents.py): valid input and every hostile case."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from rag_eval_pipeline.core.corpus import DOCUMENTS_SCHEMA
+from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.sources.documents import load_documents_dir
+
+FM = "---\ntitle: Devoluciones\ndoc_type: policy\nlanguage: es\n---\n"
+
+
+def write(folder: Path, name: str, content: str | bytes) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def load_error(folder: Path) -> InputError:
+    with pytest.raises(InputError) as exc:
+        load_documents_dir(folder)
+    return exc.value
+
+
+def assert_names(err: InputError, file: Path, line: int | None, field: str) -> None:
+    msg = str(err)
+    assert err.path == str(file) and str(file) in msg
+    assert err.field == field and repr(field) in msg
+    if line is not None:
+        assert err.line == line and f"line {line}" in msg
+    assert "expected" in msg
+
+
+def test_reads_front_matter_and_body(tmp_path):
+    folder = tmp_path / "corpus"
+    write(folder, "devol.md", "---\ntitle: Devoluciones\ndoc_type: policy\nlanguage: es\nstatus: active\n"
+                              "acl: [support-staff, agents]\nvalid_from: 2025-03-01\nvalid_to: '2026-01-31'\n---\n"
+                              "Uno.\n\nDos.\n")
+    write(folder, "plain.txt", "Sin cabecera.\n")
+    df = load_documents_dir(folder)
+    assert df.schema == DOCUMENTS_SCHEMA
+    assert df["doc_id"].to_list() == ["devol", "plain"]
+    row = df.row(0, named=True)
+    assert row["title"] == "Devoluciones" and row["doc_type"] == "policy" and row["language"] == "es"
+    assert row["acl"] == ["agents", "support-staff"]
+    assert row["valid_from"] == dt.date(2025, 3, 1) and row["valid_to"] == dt.date(2026, 1, 31)
+    assert row["text"] == "Uno.\n\nDos." and row["source"] == "corpus/devol.md"
+    plain = df.row(1, named=True)
+    assert plain["title"] == "plain" and plain["status"] == "active" and plain["acl"] == []
+    assert plain["doc_type"] is None and plain["valid_from"] is None
+
+
+def test_bom_and_crlf_are_repaired_silently(tmp_path):
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    write(a, "x.md", FM + "Uno.\n\nDos.\n")
+    write(b, "x.md", b"\xef\xbb\xbf" + (FM + "Uno.\n\nDos.\n").replace("\n", "\r\n").encode())
+    assert load_documents_dir(a).drop("source").equals(load_documents_dir(b).drop("source"))
+
+
+def test_hidden_and_underscore_files_are_ignored(tmp_path):
+    folder = tmp_path / "c"
+    write(folder, "x.md", "Texto.")
+    write(folder, ".DS_Store", b"\x00\x01")
+    write(folder, "_notas.pdf", b"%PDF")
+    (folder / "_borradores").mkdir()
+    assert load_documents_dir(folder)["doc_id"].to_list() == ["x"]
+
+
+def test_not_utf8_names_the_byte_offset(tmp_path):
+    f = write(tmp_path / "c", "latin.md", "Línea uno\n".encode("utf-8") + "año".encode("latin-1"))
+    err = load_error(tmp_path / "c")
+    assert_names(err, f, 2, "encoding")
+    assert "byte offset 12" in str(err) and "UTF-8" in str(err)
+
+
+def test_binary_file_is_rejected(tmp_path):
+    f = write(tmp_path / "c", "img.md", b"ab\ncd\x00ef")
+    err = load_error(tmp_path / "c")
+    assert_names(err, f, 2, "encoding")
+    assert "NUL byte at byte offset 5" in str(err)
+
+
+def test_duplicate_doc_ids_across_extensions(tmp_path):
+    write(tmp_path / "c", "a.md", "Uno.")
+    f = write(tmp_path / "c", "a.txt", "Otro.")
+    err = load_error(tmp_path / "c")
+    assert_names(err, f, None, "doc_id")
+    assert "a.md" in str(err)
+
+
+def test_other_extension_is_an_error(tmp_path):
+    write(tmp_path / "c", "a.md", "Uno.")
+    f = write(tmp_path / "c", "manual.pdf", b"%PDF-1.4")
+    err = load_error(tmp_path / "c")
+    assert_names(err, f, None, "file")
+    assert ".pdf" in str(err)
+
+
+def test_subfolder_is_an_error(tmp_path):
+    write(tmp_path / "c", "a.md", "Uno.")
+    (tmp_path / "c" / "mas").mkdir()
+    err = load_error(tmp_path / "c")
+    assert err.field == "file" and "mas" in str(err)
+
+
+def test_unclosed_front_matter(tmp_path):
+    f = write(tmp_path / "c", "a.md", "---\ntitle: x\nTexto sin cierre.\n")
+    assert_names(load_error(tmp_path / "c"), f, 1, "front_matter")
+
+
+def test_front_matter_not_yaml(tmp_path):
+    f = write(tmp_path / "c", "a.md", "---\ntitle: x\nacl: [a, b\n---\nTexto.\n")
+    err = load_error(tmp_path / "c")
+    assert err.path == str(f) and err.field == "front_matter" and err.line in (3, 4)
+    assert "YAML" in str(err)
+
+
+def test_front_matter_not_a_mapping(tmp_path):
+    f = write(tmp_path / "c", "a.md", "---\n- a\n- b\n---\nTexto.\n")
+    assert_names(load_error(tmp_path / "c"), f, 2, "front_matter")
+
+
+def test_unknown_front_matter_key(tmp_path):
+    f = write(tmp_path / "c", "a.md", "---\ntitle: x\nreplacedby: b\n---\nTexto.\n")
+    assert_names(load_error(tmp_path / "c"), f, 3, "replacedby")
+
+
+def test_unknown_status(tmp_path):
+    f = write(tmp_path / "c", "a.md", "---\ntitle: x\nstatus: archived\n---\nTexto.\n")
+    err = load_error(tmp_path / "c")
+    assert_names(err, f, 3, "status")
+    assert "'archived'" in str(err) and "withdrawn" in str(err)
+
+
+def test_replaced_without_replaced_by(tmp_path):
+    f = write(tmp_path / "c", "a.md", "---\ntitle: x\nstatus: replaced\n---\nTexto.\n")
+    assert_names(load_error(tmp_path / "c"), f, 3, "replaced_by")
+
+
+def test_replaced_by_unknown_doc(tmp_path):
+    write(tmp_path / "c", "b.md", "Nuevo.")
+    f = write(tmp_path / "c", "a.md", "---\nstatus: replaced\nreplaced_by: c\n---\nViejo.\n")
+    err = load_error(tmp_path / "c")
+    assert_names(err, f, 3, "replaced_by")
+    assert "'c'" in str(err)
+
+
+def test_replaced_by_known_doc_is_accepted(tmp_path):
+    write(tmp_path / "c", "b.md", "Nuevo.")
+    write(tmp_path / "c", "a.md", "---\nstatus: replaced\nreplaced_by: b\n---\nViejo.\n")
+    df = load_documents_dir(tmp_path / "c")
+    assert df.filter(df["doc_id"] == "a")["replaced_by"].to_list() == ["b"]
+
+
+def test_replaced_by_on_active_document(tmp_path):
+    write(tmp_path / "c", "b.md", "Nuevo.")
+    f = write(tmp_path / "c", "a.md", "---\nstatus: active\nreplaced_by: b\n---\nViejo.\n")
+    assert_names(load_error(tmp_path / "c"), f, 3, "replaced_by")
+
+
+def test_empty_document_after_front_matter(tmp_path):
+    f = write(tmp_path / "c", "a.md", "---\ntitle: x\n---\n\n   \n")
+    assert_names(load_error(tmp_path / "c"), f, 4, "text")
+
+
+def test_empty_file(tmp_path):
+    f = write(tmp_path / "c", "a.txt", b"")
+    assert_names(load_error(tmp_path / "c"), f, 1, "text")
+
+
+def test_bad_date_and_reversed_dates(tmp_path):
+    f = write(tmp_path / "c", "a.md", "---\nvalid_from: 01/03/2025\n---\nTexto.\n")
+    assert_names(load_error(tmp_path / "c"), f, 2, "valid_from")
+    f.write_text("---\nvalid_from: 2025-03-01\nvalid_to: 2024-01-01\n---\nTexto.\n", encoding="utf-8")
+    assert_names(load_error(tmp_path / "c"), f, 3, "valid_to")
+
+
+def test_acl_must_be_a_list(tmp_path):
+    f = write(tmp_path / "c", "a.md", "---\nacl: support-staff\n---\nTexto.\n")
+    assert_names(load_error(tmp_path / "c"), f, 2, "acl")
+
+
+def test_missing_and_empty_folder(tmp_path):
+    with pytest.raises(InputError, match="folder not found"):
+        load_documents_dir(tmp_path / "nope")
+    (tmp_path / "vacia").mkdir()
+    with pytest.raises(InputError, match="no .md/.txt documents"):
+        load_documents_dir(tmp_path / "vacia")
+
+
+def test_sample_corpus(sample_dir):
+    df = load_documents_dir(sample_dir / "corpus")
+    assert df.height == 14
+    assert set(df["language"]) == {"es", "en"}
+    replaced = df.filter(df["status"] == "replaced")
+    assert replaced["doc_id"].to_list() == ["devoluciones-a1-2023"]
+    assert replaced["replaced_by"].to_list() == ["devoluciones-a1"]
+    assert df.filter(df["status"] == "withdrawn")["doc_id"].to_list() == ["promo-grabado-2024"]
+    restricted = df.filter(df["acl"].list.len() > 0)
+    assert restricted["doc_id"].to_list() == ["escalado-interno"]
+    assert restricted["acl"].to_list() == [["support-staff"]]

@@ -1,0 +1,206 @@
+"""Imported RAG run logs (core/sources/run_logs.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from rag_eval_pipeline.core import tables
+from rag_eval_pipeline.core.corpus import chunk_documents, corpus_version
+from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.sources.documents import load_documents_dir
+from rag_eval_pipeline.core.sources.golden import load_golden, validate_golden
+from rag_eval_pipeline.core.sources.run_logs import load_run_log
+
+CV, GV = "c" * 64, "g" * 64
+
+
+def rec(qid="q1", **kw) -> dict:
+    out = {"question_id": qid,
+           "retrieved": [{"chunk_id": "a#0", "score": 0.9, "rank": 1}, {"chunk_id": "a#1", "score": 0.5, "rank": 2}],
+           "decision": "answer", "answer": "30 días.", "citations": ["a#0"]}
+    out.update(kw)
+    return out
+
+
+def write(path: Path, lines: list) -> Path:
+    path.write_text("\n".join(l if isinstance(l, str) else json.dumps(l) for l in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def load(path: Path, system="team"):
+    return load_run_log(path, system, CV, GV)
+
+
+def error(path: Path) -> InputError:
+    with pytest.raises(InputError) as exc:
+        load(path)
+    return exc.value
+
+
+def assert_names(err: InputError, file: Path, line: int, field: str) -> None:
+    msg = str(err)
+    assert err.path == str(file) and str(file) in msg
+    assert err.line == line and f"line {line}" in msg
+    assert err.field == field and repr(field) in msg
+    assert "expected" in msg
+
+
+def test_reads_a_log(tmp_path):
+    f = write(tmp_path / "r.jsonl", [
+        rec(model="m1", prompt_version="v7", retriever={"k": 5, "type": "bm25"}, generator="g", system="team",
+            corpus_version=CV, golden_version=GV, metadata={"latency_ms": 12}),
+        rec("q2", retrieved=[], decision="abstain", answer=None, citations=[]),
+        rec("q3", retrieved=[], decision="error", answer=None, citations=[], error="timeout"),
+    ])
+    runs = load(f)
+    assert runs.columns == list(tables.SCHEMAS["rag_runs"])
+    assert runs["question_id"].to_list() == ["q1", "q2", "q3"]
+    assert runs["system"].unique().to_list() == ["team"]
+    assert runs["corpus_version"].unique().to_list() == [CV]
+    assert runs["golden_version"].unique().to_list() == [GV]
+    row = runs.row(0, named=True)
+    assert row["retriever"] == '{"k":5,"type":"bm25"}' and row["model"] == "m1"
+    assert row["retrieved"] == [{"chunk_id": "a#0", "score": 0.9, "rank": 1}, {"chunk_id": "a#1", "score": 0.5, "rank": 2}]
+    assert runs.row(1, named=True)["retrieved"] == []
+    assert runs.row(2, named=True)["error"] == "timeout"
+
+
+def test_rank_defaults_to_list_order_and_hits_sort_by_rank(tmp_path):
+    f = write(tmp_path / "r.jsonl", [
+        rec(retrieved=[{"chunk_id": "b#0"}, "c#0"]),
+        rec("q2", retrieved=[{"chunk_id": "x#0", "score": 0.1, "rank": 3}, {"chunk_id": "y#0", "score": 0.9, "rank": 1}]),
+    ])
+    runs = load(f)
+    assert runs.row(0, named=True)["retrieved"] == [{"chunk_id": "b#0", "score": None, "rank": 1},
+                                                   {"chunk_id": "c#0", "score": None, "rank": 2}]
+    assert [h["chunk_id"] for h in runs.row(1, named=True)["retrieved"]] == ["y#0", "x#0"]
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_score(tmp_path, token):
+    line = json.dumps(rec("q2")).replace('"score": 0.5', f'"score": {token}')
+    f = write(tmp_path / "r.jsonl", [rec(), line])
+    err = error(f)
+    assert_names(err, f, 2, "retrieved[1].score")
+    assert "finite" in str(err)
+
+
+def test_cut_off_mid_line(tmp_path):
+    f = tmp_path / "r.jsonl"
+    f.write_text(json.dumps(rec()) + "\n" + json.dumps(rec("q2"))[:55], encoding="utf-8")
+    err = error(f)
+    assert_names(err, f, 2, "json")
+    assert "cut off" in str(err)
+
+
+def test_malformed_line_in_the_middle(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(), "{not json", rec("q3")])
+    assert_names(error(f), f, 2, "json")
+
+
+def test_same_chunk_twice(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(retrieved=[{"chunk_id": "a#0", "rank": 1}, {"chunk_id": "a#0", "rank": 2}])])
+    err = error(f)
+    assert_names(err, f, 1, "retrieved[1].chunk_id")
+    assert "twice" in str(err)
+
+
+@pytest.mark.parametrize("ranks,field", [
+    ([0, 1], "retrieved[0].rank"),
+    ([1, -2], "retrieved[1].rank"),
+    ([1, 1], "retrieved[1].rank"),
+    ([1.5, 2], "retrieved[0].rank"),
+    ([1, None], "retrieved[1].rank"),
+])
+def test_bad_ranks(tmp_path, ranks, field):
+    hits = [{"chunk_id": f"a#{i}", **({"rank": r} if r is not None else {})} for i, r in enumerate(ranks)]
+    f = write(tmp_path / "r.jsonl", [rec(retrieved=hits)])
+    assert_names(error(f), f, 1, field)
+
+
+def test_unknown_decision(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(), rec("q2", decision="refuse")])
+    err = error(f)
+    assert_names(err, f, 2, "decision")
+    assert "abstain" in str(err)
+
+
+def test_missing_required_fields(tmp_path):
+    r = rec()
+    del r["retrieved"]
+    f = write(tmp_path / "r.jsonl", [r])
+    assert_names(error(f), f, 1, "retrieved")
+    r = rec()
+    del r["decision"]
+    f = write(tmp_path / "r2.jsonl", [r])
+    assert_names(error(f), f, 1, "decision")
+
+
+def test_answer_decision_needs_text_and_error_needs_error_decision(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(answer="  ")])
+    assert_names(error(f), f, 1, "answer")
+    f = write(tmp_path / "r2.jsonl", [rec(error="boom")])
+    assert_names(error(f), f, 1, "error")
+
+
+def test_corpus_version_mismatch_names_both(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(corpus_version="old123")])
+    err = error(f)
+    assert_names(err, f, 1, "corpus_version")
+    assert "old123" in str(err) and CV in str(err)
+
+
+def test_golden_version_and_system_mismatch(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(golden_version="old")])
+    assert_names(error(f), f, 1, "golden_version")
+    f = write(tmp_path / "r2.jsonl", [rec(system="other")])
+    err = error(f)
+    assert_names(err, f, 1, "system")
+    assert "'other'" in str(err) and "'team'" in str(err)
+
+
+def test_duplicate_question_and_unknown_field(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(), rec()])
+    err = error(f)
+    assert_names(err, f, 2, "question_id")
+    assert "line 1" in str(err)
+    f = write(tmp_path / "r2.jsonl", [rec(retreived=[])])
+    assert_names(error(f), f, 1, "retreived")
+
+
+def test_parquet_log(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(), rec("q2", decision="clarify", answer="¿Cuál?")])
+    runs = load(f)
+    pq = tmp_path / "r.parquet"
+    runs.drop("corpus_version", "golden_version").write_parquet(pq)
+    assert load(pq).equals(runs)
+    bad = runs.with_columns(pl.lit("maybe").alias("decision")).drop("corpus_version", "golden_version")
+    bad.write_parquet(tmp_path / "bad.parquet")
+    assert_names(error(tmp_path / "bad.parquet"), tmp_path / "bad.parquet", 1, "decision")
+
+
+def test_unsupported_suffix(tmp_path):
+    f = tmp_path / "r.csv"
+    f.write_text("x", encoding="utf-8")
+    with pytest.raises(InputError, match="unsupported file type"):
+        load(f)
+
+
+def test_sample_team_log(sample_dir):
+    snap = chunk_documents(load_documents_dir(sample_dir / "corpus"))
+    golden = validate_golden(load_golden(sample_dir / "golden.jsonl"), snap, sample_dir / "golden.jsonl")
+    cv, gv = corpus_version(snap), golden["golden_version"][0]
+    runs = load_run_log(sample_dir / "runs" / "team_rag.jsonl", "team_rag", cv, gv)
+    assert set(runs["question_id"]) == set(golden["question_id"])
+    decisions = runs["decision"].value_counts()
+    counts = dict(zip(decisions["decision"], decisions["count"]))
+    assert counts["error"] == 1 and counts["clarify"] >= 1 and counts["abstain"] >= 3
+    chunk_ids = set(snap["chunk_id"])
+    for hits, cites in zip(runs["retrieved"].to_list(), runs["citations"].to_list()):
+        assert all(h["chunk_id"] in chunk_ids for h in hits)
+        assert set(cites) <= chunk_ids
+    assert runs.filter(pl.col("retrieved").list.len() == 0).height >= 1

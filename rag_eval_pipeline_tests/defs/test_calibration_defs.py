@@ -1,0 +1,174 @@
+"""judge_calibration, its blocking check and judge_variance, materialised on tiny hand-made inputs."""
+
+import json
+
+import dagster as dg
+import polars as pl
+import pytest
+import yaml
+
+from rag_eval_pipeline.core.metrics.calibration import calibrate, results_to_frame
+from rag_eval_pipeline.core.tables import conform
+from rag_eval_pipeline.defs.calibration import (
+    HISTORY_FILE,
+    judge_calibrated_above_floor,
+    judge_calibration,
+    judge_variance,
+)
+from rag_eval_pipeline.defs.io import ParquetIOManager
+from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+
+S, N = "SUPPORTED", "NOT_MENTIONED"
+# 20 claims: people and judge agree on 18 (kappa 0.8 with 10 / 10 marginals)
+HUMAN = [S] * 10 + [N] * 10
+JUDGE = [S] * 9 + [N] + [S] + [N] * 9
+
+
+def labels(verdicts, prompt="h", repeats=1, flip_last=False) -> pl.DataFrame:
+    rows = []
+    for rep in range(repeats):
+        for i, v in enumerate(verdicts):
+            if flip_last and rep == 1 and i == len(verdicts) - 1:
+                v = S if v == N else N
+            rows.append({"system": "sys", "question_id": f"q{i}", "claim_id": f"q{i}:c1", "claim": "x",
+                         "verdict": v, "quote": None, "quote_found": v == S, "justification": "",
+                         "judge": "rule_based_lexical", "judge_model": "v1", "prompt_sha256": prompt,
+                         "repeat": rep, "error": None})
+    return conform(pl.DataFrame(rows, schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8}),
+                   "judge_labels")
+
+
+def write_config(tmp_path, calibration=None, gates=None) -> str:
+    cfg = {"corpus": {"source": "documents_dir", "path": "docs"}, "golden": {"path": "golden.jsonl"},
+           "systems": [{"name": "sys", "kind": "reference"}]}
+    if calibration is not None:
+        cfg["calibration"] = calibration
+    if gates is not None:
+        cfg["gates"] = {"thresholds": gates}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    n = len(HUMAN)
+    pl.DataFrame({"system": ["sys"] * n, "question_id": [f"q{i}" for i in range(n)],
+                  "claim_id": [f"q{i}:c1" for i in range(n)], "claim": ["x"] * n, "verdict": HUMAN,
+                  "quote": ["the quote" if v == S else "" for v in HUMAN]}).write_csv(tmp_path / "human.csv")
+    return str(path)
+
+
+def run(tmp_path, config_path, judge_frame):
+    @dg.asset(name="judge_labels")
+    def judge_labels_stub() -> pl.DataFrame:
+        return judge_frame
+
+    out = tmp_path / "out"
+    return dg.materialize(
+        [judge_labels_stub, judge_calibration, judge_calibrated_above_floor, judge_variance],
+        resources={"settings": EvalSettings(config_path=config_path), "store": TableStore(base_dir=str(out)),
+                   "io_manager": ParquetIOManager(base_dir=str(out))},
+        raise_on_error=False,
+    ), out
+
+
+def check_of(result):
+    evals = result.get_asset_check_evaluations()
+    assert len(evals) == 1
+    return evals[0]
+
+
+def mat_metadata(result, key):
+    [m] = [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey(key)]
+    return m.materialization.metadata
+
+
+def test_calibrated_judge_passes_and_history_grows(tmp_path):
+    cfg = write_config(tmp_path, {"human_labels": "human.csv", "kappa_floor": 0.6},
+                       gates=[{"metric": "faithfulness", "min_value": 0.5}])
+    result, out = run(tmp_path, cfg, labels(JUDGE))
+    assert result.success
+    ev = check_of(result)
+    assert ev.passed, ev.metadata
+    md = mat_metadata(result, "judge_calibration")
+    assert md["kappa"].value == pytest.approx(0.8)
+    assert md["n"].value == 20
+    assert md["agreement"].value == pytest.approx(0.9)
+    assert "| SUPPORTED | 9 | 0 | 1 |" in md["confusion"].value
+    table = pl.read_parquet(out / "judge_calibration.parquet")
+    assert table["stale"].to_list() == [False] and table["missing"].to_list() == [False]
+    assert pl.read_parquet(out / HISTORY_FILE).height == 1
+    run(tmp_path, cfg, labels(JUDGE))
+    assert pl.read_parquet(out / HISTORY_FILE).height == 2
+    assert mat_metadata(result, "judge_variance")["minimum_resolution"].value == "single repeat: resolution unknown"
+
+
+def test_kappa_below_floor_fails(tmp_path):
+    cfg = write_config(tmp_path, {"human_labels": "human.csv", "kappa_floor": 0.9})
+    result, _ = run(tmp_path, cfg, labels(JUDGE))
+    ev = check_of(result)
+    assert not ev.passed
+    assert "0.800 < floor 0.9" in ev.metadata["failures"].value[0]
+
+
+def test_constant_judge_fails_with_null_kappa(tmp_path):
+    cfg = write_config(tmp_path, {"human_labels": "human.csv"})
+    result, _ = run(tmp_path, cfg, labels([S] * 20))
+    ev = check_of(result)
+    assert not ev.passed and "kappa null" in ev.metadata["failures"].value[0]
+    assert mat_metadata(result, "judge_calibration")["kappa"].value is None
+
+
+def test_stale_calibration_fails(tmp_path):
+    # the history holds a calibration of an older prompt; today's hand labels cover none of today's claims
+    cfg = write_config(tmp_path, {"human_labels": "human.csv"})
+    old = labels(JUDGE, prompt="old")
+    hist = results_to_frame([calibrate(pl.read_csv(tmp_path / "human.csv"), old, calibrated_at="2024-01-01")])
+    out = tmp_path / "out"
+    out.mkdir()
+    hist.write_parquet(out / HISTORY_FILE)
+    today = labels(JUDGE, prompt="new").with_columns(pl.format("z{}", pl.col("question_id")).alias("question_id"))
+    result, _ = run(tmp_path, cfg, today)
+    ev = check_of(result)
+    assert not ev.passed and "stale" in ev.metadata["failures"].value[0]
+    table = pl.read_parquet(out / "judge_calibration.parquet")
+    assert table["stale"].to_list() == [True] and table["calibrated_prompt_sha256"].to_list() == ["old"]
+
+
+def test_no_section_passes_without_judge_gates(tmp_path):
+    cfg = write_config(tmp_path, None, gates=[{"metric": "recall", "k": 5, "max_abs_drop": 0.05}])
+    result, out = run(tmp_path, cfg, labels(JUDGE))
+    ev = check_of(result)
+    assert ev.passed and ev.metadata["reason"].value == "no judge-based gate configured"
+    table = pl.read_parquet(out / "judge_calibration.parquet")
+    assert table["missing"].to_list() == [True]
+
+
+def test_no_section_fails_with_a_judge_gate(tmp_path):
+    cfg = write_config(tmp_path, None, gates=[{"metric": "faithfulness", "max_abs_drop": 0.05}])
+    result, _ = run(tmp_path, cfg, labels(JUDGE))
+    ev = check_of(result)
+    assert not ev.passed and "calibration is required" in ev.metadata["reason"].value
+
+
+def test_judge_variance_with_repeats(tmp_path):
+    cfg = write_config(tmp_path, {"human_labels": "human.csv"})
+    result, out = run(tmp_path, cfg, labels(JUDGE, repeats=2, flip_last=True))
+    md = mat_metadata(result, "judge_variance")
+    # repeat 0: 10/20 supported; repeat 1: the last claim flips N -> S: 11/20 -> resolution 0.05
+    assert md["minimum_resolution"].value == {"faithfulness": pytest.approx(0.05)}
+    table = pl.read_parquet(out / "judge_variance.parquet")
+    assert table["n_flipped"].to_list() == [1] and table["flip_rate"].to_list() == [pytest.approx(0.05)]
+
+
+def test_response_level_with_a_configured_mapping(tmp_path):
+    resp = ["Fully attributable"] * 10 + ["Not fully attributable"] * 9 + ["Generic"]
+    pl.DataFrame({"system": ["sys"] * 20, "question_id": [f"q{i}" for i in range(20)], "verdict": resp}).write_csv(
+        tmp_path / "begin_style.csv")
+    mapping = {"human": {"Fully attributable": "attributable", "Not fully attributable": "not_attributable",
+                         "Generic": None}}
+    cfg = write_config(tmp_path, {"human_labels": "begin_style.csv", "level": "response", "mapping": mapping,
+                                  "kappa_floor": 0.5})
+    result, out = run(tmp_path, cfg, labels(JUDGE))
+    ev = check_of(result)
+    assert ev.passed, ev.metadata
+    table = pl.read_parquet(out / "judge_calibration.parquet")
+    assert table["level"].to_list() == ["response"] and table["n"].to_list() == [19]
+    # people: 10 att / 9 not; judge (one claim per answer): q0-q8 S, q9 N, q10 S, q11-q18 N
+    assert json.loads(table["confusion"][0]) == [[9, 1], [1, 8]]

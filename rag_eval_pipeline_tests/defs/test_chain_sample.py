@@ -1,0 +1,114 @@
+"""The whole chain materialised on the embedded sample, with values recomputed here from the raw files."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+import yaml
+
+from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
+from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+
+
+def _materialize(config_path: Path, out: Path, selection=None):
+    return dg.materialize(
+        [*ASSETS, *CHECKS],
+        resources=build_resources(str(config_path), str(out)),
+        selection=selection,
+        raise_on_error=False,
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sample_out")
+    result = _materialize(SAMPLE_DIR / "config.yaml", out)
+    return result, out
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_every_asset_and_check_passes_on_the_sample(sample_run):
+    result, out = sample_run
+    assert result.success
+    failed = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
+    assert failed == []
+    for table in ("corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "question_metrics", "metric_summary",
+                  "metric_history"):
+        assert (out / f"{table}.parquet").exists(), table
+    manifest = json.loads((out / "baseline" / "manifest.json").read_text())
+    snapshot_md = result.asset_materializations_for_node("corpus_snapshot")[0].metadata
+    assert manifest["corpus_version"] == snapshot_md["corpus_version"].value
+    assert manifest["system"] == "bm25_k10"
+
+
+def test_decision_rates_match_a_recount_of_the_raw_log(sample_run):
+    """Coverage and both error rates of the logged system, recounted from golden.jsonl and the log by hand rules."""
+    _, out = sample_run
+    golden = {q["question_id"]: q["answerability"] for q in _read_jsonl(SAMPLE_DIR / "golden.jsonl")}
+    log = {r["question_id"]: r["decision"] for r in _read_jsonl(SAMPLE_DIR / "runs" / "team_rag.jsonl")}
+    binary = [q for q, a in golden.items() if a in ("answerable", "absent") and log[q] != "error"]
+    answered = sum(log[q] == "answer" for q in binary)
+    absent = [q for q in binary if golden[q] == "absent"]
+    answerable = [q for q in binary if golden[q] == "answerable"]
+    expected = {
+        "coverage": (answered, len(binary)),
+        "answer_without_evidence_rate": (sum(log[q] == "answer" for q in absent), len(absent)),
+        "false_abstention_rate": (sum(log[q] == "abstain" for q in answerable), len(answerable)),
+    }
+    summary = pl.read_parquet(out / "metric_summary.parquet").filter(
+        (pl.col("system") == "team_rag") & (pl.col("split") == "all") & (pl.col("segment") == "all")
+    )
+    for metric, (num, den) in expected.items():
+        row = summary.filter(pl.col("metric") == metric).to_dicts()[0]
+        assert (row["numerator"], row["denominator"]) == (num, den), metric
+        assert row["value"] == pytest.approx(num / den)
+        assert row["n"] == len(golden)
+
+
+def test_restricted_document_text_never_reaches_a_customer_answer_of_the_reference_system(sample_run):
+    _, out = sample_run
+    runs = pl.read_parquet(out / "rag_runs.parquet").filter(pl.col("system").str.starts_with("bm25"))
+    golden = pl.read_parquet(out / "golden_set.parquet")
+    customers = golden.filter(~pl.col("user_groups").list.contains("support-staff"))["question_id"]
+    leaked = runs.filter(pl.col("question_id").is_in(customers.to_list()) & pl.col("answer").str.contains("ZX-INTERNAL-7731"))
+    assert leaked.height == 0
+    retrieved = runs.filter(pl.col("question_id").is_in(customers.to_list())).explode("retrieved").unnest("retrieved")
+    assert retrieved.filter(pl.col("chunk_id").str.starts_with("escalado-interno#")).height == 0
+
+
+def test_a_blocking_regression_stops_promotion(tmp_path):
+    cfg = yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text())
+    for key in ("corpus",):
+        cfg[key]["path"] = str(SAMPLE_DIR / cfg[key]["path"])
+    cfg["golden"]["path"] = str(SAMPLE_DIR / "golden.jsonl")
+    cfg["systems"] = [s for s in cfg["systems"] if s["kind"] == "reference"]
+    # An absolute floor no BM25 run on the sample reaches: the gate must fail and promotion must not run.
+    cfg["gates"]["thresholds"] = [{"metric": "recall_5", "min_value": 0.99}]
+    path = tmp_path / "strict.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    result = _materialize(path, tmp_path / "out")
+    gate = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_regression_against_baseline"][0]
+    assert not gate.passed
+    assert "below the floor 0.99" in gate.metadata["failed"].value[0]
+    assert result.is_node_untouched("promotion")
+    assert not (tmp_path / "out" / "baseline" / "manifest.json").exists()
+
+
+def test_quick_job_keeps_a_stratified_subset(tmp_path):
+    result = dg.materialize(
+        [*ASSETS, *CHECKS],
+        resources=build_resources(str(SAMPLE_DIR / "config.yaml"), str(tmp_path)),
+        selection=["corpus_snapshot", "golden_set"],
+        run_config={"ops": {"golden_set": {"config": {"subset": "quick"}}}},
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    assert result.success
+    golden = pl.read_parquet(tmp_path / "golden_set.parquet")
+    assert 20 <= golden.height <= 30
+    assert set(golden["answerability"]) == {"answerable", "absent", "clarify"}
