@@ -65,6 +65,8 @@ class EvalConfig:
     seed: int
     small_segment_n: int
     max_judge_error_share: float
+    alpha: float = 0.05
+    block_inconclusive: bool = True
     schedule: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -188,6 +190,8 @@ def load_config(path: str | Path) -> EvalConfig:
         seed=int(raw.get("seed", 0)),
         small_segment_n=int(metrics.get("small_segment_n", 10)),
         max_judge_error_share=float((raw.get("judge") or {}).get("max_error_share", 0.05)),
+        alpha=float(gates.get("alpha", 0.05)),
+        block_inconclusive=bool(gates.get("block_inconclusive", True)),
         schedule=dict(raw.get("schedule") or {}),
         raw=copy.deepcopy(raw),
     )

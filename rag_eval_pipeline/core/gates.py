@@ -23,9 +23,11 @@ class VersionMismatchError(EvalError):
 class GateResult:
     """The outcome of one threshold for one candidate system.
 
-    ``status`` is one of: ``pass``, ``regression`` (breach, significant or floor), ``within_noise``
-    (breach, but the paired test cannot tell it from chance, or it is smaller than the judge's own
-    resolution), ``not_evaluable`` (a value is null: fails closed when blocking).
+    ``status`` is one of: ``pass``, ``regression`` (breach the paired test calls real, or a floor),
+    ``inconclusive`` (breach, but the paired test cannot tell it from chance: fails when
+    ``block_inconclusive``, the default, since a material drop on a small test split is not
+    evidence of safety), ``within_noise`` (breach smaller than the judge's own resolution: passes),
+    ``not_evaluable`` (a value is null: fails closed when blocking).
     """
 
     system: str
@@ -45,9 +47,11 @@ class GateResult:
     losses: int = 0
     regressed_questions: list[str] = field(default_factory=list)
 
+    block_inconclusive: bool = True
+
     @property
     def passed(self) -> bool:
-        return self.status in ("pass", "within_noise")
+        return self.status in ("pass", "within_noise") or (self.status == "inconclusive" and not self.block_inconclusive)
 
 
 def check_versions(candidate: dict, baseline: dict) -> None:
@@ -93,6 +97,7 @@ def evaluate_gates(
     n_permutations: int = 10000,
     seed: int = 0,
     noise_resolution: dict[str, float] | None = None,
+    block_inconclusive: bool = True,
 ) -> list[GateResult]:
     """Apply each threshold to the candidate against the baseline on ``split``.
 
@@ -101,7 +106,7 @@ def evaluate_gates(
     A drop beyond ``max_abs_drop`` or ``max_rel_drop`` is a regression when the paired two-sided
     randomisation test over the questions both systems answered gives p < ``alpha`` and the drop is
     larger than the judge's noise resolution for that metric (``noise_resolution``); otherwise it is
-    ``within_noise``. A value under ``min_value`` (over it, for lower-is-better metrics) is always a
+    ``inconclusive`` (blocking unless ``block_inconclusive`` is False). A value under ``min_value`` (over it, for lower-is-better metrics) is always a
     regression. A null candidate or baseline value is ``not_evaluable``.
     """
     from rag_eval_pipeline.core.metrics.stats import paired_randomisation_test
@@ -110,7 +115,8 @@ def evaluate_gates(
     for t in thresholds:
         cand = _value(candidate_summary, candidate_system, split, t.metric, t.k)
         base = _value(baseline_summary, baseline_system, split, t.metric, t.k)
-        res = GateResult(candidate_system, t.metric, t.k, cand, base, None, "pass", "", t.blocking)
+        res = GateResult(candidate_system, t.metric, t.k, cand, base, None, "pass", "", t.blocking,
+                         block_inconclusive=block_inconclusive)
         if cand is None or (base is None and t.min_value is None):
             res.status, res.reason = "not_evaluable", "candidate or baseline value is null (empty denominator)"
             results.append(res)
@@ -148,7 +154,7 @@ def evaluate_gates(
                 res.status = "within_noise"
                 res.reason = "; ".join(breaches) + f", but within the judge's noise resolution {noise:.4f}"
             elif res.p_value is not None and res.p_value >= alpha:
-                res.status = "within_noise"
+                res.status = "inconclusive"
                 res.reason = "; ".join(breaches) + f", but the paired test gives p = {res.p_value:.3f} >= {alpha}"
             else:
                 res.status = "regression"

@@ -141,6 +141,28 @@ SCHEMAS: dict[str, pl.Schema] = {
             "small_segment": pl.Boolean,
         }
     ),
+    # one gated metric of one candidate against the baseline (core/gates.py)
+    "gate_results": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "metric": pl.Utf8,
+            "k": pl.Int32,
+            "candidate": pl.Float64,
+            "baseline": pl.Float64,
+            "difference": pl.Float64,  # candidate - baseline
+            "ci_low": pl.Float64,  # paired bootstrap interval of the difference
+            "ci_high": pl.Float64,
+            "p_value": pl.Float64,  # two-sided paired randomisation test
+            "wins": pl.Int64,
+            "ties": pl.Int64,
+            "losses": pl.Int64,
+            "status": pl.Utf8,  # pass / regression / within_noise / not_evaluable / version_mismatch
+            "reason": pl.Utf8,
+            "blocking": pl.Boolean,
+            "passed": pl.Boolean,
+            "regressed_questions": pl.List(pl.Utf8),
+        }
+    ),
 }
 
 

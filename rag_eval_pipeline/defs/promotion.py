@@ -8,6 +8,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.gates import VersionMismatchError, check_versions, evaluate_gates
+from rag_eval_pipeline.core.tables import SCHEMAS
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
 BASELINE_DIR = "baseline"
@@ -36,17 +37,17 @@ def load_baseline(store: TableStore) -> tuple[dict, pl.DataFrame, pl.DataFrame] 
     return manifest, store.read(BASELINE_DIR, "metric_summary.parquet"), store.read(BASELINE_DIR, "question_metrics.parquet")
 
 
-@dg.asset_check(
-    asset="metric_summary", blocking=True,
-    additional_ins={"question_metrics": dg.AssetIn(), "rag_runs": dg.AssetIn(), "golden_set": dg.AssetIn(),
-                    "judge_variance": dg.AssetIn()},
-    description="Each candidate against the promoted baseline (or the configured baseline system) on the gate split: "
-                "per-metric thresholds decided by a paired randomisation test over questions.",
-)
-def no_regression_against_baseline(settings: EvalSettings, store: TableStore, metric_summary: pl.DataFrame,
-                                   question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
-                                   golden_set: pl.DataFrame, judge_variance: pl.DataFrame) -> dg.AssetCheckResult:
+def run_gates(settings: EvalSettings, store: TableStore, metric_summary: pl.DataFrame, question_metrics: pl.DataFrame,
+              rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
+              judge_variance: pl.DataFrame):
+    """Every configured candidate against the baseline: (gate results, version errors, baseline name, noise, stored?).
+
+    The baseline is the promoted one when it exists (its per-question values restricted to the current golden
+    questions and re-aggregated, so a quick subset compares like with like), else the configured
+    ``gates.baseline_system`` from this run; with neither, only absolute floors apply.
+    """
     from rag_eval_pipeline.core.metrics.variance import resolution_from_table
+    from rag_eval_pipeline.core.pipeline import build_summary
 
     cfg = settings.config
     noise = resolution_from_table(judge_variance)
@@ -62,6 +63,10 @@ def no_regression_against_baseline(settings: EvalSettings, store: TableStore, me
             except VersionMismatchError as exc:
                 errors.append(f"{cand}: {exc}")
                 continue
+            qids = golden_set["question_id"]
+            if set(base_qm["question_id"].unique()) != set(qids):
+                base_qm = base_qm.filter(pl.col("question_id").is_in(qids.to_list()))
+                base_summary = build_summary(cfg, base_qm, golden_set, corpus_snapshot)
         elif cfg.baseline_system:
             baseline_name, base_summary, base_qm = cfg.baseline_system, metric_summary, question_metrics
         else:
@@ -69,31 +74,74 @@ def no_regression_against_baseline(settings: EvalSettings, store: TableStore, me
         results += evaluate_gates(
             cand, metric_summary, question_metrics, baseline_name or cand, base_summary, base_qm,
             cfg.thresholds if baseline_name else [t for t in cfg.thresholds if t.min_value is not None],
-            split=cfg.gate_split, seed=cfg.seed, noise_resolution=noise,
+            split=cfg.gate_split, seed=cfg.seed, noise_resolution=noise, alpha=cfg.alpha,
+            block_inconclusive=cfg.block_inconclusive,
         )
-    failed = [r for r in results if r.blocking and not r.passed]
-    table = ["| system | metric | k | candidate | baseline | diff | p | W/T/L | status |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
-        table.append(f"| {r.system} | {r.metric} | {r.k if r.k is not None else ''} | {f(r.candidate)} | {f(r.baseline)} | "
-                     f"{f(r.difference)} | {f(r.p_value)} | {r.wins}/{r.ties}/{r.losses} | {r.status} |")
+    return results, errors, baseline_name, noise, stored is not None
+
+
+GATE_INS = {"question_metrics": dg.AssetIn(), "rag_runs": dg.AssetIn(), "golden_set": dg.AssetIn(),
+            "corpus_snapshot": dg.AssetIn(), "judge_variance": dg.AssetIn()}
+
+
+def gate_frame(results, errors) -> pl.DataFrame:
+    """Gate results (and version errors, as status ``version_mismatch``) as a ``gate_results`` table."""
+    rows = [{
+        "system": r.system, "metric": r.metric, "k": r.k, "candidate": r.candidate, "baseline": r.baseline,
+        "difference": r.difference, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
+        "wins": r.wins, "ties": r.ties, "losses": r.losses, "status": r.status, "reason": r.reason,
+        "blocking": r.blocking, "passed": r.passed, "regressed_questions": r.regressed_questions,
+    } for r in results]
+    rows += [{"system": e.split(":", 1)[0], "metric": "versions", "status": "version_mismatch", "reason": e,
+              "blocking": True, "passed": False, "wins": 0, "ties": 0, "losses": 0, "regressed_questions": []}
+             for e in errors]
+    return pl.DataFrame(rows, schema=SCHEMAS["gate_results"])
+
+
+def gates_markdown(gates: pl.DataFrame) -> str:
+    """A Markdown table of gate results: candidate, baseline, difference, p-value, wins/ties/losses, status."""
+    f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
+    lines = ["| system | metric | candidate | baseline | diff | 95% CI | p | W/T/L | status |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in gates.iter_rows(named=True):
+        name = r["metric"] + ("" if r["k"] is None else f"_{r['k']}")
+        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
+        lines.append(f"| {r['system']} | {name} | {f(r['candidate'])} | {f(r['baseline'])} | {f(r['difference'])} | {ci} | "
+                     f"{f(r['p_value'])} | {r['wins']}/{r['ties']}/{r['losses']} | {r['status']} |")
+    return "\n".join(lines)
+
+
+@dg.asset(group_name="promotion", kinds={"polars", "parquet"}, ins=GATE_INS | {"metric_summary": dg.AssetIn()})
+def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+                 metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
+                 golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
+                 judge_variance: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """One row per (candidate, gated metric): candidate vs baseline on the gate split, paired test, verdict."""
+    results, errors, baseline_name, noise, promoted = run_gates(
+        settings, store, metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot, judge_variance)
+    gates = gate_frame(results, errors)
+    return dg.Output(gates, metadata={
+        "baseline": baseline_name or "none (first run: floors only)",
+        "baseline_source": "promoted" if promoted else "configured system in this run",
+        "split": settings.config.gate_split,
+        "judge_noise_resolution": dg.MetadataValue.json(noise),
+        "gates": dg.MetadataValue.md(gates_markdown(gates)),
+    })
+
+
+@dg.asset_check(asset=gate_results, blocking=True,
+                description="Every blocking gate passes: no regression beyond its threshold that the paired test calls real, "
+                            "no floor breached, no comparison across golden or corpus versions.")
+def no_regression_against_baseline(gate_results: pl.DataFrame) -> dg.AssetCheckResult:
+    failed = gate_results.filter(pl.col("blocking") & ~pl.col("passed"))
     return dg.AssetCheckResult(
-        passed=not failed and not errors,
+        passed=failed.height == 0,
         metadata={
-            "baseline": baseline_name or "none (first run: floors only)",
-            "baseline_source": "promoted" if stored is not None else "configured system in this run",
-            "split": cfg.gate_split,
-            "judge_noise_resolution": dg.MetadataValue.json(noise),
-            "gates": dg.MetadataValue.md("\n".join(table)),
-            "failed": dg.MetadataValue.json([f"{r.system}/{r.metric}: {r.reason}" for r in failed]),
-            "version_errors": dg.MetadataValue.json(errors),
-            "regressed_questions": dg.MetadataValue.json(
-                {f"{r.system}/{r.metric}": r.regressed_questions[:50] for r in results if r.regressed_questions}),
-            "details": dg.MetadataValue.json([{
-                "system": r.system, "metric": r.metric, "k": r.k, "difference": r.difference,
-                "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
-                "wins": r.wins, "ties": r.ties, "losses": r.losses, "status": r.status, "reason": r.reason,
-            } for r in results]),
+            "failed": dg.MetadataValue.json([f"{r['system']}/{r['metric']}: {r['reason']}" for r in failed.iter_rows(named=True)]),
+            "gates": dg.MetadataValue.md(gates_markdown(gate_results)),
+            "regressed_questions": dg.MetadataValue.json({
+                f"{r['system']}/{r['metric']}": r["regressed_questions"][:50]
+                for r in gate_results.iter_rows(named=True) if r["regressed_questions"]}),
         },
     )
 
@@ -101,7 +149,7 @@ def no_regression_against_baseline(settings: EvalSettings, store: TableStore, me
 @dg.asset(group_name="promotion")
 def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
               metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
-              golden_set: pl.DataFrame, judge_calibration: pl.DataFrame) -> dg.Output[dict]:
+              golden_set: pl.DataFrame, judge_calibration: pl.DataFrame, gate_results: pl.DataFrame) -> dg.Output[dict]:
     """Store the candidate as the promoted baseline. Runs only when every blocking check upstream passed."""
     cfg = settings.config
     system = (cfg.raw.get("gates") or {}).get("promote") or (cfg.candidate_systems[0] if cfg.candidate_systems else cfg.systems[0]["name"])
@@ -115,3 +163,58 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     context.log.info(f"promoted {system} as the baseline")
     return dg.Output(manifest, metadata={"promoted_system": system, "corpus_version": manifest["corpus_version"],
                                          "golden_version": manifest["golden_version"]})
+
+
+REGRESSION_COLUMNS = {
+    "system": pl.Utf8, "metric": pl.Utf8, "k": pl.Int32, "question_id": pl.Utf8, "baseline_value": pl.Float64,
+    "value_when_found": pl.Float64, "first_seen_run": pl.Utf8, "first_seen_at": pl.Utf8,
+}
+
+
+@dg.asset(group_name="promotion", kinds={"polars", "parquet"}, ins=GATE_INS)
+def regression_cases(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+                     metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
+                     golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
+                     judge_variance: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
+
+    A case is added the first time a candidate's per-question value on a gated metric falls below the baseline's
+    (seed 000: keep failures as regressions). Later runs never drop it; ``status`` says whether it still
+    regresses, has recovered, or has no value now.
+    """
+    results, _, _, _, _ = run_gates(settings, store, metric_summary, question_metrics, rag_runs, golden_set,
+                                    corpus_snapshot, judge_variance)
+    previous = store.read("regression_cases.parquet")
+    known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
+    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    new_rows = []
+    seen = {(r["system"], r["metric"], r["k"], r["question_id"]) for r in known.iter_rows(named=True)}
+    for r in results:
+        if not r.regressed_questions:
+            continue
+        per_q = question_metrics.filter(
+            (pl.col("system") == r.system) & (pl.col("metric") == r.metric)
+            & (pl.col("k").is_null() if r.k is None else pl.col("k") == r.k)
+        )
+        values = dict(per_q.select("question_id", "value").iter_rows())
+        for q in r.regressed_questions:
+            if (r.system, r.metric, r.k, q) not in seen:
+                new_rows.append({"system": r.system, "metric": r.metric, "k": r.k, "question_id": q,
+                                 "value_when_found": values.get(q),
+                                 "first_seen_run": context.run_id, "first_seen_at": now})
+    cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known
+    current = question_metrics.select("system", "metric", "k", "question_id", pl.col("value").alias("current_value"))
+    cases = cases.join(current, on=["system", "metric", "k", "question_id"], how="left", nulls_equal=True)
+    cases = cases.with_columns(
+        pl.when(pl.col("current_value").is_null()).then(pl.lit("no_value_now"))
+        .when(pl.col("current_value") < pl.col("value_when_found") + 1e-12).then(pl.lit("still_regressed"))
+        .otherwise(pl.lit("recovered")).alias("status")
+    )
+    counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}
+    still = cases.filter(pl.col("status") == "still_regressed")
+    return dg.Output(cases, metadata={
+        "cases": cases.height, "new_cases": len(new_rows), "status": dg.MetadataValue.json(counts),
+        "still_regressed": dg.MetadataValue.json(
+            [f"{r['system']}/{r['metric']}{'' if r['k'] is None else '_' + str(r['k'])}: {r['question_id']}"
+             for r in still.head(50).iter_rows(named=True)]),
+    })

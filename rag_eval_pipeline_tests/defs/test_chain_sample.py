@@ -112,3 +112,65 @@ def test_quick_job_keeps_a_stratified_subset(tmp_path):
     golden = pl.read_parquet(tmp_path / "golden_set.parquet")
     assert 20 <= golden.height <= 30
     assert set(golden["answerability"]) == {"answerable", "absent", "clarify"}
+
+
+def _sample_config(tmp_path: Path, **changes) -> Path:
+    cfg = yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text())
+    cfg["corpus"]["path"] = str(SAMPLE_DIR / cfg["corpus"]["path"])
+    cfg["golden"]["path"] = str(SAMPLE_DIR / "golden.jsonl")
+    cfg["systems"] = [s for s in cfg["systems"] if s["kind"] == "reference"]
+    cfg.update(changes)
+    path = tmp_path / f"config_{len(list(tmp_path.glob('config_*')))}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_a_worse_candidate_is_blocked_recorded_as_regression_cases_and_history_still_grows(tmp_path):
+    out = tmp_path / "out"
+    first = _materialize(_sample_config(tmp_path), out)
+    assert first.success and (out / "baseline" / "manifest.json").exists()
+    cfg = yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text())
+    worse = {"name": "bm25_k1", "kind": "reference", "retriever": {"type": "bm25", "language": "spanish",
+                                                                    "stopwords": "es", "k": 1},
+             "generator": {"type": "extractive", "abstain_threshold": 0.5, "context_k": 1}}
+    systems = [s for s in cfg["systems"] if s["kind"] == "reference"] + [worse]
+    gates = dict(cfg["gates"], candidate_systems=["bm25_k1"], promote="bm25_k1")
+    second = _materialize(_sample_config(tmp_path, systems=systems, gates=gates), out)
+    gate = [e for e in second.get_asset_check_evaluations() if e.check_name == "no_regression_against_baseline"][0]
+    assert not gate.passed
+    assert any(f.startswith("bm25_k1/recall: drop") and "p = " in f for f in gate.metadata["failed"].value)
+    assert second.is_node_untouched("promotion")
+    assert json.loads((out / "baseline" / "manifest.json").read_text())["system"] == "bm25_k10"
+    # Recall@5 of a one-hit run can only fall where the baseline had a relevant chunk below rank 1.
+    qm = pl.read_parquet(out / "question_metrics.parquet")
+    def recall5(system):
+        return dict(qm.filter((pl.col("system") == system) & (pl.col("metric") == "recall") & (pl.col("k") == 5)
+                              & (pl.col("split") == "test")).drop_nulls("value").select("question_id", "value").iter_rows())
+    base, cand = recall5("bm25_k10"), recall5("bm25_k1")
+    expected = sorted(q for q in cand if cand[q] < base[q])
+    cases = pl.read_parquet(out / "regression_cases.parquet").filter(pl.col("metric") == "recall")
+    assert sorted(cases["question_id"].to_list()) == expected and expected
+    assert set(cases["status"]) == {"still_regressed"}
+    history = pl.read_parquet(out / "metric_history.parquet")
+    assert history["run_id"].n_unique() == 2
+
+
+def test_comparison_across_corpus_versions_is_an_error_naming_both(tmp_path):
+    out = tmp_path / "out"
+    assert _materialize(_sample_config(tmp_path), out).success
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for f in (SAMPLE_DIR / "corpus").iterdir():
+        (corpus / f.name).write_bytes(f.read_bytes())
+    with open(corpus / "envios.md", "a", encoding="utf-8") as fh:
+        fh.write("\nUn párrafo nuevo cambia la versión del corpus.\n")
+    cfg_path = _sample_config(tmp_path)
+    cfg = yaml.safe_load(cfg_path.read_text())
+    cfg["corpus"]["path"] = str(corpus)
+    cfg_path.write_text(yaml.safe_dump(cfg))
+    second = _materialize(cfg_path, out)
+    gate = [e for e in second.get_asset_check_evaluations() if e.check_name == "no_regression_against_baseline"][0]
+    assert not gate.passed
+    old = json.loads((out / "baseline" / "manifest.json").read_text())["corpus_version"]
+    message = gate.metadata["failed"].value[0]
+    assert old in message and "corpus_version" in message

@@ -26,7 +26,9 @@ empty replies, replies that break the schema or hold out-of-range values. Other 
 ``{"type": "json_schema", ...}`` first; if the server rejects it (400/422), then
 ``{"type": "json_object", "schema": ...}`` (llama.cpp's extension), then plain
 ``{"type": "json_object"}``; the first level the server accepts is remembered for the judge's life.
-A rejection is a 400/422 that names the response format or a schema, or a 5xx that names
+The schema sent fixes the length of the reply's array where the inputs do (``minItems`` =
+``maxItems`` = claims to verify, chunks to rate, questions asked for). A rejection is a 400/422
+that names the response format or a schema, or a 5xx that names
 ``response_format`` (llama-cpp-python 0.3.36 answers ``json_schema`` with a 500 validation error).
 Every reply is parsed and validated in code whatever the level.
 
@@ -717,6 +719,7 @@ class OpenAICompatibleJudge:
                     self._count_scalar("cache_hits")
                     return out
         messages = [{"role": "user", "content": self._render(prompt, values)}]
+        schema = _sized_schema(task, prompt.schema, values)
         last: _AttemptError | None = None
         attempts = 0
         for attempt in range(self.max_retries + 1):
@@ -729,7 +732,7 @@ class OpenAICompatibleJudge:
                     self._sleep(delay)
             attempts += 1
             try:
-                obj, model = self._request(prompt, messages)
+                obj, model = self._request(prompt, messages, schema)
                 out = validate(obj)
             except _AttemptError as e:
                 last = e
@@ -749,12 +752,12 @@ class OpenAICompatibleJudge:
         log.warning("judge %s failed: %s", task, err)
         raise err
 
-    def _request(self, prompt: Prompt, messages: list[dict]) -> tuple[Any, str]:
+    def _request(self, prompt: Prompt, messages: list[dict], schema: dict) -> tuple[Any, str]:
         """One HTTP request (format fallback included). Output: (parsed JSON, reply model)."""
         while True:
             level = self._format_level
             try:
-                return self._request_at(prompt, messages, level)
+                return self._request_at(prompt, messages, level, schema)
             except _AttemptError as e:
                 if e.reason == "format_rejected" and level < len(_RESPONSE_FORMAT_LEVELS) - 1:
                     with self._lock:
@@ -767,20 +770,20 @@ class OpenAICompatibleJudge:
                     raise _AttemptError("bad_request", e.detail, retryable=False) from None
                 raise
 
-    def _response_format(self, prompt: Prompt, level: int) -> dict:
+    def _response_format(self, prompt: Prompt, level: int, schema: dict) -> dict:
         kind = _RESPONSE_FORMAT_LEVELS[level]
         if kind == "json_schema":
             return {"type": "json_schema",
-                    "json_schema": {"name": prompt.task, "strict": True, "schema": prompt.schema}}
+                    "json_schema": {"name": prompt.task, "strict": True, "schema": schema}}
         if kind == "json_object_schema":
-            return {"type": "json_object", "schema": prompt.schema}
+            return {"type": "json_object", "schema": schema}
         return {"type": "json_object"}
 
-    def _request_at(self, prompt: Prompt, messages: list[dict], level: int) -> tuple[Any, str]:
+    def _request_at(self, prompt: Prompt, messages: list[dict], level: int, schema: dict) -> tuple[Any, str]:
         oa = self._openai
         kwargs: dict[str, Any] = {
             "model": self.requested_model, "messages": messages, "temperature": self.temperature,
-            "response_format": self._response_format(prompt, level),
+            "response_format": self._response_format(prompt, level, schema),
         }
         if self.max_tokens:
             kwargs["max_tokens"] = self.max_tokens
@@ -866,6 +869,28 @@ class OpenAICompatibleJudge:
             with self._lock:
                 self._model_seen = model
                 self._models_seen.add(model)
+
+
+#: task → (array property of the reply, input whose length fixes the array's length)
+_SIZED_ARRAYS = {"claim_verification": ("verdicts", "claims"), "context_relevance": ("chunks", "contexts"),
+                 "reverse_questions": ("questions", "n")}
+
+
+def _sized_schema(task: str, schema: dict, values: dict) -> dict:
+    """The task's schema with ``minItems = maxItems`` = the number of entries the reply must hold
+    (claims to verify, chunks to rate, questions asked for), so a schema-constrained server cannot
+    return too few or too many. The static file is unchanged; the count comes from the inputs, which
+    are part of the cache key."""
+    spec = _SIZED_ARRAYS.get(task)
+    if spec is None:
+        return schema
+    prop, source = spec
+    v = values[source]
+    n = int(v) if isinstance(v, str) else len(v)
+    out = json.loads(json.dumps(schema))
+    out["properties"][prop]["minItems"] = n
+    out["properties"][prop]["maxItems"] = n
+    return out
 
 
 def _mentions_format(text: str) -> bool:

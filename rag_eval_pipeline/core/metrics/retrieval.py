@@ -51,7 +51,9 @@ Rules that differ from a bare formula:
 * ``mode="system"`` ranks by the ``rank`` column (the order the generator saw), ties in rank
   broken by input row order; ``mode="trec_eval"`` ignores ``rank`` and sorts by ``score``
   descending, ties broken by ``chunk_id`` in *decreasing* byte order (``comp_sim_docno`` in
-  ``form_res_rels.c``). Ranks used by the metrics are positions 1..n in that order.
+  ``form_res_rels.c``), with scores compared in single precision as trec_eval stores them
+  (``TEXT_RESULTS.sim`` is a C ``float``), so 0.0 and -1e-50 tie there. Ranks used by the
+  metrics are positions 1..n in that order.
 * A chunk retrieved twice for one question is an error (trec_eval refuses it too); with
   ``on_duplicate="keep_first"`` the occurrence ranked first in the chosen order is kept, the
   others are dropped and counted, and the positions are renumbered without them.
@@ -555,7 +557,9 @@ def retrieval_question_metrics(
     # ---- ranking order inside each block
     chunk = hits["chunk_id"]
     rank_s = take(hits["rank"].to_numpy()) if mode == "system" and g_row.size else None
-    score_s = take(hits["score"].to_numpy()) if mode == "trec_eval" and g_row.size else None
+    # trec_eval keeps scores as C floats (TEXT_RESULTS.sim in trec_format.h): compare at that precision
+    score_s = (take(hits["score"].to_numpy()).astype(np.float32) if mode == "trec_eval" and g_row.size
+               else None)
     perm = _ranking_permutation(g_row, mode, rank_s, score_s, lambda p: chunk.gather(at(p)))
     if perm is not None:
         sel = perm if sel is None else sel[perm]

@@ -10,8 +10,9 @@ Pure numpy/scipy; no polars, no Dagster. Three public functions:
   Smucker, Allan & Carterette 2007, and as implemented by ranx), with a paired-bootstrap interval.
 
 The resampling helpers (:func:`resample_indices`, :func:`bootstrap_means`) are shared with
-``core/metrics/summary.py`` so that a summary row's bootstrap interval is exactly
-``bootstrap_mean_ci`` of that row's values with the same seed (up to round-off).
+``core/metrics/summary.py``: a summary group that holds every question, all evaluable, gets
+exactly ``bootstrap_mean_ci`` of its values in question_id order with the same seed (up to
+round-off).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def wilson_arrays(successes: np.ndarray, n: np.ndarray, confidence: float = 0.95
     """Vectorised :func:`wilson_interval` over equal-length float arrays (n > 0 everywhere).
 
     Output: two float64 arrays ``(low, high)`` clipped to [0, 1]; NaN where ``n <= 0``.
-    Source: Wilson (1927).
+    Raises ValueError for a confidence outside (0, 1). Source: Wilson (1927).
     """
     confidence = _check_confidence(confidence)
     z = _z(confidence)
@@ -99,7 +100,8 @@ def resample_indices(n: int, n_resamples: int, seed: int) -> Iterator[np.ndarray
     replacement, in one resample of size n; the rows of all blocks together number
     ``n_resamples``. The draws come from ``numpy.random.default_rng(seed)`` and depend only on
     ``(n, n_resamples, seed)``, so the same question set gets the same resamples everywhere.
-    Yields nothing when ``n`` or ``n_resamples`` is 0.
+    Yields nothing when ``n`` or ``n_resamples`` is 0. Blocks hold at most about 4 million
+    indices (memory stays bounded for any n). Source: Efron & Tibshirani (1993), ch. 6.
     """
     if n <= 0 or n_resamples <= 0:
         return
@@ -119,6 +121,8 @@ def bootstrap_means(values: np.ndarray, n_resamples: int, seed: int) -> np.ndarr
     (g, n_resamples): the mean of each resample of each sample. Up to round-off the result does
     not depend on ``g``: for a few samples the resampled values are gathered, for many the
     resamples are turned into count matrices and applied with one matrix product per block.
+    The resamples are :func:`resample_indices` ``(n, n_resamples, seed)``. Source: Efron &
+    Tibshirani (1993), ch. 6.
     """
     v = np.asarray(values, dtype=np.float64)
     one = v.ndim == 1

@@ -67,6 +67,8 @@ def test_ok_two_calls_claims_verdicts_quotes_and_model_version(server):
     assert len(reqs) == 2
     assert [r["body"]["response_format"]["json_schema"]["name"] for r in reqs] == list(JUDGE_TASKS)
     assert all(r["body"]["temperature"] == 0 for r in reqs)
+    verdicts_schema = reqs[1]["body"]["response_format"]["json_schema"]["schema"]["properties"]["verdicts"]
+    assert verdicts_schema["minItems"] == verdicts_schema["maxItems"] == 2  # one entry per claim
     assert all(r["body"]["model"] == "judge-model" for r in reqs)
     # the exact version comes from the reply's model field
     assert j.model == DEFAULT_MODEL and j.models_seen == [DEFAULT_MODEL]

@@ -14,7 +14,7 @@ from rag_eval_pipeline.core.metrics.stats import bootstrap_mean_ci, wilson_inter
 from rag_eval_pipeline.core.metrics.summary import metric_base, question_segments, summarise
 from rag_eval_pipeline.core.tables import SCHEMAS, conform
 
-from .test_decisions import golden_frame, runs_frame, seed_example
+from .test_decisions import golden_frame, seed_example
 
 
 def snapshot_frame(rows: list[tuple[str, str, list[str]]]) -> pl.DataFrame:
@@ -239,8 +239,10 @@ def test_summary_scales_to_many_questions_and_segments():
     qids = [f"q{i:05d}" for i in range(n)]
     frames = []
     for system in ("s1", "s2"):
-        for metric, k in [("recall", 5), ("ndcg", 10), ("mrr", None), ("coverage", None), ("success", 5), ("faithfulness", None)]:
-            v = rng.random(n) if metric in ("recall", "ndcg", "mrr", "faithfulness") else (rng.random(n) < 0.5) * 1.0
+        for metric, k in [("recall", 5), ("ndcg", 10), ("mrr", None), ("coverage", None), ("success", 5),
+                          ("faithfulness", None)]:
+            graded = metric in ("recall", "ndcg", "mrr", "faithfulness")
+            v = rng.random(n) if graded else (rng.random(n) < 0.5) * 1.0
             v = np.where(rng.random(n) < 0.1, np.nan, v)
             frames.append(pl.DataFrame({
                 "system": system, "question_id": qids, "split": np.where(np.arange(n) % 3 == 0, "dev", "test"),
@@ -248,8 +250,9 @@ def test_summary_scales_to_many_questions_and_segments():
                 "ranking_mode": pl.Series([None] * n, dtype=pl.Utf8),
             }).with_columns(pl.col("value").fill_nan(None)))
     qm = pl.concat(frames)
-    seg = pl.DataFrame({"question_id": qids * 2,
-                        "segment": [f"topic={i % 5}" for i in range(n)] + [f"lang={'es' if i % 2 else 'en'}" for i in range(n)]})
+    topics = [f"topic={i % 5}" for i in range(n)]
+    langs = [f"lang={'es' if i % 2 else 'en'}" for i in range(n)]
+    seg = pl.DataFrame({"question_id": qids * 2, "segment": topics + langs})
     t = time.perf_counter()
     out = summarise(qm, seg, bootstrap_resamples=1000)
     elapsed = time.perf_counter() - t
