@@ -114,14 +114,16 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
     """Produce the rag_runs table for the configured systems (all, or only those named).
 
     Reference systems are run here (BM25/dense/hybrid + extractive answerer); logged systems are
-    read from their JSONL/Parquet log. Logged rows for questions outside ``golden`` are kept: the
-    completeness check reports them. Raises InputError for bad logs, ConfigError for unknown names.
+    read from their JSONL/Parquet log; a logged chunk id outside ``snapshot`` is an InputError at its
+    line, and so is a hit without a score when ``ranking_mode`` is ``trec_eval``. Logged rows for
+    questions outside ``golden`` are kept: the ``rag_runs`` asset counts and excludes them. Raises InputError for bad logs, ConfigError for unknown names.
     """
     from rag_eval_pipeline.core.reference_system import run_reference_system
     from rag_eval_pipeline.core.sources.run_logs import load_run_log
 
     golden_version = golden["golden_version"][0] if golden.height else ""
     wanted = systems or [s["name"] for s in cfg.systems]
+    known_chunks = set(snapshot["chunk_id"].to_list())
     frames = []
     for name in wanted:
         system = cfg.system(name)
@@ -129,7 +131,8 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
             spec = {k: v for k, v in system.items() if k != "kind"}
             frames.append(run_reference_system(snapshot, golden, spec, corpus_version, golden_version))
         else:
-            runs = load_run_log(cfg.resolve(system["path"]), name, corpus_version, golden_version)
+            runs = load_run_log(cfg.resolve(system["path"]), name, corpus_version, golden_version,
+                                known_chunks=known_chunks, require_scores=cfg.ranking_mode == "trec_eval")
             frames.append(runs)
     out = pl.concat([tables.conform(f, "rag_runs") for f in frames]) if frames else tables.empty("rag_runs")
     return out

@@ -59,7 +59,16 @@ def _config_text(f: Fields, field: str) -> str | None:
     raise f.error(field, f"got {type(value).__name__} {value!r}; expected a string or an object")
 
 
-def _hits(f: Fields) -> list[dict]:
+def _unknown_chunk(chunk_id: str, known_chunks) -> str:
+    """Message for a chunk id outside the snapshot (only built on the error path: it scans the ids)."""
+    doc = chunk_id.rsplit("#", 1)[0]
+    n = sum(1 for c in known_chunks if c.rsplit("#", 1)[0] == doc)
+    hint = f"document {doc!r} has chunks #0..#{n - 1}" if n else f"no document {doc!r} in the snapshot"
+    return (f"chunk {chunk_id!r} is not in the corpus snapshot ({hint}); expected a chunk id of the evaluated "
+            "snapshot (re-run the system on this corpus version)")
+
+
+def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[dict]:
     value = f.record.get("retrieved", ...)
     if value is ...:
         raise f.error("retrieved", "missing; expected a list of {chunk_id, score, rank} hits (may be empty)")
@@ -86,9 +95,14 @@ def _hits(f: Fields) -> list[dict]:
             raise f.error(f"{where}.chunk_id", f"chunk {chunk_id!r} retrieved twice for one question (also at "
                                                f"retrieved[{seen[chunk_id]}]); expected each chunk once")
         seen[chunk_id] = i
+        if known_chunks is not None and chunk_id not in known_chunks:
+            raise f.error(f"{where}.chunk_id", _unknown_chunk(chunk_id, known_chunks))
         score = hit.get("score")
         if score is not None and not finite_number(score):
             raise f.error(f"{where}.score", f"got {score!r}; expected a finite number or null")
+        if score is None and require_scores:
+            raise f.error(f"{where}.score", "score missing, and ranking_mode 'trec_eval' orders hits by score; "
+                                            "expected a finite number on every hit (or ranking_mode 'system')")
         rank = hit.get("rank")
         if rank is not None:
             if not is_int(rank) or rank < 1:
@@ -115,9 +129,12 @@ def _hits(f: Fields) -> list[dict]:
 
 
 def parse_run_record(record: dict, path: str, line: int, system: str, corpus_version: str,
-                     golden_version: str) -> dict:
+                     golden_version: str, *, known_chunks=None, require_scores: bool = False) -> dict:
     """Check and normalise one log record (schema in the module docstring).
 
+    ``known_chunks``: when given (a set of chunk ids of the evaluated snapshot), every retrieved and
+    cited chunk id must be in it. ``require_scores``: every hit must carry a score (metrics that rank
+    by score, ``ranking_mode: trec_eval``).
     Output: a dict with the ``rag_runs`` columns. Raises InputError naming file, line and field.
     """
     f = Fields(record, path, line)
@@ -145,13 +162,19 @@ def parse_run_record(record: dict, path: str, line: int, system: str, corpus_ver
         raise f.error("error", f"an error is logged but decision is {decision!r}; expected decision 'error'")
     if "metadata" in record and record["metadata"] is not None and not isinstance(record["metadata"], dict):
         raise f.error("metadata", f"got {type(record['metadata']).__name__}; expected an object")
+    hits = _hits(f, known_chunks, require_scores)
+    citations = f.string_list("citations", unique=True)
+    if known_chunks is not None:
+        for j, cid in enumerate(citations):
+            if cid not in known_chunks:
+                raise f.error(f"citations[{j}]", _unknown_chunk(cid, known_chunks))
     return {
         "system": system,
         "question_id": qid,
-        "retrieved": _hits(f),
+        "retrieved": hits,
         "decision": decision,
         "answer": answer,
-        "citations": f.string_list("citations", unique=True),
+        "citations": citations,
         "error": error,
         "corpus_version": corpus_version,
         "golden_version": golden_version,
@@ -162,7 +185,8 @@ def parse_run_record(record: dict, path: str, line: int, system: str, corpus_ver
     }
 
 
-def load_run_log(path: str | Path, system: str, corpus_version: str, golden_version: str) -> pl.DataFrame:
+def load_run_log(path: str | Path, system: str, corpus_version: str, golden_version: str, *,
+                 known_chunks=None, require_scores: bool = False) -> pl.DataFrame:
     """Read a RAG system's log of answers to the golden questions.
 
     Input: a ``.jsonl`` / ``.ndjson`` / ``.parquet`` path (schema in the module docstring); the name
@@ -176,14 +200,17 @@ def load_run_log(path: str | Path, system: str, corpus_version: str, golden_vers
     retrieval list; a non-finite score (NaN, Infinity); a rank that is not a whole number >= 1,
     repeated, or given on only some hits; an unknown decision; ``answer`` without answer text; an
     ``error`` on a decision other than ``error``; a ``system``, ``corpus_version`` or
-    ``golden_version`` that differs from the one being evaluated (naming both).
+    ``golden_version`` that differs from the one being evaluated (naming both); with ``known_chunks``
+    (the snapshot's chunk ids), a retrieved or cited chunk id outside it; with ``require_scores``
+    (``ranking_mode: trec_eval``), a hit without a score.
     Definition: seed 000_1000bb13b7b4c340.txt section 2 (what to keep per run).
     """
     p = Path(path)
     rows: list[dict] = []
     first: dict[str, int] = {}
     for line, record in read_records(p):
-        row = parse_run_record(record, str(p), line, system, corpus_version, golden_version)
+        row = parse_run_record(record, str(p), line, system, corpus_version, golden_version,
+                               known_chunks=known_chunks, require_scores=require_scores)
         if row["question_id"] in first:
             raise InputError(f"question {row['question_id']!r} logged twice (first on line {first[row['question_id']]}); "
                              "expected one record per question", path=str(p), line=line, field="question_id")
