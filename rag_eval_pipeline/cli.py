@@ -3,7 +3,8 @@
 ``rag-eval run`` materialises every asset (job ``full_evaluation``) against the project's Dagster
 instance (``.dagster_home``, shared with ``dagster dev``), prints where the Parquet tables are and a
 summary (value, numerator/denominator, n, 95% interval), and exits 1 when the run failed or a blocking
-check failed, so CI systems can use it directly.
+check failed, so CI systems can use it directly. It exits 3, without starting a run, when another run
+is writing the same output folder (``core/locking.py``; ``--wait-s N`` waits for it instead).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import uuid
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -55,6 +57,17 @@ def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
     return "\n".join(out)
 
 
+def step_error_text(error) -> str:
+    """The message of a failed step: the error raised by our code (file, line, field for bad input),
+    not Dagster's "Error occurred while executing op" wrapper. Input: a ``SerializableErrorInfo``."""
+    parts = []
+    while error is not None:
+        if error.cls_name != "DagsterExecutionStepExecutionError":
+            parts.append(error.message.strip())
+        error = error.cause or error.context
+    return "\n  caused by: ".join(parts) if parts else "(no message)"
+
+
 def run(args: argparse.Namespace) -> int:
     _prepare_env(args)
     import dagster as dg
@@ -62,11 +75,24 @@ def run(args: argparse.Namespace) -> int:
 
     from rag_eval_pipeline.definitions import build_resources, defs
 
+    from rag_eval_pipeline.core.locking import OutputLock, OutputLocked
+
     job = defs.resolve_job_def(args.job)
     resources = build_resources()
     out_dir = Path(resources["store"].base_dir)
-    with dg.DagsterInstance.get() as instance:
-        result = job.execute_in_process(instance=instance, raise_on_error=False)
+    run_id = str(uuid.uuid4())
+    # One writer per output folder: execute_in_process bypasses Dagster's run queue, so the CLI holds the
+    # folder lock for the whole run (the IO manager and table store re-enter it in this process).
+    try:
+        lock = OutputLock(out_dir, run_id=run_id, wait_s=args.wait_s).acquire()
+    except OutputLocked as exc:
+        print(f"rag-eval: {exc}", file=sys.stderr)
+        return 3
+    try:
+        with dg.DagsterInstance.get() as instance:
+            result = job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id)
+    finally:
+        lock.release()
     failed_checks = [
         e for e in result.get_asset_check_evaluations()
         if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR
@@ -87,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if not result.success:
         for ev in result.all_events:
             if ev.is_step_failure:
-                print(f"\nstep {ev.step_key} failed: {ev.event_specific_data.error.message.strip()[:2000]}")
+                print(f"\nstep {ev.step_key} failed: {step_error_text(ev.event_specific_data.error)[:2000]}")
     return 0 if result.success and not failed_checks else 1
 
 
@@ -99,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--job", default="full_evaluation", choices=["full_evaluation", "quick_evaluation"])
     p_run.add_argument("--config", help="evaluation YAML (default: data/sample/config.yaml or $RAG_EVAL_CONFIG)")
     p_run.add_argument("--output", help="folder for the Parquet tables (default: outputs/ or $RAG_EVAL_OUTPUT_DIR)")
+    p_run.add_argument("--wait-s", type=float, default=0.0,
+                       help="when another run is writing the output folder, wait up to this many seconds for it "
+                            "(default 0: exit 3 at once)")
     args = parser.parse_args(argv)
     if args.command == "run":
         return run(args)

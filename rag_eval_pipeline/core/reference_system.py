@@ -11,8 +11,9 @@ System configuration (a dict; unknown keys raise ConfigError)::
                    "k": 10,                       # hits recorded per question
                    "index_status": ["active"],    # chunk statuses that are indexed
                    "with_title": True,            # index title + text (answers quote text only)
+                   "language": "english",         # BM25 stemmer; generator's default language
                    # bm25 and hybrid:
-                   "language": "english", "stopwords": <derived from language>,
+                   "stopwords": <bm25s list for the language>,
                    "k1": 1.5, "b": 0.75, "method": "lucene",
                    # dense and hybrid:
                    "model": "all-MiniLM-L6-v2",
@@ -47,8 +48,8 @@ _STOPWORDS_FOR = {
     "turkish": "tr", "danish": "da",
 }
 _RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
-_COMMON_KEYS = {"type", "k", "index_status", "with_title"}
-_BM25_KEYS = {"language", "stopwords", "k1", "b", "method"}
+_COMMON_KEYS = {"type", "k", "index_status", "with_title", "language"}
+_BM25_KEYS = {"stopwords", "k1", "b", "method"}
 _DENSE_KEYS = {"model", "device", "batch_size"}
 _HYBRID_KEYS = {"k_rrf", "depth"}
 _GENERATOR_KEYS = {"type", "abstain_threshold", "context_k", "max_sentences", "language", "stopwords"}
@@ -88,9 +89,9 @@ def resolve_retriever_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
         raise ConfigError(f"retriever.index_status {status!r}: each must be one of {tables.CHUNK_STATUS}")
     out["index_status"] = sorted(set(status))
     out["with_title"] = bool(cfg.get("with_title", True))
+    lang = cfg.get("language", "english")
+    out["language"] = lang  # BM25 stemmer; for every type, the generator's default language
     if rtype in ("bm25", "hybrid"):
-        lang = cfg.get("language", "english")
-        out["language"] = lang
         out["stopwords"] = cfg.get("stopwords", _STOPWORDS_FOR.get(lang))
         out["k1"] = float(cfg.get("k1", 1.5))
         out["b"] = float(cfg.get("b", 0.75))
@@ -218,7 +219,7 @@ def run_reference_system(
     bad = sorted(set(gcfg) - _GENERATOR_KEYS)
     if bad:
         raise ConfigError(f"generator: unknown keys {bad}; allowed {sorted(_GENERATOR_KEYS)}")
-    lang = gcfg.get("language", rcfg.get("language", "english"))
+    lang = gcfg.get("language", rcfg["language"])
     answerer = ExtractiveAnswerer(
         abstain_threshold=gcfg.get("abstain_threshold", 0.4),
         context_k=gcfg.get("context_k", 3),

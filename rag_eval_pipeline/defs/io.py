@@ -3,6 +3,11 @@
 dagster-polars does not load Parquet with polars 2.x (``scan_parquet`` lost ``rechunk``), so this
 ~40-line manager replaces it. DataFrames go to ``<base_dir>/<asset>.parquet`` (checked against the
 table's declared schema, written atomically); anything else goes to ``<base_dir>/<asset>.json``.
+
+One writer per folder: while a run's resources are up, the IO manager (and the table store, see
+``resources.py``) holds ``<base_dir>/.rag-eval.lock`` (``core/locking.py``). A second run on the same
+folder fails at resource initialisation with a message naming the holder (pid, run id, start time),
+or waits ``lock_wait_s`` seconds first; steps of one run in other processes wait for each other.
 """
 
 
@@ -11,14 +16,36 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
+from pydantic import PrivateAttr
 
+from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
+
+
+def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: float) -> OutputLock:
+    """Take the folder lock for the run being initialised (re-entrant within the process)."""
+    lock = OutputLock(base_dir, run_id=getattr(context, "run_id", None), wait_s=wait_s).acquire()
+    if lock.removed_temp_files and context.log is not None:
+        context.log.warning(f"removed {len(lock.removed_temp_files)} temporary file(s) left in {base_dir} by a "
+                            f"killed write: {lock.removed_temp_files[:5]}")
+    return lock
 
 
 class ParquetIOManager(dg.ConfigurableIOManager):
     """Stores polars DataFrames as Parquet and other values as JSON under ``base_dir``."""
 
     base_dir: str
+    lock_wait_s: float = 0.0  # how long a run waits for another run writing the same folder; 0 = fail at once
+
+    _lock: OutputLock | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._lock = hold_output_lock(self.base_dir, context, self.lock_wait_s)
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def _path(self, key: dg.AssetKey, suffix: str) -> Path:
         return Path(self.base_dir).joinpath(*key.path).with_suffix(suffix)

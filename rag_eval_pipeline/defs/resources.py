@@ -10,8 +10,10 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
+from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.config import EvalConfig, load_config
+from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
 
 
@@ -26,9 +28,24 @@ class EvalSettings(dg.ConfigurableResource):
 
 
 class TableStore(dg.ConfigurableResource):
-    """Reads and writes tables outside the asset IO path: history, baseline, regression list, reports."""
+    """Reads and writes tables outside the asset IO path: history, baseline, regression list, reports.
+
+    Holds the output folder's lock while a run uses it, like the IO manager (see ``io.py``)."""
 
     base_dir: str
+    lock_wait_s: float = 0.0
+
+    _lock: OutputLock | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        from rag_eval_pipeline.defs.io import hold_output_lock
+
+        self._lock = hold_output_lock(self.base_dir, context, self.lock_wait_s)
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def path(self, *parts: str) -> Path:
         return Path(self.base_dir).joinpath(*parts)

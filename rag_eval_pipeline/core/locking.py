@@ -1,0 +1,171 @@
+"""One writer per output folder: an advisory lock (``fcntl.flock``) on ``<folder>/.rag-eval.lock``.
+
+Why: Dagster's run queue (``concurrency: runs: max_concurrent_runs`` in ``dagster.yaml``) only
+limits runs submitted through the queue (UI, schedules, ``dagster job launch``); ``rag-eval run``
+and tests execute in process and bypass it. Two runs writing the same folder would each write whole
+files atomically, but the set of tables would mix two runs (one run's ``golden_set`` beside the
+other's ``rag_runs``), and history / baseline files are read-modify-write. So every run that writes a
+folder holds this lock for as long as it runs; a second run on the same folder either waits
+(``wait_s``) or fails at once with an :class:`OutputLocked` error naming the folder and the holder
+(pid, run id, start time, command).
+
+Rules:
+
+- The kernel drops a ``flock`` when its process dies (even on SIGKILL), so a crashed run never leaves
+  a stale lock; the owner line left in the file is only information and is overwritten.
+- Re-entrant within one process: the IO manager, the table store and the CLI of one run share one
+  hold (a count per folder); the lock is released when the last holder lets go.
+- Steps of one run in separate processes (the multiprocess executor) carry the same run id: a step
+  that finds the folder held by its own run waits for it (``same_run_wait_s``) instead of failing.
+- While holding the lock, the first holder in a process removes leftover temporary files
+  (``.<name>.*.tmp``, written by :mod:`rag_eval_pipeline.core.storage`) that a killed writer left:
+  nobody else can be writing them.
+
+Nothing here imports Dagster. POSIX only (``fcntl``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from rag_eval_pipeline.core.errors import EvalError
+
+LOCK_NAME = ".rag-eval.lock"
+_POLL_S = 0.1
+
+_registry_lock = threading.Lock()
+_held: dict[str, dict] = {}  # realpath of the lock file -> {"fd": int, "count": int, "owner": dict}
+
+
+class OutputLocked(EvalError):
+    """Another run holds the output folder. Attributes: ``folder`` (str), ``owner`` (dict, may be empty)."""
+
+    def __init__(self, folder: str, owner: dict, waited_s: float):
+        who = ", ".join(f"{k} {owner[k]}" for k in ("pid", "run_id", "started_at", "host") if owner.get(k))
+        cmd = owner.get("command")
+        super().__init__(
+            f"another run is writing {folder} ({who or 'holder unknown'}"
+            + (f"; command: {cmd}" if cmd else "")
+            + f"); gave up after waiting {waited_s:.0f} s. Wait for it to finish (rag-eval run --wait-s N), "
+            "or write to another output folder"
+        )
+        self.folder, self.owner = folder, owner
+
+
+def read_owner(folder: str | Path) -> dict:
+    """The owner line recorded in ``folder``'s lock file ({} when none or unreadable)."""
+    try:
+        text = (Path(folder) / LOCK_NAME).read_text(encoding="utf-8").strip()
+        return json.loads(text) if text else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def remove_stale_temp_files(folder: str | Path) -> list[str]:
+    """Delete ``.*.tmp`` files under ``folder`` (left by a killed atomic write). Call only while holding
+    the folder's lock. Output: the removed paths."""
+    removed = []
+    for p in Path(folder).rglob(".*.tmp"):
+        if p.is_file():
+            try:
+                p.unlink()
+                removed.append(str(p))
+            except OSError:
+                pass
+    return removed
+
+
+class OutputLock:
+    """Hold ``<folder>/.rag-eval.lock`` (see the module docstring).
+
+    ``OutputLock(folder, run_id=None, wait_s=0.0, same_run_wait_s=900.0)``; :meth:`acquire` /
+    :meth:`release`, or use it as a context manager. :meth:`acquire` raises :class:`OutputLocked`
+    when another run still holds the folder after ``wait_s`` seconds (0: fail at once).
+    """
+
+    def __init__(self, folder: str | Path, *, run_id: str | None = None, wait_s: float = 0.0,
+                 same_run_wait_s: float = 900.0):
+        self.folder = Path(folder)
+        self.run_id, self.wait_s, self.same_run_wait_s = run_id, float(wait_s), float(same_run_wait_s)
+        self._key: str | None = None
+        self.removed_temp_files: list[str] = []
+
+    def acquire(self) -> OutputLock:
+        if self._key is not None:
+            return self
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / LOCK_NAME
+        key = os.path.realpath(path)
+        with _registry_lock:
+            entry = _held.get(key)
+            if entry is not None:
+                entry["count"] += 1
+                self._key = key
+                return self
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        start = time.monotonic()
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    owner = read_owner(self.folder)
+                    waited = time.monotonic() - start
+                    if not owner and waited < 1.0:  # the holder has the lock but has not written its line yet
+                        time.sleep(_POLL_S)
+                        continue
+                    same_run = self.run_id is not None and owner.get("run_id") == self.run_id
+                    if waited >= (self.same_run_wait_s if same_run else self.wait_s):
+                        raise OutputLocked(str(self.folder), owner, waited) from None
+                    time.sleep(_POLL_S)
+        except BaseException:
+            os.close(fd)
+            raise
+        owner = {"pid": os.getpid(), "run_id": self.run_id, "host": socket.gethostname(),
+                 "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                 "command": " ".join(sys.argv)[:300]}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(owner) + "\n").encode("utf-8"), 0)
+        self.removed_temp_files = remove_stale_temp_files(self.folder)
+        with _registry_lock:
+            _held[key] = {"fd": fd, "count": 1, "owner": owner}
+        self._key = key
+        return self
+
+    def release(self) -> None:
+        key, self._key = self._key, None
+        if key is None:
+            return
+        with _registry_lock:
+            entry = _held.get(key)
+            if entry is None:
+                return
+            entry["count"] -= 1
+            if entry["count"] > 0:
+                return
+            del _held[key]
+        try:
+            os.ftruncate(entry["fd"], 0)  # the owner line is only meaningful while held
+        except OSError:
+            pass
+        fcntl.flock(entry["fd"], fcntl.LOCK_UN)
+        os.close(entry["fd"])
+
+    @property
+    def held(self) -> bool:
+        return self._key is not None
+
+    def __enter__(self) -> OutputLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
