@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_eval_pipeline.defs import calibration, corpus, golden, judging, metrics, promotion, runs, schedules
+from rag_eval_pipeline.defs import calibration, corpus, golden, judging, metrics, promotion, report, runs, schedules
 from rag_eval_pipeline.defs.io import ParquetIOManager
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
@@ -37,8 +37,8 @@ def build_resources(config_path: str | None = None, output_dir: str | None = Non
     }
 
 
-ASSETS = dg.load_assets_from_modules([corpus, golden, runs, judging, calibration, metrics, promotion])
-CHECKS = dg.load_asset_checks_from_modules([corpus, golden, runs, judging, calibration, metrics, promotion])
+ASSETS = dg.load_assets_from_modules([corpus, golden, runs, judging, calibration, metrics, promotion, report])
+CHECKS = dg.load_asset_checks_from_modules([corpus, golden, runs, judging, calibration, metrics, promotion, report])
 
 defs = dg.Definitions(
     assets=ASSETS,

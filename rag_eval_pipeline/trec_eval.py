@@ -191,7 +191,14 @@ def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, comple
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status (see the module docstring)."""
+    """Command-line entry point: parse trec_eval-style arguments, print its output lines.
+
+    Input: ``argv`` (None = ``sys.argv[1:]``): ``[-q] [-c] [-l N] [-m MEASURE ...] [--mode M] QRELS
+    RUN``. Output: the lines on stdout; the return value is the exit status: 0 on success, 1 for a
+    bad measure or option (ConfigError), 2 for an unreadable or malformed file (InputError, the
+    message names file, line and field), 7 when no topic has both results and judgments.
+    argparse exits with 2 on a usage error. Source: trec_eval 10.0 ``trec_eval.c``.
+    """
     p = argparse.ArgumentParser(
         prog="python -m rag_eval_pipeline.trec_eval",
         description="trec_eval-compatible evaluation of a TREC run (subset of trec_eval's measures).")

@@ -30,6 +30,7 @@ def test_asset_keys_are_pinned():
     assert {
         "corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements",
         "question_metrics", "metric_summary", "metric_history", "promotion", "judge_calibration", "judge_variance", "gate_results", "regression_cases",
+        "evaluation_report",
     } <= keys
 
 

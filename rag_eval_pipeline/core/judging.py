@@ -11,7 +11,8 @@ apart, never judged and never folded into the faithfulness rate.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import polars as pl
@@ -37,6 +38,7 @@ def judge_runs(
     repeats: int = 1,
     *,
     questions: Mapping[str, str] | pl.DataFrame | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Judge every answer of ``rag_runs`` ``repeats`` times.
 
@@ -62,6 +64,11 @@ def judge_runs(
     :func:`count_downgraded`); an unknown verdict becomes JUDGE_ERROR. An answer whose every claim
     is JUDGE_ERROR has status "judge_error".
 
+    ``progress`` (optional): called with a dict (see :class:`JudgingProgress`: done, total, errors,
+    calls, elapsed_s, calls_per_s, final) every ~10% of the items and at least every ~2 s, and once
+    at the end; an item is one (run, repeat). An exception from it is logged nowhere and stops
+    further progress calls, never the judging.
+
     Outputs: ``(judge_labels, answer_judgements)`` conforming to ``tables.SCHEMAS``.
     Raises: ValueError (repeats < 1), SchemaError (missing input columns), InputError (duplicate
     system/question_id, unknown decision, retrieved chunk id not in the snapshot).
@@ -80,6 +87,7 @@ def judge_runs(
     labels: list[dict[str, Any]] = []
     answers: list[dict[str, Any]] = []
     seen: set[tuple[str, str]] = set()
+    tracker = JudgingProgress(progress, total=rag_runs.height * repeats)
     for row_no, run in enumerate(rag_runs.select(_RUN_COLUMNS).iter_rows(named=True), start=1):
         system, qid, decision = run["system"], run["question_id"], run["decision"]
         if (system, qid) in seen:
@@ -101,11 +109,14 @@ def judge_runs(
             base = {"system": system, "question_id": qid, "repeat": rep, **ident}
             if fixed is not None:
                 answers.append({**base, "status": fixed, "n_claims": 0})
+                tracker.step()
                 continue
             status, n_claims, rows = _judge_one(judge, qtext.get(qid, ""), answer, contexts, qid)
             answers.append({**base, "status": status, "n_claims": n_claims})
+            tracker.step(called=True, error=status == "judge_error")
             labels.extend({**base, **r} for r in rows)
 
+    tracker.finish()
     judge_labels = conform(pl.DataFrame(labels, schema=SCHEMAS["judge_labels"]), "judge_labels")
     answer_judgements = conform(pl.DataFrame(answers, schema=SCHEMAS["answer_judgements"]),
                                 "answer_judgements")
@@ -197,3 +208,54 @@ def _judge_one(judge: Judge, question: str, answer: str, contexts: list[str], qi
                      "error": error})
     status = "judge_error" if all(r["verdict"] == "JUDGE_ERROR" for r in rows) else "judged"
     return status, len(rows), rows
+
+
+class JudgingProgress:
+    """Progress of a long judging loop, reported to a callback (seed 003: the run prints where it is).
+
+    ``callback`` gets a dict: ``done`` and ``total`` items (one item = one run and repeat), ``errors``
+    (items whose status is judge_error), ``calls`` (judge calls made; abstentions and the like need
+    none), ``elapsed_s``, ``calls_per_s`` (calls / elapsed seconds, 0.0 at first) and ``final``
+    (True on the last call). It is called when ``done`` reaches a multiple of ``every`` (default: a
+    tenth of ``total``, at least 1), when ``interval_s`` seconds have passed since the previous call,
+    and by :meth:`finish`. A callback that raises is not called again; the error is swallowed so that
+    progress reporting never stops the judging. ``callback`` None makes every method a no-op.
+    """
+
+    def __init__(self, callback: Callable[[dict[str, Any]], None] | None, total: int, every: int | None = None,
+                 interval_s: float = 2.0, clock: Callable[[], float] = time.monotonic):
+        self.callback, self.total, self.clock, self.interval_s = callback, total, clock, interval_s
+        self.every = every if every is not None else max(1, -(-total // 10))
+        self.done = self.errors = self.calls = 0
+        self.start = self.last = clock()
+
+    def snapshot(self, final: bool = False) -> dict[str, Any]:
+        """The current counts as the dict the callback receives."""
+        elapsed = max(self.clock() - self.start, 0.0)
+        return {"done": self.done, "total": self.total, "errors": self.errors, "calls": self.calls,
+                "elapsed_s": round(elapsed, 3), "calls_per_s": round(self.calls / elapsed, 3) if elapsed > 0 else 0.0,
+                "final": final}
+
+    def _emit(self, final: bool = False) -> None:
+        if self.callback is None:
+            return
+        self.last = self.clock()
+        try:
+            self.callback(self.snapshot(final))
+        except Exception:  # noqa: BLE001 - progress must never stop the judging
+            self.callback = None
+
+    def step(self, called: bool = False, error: bool = False) -> None:
+        """Count one finished item; report when due."""
+        self.done += 1
+        self.calls += int(called)
+        self.errors += int(error)
+        if self.callback is not None and (self.done % self.every == 0 or self.clock() - self.last >= self.interval_s):
+            self._emit(final=self.done >= self.total)
+            if self.done >= self.total:
+                self.callback = None  # the final report was just made
+
+    def finish(self) -> None:
+        """Report the final counts (once)."""
+        self._emit(final=True)
+        self.callback = None

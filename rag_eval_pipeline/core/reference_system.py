@@ -229,6 +229,10 @@ def run_reference_system(
     )
     prompt_version = str(system.get("prompt_version", "none"))
     retriever_json = json.dumps(rcfg, sort_keys=True)
+    # The generator's settings go into the manifest so two systems differing only in them stay apart.
+    generator_desc = GENERATOR_VERSION + " " + json.dumps(
+        {"abstain_threshold": answerer.abstain_threshold, "context_k": answerer.context_k,
+         "max_sentences": answerer.max_sentences, "language": lang}, sort_keys=True)
 
     # ---- index
     chunks = snapshot.filter(pl.col("status").is_in(rcfg["index_status"]))
@@ -281,7 +285,7 @@ def run_reference_system(
             "system": name, "question_id": qid, "retrieved": retrieved, "decision": decision,
             "answer": answer, "citations": citations, "error": error,
             "corpus_version": corpus_version, "golden_version": golden_version,
-            "retriever": retriever_json, "generator": GENERATOR_VERSION, "model": "none",
+            "retriever": retriever_json, "generator": generator_desc, "model": "none",
             "prompt_version": prompt_version,
         })
     df = pl.DataFrame(rows, schema=tables.SCHEMAS["rag_runs"])

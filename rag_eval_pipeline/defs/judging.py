@@ -84,7 +84,8 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
 
     j = judge.get_judge()
     labels, judgements = judge_runs(rag_runs, corpus_snapshot, j, repeats=config.repeats,
-                                    questions=golden_set.select("question_id", "question"))
+                                    questions=golden_set.select("question_id", "question"),
+                                    progress=lambda p: context.log.info(progress_line(p)))
     verdicts = dict(labels.group_by("verdict").len().iter_rows())
     statuses = dict(judgements.group_by("status").len().iter_rows())
     generators = set(rag_runs["model"].drop_nulls().to_list())
@@ -98,6 +99,14 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
         "self_judging_warning": ", ".join(self_judging) or "none",
     })
     yield dg.Output(judgements, output_name="answer_judgements", metadata={"statuses": dg.MetadataValue.json(statuses)})
+
+
+def progress_line(p: dict) -> str:
+    """One log line from a ``core.judging.JudgingProgress`` dict: done/total, errors, calls per second."""
+    pct = 100.0 * p["done"] / p["total"] if p["total"] else 100.0
+    return (f"judging {'done' if p['final'] else 'progress'}: {p['done']}/{p['total']} answers ({pct:.0f}%), "
+            f"{p['errors']} judge errors, {p['calls']} judge calls, {p['calls_per_s']:.1f} calls/s, "
+            f"{p['elapsed_s']:.1f} s")
 
 
 @dg.asset_check(asset="judge_labels", blocking=True, description="Every verdict is in the allowed set; SUPPORTED always carries a verified quote.")

@@ -291,6 +291,7 @@ def _send(h: BaseHTTPRequestHandler, code: int, obj: dict, headers: dict | None 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes: avoid the 40 ms delayed-ACK stall
     owner: FaultServer
 
     def log_message(self, *args) -> None:  # keep test output quiet

@@ -590,6 +590,7 @@ def retrieval_question_metrics(
                 sel = np.flatnonzero(keep) if sel is None else sel[keep]
                 g_row, h = g_row[keep], h[keep]
                 dropped = int(dup_rows.size)
+        del dkey, sk, eq  # 10M-row temporaries: free them before the lookup allocates its own
 
     # ---- judged hits: row (current order) and grade; every other hit is unjudged (non-relevant)
     judged_rows = np.zeros(0, dtype=np.int64)
@@ -610,6 +611,8 @@ def retrieval_question_metrics(
                 judg.select("qi", "chunk_id", "grade"), on=["qi", "chunk_id"], how="left", maintain_order="left")
             judged_rows = np.flatnonzero(look["grade"].is_not_null().to_numpy())
             judged_grade = look["grade"].to_numpy()[judged_rows].astype(np.int64)
+        del rkey, qi_row
+    del h
 
     # ---- evaluated (system, question) pairs
     run_g = np.unique(np.concatenate([kg, mark_g]))

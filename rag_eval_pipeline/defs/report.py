@@ -1,0 +1,132 @@
+"""``evaluation_report``: the run as pages people read (report.md, report.html, trend.html beside the tables).
+
+The pages come from :mod:`rag_eval_pipeline.core.report`; this module gathers their inputs. The viewer
+groups (whose access the pages respect: a restricted chunk's text never appears) come from the
+configuration section ``report: {viewer_groups: [...]}`` (default ``["customers"]``). The history is
+read from the table store, not taken as an input, so that the quick job (which leaves
+``metric_history`` out) can still build the report; in the full job the report runs after
+``metric_history`` and includes this run. The gate results are this run's ``gate_results`` table
+when that asset has already been materialised in this run, else they are recomputed with
+``defs.promotion.run_gates`` (the same code, seed and configuration), so the report is written even on
+a night when the regression gate fails (a failing blocking check skips everything downstream of it).
+"""
+
+
+import datetime as dt
+import json
+
+import dagster as dg
+import polars as pl
+
+from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.report import build_report, trend_plot
+from rag_eval_pipeline.core.storage import write_text_atomic
+from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+
+DEFAULT_VIEWER_GROUPS = ("customers",)
+TREND_METRICS = ("faithfulness", "recall_5", "ndcg_cut_10", "evidence_retrieved", "coverage",
+                 "false_abstention_rate", "answer_without_evidence_rate", "run_error_rate")
+REPORT_FILES = ("report.md", "report.html", "trend.html")
+
+
+def viewer_groups(settings: EvalSettings) -> tuple[str, ...]:
+    """The groups the report is written for: ``report.viewer_groups`` of the configuration, default ("customers",).
+
+    Raises ConfigError (naming the file) when the section is not a mapping or the groups are not a list of strings.
+    """
+    section = settings.config.raw.get("report") or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"{settings.config.path}: report must be a mapping, got {section!r}")
+    groups = section.get("viewer_groups", list(DEFAULT_VIEWER_GROUPS))
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
+        raise ConfigError(f"{settings.config.path}: report.viewer_groups must be a list of group names, got {groups!r}")
+    return tuple(groups)
+
+
+def _gate_rows(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore, tables: dict) -> tuple[list[dict] | None, str]:
+    """(gate rows, where they came from): this run's gate_results table, else a recomputation, else None."""
+    try:
+        event = context.instance.get_latest_materialization_event(dg.AssetKey("gate_results"))
+        if event is not None and event.run_id == context.run_id:
+            table = store.read("gate_results.parquet")
+            if table is not None:
+                return table.to_dicts(), "gate_results of this run"
+    except Exception as exc:  # noqa: BLE001 - fall back to recomputing
+        context.log.warning(f"could not read this run's gate_results: {type(exc).__name__}: {exc}")
+    try:
+        from rag_eval_pipeline.defs.promotion import gate_frame, run_gates
+
+        results, errors, *_ = run_gates(settings, store, tables["metric_summary"], tables["question_metrics"],
+                                        tables["rag_runs"], tables["golden_set"], tables["corpus_snapshot"],
+                                        tables["judge_variance"])
+        return gate_frame(results, errors).to_dicts(), "recomputed for the report"
+    except Exception as exc:  # noqa: BLE001 - a report without gates is better than no report
+        context.log.warning(f"gate results unavailable for the report: {type(exc).__name__}: {exc}")
+        return None, f"unavailable ({type(exc).__name__}: {exc})"
+
+
+def headline_markdown(headline: list[dict]) -> str:
+    """A Markdown table of the report's headline rows: system, metric, value, num/den, n, 95% CI, band."""
+    lines = ["| system | metric | value | num/den | n | 95% CI | band |", "|---|---|---|---|---|---|---|"]
+    for r in headline:
+        if r["value"] is None:
+            value, nd = f"not evaluable ({r['n_not_evaluable']} of {r['n']})", "—"
+        else:
+            value, nd = f"{r['value']:.4f}", f"{r['numerator']:g}/{r['denominator']:g}"
+        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+        lines.append(f"| {r['system']} | {r['metric']} | {value} | {nd} | {r['n']} | {ci} | {r['band'] or ''} |")
+    return "\n".join(lines)
+
+
+@dg.asset(
+    group_name="reports",
+    kinds={"html", "markdown"},
+    deps=[dg.AssetKey("metric_history")],
+    description="The run as pages people read: report.md, report.html (self-contained) and trend.html beside the "
+                "Parquet tables; restricted chunk text is withheld for the configured viewer groups.",
+)
+def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+                      metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
+                      golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
+                      answer_judgements: pl.DataFrame, judge_calibration: pl.DataFrame,
+                      judge_variance: pl.DataFrame) -> dg.Output[dict]:
+    groups = viewer_groups(settings)
+    history = store.read("metric_history.parquet")
+    manifest_path = store.path("baseline", "manifest.json")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
+    tables = {"metric_summary": metric_summary, "question_metrics": question_metrics, "rag_runs": rag_runs,
+              "golden_set": golden_set, "corpus_snapshot": corpus_snapshot, "judge_variance": judge_variance}
+    gates, gates_source = _gate_rows(context, settings, store, tables)
+
+    report = build_report(
+        metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot, judge_labels, answer_judgements,
+        calibration=judge_calibration, variance=judge_variance, gates=gates, history=history, viewer_groups=groups,
+        baseline_manifest=manifest, generated_at=dt.datetime.now(dt.timezone.utc),
+    )
+    md_path = write_text_atomic(report.markdown, store.path("report.md"))
+    html_path = write_text_atomic(report.html, store.path("report.html"))
+    trend_path = trend_plot(history if history is not None else pl.DataFrame(
+        schema={"run_id": pl.Utf8, "evaluated_at": pl.Datetime("us", "UTC"), "system": pl.Utf8, "metric": pl.Utf8,
+                "k": pl.Int32, "value": pl.Float64}), TREND_METRICS, store.path("trend.html"))
+    context.log.info(f"report written to {html_path.resolve()} ({report.withheld} texts withheld, "
+                     f"{report.restricted_chunks} restricted chunk previews hidden for {list(groups)})")
+
+    md: dict = {
+        "summary": dg.MetadataValue.md(headline_markdown(report.headline)),
+        "report_html": dg.MetadataValue.path(str(html_path.resolve())),
+        "report_url": dg.MetadataValue.url(html_path.resolve().as_uri()),
+        "report_md": dg.MetadataValue.path(str(md_path.resolve())),
+        "trend_html": dg.MetadataValue.path(str(trend_path.resolve())),
+        "viewer_groups": dg.MetadataValue.json(list(groups)),
+        "withheld_texts": report.withheld,
+        "restricted_previews_hidden": report.restricted_chunks,
+        "gates_source": gates_source,
+    }
+    for r in report.headline:
+        if r["value"] is not None:
+            md[f"{r['system']}/{r['metric']}"] = float(r["value"])
+    return dg.Output({
+        "report_md": str(md_path.resolve()), "report_html": str(html_path.resolve()),
+        "trend_html": str(trend_path.resolve()), "viewer_groups": list(groups), "withheld_texts": report.withheld,
+        "restricted_previews_hidden": report.restricted_chunks, "gates_source": gates_source,
+    }, metadata=md)

@@ -1,0 +1,294 @@
+"""Hostile inputs through the real chain: every case of ``fixtures/hostile/`` (see its README.md).
+
+Each case is the sample configuration with one thing broken (a golden file, a corpus file, a run log),
+materialised with every asset and check of the code location into an output folder that already
+holds a good run of the sample. A bad input must stop the chain at the asset that reads it, with an
+error that names the file, the line (or row) and the field; that asset, and everything after it,
+must keep the previous good files byte for byte. Repaired and allowed inputs must give the stated
+result.
+"""
+
+import filecmp
+import json
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+import yaml
+
+from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.sources.trec import read_trec_run
+from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
+from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
+from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+
+HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
+CASES = sorted(p.name for p in HOSTILE.iterdir() if (p / "case.yaml").is_file())
+TEAM = "team_rag"
+
+# Judge calls seen by the counting judge of the current materialisation (in-process executor).
+JUDGE_CALLS: list[tuple[str, str]] = []
+
+
+class _CountingJudge:
+    def __init__(self, inner):
+        self.inner = inner
+        self.name, self.model, self.prompt_sha256 = inner.name, inner.model, inner.prompt_sha256
+
+    def judge(self, question, answer, contexts, **kw):
+        JUDGE_CALLS.append((question, answer))
+        return self.inner.judge(question, answer, contexts, **kw)
+
+
+class CountingJudgeResource(RuleBasedJudgeResource):
+    """The rule-based judge, recording every call in JUDGE_CALLS."""
+
+    def get_judge(self):
+        return _CountingJudge(super().get_judge())
+
+
+def load_case(name: str) -> dict:
+    return yaml.safe_load((HOSTILE / name / "case.yaml").read_text(encoding="utf-8"))
+
+
+def sample_config() -> dict:
+    """The sample configuration with every path made absolute (it will live in tmp_path)."""
+    cfg = yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text(encoding="utf-8"))
+    cfg["corpus"]["path"] = str(SAMPLE_DIR / cfg["corpus"]["path"])
+    cfg["golden"]["path"] = str(SAMPLE_DIR / cfg["golden"]["path"])
+    for system in cfg["systems"]:
+        if system.get("path"):
+            system["path"] = str(SAMPLE_DIR / system["path"])
+    return cfg
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def _patch_log(sample_log: Path, patch: Path, out: Path) -> Path:
+    """Records of ``patch`` replace the sample's records with the same question_id; new ids are appended."""
+    records = [json.loads(line) for line in sample_log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    new = [json.loads(line) for line in patch.read_text(encoding="utf-8").splitlines() if line.strip()]
+    by_id = {r["question_id"]: r for r in new}
+    merged = [by_id.pop(r["question_id"], r) for r in records] + list(by_id.values())
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in merged), encoding="utf-8")
+    return out
+
+
+def broken_config(name: str, case: dict, tmp_path: Path) -> Path:
+    """Write the sample configuration with this case's one broken input into tmp_path; return its path."""
+    src = HOSTILE / name
+    cfg = sample_config()
+    target, mode = case["target"], case["mode"]
+    if target == "golden":
+        cfg["golden"]["path"] = str(src / case["file"])
+    elif target == "corpus":
+        corpus = tmp_path / "corpus"
+        shutil.copytree(SAMPLE_DIR / "corpus", corpus)
+        for f in (src / "corpus").iterdir():
+            shutil.copyfile(f, corpus / f.name)  # overlay: add, or replace the sample file of that name
+        cfg["corpus"]["path"] = str(corpus)
+    elif target == "beir":
+        cfg["corpus"] = {"source": "beir", "path": str(src / case["file"])}
+        cfg["golden"] = {}
+    elif target == "run_log":
+        team = next(s for s in cfg["systems"] if s["name"] == TEAM)
+        if mode == "replace":
+            team["path"] = str(src / case["file"])
+        else:
+            team["path"] = str(_patch_log(SAMPLE_DIR / "runs" / "team_rag.jsonl", src / case["file"],
+                                          tmp_path / "team_rag.jsonl"))
+    else:
+        raise AssertionError(f"unknown target {target!r}")
+    _merge(cfg, case.get("config") or {})
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def materialize(config: Path, out: Path):
+    JUDGE_CALLS.clear()
+    return dg.materialize(
+        [*ASSETS, *CHECKS],
+        resources=build_resources(str(config), str(out), judge=CountingJudgeResource()),
+        raise_on_error=False,
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+
+
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory):
+    """One good materialisation of the sample (paths absolute, as in every case's configuration)."""
+    root = tmp_path_factory.mktemp("hostile_good")
+    config = root / "config.yaml"
+    config.write_text(yaml.safe_dump(sample_config(), allow_unicode=True), encoding="utf-8")
+    out = root / "out"
+    result = materialize(config, out)
+    assert result.success
+    return result, out
+
+
+def visible_files(folder: Path) -> list[Path]:
+    return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def step_errors(result) -> dict[str, list[tuple[str, str]]]:
+    """step key -> [(error class, message)] along the cause chain of each failed step."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for ev in result.all_events:
+        if ev.is_step_failure:
+            chain, err = [], ev.event_specific_data.error
+            while err is not None:
+                chain.append((err.cls_name, err.message))
+                err = err.cause or err.context
+            out[ev.step_key] = chain
+    return out
+
+
+def metadata(result, asset: str) -> dict:
+    mats = result.asset_materializations_for_node(asset)
+    assert mats, f"{asset} was not materialised"
+    return {k: getattr(v, "value", v) for k, v in mats[-1].metadata.items()}
+
+
+def test_the_readme_lists_every_case():
+    readme = (HOSTILE / "README.md").read_text(encoding="utf-8")
+    for name in CASES:
+        assert f"`{name}`" in readme, name
+
+
+@pytest.mark.parametrize("name", [c for c in CASES if load_case(c)["target"] != "trec_run"])
+def test_hostile_input_through_the_chain(name, good_run, tmp_path):
+    case = load_case(name)
+    expect = case["expect"]
+    good_result, good_out = good_run
+    out = tmp_path / "out"
+    shutil.copytree(good_out, out)
+    result = materialize(broken_config(name, case, tmp_path), out)
+
+    if expect["outcome"] == "error":
+        assert not result.success
+        errors = step_errors(result)
+        assert list(errors) == [expect["asset"]], f"failed steps: {list(errors)}"
+        located = [msg for cls, msg in errors[expect["asset"]] if cls == InputError.__name__]
+        assert located, f"no InputError in the failure of {expect['asset']}: {errors}"
+        msg = located[0]
+        assert f"/{expect['file']}" in msg, msg
+        if expect.get("line") is not None:
+            assert f"line {expect['line']}," in msg, msg
+        else:
+            assert ", line " not in msg, msg
+        assert f"field {expect['field']!r}" in msg, msg
+        assert expect["message"] in msg, msg
+        assert "expected" in msg, msg  # says what was expected, not only what is wrong
+        # Nothing downstream of the failure ran, and nothing the good run wrote has changed: the failing
+        # asset's file (and every later one) is byte-identical and still reads.
+        assert visible_files(out) == visible_files(good_out)
+        for rel in visible_files(good_out):
+            assert filecmp.cmp(out / rel, good_out / rel, shallow=False), f"{rel} changed"
+        failing = out / f"{expect['asset']}.parquet"
+        assert pl.read_parquet(failing).equals(pl.read_parquet(good_out / f"{expect['asset']}.parquet"))
+        assert not [p for p in out.rglob(".*.tmp")], "temporary files left behind"
+        return
+
+    assert result.success == expect.get("success", True), step_errors(result)
+    CHECKS_BY_CASE[name](case, result, out, good_result, good_out)
+
+
+# ------------------------------------------------------------------ repaired / allowed / changed inputs
+
+def _snapshot(out: Path) -> pl.DataFrame:
+    return pl.read_parquet(out / "corpus_snapshot.parquet")
+
+
+def check_bom_crlf(case, result, out, good_result, good_out):
+    assert metadata(result, "corpus_snapshot")["corpus_version"] == metadata(good_result, "corpus_snapshot")["corpus_version"]
+    assert _snapshot(out).equals(_snapshot(good_out))
+    assert filecmp.cmp(out / "corpus_snapshot.parquet", good_out / "corpus_snapshot.parquet", shallow=False)
+
+
+def check_changed_text(case, result, out, good_result, good_out):
+    assert metadata(result, "corpus_snapshot")["corpus_version"] != metadata(good_result, "corpus_snapshot")["corpus_version"]
+    new = dict(_snapshot(out).select("chunk_id", "sha256").iter_rows())
+    old = dict(_snapshot(good_out).select("chunk_id", "sha256").iter_rows())
+    assert set(new) == set(old)
+    changed = sorted(c for c in new if new[c] != old[c])
+    assert changed == case["expect"]["changed_chunks"]
+    # every run row now carries the new version
+    runs = pl.read_parquet(out / "rag_runs.parquet")
+    assert runs["corpus_version"].unique().to_list() == [metadata(result, "corpus_snapshot")["corpus_version"]]
+
+
+def check_missing_score(case, result, out, good_result, good_out):
+    runs = pl.read_parquet(out / "rag_runs.parquet").filter((pl.col("system") == TEAM) & (pl.col("question_id") == "q02"))
+    hits = runs["retrieved"][0].to_list()
+    assert hits and all(h["score"] is None for h in hits)
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    qm = pl.read_parquet(out / "question_metrics.parquet").filter(
+        (pl.col("system") == TEAM) & (pl.col("question_id") == "q02") & (pl.col("metric") == "recall") & (pl.col("k") == 5))
+    good = pl.read_parquet(good_out / "question_metrics.parquet").filter(
+        (pl.col("system") == TEAM) & (pl.col("question_id") == "q02") & (pl.col("metric") == "recall") & (pl.col("k") == 5))
+    assert qm["value"].to_list() == good["value"].to_list()  # ranking by rank: the scores were never needed
+
+
+def check_unknown_question_ids(case, result, out, good_result, good_out):
+    md = metadata(result, "rag_runs")
+    assert md["unknown_question_rows"] == len(case["expect"]["unknown_question_ids"])
+    assert md["unknown_question_ids"] == case["expect"]["unknown_question_ids"]
+    for table in ("rag_runs", "question_metrics", "judge_labels", "answer_judgements"):
+        qids = set(pl.read_parquet(out / f"{table}.parquet")["question_id"].to_list())
+        assert not qids & set(case["expect"]["unknown_question_ids"]), table
+    assert pl.read_parquet(out / "metric_summary.parquet").equals(pl.read_parquet(good_out / "metric_summary.parquet"))
+
+
+def check_empty_retrieval(case, result, out, good_result, good_out):
+    qid = case["expect"]["question_id"]
+    patched = json.loads((HOSTILE / "runs_empty_retrieval" / "team_rag.jsonl").read_text(encoding="utf-8"))
+    golden = pl.read_parquet(out / "golden_set.parquet").filter(pl.col("question_id") == qid)
+    assert golden["answerability"][0] == "answerable"
+    qm = pl.read_parquet(out / "question_metrics.parquet").filter(
+        (pl.col("system") == TEAM) & (pl.col("question_id") == qid) & (pl.col("metric") == "recall") & (pl.col("k") == 5))
+    assert qm["value"].to_list() == [0.0] and qm["status"].to_list() == ["ok"]
+    aj = pl.read_parquet(out / "answer_judgements.parquet").filter((pl.col("system") == TEAM) & (pl.col("question_id") == qid))
+    assert aj["status"].to_list() == ["no_retrieval"]
+    labels = pl.read_parquet(out / "judge_labels.parquet").filter((pl.col("system") == TEAM) & (pl.col("question_id") == qid))
+    assert labels.height == 0
+    assert JUDGE_CALLS, "the judge was called for the other answers"
+    assert [a for _, a in JUDGE_CALLS if a == patched["answer"]] == []  # zero judge calls for this answer
+
+
+CHECKS_BY_CASE = {
+    "corpus_bom_crlf": check_bom_crlf,
+    "corpus_changed_text": check_changed_text,
+    "runs_missing_score": check_missing_score,
+    "runs_unknown_question_ids": check_unknown_question_ids,
+    "runs_empty_retrieval": check_empty_retrieval,
+}
+
+
+def test_every_non_error_case_has_a_check():
+    for name in CASES:
+        case = load_case(name)
+        if case["expect"]["outcome"] != "error":
+            assert name in CHECKS_BY_CASE, name
+
+
+@pytest.mark.parametrize("name", [c for c in CASES if load_case(c)["target"] == "trec_run"])
+def test_trec_run_file(name):
+    """TREC run files are read by ``core.sources.trec.read_trec_run`` (no configured system reads them yet)."""
+    case = load_case(name)
+    expect = case["expect"]
+    with pytest.raises(InputError) as exc:
+        read_trec_run(HOSTILE / name / case["file"])
+    msg = str(exc.value)
+    assert f"/{expect['file']}" in msg and f"line {expect['line']}," in msg and f"field {expect['field']!r}" in msg, msg
+    assert expect["message"] in msg
+    assert exc.value.line == expect["line"] and exc.value.field == expect["field"]
