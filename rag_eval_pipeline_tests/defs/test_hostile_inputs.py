@@ -223,8 +223,15 @@ def check_changed_text(case, result, out, good_result, good_out):
     changed = sorted(c for c in new if new[c] != old[c])
     assert changed == case["expect"]["changed_chunks"]
     # every run row now carries the new version
+    new_version = metadata(result, "corpus_snapshot")["corpus_version"]
     runs = pl.read_parquet(out / "rag_runs.parquet")
-    assert runs["corpus_version"].unique().to_list() == [metadata(result, "corpus_snapshot")["corpus_version"]]
+    assert runs["corpus_version"].unique().to_list() == [new_version]
+    # the baseline was promoted on the old version: the gate refuses the comparison and nothing is promoted
+    gate = [e for e in result.get_asset_check_evaluations() if e.check_name == "no_regression_against_baseline"]
+    assert len(gate) == 1 and not gate[0].passed
+    assert "corpus_version" in json.dumps({k: str(getattr(v, "value", v)) for k, v in gate[0].metadata.items()})
+    assert result.is_node_untouched("promotion")
+    assert filecmp.cmp(out / "baseline" / "manifest.json", good_out / "baseline" / "manifest.json", shallow=False)
 
 
 def check_missing_score(case, result, out, good_result, good_out):

@@ -155,6 +155,7 @@ class FaultServer:
 
     # -- control --------------------------------------------------------------------------------
     def set_mode(self, mode: str) -> None:
+        """Answer every later request in ``mode`` (after any scripted modes)."""
         with self._lock:
             self.mode = mode
 
@@ -164,11 +165,13 @@ class FaultServer:
             self._queue.extend(modes)
 
     def reset(self) -> None:
+        """Forget recorded requests and scripted modes."""
         with self._lock:
             self.requests.clear()
             self._queue.clear()
 
     def chat_requests(self) -> list[dict[str, Any]]:
+        """The recorded chat-completions requests, oldest first."""
         with self._lock:
             return [r for r in self.requests if r["path"].endswith("/chat/completions")]
 
@@ -224,6 +227,7 @@ class FaultServer:
             return self.mode
 
     def handle_chat(self, h: BaseHTTPRequestHandler, body: dict) -> None:
+        """Record one chat-completions request and answer it in the mode picked for it."""
         messages = body.get("messages") or []
         prompt = "\n".join(str(m.get("content") or "") for m in messages if isinstance(m, dict))
         mode = self._pick_mode(prompt)

@@ -84,6 +84,8 @@ __all__ = [
     "PROMPT_VERSION",
     "JUDGE_TASKS",
     "CLAIM_VERDICTS",
+    "CORRECTNESS_STATUSES",
+    "ALL_TASKS",
 ]
 
 log = logging.getLogger(__name__)
@@ -435,6 +437,9 @@ class OpenAICompatibleJudge:
     """
 
     name = JUDGE_NAME
+    #: ``judge()`` takes ``repeat=`` (callers such as ``judge_runs`` should pass it when this is True,
+    #: so that repeat 1, 2, ... are fresh judgements instead of cache hits of repeat 0).
+    accepts_repeat = True
 
     def __init__(
         self,
@@ -742,8 +747,10 @@ class OpenAICompatibleJudge:
                 continue
             self._note_model(model)
             if self.cache is not None:
+                # the raw reply is stored and validated again on every hit, so an entry written by
+                # an older version of the validation rules is never trusted blindly
                 self.cache.store(self.requested_model, prompt.sha256, inputs,
-                                 {"output": out, "model": model}, repeat)
+                                 {"output": obj, "model": model}, repeat)
                 self._count_scalar("cache_writes")
             return out
         assert last is not None
@@ -783,7 +790,9 @@ class OpenAICompatibleJudge:
         oa = self._openai
         kwargs: dict[str, Any] = {
             "model": self.requested_model, "messages": messages, "temperature": self.temperature,
-            "response_format": self._response_format(prompt, level, schema),
+            # sent through extra_body: the same JSON field, but the client does not walk the schema
+            # with its typed transform (~5 ms of CPU per call, the bottleneck at high concurrency)
+            "extra_body": {"response_format": self._response_format(prompt, level, schema)},
         }
         if self.max_tokens:
             kwargs["max_tokens"] = self.max_tokens

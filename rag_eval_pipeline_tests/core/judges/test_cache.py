@@ -107,6 +107,21 @@ def test_second_run_makes_zero_calls(tmp_path):
         assert len(srv.chat_requests()) == n_calls + 2
         j2.judge(*items[0], repeat=1)
         assert len(srv.chat_requests()) == n_calls + 4
+        judge_many(j2, items[:2], concurrency=2, repeat=2)  # judge_many passes the repeat on
+        assert len(srv.chat_requests()) == n_calls + 8
+
+
+def test_every_metric_is_served_from_the_cache(tmp_path):
+    q, a = "¿Horario?", "El museo abre de martes a domingo."
+    with FaultServer() as srv:
+        cache = JudgeCache(tmp_path / "c.sqlite")
+        outs = []
+        for _ in range(2):
+            j = _judge(srv, cache)
+            outs.append((j.holistic(q, a, CTX), j.answer_relevance(q, a), j.reverse_questions(a, 2),
+                         j.context_relevance(q, CTX), j.correctness(a, "El museo abre de martes a domingo.")))
+        assert outs[0] == outs[1]
+        assert len(srv.chat_requests()) == 5 and j.stats["calls"] == 0 and j.stats["cache_hits"] == 5
 
 
 def test_failures_are_not_cached(tmp_path):

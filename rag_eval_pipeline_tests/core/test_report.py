@@ -1,0 +1,288 @@
+"""core/report.py: seed-003 bands at their edges, restricted text never shown, escaping, not-evaluable nulls, trend page."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import polars as pl
+import pytest
+
+from rag_eval_pipeline.core.errors import SchemaError
+from rag_eval_pipeline.core.report import (
+    BANDS,
+    build_report,
+    find_leaks,
+    interpretation_band,
+    readable_by,
+    trend_plot,
+    trend_svg,
+)
+from rag_eval_pipeline.core.tables import SCHEMAS
+
+MARKER = "MARKER-SECRET-0042"
+SHORT_SECRET = "QX-99-Z"
+PUBLIC = "The Lumo A1 can be returned within 30 calendar days from delivery, for any reason."
+SECRET = f"Agents write the escalation code {MARKER} in the case file and approve the late return."
+
+
+def _frame(rows: list[dict], table: str) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=SCHEMAS[table])
+
+
+def _snapshot() -> pl.DataFrame:
+    base = {"doc_id": "d", "chunk_index": 0, "source": "s", "doc_type": "policy", "language": "en",
+            "status": "active", "replaced_by": None, "valid_from": None, "valid_to": None, "sha256": "x"}
+    return _frame([
+        {**base, "chunk_id": "pub#0", "text": PUBLIC, "title": "Returns", "acl": []},
+        {**base, "chunk_id": "sec#0", "text": SECRET, "title": "Internal escalation", "acl": ["staff"]},
+        {**base, "chunk_id": "sec#1", "text": SHORT_SECRET, "title": "Internal code", "acl": ["staff"]},
+        {**base, "chunk_id": "mixed#0", "text": "Open to customers and staff alike.", "title": "Mixed",
+         "acl": ["staff", "customers"]},
+    ], "corpus_snapshot")
+
+
+def _golden() -> pl.DataFrame:
+    base = {"golden_version": "gv", "split": "test", "user_groups": ["customers"], "claims": []}
+    return _frame([
+        {**base, "question_id": "q1", "question": "How long is the return period?", "answerability": "answerable",
+         "relevant": [{"chunk_id": "pub#0", "grade": 3}], "reference_answer": "30 days.",
+         "segments": ["lang=en"]},
+        {**base, "question_id": "q2", "question": "Which code do agents write?", "answerability": "answerable",
+         "relevant": [{"chunk_id": "sec#0", "grade": 3}], "reference_answer": f"The code is {MARKER}.",
+         "segments": ["lang=en", "acl=restricted"], "user_groups": ["staff"]},
+        {**base, "question_id": "q3", "question": "Can I return it after 40 days?", "answerability": "absent",
+         "relevant": [], "reference_answer": "No.", "segments": ["lang=en"]},
+        {**base, "question_id": "q4", "question": "Is there a short code?", "answerability": "absent",
+         "relevant": [], "reference_answer": "No.", "segments": ["lang=en"]},
+    ], "golden_set")
+
+
+def _run(qid, answer, retrieved, citations=(), decision="answer"):
+    return {"system": "sys", "question_id": qid, "decision": decision, "answer": answer,
+            "retrieved": [{"chunk_id": c, "score": 1.0, "rank": i + 1} for i, c in enumerate(retrieved)],
+            "citations": list(citations), "error": None, "corpus_version": "cv", "golden_version": "gv",
+            "retriever": "{}", "generator": "gen", "model": "m", "prompt_version": "p"}
+
+
+SCRIPT = "<script>alert('x')</script>"
+
+
+def _runs() -> pl.DataFrame:
+    return _frame([
+        _run("q1", f"{SCRIPT} You have 30 calendar days from delivery.", ["pub#0"], ["pub#0"]),
+        # used a restricted chunk: the whole answer is withheld
+        _run("q2", f"Write {MARKER} in the case.", ["sec#0", "pub#0"], ["sec#0"]),
+        # restricted text without retrieving the chunk: caught by the 20-character rule
+        _run("q3", "Sure: agents WRITE the escalation   code and approve it.", ["pub#0"]),
+        # a restricted chunk shorter than 20 characters, quoted whole
+        _run("q4", f"Use {SHORT_SECRET.lower()} at checkout.", ["pub#0"]),
+    ], "rag_runs")
+
+
+def _labels() -> pl.DataFrame:
+    base = {"system": "sys", "quote_found": True, "judge": "rule", "judge_model": "rule-v1",
+            "prompt_sha256": "abc123", "repeat": 0, "error": None, "justification": "lexical"}
+    return _frame([
+        {**base, "question_id": "q1", "claim_id": "q1:c1", "claim": "30 calendar days.", "verdict": "SUPPORTED",
+         "quote": "30 calendar days from delivery"},
+        {**base, "question_id": "q1", "claim_id": "q1:c2", "claim": SCRIPT, "verdict": "NOT_MENTIONED",
+         "quote": None, "quote_found": False},
+        {**base, "question_id": "q2", "claim_id": "q2:c1", "claim": f"Write {MARKER}.", "verdict": "SUPPORTED",
+         "quote": f"escalation code {MARKER}"},
+        {**base, "question_id": "q3", "claim_id": "q3:c1", "claim": "agents write the escalation code",
+         "verdict": "NOT_MENTIONED", "quote": None, "quote_found": False},
+    ], "judge_labels")
+
+
+def _judgements() -> pl.DataFrame:
+    base = {"system": "sys", "judge": "rule", "judge_model": "rule-v1", "prompt_sha256": "abc123", "repeat": 0}
+    return _frame([{**base, "question_id": q, "status": "judged", "n_claims": 1} for q in ("q1", "q2", "q3", "q4")],
+                  "answer_judgements")
+
+
+def _qm() -> pl.DataFrame:
+    base = {"system": "sys", "split": "test", "k": None, "numerator": None, "denominator": None, "ranking_mode": None}
+    rows = [
+        {**base, "question_id": "q1", "metric": "faithfulness", "value": 0.5, "status": "ok"},
+        {**base, "question_id": "q2", "metric": "faithfulness", "value": 0.9, "status": "ok"},
+        {**base, "question_id": "q3", "metric": "faithfulness", "value": 0.0, "status": "ok"},
+        {**base, "question_id": "q4", "metric": "faithfulness", "value": None, "status": "no_claims"},
+        {**base, "question_id": "q3", "metric": "answer_without_evidence_rate", "value": 1.0, "status": "ok"},
+        {**base, "question_id": "q4", "metric": "answer_without_evidence_rate", "value": 1.0, "status": "ok"},
+    ]
+    return _frame(rows, "question_metrics")
+
+
+def _summary(faithfulness: float = 0.8499) -> pl.DataFrame:
+    base = {"system": "sys", "split": "all", "segment": "all", "k": None, "n": 4, "ci_method": "wilson",
+            "judge_errors": 0, "ranking_mode": "system", "small_segment": True}
+    return _frame([
+        {**base, "metric": "faithfulness", "value": faithfulness, "numerator": faithfulness * 3, "denominator": 3.0,
+         "n_not_evaluable": 1, "ci_low": 0.40, "ci_high": 0.95, "ci_method": "bootstrap"},
+        # not evaluable: no answerable question abstained on -> null, never 0
+        {**base, "metric": "abstention_without_evidence", "value": None, "numerator": 0.0, "denominator": 0.0,
+         "n_not_evaluable": 4, "ci_low": None, "ci_high": None, "ci_method": "none"},
+        {**base, "metric": "recall", "k": 5, "value": 1.0, "numerator": 2.0, "denominator": 2.0, "n_not_evaluable": 2,
+         "ci_low": 0.3, "ci_high": 1.0},
+        {**base, "segment": "lang=en", "metric": "recall", "k": 5, "value": 1.0, "numerator": 2.0,
+         "denominator": 2.0, "n_not_evaluable": 2, "ci_low": 0.3, "ci_high": 1.0},
+    ], "metric_summary")
+
+
+def _history() -> pl.DataFrame:
+    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.timezone.utc)
+    rows = []
+    for i, (a, b) in enumerate([(0.70, 0.50), (0.72, None), (0.80, 0.55)]):
+        for system, v in (("sys", a), ("<b>other</b>", b)):
+            rows.append({"run_id": f"r{i}", "evaluated_at": t0 + dt.timedelta(days=i), "system": system,
+                         "metric": "faithfulness", "k": None, "value": v, "numerator": None, "denominator": None,
+                         "n": 4})
+    return pl.DataFrame(rows, schema={"run_id": pl.Utf8, "evaluated_at": pl.Datetime("us", "UTC"), "system": pl.Utf8,
+                                      "metric": pl.Utf8, "k": pl.Int32, "value": pl.Float64, "numerator": pl.Float64,
+                                      "denominator": pl.Float64, "n": pl.Int64})
+
+
+def _report(**kw):
+    args = dict(summary=_summary(), question_metrics=_qm(), rag_runs=_runs(), golden=_golden(),
+                snapshot=_snapshot(), judge_labels=_labels(), answer_judgements=_judgements())
+    args.update(kw)
+    return build_report(**args)
+
+
+# ---------------------------------------------------------------- bands (seed 003)
+
+@pytest.mark.parametrize("value, label", [
+    (1.0, "≥ 0.85"), (0.85, "≥ 0.85"), (17 / 20, "≥ 0.85"), (0.8499, "0.65–0.84"), (0.65, "0.65–0.84"),
+    (0.6499, "0.50–0.64"), (0.50, "0.50–0.64"), (0.4999, "below 0.50"), (0.0, "below 0.50"),
+])
+def test_bands_at_their_edges(value, label):
+    assert interpretation_band(value).label == label
+
+
+def test_band_of_null_is_none_and_out_of_range_raises():
+    assert interpretation_band(None) is None
+    assert interpretation_band(float("nan")) is None
+    with pytest.raises(ValueError):
+        interpretation_band(1.2)
+    assert [b.low for b in BANDS] == [0.85, 0.65, 0.50, 0.0]
+
+
+def test_band_is_shown_beside_faithfulness_and_ci_spanning_bands_is_said():
+    rep = _report(summary=_summary(0.8499))
+    line = next(l for l in rep.markdown.splitlines() if l.startswith("| faithfulness |"))
+    assert "0.8499" in line and "0.65–0.84" in line and "room to improve" in line
+    assert "spans bands" in line  # CI [0.40, 0.95] crosses from the lowest band to the top one
+    top = _report(summary=_summary(0.85)).headline
+    assert next(r for r in top if r["metric"] == "faithfulness")["band"] == "≥ 0.85"
+
+
+# ---------------------------------------------------------------- access control
+
+def test_readable_by():
+    assert readable_by([], ["customers"])
+    assert readable_by(["staff", "customers"], ["customers"])
+    assert not readable_by(["staff"], ["customers"])
+    assert not readable_by(None, ["customers"])  # unknown acl: fail closed
+    assert not readable_by(["staff"], [])
+
+
+def test_find_leaks_folds_case_and_whitespace_and_catches_short_secrets():
+    secret = "Agents write the escalation code in the file."
+    leaks = find_leaks(["harmless text", "they WRITE  the\nescalation code", "say qx-99 now"], [secret, "QX-99"])
+    assert leaks == {"they WRITE  the\nescalation code", "say qx-99 now"}
+    with pytest.raises(ValueError):
+        find_leaks([], [], window=0)
+
+
+def test_restricted_text_never_appears_in_markdown_or_html():
+    rep = _report()
+    for page in (rep.markdown, rep.html):
+        assert MARKER not in page
+        assert SHORT_SECRET.lower() not in page.lower()
+        assert "escalation code" not in page.lower()  # q3's answer copies restricted text without retrieving it
+        assert "Internal escalation" not in page  # a restricted chunk's title is hidden too
+        assert f"[restricted: {len(SECRET)} chars hidden]" in page
+        assert PUBLIC[:40] in page  # readable chunks keep their preview
+    assert rep.restricted_chunks >= 1 and rep.withheld >= 4
+
+
+def test_viewer_in_the_group_sees_the_restricted_text():
+    rep = _report(viewer_groups=["staff"])
+    assert MARKER in rep.markdown and MARKER in rep.html
+    assert "[restricted:" not in rep.markdown
+
+
+def test_a_single_string_viewer_group_is_one_group():
+    assert MARKER in _report(viewer_groups="staff").markdown
+
+
+# ---------------------------------------------------------------- escaping and nulls
+
+def test_script_in_an_answer_is_escaped():
+    rep = _report()
+    assert "<script>" not in rep.html and "<script>" not in rep.markdown
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in rep.html
+    assert "&lt;script>" in rep.markdown  # the Markdown escapes what could open a tag
+    assert "<script" not in rep.html.lower().replace("&lt;script", "")
+
+
+def test_not_evaluable_is_shown_with_counts_never_as_zero():
+    rep = _report()
+    line = next(l for l in rep.markdown.splitlines() if l.startswith("| abstention_without_evidence |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1] == "not evaluable"
+    assert cells[3] == "4" and cells[4] == "4"  # n and the not-evaluable count
+    assert "0.0000" not in line and "0.000" not in cells[1]
+    row = next(r for r in rep.headline if r["metric"] == "abstention_without_evidence")
+    assert row["value"] is None
+    assert "not evaluable" in rep.html
+
+
+def test_sections_and_worst_questions_are_present():
+    gates = [{"system": "sys", "metric": "recall", "k": 5, "candidate": 0.7, "baseline": 0.8, "difference": -0.1,
+              "p_value": 0.01, "wins": 1, "ties": 2, "losses": 5, "status": "regression", "reason": "drop"}]
+    calibration = pl.DataFrame({"level": ["claim"], "judge": ["rule"], "judge_model": ["rule-v1"],
+                                "prompt_sha256": ["abc123"], "n": [None], "kappa": [None],
+                                "kappa_reason": ["no human labels"], "stale": [False], "missing": [True]})
+    rep = _report(gates=gates, calibration=calibration, history=_history())
+    md = rep.markdown
+    for heading in ("## Run", "## Summary", "## Retrieval failures and abstentions", "## Comparison with the baseline",
+                    "## Judge calibration and noise", "## By segment", "## History", "## Questions to read"):
+        assert heading in md
+    assert "| sys | recall_5 | 0.7000 | 0.8000 | -0.1000 | 0.0100 | 1/2/5 | regression | drop |" in md
+    assert "missing" in md and "no human labels" in md
+    assert "q3 — faithfulness 0.00; answered an absent question" in md
+    assert "prompt sha256 abc123" in md
+    assert "<svg" in rep.html and "<script" not in rep.html
+
+
+def test_missing_column_raises_schema_error():
+    with pytest.raises(SchemaError, match="rag_runs"):
+        _report(rag_runs=_runs().drop("citations"))
+    with pytest.raises(ValueError):
+        _report(worst_n=-1)
+
+
+# ---------------------------------------------------------------- trend
+
+def test_trend_plot_writes_a_self_contained_svg_page(tmp_path):
+    path = trend_plot(_history(), ["faithfulness", ("recall", 5)], tmp_path / "trend.html")
+    page = path.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count("<svg") == 1  # recall_5 has no history: said in words
+    assert "No history for this metric." in page
+    assert "<script" not in page and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "&lt;b&gt;other&lt;/b&gt;" in page and "<b>other" not in page
+    svg = trend_svg(_history(), "faithfulness")
+    # "sys" has one unbroken line of 3 points; the other system's null in run r1 breaks its line into single points
+    assert len(re.findall(r"<polyline", svg)) == 1
+    assert len(re.findall(r"<circle", svg)) == 5
+
+
+def test_trend_plot_on_empty_history(tmp_path):
+    empty = _history().clear()
+    page = trend_plot(empty, ["faithfulness"], tmp_path / "t.html").read_text(encoding="utf-8")
+    assert "No history yet." in page
+    with pytest.raises(SchemaError):
+        trend_plot(empty.drop("value"), ["faithfulness"], tmp_path / "t2.html")
