@@ -54,8 +54,9 @@ class OutputLocked(EvalError):
         super().__init__(
             f"another run is writing {folder} ({who or 'holder unknown'}"
             + (f"; command: {cmd}" if cmd else "")
-            + f"); gave up after waiting {waited_s:.0f} s. Wait for it to finish (rag-eval run --wait-s N), "
-            "or write to another output folder"
+            + ")"
+            + (f"; still held after waiting {waited_s:.0f} s" if waited_s >= 0.5 else "")
+            + ". Wait for it to finish (rag-eval run --wait-s N), or write to another output folder"
         )
         self.folder, self.owner = folder, owner
 

@@ -40,6 +40,12 @@ of attempts): ``timeout``, ``connection_error``, ``rate_limited``, ``server_erro
 status "judge_error" whose ClaimVerdicts are JUDGE_ERROR with ``error = "<reason>: <detail>"``.
 The other methods (:meth:`~OpenAICompatibleJudge.holistic`, ...) raise :class:`JudgeCallError`.
 
+Cache (optional :class:`~rag_eval_pipeline.core.judges.cache.JudgeCache`): one entry per call, keyed
+by the requested model name, the task's prompt sha256 and the call's inputs (question/answer/
+contexts/claims as given, temperature, max_tokens, a render version), holding the raw JSON reply
+and the reply's ``model`` version; a hit is validated again like a fresh reply. ``repeat`` > 0
+never reads the cache (it still writes, under a key with the repeat). Failed calls are not stored.
+
 Secrets: the API key is given to the client only. It is never logged, and every reason, message
 and exception text leaving this module goes through :func:`scrub_secret`, which removes the key,
 ``Bearer`` tokens, ``sk-...`` strings and what follows "API key provided:" (servers echo keys).
