@@ -19,7 +19,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_METRICS = (("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
                    ("claim_evidence_availability", 5), ("coverage", None), ("answer_without_evidence_rate", None),
                    ("false_abstention_rate", None), ("abstention_without_evidence", None), ("faithfulness", None),
-                   ("faithfulness_holistic", None), ("run_error_rate", None))
+                   ("faithfulness_holistic", None), ("reference_token_recall", None), ("run_error_rate", None))
 
 
 def _prepare_env(args: argparse.Namespace) -> None:

@@ -145,6 +145,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     Output: (question_metrics table, info) where info counts what the retrieval evaluation left out
     (dropped duplicates, golden questions with no run row, run rows for unknown questions).
     """
+    from rag_eval_pipeline.core.metrics.correctness import correctness_question_metrics
     from rag_eval_pipeline.core.metrics.decisions import decision_question_metrics
     from rag_eval_pipeline.core.metrics.faithfulness import faithfulness_question_metrics
     from rag_eval_pipeline.core.metrics.retrieval import (
@@ -172,6 +173,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     frames.append(claim_evidence_availability(runs, golden, cfg.ks))
     frames.append(decision_question_metrics(runs, golden, snapshot))
     frames.append(faithfulness_question_metrics(labels, judgements))
+    frames.append(correctness_question_metrics(runs, golden))
     cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
     qm = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
     qm = qm.join(golden.select("question_id", "split"), on="question_id", how="left")

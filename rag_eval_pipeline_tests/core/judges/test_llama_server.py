@@ -137,6 +137,8 @@ def test_llama_server_wiring(llama_url, tmp_path):
     } for i, (_, a, _) in enumerate(ITEMS)], schema=SCHEMAS["rag_runs"])
     j2 = _judge(llama_url, cache)
     labels, answers = judge_runs(runs, snap, j2, questions={f"q{i}": q for i, (q, _, _) in enumerate(ITEMS)})
+    print(f"\nllama judge: stats {st1}; verdicts {dict(labels.group_by('verdict').len().iter_rows())}; "
+          f"claims {labels['claim'].to_list()}")
     assert set(labels["verdict"].to_list()) <= set(VERDICTS)
     assert labels.filter((pl.col("verdict") == "SUPPORTED") & ~pl.col("quote_found")).height == 0
     assert labels.filter((pl.col("verdict") == "JUDGE_ERROR") & pl.col("error").is_null()).height == 0
