@@ -43,7 +43,8 @@ def test_blocking_checks_guard_the_chain():
     for key in [("metric_summary", "denominators_consistent"), ("gate_results", "no_regression_against_baseline"),
                 ("rag_runs", "every_question_has_a_run_row"), ("golden_set", "golden_consistent_with_snapshot"),
                 ("judge_labels", "verdicts_in_allowed_set"), ("judge_calibration", "judge_calibrated_above_floor"),
-                ("corpus_snapshot", "chunk_ids_unique"), ("judge_labels", "judge_error_share")]:
+                ("corpus_snapshot", "chunk_ids_unique"), ("judge_labels", "judge_error_share"),
+                ("answer_judgements", "every_answer_has_a_judgement")]:
         assert checks.get(key) is True, key
 
 

@@ -66,8 +66,8 @@ def judge_runs(
 
     ``progress`` (optional): called with a dict (see :class:`JudgingProgress`: done, total, errors,
     calls, elapsed_s, calls_per_s, final) every ~10% of the items and at least every ~2 s, and once
-    at the end; an item is one (run, repeat). An exception from it is logged nowhere and stops
-    further progress calls, never the judging.
+    at the end; an item is one (run, repeat). An exception raised by the callback is swallowed
+    and stops further progress calls, never the judging.
 
     Outputs: ``(judge_labels, answer_judgements)`` conforming to ``tables.SCHEMAS``.
     Raises: ValueError (repeats < 1), SchemaError (missing input columns), InputError (duplicate
@@ -82,12 +82,11 @@ def judge_runs(
             raise TypeError(f"judge {judge!r} has no string attribute {attr!r}")
     texts = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
     qtext = _question_texts(questions)
-    ident = {"judge": judge.name, "judge_model": judge.model, "prompt_sha256": judge.prompt_sha256}
 
-    labels: list[dict[str, Any]] = []
-    answers: list[dict[str, Any]] = []
+    # First pass: validate every run and decide which answers need the judge at all.
+    fixed_rows: list[dict[str, Any]] = []  # answers settled without a judge call
+    pending: list[tuple[str, str, str, str | None, list[str]]] = []  # (system, qid, question, answer, contexts)
     seen: set[tuple[str, str]] = set()
-    tracker = JudgingProgress(progress, total=rag_runs.height * repeats)
     for row_no, run in enumerate(rag_runs.select(_RUN_COLUMNS).iter_rows(named=True), start=1):
         system, qid, decision = run["system"], run["question_id"], run["decision"]
         if (system, qid) in seen:
@@ -99,24 +98,39 @@ def judge_runs(
                              path="rag_runs", line=row_no, field="decision")
         contexts = _contexts(run["retrieved"], texts, system, qid, row_no)
         answer = run["answer"]
-
         fixed = _DECISION_STATUS.get(decision)
         if fixed is None and not contexts:
             fixed = "no_retrieval"
         if fixed is None and not (answer and answer.strip()):
             fixed = "no_claims"
-        for rep in range(repeats):
-            base = {"system": system, "question_id": qid, "repeat": rep, **ident}
-            if fixed is not None:
-                answers.append({**base, "status": fixed, "n_claims": 0})
-                tracker.step()
-                continue
-            status, n_claims, rows = _judge_one(judge, qtext.get(qid, ""), answer, contexts, qid)
+        if fixed is not None:
+            fixed_rows.append({"system": system, "question_id": qid, "status": fixed, "n_claims": 0})
+        else:
+            pending.append((system, qid, qtext.get(qid, ""), answer, contexts))
+
+    labels: list[dict[str, Any]] = []
+    answers: list[dict[str, Any]] = []
+    tracker = JudgingProgress(progress, total=rag_runs.height * repeats)
+    concurrency = int(getattr(judge, "concurrency", 1) or 1)
+    for rep in range(repeats):
+        for row in fixed_rows:
+            answers.append({**row, "repeat": rep})
+            tracker.step()
+        # Repeats after the first must reach the judge again (no cache read) to measure its noise.
+        kwargs = {"repeat": rep} if rep and getattr(judge, "accepts_repeat", False) else {}
+        results = _call_judge(judge, pending, concurrency, kwargs)
+        for (system, qid, _, answer, contexts), result in zip(pending, results):
+            status, n_claims, rows = _rows_from_result(result, qid, answer, contexts)
+            base = {"system": system, "question_id": qid, "repeat": rep}
             answers.append({**base, "status": status, "n_claims": n_claims})
             tracker.step(called=True, error=status == "judge_error")
             labels.extend({**base, **r} for r in rows)
 
     tracker.finish()
+    # Read the judge's identity after judging: a model endpoint reports its exact version only then.
+    ident = {"judge": judge.name, "judge_model": judge.model, "prompt_sha256": judge.prompt_sha256}
+    labels = [{**r, **ident} for r in labels]
+    answers = [{**r, **ident} for r in answers]
     judge_labels = conform(pl.DataFrame(labels, schema=SCHEMAS["judge_labels"]), "judge_labels")
     answer_judgements = conform(pl.DataFrame(answers, schema=SCHEMAS["answer_judgements"]),
                                 "answer_judgements")
@@ -168,12 +182,29 @@ def _error_row(qid: str, answer: str, reason: str) -> dict[str, Any]:
             "error": reason}
 
 
-def _judge_one(judge: Judge, question: str, answer: str, contexts: list[str], qid: str):
-    """Call the judge once; return (status, n_claims, label rows without the shared columns)."""
-    try:
-        result = judge.judge(question, answer, contexts)
-    except Exception as exc:  # noqa: BLE001 - one failing answer must not stop the others
-        return "judge_error", None, [_error_row(qid, answer, f"{type(exc).__name__}: {exc}")]
+def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict) -> list:
+    """Judge every pending answer, in order; an exception becomes that item's result, never a raise."""
+    if concurrency > 1 and len(pending) > 1:
+        from rag_eval_pipeline.core.judges.openai_compatible import judge_many
+
+        return judge_many(judge, [(q, a, c) for _, _, q, a, c in pending], concurrency=concurrency,
+                          repeat=kwargs.get("repeat", 0))
+    out = []
+    for _, _, question, answer, contexts in pending:
+        try:
+            out.append(judge.judge(question, answer, contexts, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - one failing answer must not stop the others
+            out.append(exc)
+    return out
+
+
+def _rows_from_result(result, qid: str, answer: str, contexts: list[str]):
+    """Turn one judge result into (status, n_claims, label rows without the shared columns)."""
+    if isinstance(result, Exception):
+        return "judge_error", None, [_error_row(qid, answer, f"{type(result).__name__}: {result}")]
+    if (isinstance(result, AnswerJudgement) and result.status == "judge_error" and len(result.claims or []) == 1
+            and result.claims[0].claim_id == "c0"):
+        return "judge_error", None, [_error_row(qid, answer, result.claims[0].error or "judge error")]
     if not isinstance(result, AnswerJudgement):
         return "judge_error", None, [_error_row(
             qid, answer, f"judge returned {type(result).__name__}, not AnswerJudgement")]

@@ -119,8 +119,8 @@ _BAND_EPS = 1e-9
 def interpretation_band(value: float | None) -> Band | None:
     """The seed-003 band of a faithfulness value.
 
-    Input: a float in [0, 1], or None/NaN. Output: the :class:`Band` (``>= 0.85`` for 0.85 and above,
-    ``0.65-0.84`` for [0.65, 0.85), ``0.50-0.64`` for [0.50, 0.65), ``< 0.50`` below), or None for a
+    Input: a float in [0, 1], or None/NaN. Output: the :class:`Band` (label "≥ 0.85" for 0.85 and above,
+    "0.65–0.84" for [0.65, 0.85), "0.50–0.64" for [0.50, 0.65), "below 0.50" under that), or None for a
     null/NaN value (not evaluable has no band). A tolerance of 1e-9 absorbs float rounding at the
     edges (17/20 lands in the top band). Raises ValueError for a value outside [0, 1].
     Source: seed ``003_9cfbf16fe7b371c5.txt`` ("how to read the mean").
@@ -216,6 +216,7 @@ class Block:
     children: list[Block] = field(default_factory=list)
     css: str | None = None
     svg: str = ""  # raw SVG markup built by this module (every text inside already escaped)
+    href: str | None = None  # kind "link": a relative link shown after ``text``
 
 
 def _h(text: str, level: int = 2) -> Block:
@@ -252,7 +253,18 @@ def _render_md(blocks: list[Block]) -> str:
             out.append(_render_md(b.children))
         elif b.kind == "svg":
             out += [_md_text(b.text), ""]
+        elif b.kind == "link":
+            out += [_md_text(b.text) + " " + _md_text(b.href or ""), ""]
     return "\n".join(out)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def _toc(blocks: list[Block]) -> str:
+    links = [f'<a href="#{_slug(b.text)}">{_e(b.text)}</a>' for b in blocks if b.kind == "h" and b.level == 2]
+    return '<nav class="toc">' + " · ".join(links) + "</nav>"
 
 
 def _e(text: Any) -> str:
@@ -264,7 +276,8 @@ def _render_html_blocks(blocks: list[Block]) -> str:
     for b in blocks:
         cls = f' class="{_e(b.css)}"' if b.css else ""
         if b.kind == "h":
-            out.append(f"<h{b.level}{cls}>{_e(b.text)}</h{b.level}>")
+            anchor = f' id="{_slug(b.text)}"' if b.level == 2 else ""
+            out.append(f"<h{b.level}{anchor}{cls}>{_e(b.text)}</h{b.level}>")
         elif b.kind == "p":
             out.append(f"<p{cls}>{_e(b.text)}</p>")
         elif b.kind == "note":
@@ -272,7 +285,9 @@ def _render_html_blocks(blocks: list[Block]) -> str:
         elif b.kind == "quote":
             out.append(f"<blockquote{cls}>{_e(b.text)}</blockquote>")
         elif b.kind == "table":
-            out.append(f"<table{cls}><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in b.headers) + "</tr></thead><tbody>")
+            head = ("<thead><tr>" + "".join(f"<th>{_e(h).replace('_', '_<wbr>')}</th>" for h in b.headers) + "</tr></thead>"
+                    if any(b.headers) else "")
+            out.append(f"<table{cls}>{head}<tbody>")
             for row in b.rows:
                 cells = []
                 for c in row:
@@ -285,6 +300,8 @@ def _render_html_blocks(blocks: list[Block]) -> str:
             out.append(f"<section{cls}>" + _render_html_blocks(b.children) + "</section>")
         elif b.kind == "svg":
             out.append(f'<figure>{b.svg}<figcaption>{_e(b.text)}</figcaption></figure>')
+        elif b.kind == "link":
+            out.append(f'<p>{_e(b.text)} <a href="{_e(b.href or "")}">{_e(b.href or "")}</a></p>')
     return "\n".join(out)
 
 
@@ -293,10 +310,11 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2re
 padding:0 1rem;color:#1d2330;line-height:1.45}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:2px solid #dfe3ea;padding-bottom:.2rem}
 h3{margin-top:1.5rem}h4{margin:.6rem 0 .3rem}
-table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.86rem}
-th,td{border:1px solid #d5d9e0;padding:.25rem .5rem;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.86rem;max-width:100%}
+th,td{border:1px solid #d5d9e0;padding:.25rem .5rem;text-align:left;vertical-align:top;overflow-wrap:break-word}
 th{background:#f1f3f7}tbody tr:nth-child(even){background:#fafbfc}
-td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;overflow-wrap:normal}
+table.meta td:first-child{white-space:nowrap;color:#4a5160;overflow-wrap:normal}
 .na{color:#7a4d00;background:#fff4dc}.flag{color:#8a5a00}
 .band-good{background:#e3f4e6}.band-fair{background:#fff4d6}.band-poor{background:#ffe3cc}.band-bad{background:#fbd9d9}
 .status-pass{background:#e3f4e6}.status-regression,.status-version_mismatch{background:#fbd9d9}
@@ -307,6 +325,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 section.card{border:1px solid #d5d9e0;border-radius:6px;padding:.2rem 1rem .6rem;margin:1rem 0;background:#fff}
 blockquote{margin:.3rem 0;padding:.3rem .8rem;border-left:4px solid #9aa7bd;background:#f6f8fb;white-space:pre-wrap}
 p.note{color:#4a5160;font-size:.9rem}.meta{color:#4a5160}
+nav.toc{font-size:.9rem;margin:.3rem 0 1rem}nav.toc a{color:#2b4c9b}
 figure{margin:.5rem 0 1.5rem}figcaption{font-size:.85rem;color:#4a5160}
 svg text{font-family:system-ui,sans-serif;font-size:11px;fill:#1d2330}
 """
@@ -332,6 +351,13 @@ def _g(v: float | None) -> str:
     if v is None:
         return "?"
     return f"{round(v, 4):g}"
+
+
+def _when(t: Any) -> str:
+    if isinstance(t, dt.datetime):
+        t = t.astimezone(dt.timezone.utc) if t.tzinfo else t
+        return t.strftime("%Y-%m-%d %H:%M UTC")
+    return str(t)
 
 
 def _short(sha: str | None, n: int = 12) -> str:
@@ -543,7 +569,7 @@ def build_report(
 
     title = "RAG evaluation report"
     md = f"# {title}\n\n" + _render_md(blocks)
-    body = f"<h1>{_e(title)}</h1>\n" + _render_html_blocks(blocks)
+    body = f"<h1>{_e(title)}</h1>\n" + _toc(blocks) + "\n" + _render_html_blocks(blocks)
     return Report(markdown=md, html=_page(title, body), headline=headline, withheld=access.withheld,
                   restricted_chunks=access.hidden_previews)
 
@@ -803,7 +829,11 @@ def _card(system, q, reasons, run, g, claims, vals, acc: _Access) -> list[Block]
         facts.append(["run error", acc.show(run.get("error"), answer_reason)])
     blocks.append(Block("table", headers=["", ""], rows=facts, css="meta"))
     blocks.append(_p("Answer:"))
-    shown = acc.show(run.get("answer"), answer_reason)
+    if run.get("answer") is None:
+        shown = Cell({"abstain": "(no answer: the system abstained)", "clarify": "(no answer: it asked for clarification)",
+                      "error": "(no answer: the run failed)"}.get(run.get("decision"), "(no answer)"), css="na")
+    else:
+        shown = acc.show(run.get("answer"), answer_reason)
     blocks.append(Block("quote", text=shown.text, css=shown.css))
     if cited:
         blocks.append(_p("Cited: " + ", ".join(cited)))
@@ -917,8 +947,10 @@ def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None
         blocks.append(_p("No history yet: this is the first recorded run."))
         return blocks
     runs = history.select("run_id", "evaluated_at").unique().sort("evaluated_at")
-    blocks.append(_p(f"{runs.height} recorded run(s), from {runs['evaluated_at'][0]} to {runs['evaluated_at'][-1]}."
-                     + (f" Full trend page: {trend_href}." if trend_href else "")))
+    blocks.append(_p(f"{runs.height} recorded run(s), from {_when(runs['evaluated_at'][0])} to "
+                     f"{_when(runs['evaluated_at'][-1])}."))
+    if trend_href:
+        blocks.append(Block("link", text="Every run, metric by metric:", href=trend_href))
     last_two = runs["run_id"].to_list()[-2:]
     rows = []
     hist = history.with_columns(pl.struct("metric", "k").map_elements(
@@ -1021,12 +1053,13 @@ def trend_svg(history: pl.DataFrame, metric: str | tuple[str, int | None], width
                 segment = []
                 continue
             segment.append(f"{px:.1f},{y(v):.1f}")
+        radius = 3 + 2 * (len(systems) - 1 - i)  # earlier systems drawn larger: equal values stay visible as rings
         for px, v, r in pts:
             if v is None:
                 continue
-            when = r["evaluated_at"]
-            parts.append(f'<circle cx="{px:.1f}" cy="{y(v):.1f}" r="3" fill="{color}"><title>'
-                         f'{_e(system)} {_e(label)} = {v:.4f} at {_e(when)} (run {_e(r["run_id"])})</title></circle>')
+            parts.append(f'<circle cx="{px:.1f}" cy="{y(v):.1f}" r="{radius}" fill="{color}" stroke="#fff" '
+                         f'stroke-width="1"><title>{_e(system)} {_e(label)} = {v:.4f} at {_e(_when(r["evaluated_at"]))} '
+                         f'(run {_e(r["run_id"])})</title></circle>')
         ly = mt + 14 + i * 16
         parts.append(f'<rect x="{ml + pw + 12}" y="{ly - 9}" width="12" height="10" fill="{color}"/>')
         parts.append(f'<text x="{ml + pw + 30}" y="{ly}">{_e(system)}</text>')
@@ -1060,7 +1093,7 @@ def trend_plot(history: pl.DataFrame, metrics: Sequence[str | tuple[str, int | N
         rows = [r for r in history.sort("evaluated_at", "system").iter_rows(named=True)
                 if metric_label(r["metric"], r["k"]) == label]
         table = Block("table", headers=["evaluated at", "system", "value", "num/den", "n", "run"], rows=[
-            [str(r["evaluated_at"]), r["system"],
+            [_when(r["evaluated_at"]), r["system"],
              _num(_fmt(r["value"])) if r["value"] is not None else Cell("not evaluable", css="na"),
              _num(f"{_g(r.get('numerator'))}/{_g(r.get('denominator'))}") if "numerator" in r else "",
              _num(str(r.get("n", ""))), r["run_id"]] for r in rows])

@@ -66,9 +66,12 @@ class HumanLabelsJudgeResource(JudgeResource):
 
 
 class JudgeRunConfig(dg.Config):
-    """``repeats``: judge every answer this many times (repeat 0 may come from the cache; later ones never do)."""
+    """``repeats``: judge every answer this many times (repeat 0 may come from the cache; later ones never do).
 
-    repeats: int = 1
+    Unset, it is ``judge.repeats`` of the evaluation configuration (default 1).
+    """
+
+    repeats: int | None = None
 
 
 @dg.multi_asset(
@@ -79,11 +82,15 @@ class JudgeRunConfig(dg.Config):
     },
 )
 def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
-                  corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame, rag_runs: pl.DataFrame):
+                  settings: EvalSettings, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
+                  rag_runs: pl.DataFrame):
     from rag_eval_pipeline.core.judging import count_downgraded, judge_runs
 
     j = judge.get_judge()
-    labels, judgements = judge_runs(rag_runs, corpus_snapshot, j, repeats=config.repeats,
+    if hasattr(j, "bind_runs"):  # human labels are matched to answers through the runs they label
+        j.bind_runs(rag_runs)
+    repeats = config.repeats or int(settings.config.judge.get("repeats", 1))
+    labels, judgements = judge_runs(rag_runs, corpus_snapshot, j, repeats=repeats,
                                     questions=golden_set.select("question_id", "question"),
                                     progress=lambda p: context.log.info(progress_line(p)))
     verdicts = dict(labels.group_by("verdict").len().iter_rows())
@@ -98,7 +105,26 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
         "supported_downgraded_quote_not_found": count_downgraded(labels),
         "self_judging_warning": ", ".join(self_judging) or "none",
     })
-    yield dg.Output(judgements, output_name="answer_judgements", metadata={"statuses": dg.MetadataValue.json(statuses)})
+    yield dg.Output(judgements, output_name="answer_judgements", metadata={
+        "statuses": dg.MetadataValue.json(statuses), "repeats": repeats,
+        "judge_calls": int(getattr(j, "stats", {}).get("calls", 0)) if isinstance(getattr(j, "stats", None), dict) else 0,
+    })
+
+
+@dg.asset_check(asset="answer_judgements", blocking=True, additional_ins={"rag_runs": dg.AssetIn()},
+                description="Every run row of every system has a judgement for every repeat (labels are complete).")
+def every_answer_has_a_judgement(answer_judgements: pl.DataFrame, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
+    repeats = answer_judgements["repeat"].unique().to_list() or [0]
+    expected = rag_runs.select("system", "question_id").join(pl.DataFrame({"repeat": repeats}, schema={"repeat": pl.Int32}),
+                                                               how="cross")
+    missing = expected.join(answer_judgements.select("system", "question_id", "repeat"),
+                            on=["system", "question_id", "repeat"], how="anti")
+    return dg.AssetCheckResult(
+        passed=missing.height == 0,
+        metadata={"missing": dg.MetadataValue.json(
+            [f"{r['system']}/{r['question_id']}#{r['repeat']}" for r in missing.head(50).iter_rows(named=True)]),
+            "expected": expected.height},
+    )
 
 
 def progress_line(p: dict) -> str:

@@ -95,7 +95,13 @@ def _location_name(base: str) -> str:
 
 
 @pytest.fixture
-def dagster_ui(tmp_path):
+def chromium_tools() -> tuple[str, str]:
+    """(chromium, chromedriver) paths; skips (fails under CI) before anything is started when one is missing."""
+    return _tools()
+
+
+@pytest.fixture
+def dagster_ui(chromium_tools, tmp_path):
     """(base URL, output folder, location name) of a ``dagster dev`` started for this test; stopped afterwards."""
     home = tmp_path / "dagster_home"
     home.mkdir()
@@ -155,8 +161,8 @@ def dagster_ui(tmp_path):
 
 
 @pytest.fixture
-def browser(tmp_path):
-    chromium, chromedriver = _tools()
+def browser(chromium_tools, tmp_path):
+    chromium, chromedriver = chromium_tools
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -192,6 +198,7 @@ def _expect_text(driver, shots: Path, name: str, *needles: str, timeout: float =
         driver.save_screenshot(str(shots / f"FAILED_{name}.png"))
         missing = [n for n in needles if n not in _body(driver)]
         raise AssertionError(f"{driver.current_url}: not shown: {missing}") from None
+    _dismiss_dialogs(driver)
     driver.save_screenshot(str(shots / f"{name}.png"))
 
 
@@ -268,7 +275,10 @@ def test_ui_shows_the_pipeline_runs_it_and_the_report_hides_restricted_text(dags
     _expect_text(d, shots, "05_automation", "nightly_full_evaluation")
 
     # launch: the UI button first, GraphQL when the click launched nothing
-    run_id = _launch_from_ui(d, base, location) or _launch_with_graphql(base, location)
+    run_id, how = _launch_from_ui(d, base, location), "UI button"
+    if run_id is None:
+        run_id, how = _launch_with_graphql(base, location), "GraphQL launchRun (the UI click launched nothing)"
+    print(f"run {run_id} launched with the {how}")
     d.get(f"{base}/runs/{run_id}")
 
     def finished():

@@ -75,7 +75,7 @@ from rag_eval_pipeline.core.judges.base import (
 )
 from rag_eval_pipeline.core.judges.cache import JudgeCache
 from rag_eval_pipeline.core.judges.claims import split_claims
-from rag_eval_pipeline.core.judges.quotes import quote_in_context
+from rag_eval_pipeline.core.judges.quotes import normalise_text, quote_in_context
 
 __all__ = [
     "OpenAICompatibleJudge",
@@ -343,13 +343,26 @@ def _text(v: Any) -> str:
     return "" if v is None else str(v)
 
 
-def _validate_decomposition(obj: Any, max_claims: int) -> dict:
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORDS.findall(normalise_text(text)))
+
+
+def _validate_decomposition(obj: Any, max_claims: int, source: str = "") -> dict:
+    """Claims: strings, trimmed, duplicates dropped; each must share at least one word with the
+    answer or question (``source``) — a claim with none was not taken from the answer (small models
+    copy the prompt's example) and makes the reply out_of_range."""
     claims = _get(obj, "claims", list, "claims")
+    source_words = _words(source) if source else None
     out, seen = [], set()
     for i, c in enumerate(claims, start=1):
         if not isinstance(c, str):
             raise _bad("schema_mismatch", f"claims[{i}] is {type(c).__name__}, not a string")
         c = c.strip()
+        if c and source_words is not None and not (_words(c) & source_words):
+            raise _bad("out_of_range", f"claims[{i}] {c[:60]!r} shares no word with the answer")
         if c and c not in seen:
             seen.add(c)
             out.append(c)
@@ -560,13 +573,33 @@ class OpenAICompatibleJudge:
             return AnswerJudgement("no_claims")
         try:
             dec = self._call("claim_decomposition", {"question": question or "", "answer": answer}, repeat,
-                             lambda o: _validate_decomposition(o, self.max_claims))
+                             lambda o: _validate_decomposition(o, self.max_claims, f"{question or ''} {answer}"))
         except JudgeCallError as e:
             return AnswerJudgement("judge_error", [ClaimVerdict(
                 "c0", answer, "JUDGE_ERROR", None, False, "claim decomposition failed", error=str(e))])
         claims = dec["claims"]
         if not claims:
             return AnswerJudgement("no_claims")
+        verdicts = self.verify_claims(claims, ctx, repeat=repeat)
+        labels = [v.verdict for v in verdicts]
+        status = "judge_error" if all(v == "JUDGE_ERROR" for v in labels) else "judged"
+        return AnswerJudgement(status, verdicts, holistic_label(labels))
+
+    def verify_claims(self, claims: Sequence[str], contexts: list[str], *, repeat: int = 0) -> list[ClaimVerdict]:
+        """Step 2 alone: verify given claims against the retrieved texts (seed 004; also usable for
+        the golden set's reference claims or a rule-based split).
+
+        Inputs: claims (non-empty strings), contexts (retrieved texts in rank order), ``repeat``.
+        Output: one ClaimVerdict per claim, in order, ids "c1", "c2", ...: SUPPORTED /
+        CONTRADICTED / NOT_MENTIONED with ``quote_found`` checked in code, or JUDGE_ERROR with
+        ``error = "<reason>: <detail>"`` for the claims of a request that failed after retries
+        (``claims_per_call`` claims per request). Raises ValueError when there is no claim or no
+        non-blank context; never raises for server faults.
+        """
+        claims = [str(c) for c in claims]
+        if not claims or not all(c.strip() for c in claims):
+            raise ValueError("verify_claims needs at least one claim and no blank claim")
+        ctx = self._need_contexts(contexts)
         verdicts: list[ClaimVerdict] = []
         for start in range(0, len(claims), self.claims_per_call):
             batch = claims[start:start + self.claims_per_call]
@@ -581,9 +614,7 @@ class OpenAICompatibleJudge:
             for i, (c, v) in enumerate(zip(batch, out["verdicts"]), start=1):
                 verdicts.append(ClaimVerdict(f"c{start + i}", c, v["verdict"], v["quote"],
                                              quote_in_context(v["quote"], ctx), v["justification"]))
-        labels = [v.verdict for v in verdicts]
-        status = "judge_error" if all(v == "JUDGE_ERROR" for v in labels) else "judged"
-        return AnswerJudgement(status, verdicts, holistic_label(labels))
+        return verdicts
 
     # -- other metrics --------------------------------------------------------------------------
     def holistic(self, question: str, answer: str, contexts: list[str], *, repeat: int = 0) -> str:

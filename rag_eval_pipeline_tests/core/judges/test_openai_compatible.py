@@ -168,6 +168,22 @@ def test_out_of_range_verdict_retried_then_judge_error_per_claim(server):
     assert len(server.chat_requests()) == 1 + 2  # decomposition ok, verification twice
 
 
+def test_claims_not_taken_from_the_answer_are_rejected(server, monkeypatch):
+    from rag_eval_pipeline_tests.servers import fault_server
+
+    real = fault_server.ok_reply
+
+    def copy_example(task, prompt, mode="ok"):
+        if task == "claim_decomposition":  # what a tiny model does: echo the prompt's example
+            return {"claims": ["first atomic claim", "second atomic claim"]}
+        return real(task, prompt, mode)
+
+    monkeypatch.setattr(fault_server, "ok_reply", copy_example)
+    res = make_judge(server, max_retries=1).judge(QUESTION, ANSWER, CTX)
+    assert res.status == "judge_error"
+    assert res.claims[0].error.startswith("out_of_range: claims[1] 'first atomic claim' shares no word")
+
+
 def test_out_of_range_scores_and_labels(server):
     server.set_mode("out_of_range")
     j = make_judge(server, max_retries=0)
@@ -323,6 +339,21 @@ def test_constructor_rejects_bad_values():
                {"claims_per_call": 0}):
         with pytest.raises(ValueError):
             OpenAICompatibleJudge("http://127.0.0.1:9/v1", "m", KEY, **kw)
+
+
+def test_verify_claims_alone(server):
+    j = make_judge(server)
+    out = j.verify_claims(["Los sábados abre de 10 a 14 horas.", "Abre los domingos por la noche."], CTX)
+    assert [(c.claim_id, c.verdict, c.quote_found) for c in out] == [
+        ("c1", "SUPPORTED", True), ("c2", "NOT_MENTIONED", False)]
+    assert len(server.chat_requests()) == 1
+    with pytest.raises(ValueError):
+        j.verify_claims([], CTX)
+    with pytest.raises(ValueError):
+        j.verify_claims(["x"], [])
+    server.set_mode("500")
+    bad = make_judge(server, max_retries=0).verify_claims(["x y z"], CTX)
+    assert bad[0].verdict == "JUDGE_ERROR" and bad[0].error.startswith("server_error:")
 
 
 def test_claims_split_over_several_verification_calls(server):
