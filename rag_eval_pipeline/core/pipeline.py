@@ -139,7 +139,8 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
 
 
 def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame,
-                           labels: pl.DataFrame, judgements: pl.DataFrame) -> tuple[pl.DataFrame, dict]:
+                           labels: pl.DataFrame, judgements: pl.DataFrame,
+                           extra: list[pl.DataFrame] | None = None) -> tuple[pl.DataFrame, dict]:
     """Every per-question metric of every system: retrieval, claim evidence, decisions, faithfulness.
 
     Output: (question_metrics table, info) where info counts what the retrieval evaluation left out
@@ -174,6 +175,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     frames.append(decision_question_metrics(runs, golden, snapshot))
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden))
+    frames.extend(extra or [])  # e.g. model-judged answer quality, already in question_metrics shape
     cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
     qm = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
     qm = qm.join(golden.select("question_id", "split"), on="question_id", how="left")

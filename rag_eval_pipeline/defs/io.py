@@ -64,10 +64,13 @@ class ParquetIOManager(dg.ConfigurableIOManager):
             context.add_output_metadata({"path": dg.MetadataValue.path(str(path.resolve()))})
 
     def load_input(self, context: dg.InputContext):
+        """Read an upstream table. ``dg.AssetIn(metadata={"columns": [...]})`` reads only those columns
+        (a check that needs the 200,000 chunk ids of a snapshot need not load its text)."""
         key = context.upstream_output.asset_key if context.upstream_output else context.asset_key
         parquet = self._path(key, ".parquet")
         if parquet.exists():
-            return pl.read_parquet(parquet)
+            columns = (context.definition_metadata or {}).get("columns")
+            return pl.read_parquet(parquet, columns=list(columns) if columns else None)
         as_json = self._path(key, ".json")
         if as_json.exists():
             return json.loads(as_json.read_text(encoding="utf-8"))

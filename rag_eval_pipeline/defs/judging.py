@@ -183,3 +183,29 @@ def select_judge_resource() -> JudgeResource:
             raise ValueError("RAG_EVAL_JUDGE=human needs RAG_EVAL_HUMAN_LABELS (path of the label file)")
         return HumanLabelsJudgeResource(path=path)
     raise ValueError(f"RAG_EVAL_JUDGE={kind!r}: expected one of rule_based, openai_compatible, human")
+
+
+@dg.asset(group_name="judging", kinds={"polars", "parquet"})
+def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, settings: EvalSettings,
+                   corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame, rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """Answer relevance, context relevance, correctness and the holistic label, from a model judge.
+
+    Empty (with the reason in metadata) when the configured judge has no such methods: the rule-based
+    baseline judges faithfulness only; lexical correctness comes from ``question_metrics`` regardless.
+    """
+    from rag_eval_pipeline.core.answer_quality import _SCHEMA, answer_quality_metrics, supports_quality
+
+    j = judge.get_judge()
+    if not supports_quality(j):
+        return dg.Output(pl.DataFrame(schema=_SCHEMA), metadata={
+            "evaluated": False, "reason": f"judge {j.name} has no answer-relevance / context-relevance / correctness methods"})
+    embed = None
+    if settings.config.judge.get("reverse_questions", False):
+        from rag_eval_pipeline.core.retrieval.dense import load_encoder
+
+        encoder = load_encoder("all-MiniLM-L6-v2", "cpu")
+        embed = lambda texts: encoder.encode(texts, convert_to_numpy=True)  # noqa: E731
+    quality = answer_quality_metrics(rag_runs, golden_set, corpus_snapshot, j, embed=embed)
+    errors = int((quality["status"] == "judge_error").sum())
+    return dg.Output(quality, metadata={"evaluated": True, "judge_model": j.model, "rows": quality.height,
+                                        "judge_errors": errors, "reverse_questions": embed is not None})

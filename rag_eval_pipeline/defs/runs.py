@@ -48,25 +48,27 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
     )
 
 
-@dg.asset_check(asset=rag_runs, blocking=True, additional_ins={"golden_set": dg.AssetIn(), "corpus_snapshot": dg.AssetIn()},
+@dg.asset_check(asset=rag_runs, blocking=True,
+                additional_ins={"golden_set": dg.AssetIn(metadata={"columns": ["question_id"]}),
+                                "corpus_snapshot": dg.AssetIn()},
                 description="Every golden question has exactly one run row per configured system, on this corpus version.")
 def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
                                  corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
     from rag_eval_pipeline.core.corpus import corpus_version
 
     cv = corpus_version(corpus_snapshot)
-    qids = set(golden_set["question_id"].to_list())
+    qids = golden_set.select("question_id").unique()
+    counts = rag_runs.group_by("system", "question_id").len()
     missing, duplicated, stale = {}, {}, []
-    for system in [s["name"] for s in settings.config.systems]:
-        rows = rag_runs.filter(pl.col("system") == system)
-        have = rows["question_id"].to_list()
-        gone = sorted(qids - set(have))
-        if gone:
-            missing[system] = gone[:50]
-        dup = sorted({q for q in have if have.count(q) > 1}) if len(have) != len(set(have)) else []
-        if dup:
-            duplicated[system] = dup[:50]
-        versions = set(rows["corpus_version"].drop_nulls().to_list())
+    for system in [s["name"] for s in settings.config.systems]:  # a handful of systems; no loop over questions
+        have = counts.filter(pl.col("system") == system)
+        gone = qids.join(have, on="question_id", how="anti")["question_id"].sort()
+        if gone.len():
+            missing[system] = gone.head(50).to_list()
+        dup = have.filter(pl.col("len") > 1)["question_id"].sort()
+        if dup.len():
+            duplicated[system] = dup.head(50).to_list()
+        versions = set(rag_runs.filter(pl.col("system") == system)["corpus_version"].drop_nulls().unique().to_list())
         if versions - {cv}:
             stale.append(f"{system}: {sorted(versions - {cv})} != snapshot {cv}")
     return dg.AssetCheckResult(

@@ -211,26 +211,34 @@ def _dismiss_dialogs(driver) -> None:
             time.sleep(0.5)
 
 
-def _launch_from_ui(driver, base: str, location: str) -> str | None:
-    """Click "Materialize all" on the full_evaluation job page; the run id, or None when no run was launched."""
+def _run_ids(base: str) -> set[str]:
+    data = _graphql(base, "{ runsOrError(limit: 50) { __typename ... on Runs { results { runId } } } }")
+    return {r["runId"] for r in data["runsOrError"].get("results") or []}
+
+
+def _launch_from_ui(driver, base: str, location: str, shots: Path) -> str | None:
+    """Click "Materialize all" on the full_evaluation job page; the new run's id, or None when none appeared.
+
+    The launch is recognised by a new run in the instance (GraphQL), not by the toast, which can come late
+    while the code server builds the first execution plan.
+    """
     from selenium.webdriver.common.by import By
 
+    before = _run_ids(base)
     driver.get(f"{base}/locations/{location}/jobs/full_evaluation")
     button = _wait("the Materialize all button", lambda: next(
-        (b for b in driver.find_elements(By.XPATH, "//button[normalize-space()='Materialize all']") if b.is_displayed()),
-        None), timeout=60)
-    time.sleep(1.0)
+        (b for b in driver.find_elements(By.XPATH, "//button[normalize-space()='Materialize all']")
+         if b.is_displayed() and b.is_enabled()), None), timeout=60)
+    time.sleep(2.0)  # let the graph finish loading the job's assets
     _dismiss_dialogs(driver)
     button.click()
     try:
-        view = _wait("the 'Launched run' toast", lambda: next(
-            (b for b in driver.find_elements(By.XPATH, "//button[normalize-space()='View']") if b.is_displayed()),
-            None), timeout=30)
-        view.click()
-        return _wait("the run page", lambda: driver.current_url.split("/runs/")[1].split("?")[0]
-                     if "/runs/" in driver.current_url else None, timeout=30)
+        new = _wait("a run launched by the click", lambda: _run_ids(base) - before, timeout=90, interval=1.0)
     except AssertionError:
+        driver.save_screenshot(str(shots / "FAILED_materialize_click.png"))
         return None
+    driver.save_screenshot(str(shots / "06a_launched_from_ui.png"))
+    return sorted(new)[0]
 
 
 def _launch_with_graphql(base: str, location: str) -> str:
@@ -275,7 +283,7 @@ def test_ui_shows_the_pipeline_runs_it_and_the_report_hides_restricted_text(dags
     _expect_text(d, shots, "05_automation", "nightly_full_evaluation")
 
     # launch: the UI button first, GraphQL when the click launched nothing
-    run_id, how = _launch_from_ui(d, base, location), "UI button"
+    run_id, how = _launch_from_ui(d, base, location, shots), "UI button"
     if run_id is None:
         run_id, how = _launch_with_graphql(base, location), "GraphQL launchRun (the UI click launched nothing)"
     print(f"run {run_id} launched with the {how}")

@@ -1,0 +1,132 @@
+"""Model-judged answer quality beside faithfulness: relevance, context relevance, correctness.
+
+Seed 004 separates three generation metrics (faithfulness, answer relevance, context relevance) and
+notes that only a comparison with a reviewed reference answer catches omissions; seed 003 keeps the
+holistic YES / PARTIAL / NO label as a second faithfulness reading. These need a model judge
+(``core/judges/openai_compatible.py``): with a judge that lacks the methods (the rule-based baseline),
+nothing is computed and the caller reports why.
+
+Metrics (one row per answered question that had retrieved context, question_metrics shape):
+``answer_relevance`` (1..5 judge score), ``answer_relevancy`` (Ragas' reverse-question method: mean
+cosine similarity between the question and ``n`` questions generated from the answer, when an
+embedder is given), ``context_relevance`` (share of retrieved chunks needed), ``answer_correctness``
+(share of the reference answer's facts the answer covers), ``faithfulness_holistic_model``
+(YES/PARTIAL/NO as 1/0.5/0). A failed judge call gives a null value with status ``judge_error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import polars as pl
+
+from rag_eval_pipeline.core.judges.base import HOLISTIC_SCORES
+
+QUALITY_METHODS = ("answer_relevance", "context_relevance", "correctness", "holistic")
+_SCHEMA = {"system": pl.Utf8, "question_id": pl.Utf8, "metric": pl.Utf8, "k": pl.Int32, "value": pl.Float64,
+           "numerator": pl.Float64, "denominator": pl.Float64, "status": pl.Utf8, "ranking_mode": pl.Utf8}
+
+
+def supports_quality(judge) -> bool:
+    """True when ``judge`` has every method this module calls (see ``QUALITY_METHODS``)."""
+    return all(callable(getattr(judge, m, None)) for m in QUALITY_METHODS)
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+    return b @ a
+
+
+def answer_quality_metrics(
+    rag_runs: pl.DataFrame,
+    golden: pl.DataFrame,
+    snapshot: pl.DataFrame,
+    judge,
+    embed: Callable[[list[str]], np.ndarray] | None = None,
+    n_reverse_questions: int = 3,
+    concurrency: int | None = None,
+) -> pl.DataFrame:
+    """Judge answer relevance, context relevance, correctness and the holistic label of every answer.
+
+    Inputs: rag_runs, golden_set and corpus_snapshot tables; a judge with ``QUALITY_METHODS`` (and
+    ``reverse_questions`` when ``embed`` is given: ``embed(texts) -> (len(texts), d)`` array).
+    Output: question_metrics rows without ``split``; only answered runs with retrieved context are
+    judged (others get no row: their faithfulness status already says why). Judge calls run on
+    ``concurrency`` threads (default ``judge.concurrency`` or 1); one failing call gives that one
+    metric a null value with status ``judge_error`` and never stops the others.
+    Raises TypeError when the judge lacks the methods (check :func:`supports_quality` first).
+    """
+    if not supports_quality(judge):
+        raise TypeError(f"judge {getattr(judge, 'name', judge)!r} lacks {QUALITY_METHODS}")
+    texts = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
+    info = golden.select("question_id", "question", "reference_answer")
+    items = []
+    for r in rag_runs.join(info, on="question_id", how="inner").iter_rows(named=True):
+        hits = sorted((h for h in (r["retrieved"] or []) if h), key=lambda h: (h["rank"] is None, h["rank"]))
+        contexts = [texts[h["chunk_id"]] for h in hits if h["chunk_id"] in texts]
+        if r["decision"] == "answer" and (r["answer"] or "").strip() and contexts:
+            items.append((r["system"], r["question_id"], r["question"], r["answer"], contexts, r["reference_answer"]))
+
+    def one(item: Sequence) -> list[dict]:
+        system, qid, question, answer, contexts, reference = item
+        base = {"system": system, "question_id": qid, "k": None, "ranking_mode": None}
+        out = []
+
+        def record(metric: str, fn: Callable[[], tuple[float, float, float] | None]) -> None:
+            try:
+                got = fn()
+            except Exception as exc:  # noqa: BLE001 - one failed call is one judge_error value
+                out.append(base | {"metric": metric, "value": None, "numerator": None, "denominator": None,
+                                   "status": "judge_error", "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+                return
+            if got is None:
+                out.append(base | {"metric": metric, "value": None, "numerator": None, "denominator": None,
+                                   "status": "not_evaluable"})
+            else:
+                out.append(base | {"metric": metric, "value": got[0], "numerator": got[1], "denominator": got[2],
+                                   "status": "ok"})
+
+        def relevance():
+            s = float(judge.answer_relevance(question, answer))
+            return s, s, 1.0
+
+        def context_rel():
+            share = float(judge.context_relevance(question, contexts))
+            return share, share * len(contexts), float(len(contexts))
+
+        def correctness():
+            if not (reference or "").strip():
+                return None
+            res = judge.correctness(answer, reference)
+            if not res.get("n_facts"):
+                return None
+            covered = sum(f["status"] == "COVERED" for f in res["facts"])
+            return covered / res["n_facts"], float(covered), float(res["n_facts"])
+
+        def holistic():
+            s = HOLISTIC_SCORES[judge.holistic(question, answer, contexts)]
+            return s, s, 1.0
+
+        def reverse():
+            generated = judge.reverse_questions(answer, n=n_reverse_questions)
+            vecs = np.asarray(embed([question, *generated]), dtype=float)
+            sim = float(_cosine(vecs[0], vecs[1:]).mean())
+            return sim, sim, 1.0
+
+        record("answer_relevance", relevance)
+        record("context_relevance", context_rel)
+        record("answer_correctness", correctness)
+        record("faithfulness_holistic_model", holistic)
+        if embed is not None and callable(getattr(judge, "reverse_questions", None)):
+            record("answer_relevancy", reverse)
+        return out
+
+    workers = int(concurrency or getattr(judge, "concurrency", 1) or 1)
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        rows = [row for result in pool.map(one, items) for row in result]
+    for row in rows:
+        row.pop("error", None)
+    return pl.DataFrame(rows, schema=_SCHEMA)
