@@ -118,14 +118,14 @@ def judge_runs(
             tracker.step()
         # Repeats after the first must reach the judge again (no cache read) to measure its noise.
         kwargs = {"repeat": rep} if rep and getattr(judge, "accepts_repeat", False) else {}
-        results = _call_judge(judge, pending, concurrency, kwargs)
+        results = _call_judge(judge, pending, concurrency, kwargs, on_result=tracker.judged)
         for (system, qid, _, answer, contexts), result in zip(pending, results):
             status, n_claims, rows = _rows_from_result(result, qid, answer, contexts)
             base = {"system": system, "question_id": qid, "repeat": rep}
             answers.append({**base, "status": status, "n_claims": n_claims})
-            tracker.step(called=True, error=status == "judge_error")
             labels.extend({**base, **r} for r in rows)
 
+    tracker.errors = sum(a["status"] == "judge_error" for a in answers)  # exact count for the final report
     tracker.finish()
     # Read the judge's identity after judging: a model endpoint reports its exact version only then.
     ident = {"judge": judge.name, "judge_model": judge.model, "prompt_sha256": judge.prompt_sha256}
@@ -182,19 +182,33 @@ def _error_row(qid: str, answer: str, reason: str) -> dict[str, Any]:
             "error": reason}
 
 
-def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict) -> list:
-    """Judge every pending answer, in order; an exception becomes that item's result, never a raise."""
+def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
+                on_result: Callable[[bool], None] | None = None) -> list:
+    """Judge every pending answer, in order; an exception becomes that item's result, never a raise.
+
+    ``on_result(is_error)`` is called after each item as it finishes (progress while the calls run).
+    """
     if concurrency > 1 and len(pending) > 1:
         from rag_eval_pipeline.core.judges.openai_compatible import judge_many
 
+        seen_errors = [0]
+
+        def each(p: dict) -> None:
+            if on_result is not None:
+                on_result(p["errors"] > seen_errors[0])
+                seen_errors[0] = p["errors"]
+
         return judge_many(judge, [(q, a, c) for _, _, q, a, c in pending], concurrency=concurrency,
-                          repeat=kwargs.get("repeat", 0))
+                          repeat=kwargs.get("repeat", 0), progress=each)
     out = []
     for _, _, question, answer, contexts in pending:
         try:
             out.append(judge.judge(question, answer, contexts, **kwargs))
         except Exception as exc:  # noqa: BLE001 - one failing answer must not stop the others
             out.append(exc)
+        if on_result is not None:
+            last = out[-1]
+            on_result(isinstance(last, Exception) or getattr(last, "status", None) == "judge_error")
     return out
 
 
@@ -285,6 +299,10 @@ class JudgingProgress:
             self._emit(final=self.done >= self.total)
             if self.done >= self.total:
                 self.callback = None  # the final report was just made
+
+    def judged(self, error: bool = False) -> None:
+        """Count one answer the judge has just finished (``error``: it ended as judge_error); report when due."""
+        self.step(called=True, error=error)
 
     def finish(self) -> None:
         """Report the final counts (once)."""
