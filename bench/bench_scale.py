@@ -242,6 +242,8 @@ def measure(config: Path, out: Path, profile: str | None = None) -> list[dict]:
         status = "ok" if not m["failures"] else "FAILED " + "; ".join(m["failures"])
         print(f"  {name:<20} step {own:7.2f} s  checks {check_s:6.2f} s  peak RSS {m['peak_rss_mib']:7.0f} MiB  {status}",
               flush=True)
+        if name not in m["steps"]:
+            raise SystemExit(f"node {name} did not materialise: the measurement stops here")
     return rows
 
 
@@ -271,7 +273,8 @@ def main() -> int:
                 generate(data, args.chunks, n)
                 print(f"generated {args.chunks} chunks, {n} questions in {time.perf_counter() - t:.1f} s ({data})")
             out = work / f"out_{args.chunks}_{n}"
-            shutil.rmtree(out, ignore_errors=True)
+            if not args.profile:  # a profile reads the upstream tables of the last full measurement
+                shutil.rmtree(out, ignore_errors=True)
             print(f"\n{args.chunks} chunks, {n} questions: one subprocess per asset")
             results[n] = measure(config, out, args.profile)
     finally:

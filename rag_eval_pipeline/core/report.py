@@ -208,7 +208,10 @@ class Cell:
 
 @dataclass
 class Block:
-    kind: str  # h, p, note, table, quote, group, svg
+    """One piece of a report, rendered by both renderers: a heading, paragraph, note, table, quote, group
+    (a card), inline SVG or link. Texts are plain; the renderers escape them."""
+
+    kind: str  # h, p, note, table, quote, group, svg, link
     text: str = ""
     level: int = 2
     headers: list[str] = field(default_factory=list)

@@ -90,6 +90,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
                       golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                       answer_judgements: pl.DataFrame, judge_calibration: pl.DataFrame,
                       judge_variance: pl.DataFrame) -> dg.Output[dict]:
+    """Write report.md, report.html and trend.html with the store; return their paths and the redaction counts."""
     groups = viewer_groups(settings)
     history = store.read("metric_history.parquet")
     manifest_path = store.path("baseline", "manifest.json")

@@ -65,3 +65,46 @@ def test_no_callback_is_a_no_op():
     p.step()
     p.finish()
     assert p.done == 1
+
+
+class _SlowJudge:
+    """A concurrent judge that counts the calls it has started; every answer gets no claim."""
+
+    name, model, prompt_sha256, concurrency = "slow", "slow-v1", "0" * 64, 4
+
+    def __init__(self):
+        import threading
+
+        self.started = 0
+        self._lock = threading.Lock()
+
+    def judge(self, question, answer, contexts):
+        import time
+
+        from rag_eval_pipeline.core.judges.base import AnswerJudgement
+
+        with self._lock:
+            self.started += 1
+        time.sleep(0.02)
+        if answer.endswith("3."):
+            raise RuntimeError("endpoint down")
+        return AnswerJudgement(status="judged", claims=[])
+
+
+def test_progress_arrives_while_concurrent_calls_are_still_running():
+    judge = _SlowJudge()
+    runs = _runs(40).with_columns(answer=pl.format("Respuesta {}.", pl.col("question_id").str.slice(1)))
+    runs = runs.with_columns(decision=pl.lit("answer"))
+    seen_started: list[int] = []
+    reports: list[dict] = []
+
+    def progress(p):
+        reports.append(p)
+        seen_started.append(judge.started)
+
+    snapshot = pl.DataFrame({"chunk_id": ["c#0"], "text": [TEXT]})
+    _, judgements = judge_runs(runs, snapshot, judge, progress=progress)
+    assert judge.started == 40
+    assert min(seen_started) < 40  # reported during the calls, not only after all of them
+    assert reports[-1]["final"] and reports[-1]["calls"] == 40
+    assert reports[-1]["errors"] == judgements.filter(pl.col("status") == "judge_error").height == 4

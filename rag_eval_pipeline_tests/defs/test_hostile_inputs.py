@@ -299,3 +299,70 @@ def test_trec_run_file(name):
     assert f"/{expect['file']}" in msg and f"line {expect['line']}," in msg and f"field {expect['field']!r}" in msg, msg
     assert expect["message"] in msg
     assert exc.value.line == expect["line"] and exc.value.field == expect["field"]
+
+
+# ------------------------------------------------------------------ the blocking checks, on tables that bypassed the readers
+
+def test_golden_check_catches_a_table_that_bypassed_validation(good_run):
+    """The check beside golden_set (column expressions, no loop over questions) on a hand-broken table."""
+    from rag_eval_pipeline.defs.golden import golden_consistent_with_snapshot
+
+    _, out = good_run
+    golden = pl.read_parquet(out / "golden_set.parquet")
+    snapshot = pl.read_parquet(out / "corpus_snapshot.parquet", columns=["chunk_id"])
+    assert golden_consistent_with_snapshot(golden_set=golden, corpus_snapshot=snapshot).passed
+    ids = golden["question_id"].to_list()
+    first_answerable = golden.filter(pl.col("answerability") == "answerable")["question_id"][0]
+    first_absent = golden.filter(pl.col("answerability") == "absent")["question_id"][0]
+    claim_q = golden.filter(pl.col("claims").list.len() > 0)["question_id"][1]
+    broken = golden.with_columns(
+        pl.when(pl.col("question_id") == ids[3]).then(pl.lit("maybe")).otherwise(pl.col("answerability"))
+        .alias("answerability"),
+        pl.when(pl.col("question_id") == first_answerable).then(pl.lit([], dtype=golden.schema["relevant"]))
+        .when(pl.col("question_id") == first_absent)
+        .then(pl.lit([{"chunk_id": "envios#0", "grade": 1}, {"chunk_id": "envios#404", "grade": 1}],
+                     dtype=golden.schema["relevant"]))
+        .otherwise(pl.col("relevant")).alias("relevant"),
+        pl.when(pl.col("question_id") == claim_q)
+        .then(pl.col("claims").list.eval(pl.element().struct.with_fields(
+            pl.concat_list(pl.element().struct.field("supporting"), pl.lit(["nodoc#1"])).alias("supporting"))))
+        .otherwise(pl.col("claims")).alias("claims"),
+    )
+    dup_q = next(q for q in ids[4:] if q not in {first_answerable, first_absent, claim_q})
+    broken = pl.concat([broken, broken.filter(pl.col("question_id") == dup_q)])  # a duplicated question id
+    result = golden_consistent_with_snapshot(golden_set=broken, corpus_snapshot=snapshot)
+    md = {k: v.value for k, v in result.metadata.items()}
+    assert not result.passed
+    assert md["unknown_answerability"] == [ids[3]]
+    assert md["answerable_without_relevant"] == [first_answerable]
+    assert md["absent_with_relevant"] == [first_absent]
+    n_claims = golden.filter(pl.col("question_id") == claim_q)["claims"].list.len()[0]
+    expected_unknown = [f"{first_absent}:envios#404"] + [f"{claim_q}:nodoc#1"] * n_claims
+    order = {q: i for i, q in enumerate(ids)}
+    assert md["unknown_chunk_ids"] == sorted(expected_unknown, key=lambda s: order[s.split(":")[0]])
+    assert md["duplicate_question_ids"] == [dup_q]
+
+
+def test_run_row_check_catches_missing_duplicate_and_stale_rows(good_run):
+    from rag_eval_pipeline.defs.resources import EvalSettings
+    from rag_eval_pipeline.defs.runs import every_question_has_a_run_row
+
+    _, out = good_run
+    settings = EvalSettings(config_path=str(SAMPLE_DIR / "config.yaml"))
+    runs = pl.read_parquet(out / "rag_runs.parquet")
+    golden = pl.read_parquet(out / "golden_set.parquet", columns=["question_id"])
+    snapshot = pl.read_parquet(out / "corpus_snapshot.parquet")
+    assert every_question_has_a_run_row(settings=settings, rag_runs=runs, golden_set=golden,
+                                        corpus_snapshot=snapshot).passed
+    team = runs.filter(pl.col("system") == TEAM)
+    broken = pl.concat([
+        runs.filter((pl.col("system") != TEAM) | ~pl.col("question_id").is_in(["q01", "q02"])),
+        team.filter(pl.col("question_id") == "q03"),  # q03 twice
+    ]).with_columns(pl.when((pl.col("system") == "bm25_k5") & (pl.col("question_id") == "q04"))
+                    .then(pl.lit("0" * 64)).otherwise(pl.col("corpus_version")).alias("corpus_version"))
+    check = every_question_has_a_run_row(settings=settings, rag_runs=broken, golden_set=golden, corpus_snapshot=snapshot)
+    md = {k: v.value for k, v in check.metadata.items()}
+    assert not check.passed
+    assert md["missing_question_ids"] == {TEAM: ["q01", "q02"]}
+    assert md["duplicate_question_ids"] == {TEAM: ["q03"]}
+    assert len(md["corpus_version_mismatch"]) == 1 and md["corpus_version_mismatch"][0].startswith("bm25_k5: ['000")

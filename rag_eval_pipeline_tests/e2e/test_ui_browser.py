@@ -29,7 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 RESTRICTED_MARKER = "ZX-INTERNAL-7731"  # in a support-staff chunk of the sample corpus; customers must never see it
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1600,1000")
+                  "--window-size=1600,1200")
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
@@ -263,14 +263,16 @@ def test_ui_shows_the_pipeline_runs_it_and_the_report_hides_restricted_text(dags
     shots = _shots(tmp_path)
     d = browser
 
-    # the asset graph: asset names of two groups, with their neighbours
-    d.get(f"{base}/locations/{location}/asset-groups/metrics")
+    # the asset graph: the reports group draws evaluation_report with every upstream table beside it (a small
+    # graph: the UI renders only the nodes inside the viewport, so large groups are not checked name by name)
+    d.get(f"{base}/locations/{location}/asset-groups/reports")
     _dismiss_dialogs(d)
-    _expect_text(d, shots, "01_asset_graph_metrics", "question_metrics", "metric_summary", "metric_history",
-                 "evaluation_report", "Asset checks")
-    d.get(f"{base}/locations/{location}/asset-groups/judging")
-    _expect_text(d, shots, "02_asset_graph_judging", "judge_labels", "answer_judgements", "judge_calibration",
-                 "judge_variance")
+    _expect_text(d, shots, "01_asset_graph_reports", "evaluation_report", "corpus_snapshot", "golden_set", "rag_runs",
+                 "judge_labels", "answer_judgements", "question_metrics", "metric_summary", "metric_history",
+                 "judge_calibration", "judge_variance")
+    d.get(f"{base}/locations/{location}/asset-groups/metrics")
+    _expect_text(d, shots, "02_asset_graph_metrics", "question_metrics", "metric_summary", "metric_history",
+                 "Asset checks")
 
     # asset checks
     d.get(f"{base}/assets/metric_summary?view=checks")
