@@ -161,7 +161,8 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
 
 @dg.asset_check(asset=judge_calibration, blocking=True,
                 description="The judge agrees with hand labels (Cohen's kappa >= calibration.kappa_floor) for its "
-                            "current model and prompt; required whenever a gate is on a judge-based metric.")
+                            "current model and prompt. Blocking (ERROR) whenever a gate is on a judge-based metric; "
+                            "a warning otherwise.")
 def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.DataFrame) -> dg.AssetCheckResult:
     cfg = settings.config
     section = _section(settings)
@@ -189,7 +190,11 @@ def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.D
             failures.append(f"{who}: kappa {r['kappa']:.3f} < floor {floor}")
     if judge_calibration.height == 0:
         failures.append("no judge labels to calibrate")
-    return dg.AssetCheckResult(passed=not failures, metadata={
+    # A judge below the floor blocks only when a gate rests on its numbers; otherwise the failure is a
+    # warning, visible in the UI and the report, so a night is not lost to an ungated instrument.
+    severity = dg.AssetCheckSeverity.ERROR if gated else dg.AssetCheckSeverity.WARN
+    return dg.AssetCheckResult(passed=not failures, severity=severity, metadata={
+        "blocks_promotion": bool(gated and failures),
         "kappa_floor": floor,
         "failures": dg.MetadataValue.json(failures),
         "kappas": dg.MetadataValue.json(judge_calibration.select("level", "judge", "judge_model", "kappa", "n",

@@ -19,14 +19,25 @@ _CLEARED = ("RAG_EVAL_CONFIG", "RAG_EVAL_OUTPUT_DIR", "RAG_EVAL_JUDGE", "RAG_EVA
             "RAG_EVAL_TEST_SLOW_WRITE_S", "DAGSTER_HOME")
 
 
+def _absolute(value):
+    """Every string of the configuration that names a file or folder of the sample, made absolute."""
+    if isinstance(value, dict):
+        return {k: _absolute(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_absolute(v) for v in value]
+    if isinstance(value, str) and value and not Path(value).is_absolute() and (SAMPLE_DIR / value).exists():
+        return str((SAMPLE_DIR / value).resolve())
+    return value
+
+
+def sample_config_dict() -> dict:
+    """The sample configuration with every relative path made absolute (so a copy can live anywhere)."""
+    return _absolute(yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text(encoding="utf-8")))
+
+
 def sample_config(tmp_path: Path, **overrides) -> Path:
     """The sample configuration with absolute paths (and top-level ``overrides``), written into tmp_path."""
-    cfg = yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text(encoding="utf-8"))
-    cfg["corpus"]["path"] = str(SAMPLE_DIR / cfg["corpus"]["path"])
-    cfg["golden"]["path"] = str(SAMPLE_DIR / cfg["golden"]["path"])
-    for system in cfg["systems"]:
-        if system.get("path"):
-            system["path"] = str(SAMPLE_DIR / system["path"])
+    cfg = sample_config_dict()
     cfg.update(overrides)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")

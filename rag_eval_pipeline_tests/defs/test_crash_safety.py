@@ -184,3 +184,31 @@ def test_kill_during_judging_then_rerun_reuses_the_judge_cache(good_out, tmp_pat
     labels = pl.read_parquet(out / "judge_labels.parquet")
     assert labels["judge"].unique().to_list() != rule_based
     assert labels.filter(pl.col("verdict") == "JUDGE_ERROR").height == 0
+
+
+def test_a_second_run_with_wait_queues_behind_the_first(good_out, tmp_path):
+    """``rag-eval run --wait-s N`` waits for the run holding the folder, then runs (here: after the first is killed)."""
+    out = tmp_path / "out"
+    shutil.copytree(good_out, out)
+    home = dagster_home(tmp_path)
+    config = sample_config(tmp_path)
+    first = start_cli(config, out, cli_env(home, **{SLOW_WRITE_ENV: "60"}), log=tmp_path / "first.log")
+    second = None
+    try:
+        wait_for(lambda: _temp_files(out), 120, first, "the first run's first write")
+        second = start_cli(config, out, cli_env(home), "--wait-s", "300", log=tmp_path / "second.log")
+        time.sleep(3)
+        assert second.poll() is None, (tmp_path / "second.log").read_text()  # queued, not failed
+        assert read_owner(out)["pid"] == first.pid
+        kill(first)
+        assert second.wait(timeout=300) == 0, (tmp_path / "second.log").read_text()[-3000:]
+    finally:
+        kill(first)
+        if second is not None:
+            kill(second)
+    log = (tmp_path / "second.log").read_text()
+    assert "succeeded" in log
+    assert _temp_files(out) == []  # the killed run's leftover was removed by the run that followed
+    for name in visible_tables(out):
+        if name.endswith(".parquet"):
+            pl.read_parquet(out / name)

@@ -23,6 +23,7 @@ from rag_eval_pipeline.core.sources.trec import read_trec_run
 from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
 
 HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
 CASES = sorted(p.name for p in HOSTILE.iterdir() if (p / "case.yaml").is_file())
@@ -55,13 +56,7 @@ def load_case(name: str) -> dict:
 
 def sample_config() -> dict:
     """The sample configuration with every path made absolute (it will live in tmp_path)."""
-    cfg = yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text(encoding="utf-8"))
-    cfg["corpus"]["path"] = str(SAMPLE_DIR / cfg["corpus"]["path"])
-    cfg["golden"]["path"] = str(SAMPLE_DIR / cfg["golden"]["path"])
-    for system in cfg["systems"]:
-        if system.get("path"):
-            system["path"] = str(SAMPLE_DIR / system["path"])
-    return cfg
+    return sample_config_dict()
 
 
 def _merge(base: dict, extra: dict) -> dict:
