@@ -151,6 +151,21 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
         if row["confusion"]:
             md["confusion"] = dg.MetadataValue.md(confusion_markdown(json.loads(row["labels"]),
                                                                      json.loads(row["confusion"])))
+    if section is not None and level == "response" and judge_labels.height:
+        # Prediction-powered estimates of the attributable rate: the judge's rate corrected by its
+        # measured bias on the hand-labelled answers (null with a reason when a set is empty).
+        from rag_eval_pipeline.core.metrics.calibration import ppi_rates
+
+        latest = judge_labels.filter(pl.struct(*JUDGE_KEY) == pl.struct(*JUDGE_KEY).last())
+        ppi = ppi_rates(human, latest, section.get("mapping"))
+        store.write(ppi, "ppi_estimates.parquet")
+        lines = ["| system | judge rate | PPI estimate | 95% CI | labelled | unlabelled | note |", "|---|---|---|---|---|---|---|"]
+        for r in ppi.iter_rows(named=True):
+            f = lambda v: "null" if v is None else f"{v:.3f}"  # noqa: E731
+            ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+            lines.append(f"| {r['system']} | {f(r['judge_rate'])} | {f(r['estimate'])} | {ci} | {r['n_labelled']} | "
+                         f"{r['n_unlabelled']} | {r['reason'] or ''} |")
+        md["ppi_attributable_rate"] = dg.MetadataValue.md("\n".join(lines))
     for r in fresh:
         if r.n and (r.n_human_only or r.n_judge_only):
             context.log.info(f"calibration of {r.judge}/{r.judge_model}: {r.n} items compared, "

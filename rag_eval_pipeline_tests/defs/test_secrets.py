@@ -5,12 +5,13 @@ with a fresh DAGSTER_HOME (real SQLite run and event storage, compute logs):
 
 - the API key (a random canary) reaches the server in the Authorization header, and nowhere else:
   not in stdout/stderr, not in any file under DAGSTER_HOME, the output folder or the judge cache,
-  even though the server echoes the key back in the 401 errors of the first two calls;
+  even though the server echoes the key back in the 401 errors about one of the answers;
 - the text of a document outside the test user's ACL groups (``ZX-INTERNAL-7731``, in
   ``escalado-interno.md``, acl support-staff) is in the team's logged answers (``rag_runs``, what is
   being evaluated) but never in asset or check metadata, nor in any report (JSON / Markdown / HTML).
 """
 
+import json
 import re
 import secrets
 import subprocess
@@ -21,6 +22,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
+from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config
 from rag_eval_pipeline_tests.servers.fault_server import FaultServer
 
@@ -33,8 +35,10 @@ def judged_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("secrets")
     key = f"sk-test-LEAKCANARY-{secrets.token_hex(12)}"
     home, out, cache = dagster_home(tmp), tmp / "out", tmp / "judge_cache.sqlite"
-    with FaultServer("ok") as server:
-        server.script(["auth_echo", "auth_echo"])  # the server echoes the key in its first two error replies
+    # Every request about one of the team's answers is refused with a 401 that echoes the key back
+    # (as some servers do): the key then sits in an error text that the pipeline records.
+    first_answer = json.loads((SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    with FaultServer("ok", poison=first_answer["answer"], poison_mode="auth_echo") as server:
         env = cli_env(home, RAG_EVAL_JUDGE="openai_compatible", RAG_EVAL_JUDGE_BASE_URL=server.base_url,
                       RAG_EVAL_JUDGE_MODEL="fault-model", RAG_EVAL_JUDGE_API_KEY=key,
                       RAG_EVAL_JUDGE_CACHE=str(cache))
@@ -47,7 +51,7 @@ def judged_run(tmp_path_factory):
     match = re.search(r"^run ([0-9a-f-]{36}) \(full_evaluation\)", stdout, re.MULTILINE)
     assert match, stdout[-3000:] + stderr[-3000:]
     return {"key": key, "home": home, "out": out, "cache": cache, "requests": requests, "proc": proc,
-            "run_id": match.group(1), "stdout": stdout, "stderr": stderr}
+            "run_id": match.group(1), "stdout": stdout, "stderr": stderr, "poisoned": first_answer["question_id"]}
 
 
 def _files(root: Path) -> list[Path]:
@@ -58,7 +62,7 @@ def test_the_api_key_reaches_the_server_and_nothing_else(judged_run):
     key = judged_run["key"]
     auth = [r["headers"].get("authorization") for r in judged_run["requests"]]
     assert len(auth) > 20 and all(a == f"Bearer {key}" for a in auth)  # the test is not vacuous
-    assert [r["mode"] for r in judged_run["requests"][:2]] == ["auth_echo", "auth_echo"]
+    assert "auth_echo" in {r["mode"] for r in judged_run["requests"]}
     needle = key.encode()
     assert needle not in judged_run["proc"].stdout and needle not in judged_run["proc"].stderr
     home_files, out_files = _files(judged_run["home"]), _files(judged_run["out"])
@@ -69,7 +73,9 @@ def test_the_api_key_reaches_the_server_and_nothing_else(judged_run):
     assert leaks == []
     # the echoed error is recorded, scrubbed
     labels = pl.read_parquet(judged_run["out"] / "judge_labels.parquet")
-    assert labels.filter(pl.col("verdict") == "JUDGE_ERROR").height >= 1
+    errors = labels.filter((pl.col("verdict") == "JUDGE_ERROR") & (pl.col("question_id") == judged_run["poisoned"]))
+    assert errors.height >= 1
+    assert errors["error"].str.contains("auth_error", literal=True).all()
     assert not labels["error"].drop_nulls().str.contains("LEAKCANARY", literal=True).any()
 
 

@@ -589,3 +589,50 @@ def judge_based_metrics(metrics: Iterable[str]) -> list[str]:
     correctness*), sorted and deduplicated. Never raises.
     """
     return sorted({m for m in metrics if isinstance(m, str) and m.startswith(JUDGE_BASED_METRIC_PREFIXES)})
+
+
+def ppi_rates(
+    human_labels: pl.DataFrame,
+    judge_labels: pl.DataFrame,
+    mapping: Mapping[str, Any] | None = None,
+    positive: str = "attributable",
+    confidence: float = 0.95,
+) -> pl.DataFrame:
+    """Prediction-powered estimates of the rate of ``positive`` responses, per system.
+
+    Inputs: response-level human labels and the judge_labels table of one judge key (as
+    :func:`calibrate` at level "response"). For each system, the judge's mapped
+    label on every judged response is f; responses people labelled form the labelled set (f, Y), the
+    others the unlabelled set; :func:`rag_eval_pipeline.core.metrics.ppi.ppi_rate` combines them
+    (Angelopoulos et al. 2023; ARES, Saad-Falcon et al. 2023). Systems are never pooled: PPI needs the
+    labelled answers to be a sample of the same population as the unlabelled ones. Output: one row per system with
+    ``estimate``, ``ci_low``, ``ci_high`` (null with ``reason`` when either set is empty),
+    ``judge_rate`` (the judge's uncorrected rate), ``n_labelled``, ``n_unlabelled``.
+    Raises what :func:`calibrate` raises for bad labels or mappings.
+    """
+    from rag_eval_pipeline.core.metrics.ppi import ppi_rate
+
+    m = resolve_mapping(mapping, "response")
+    item = ["system", "question_id"]
+    jl = judge_labels.select("system", "question_id", "claim_id", "verdict", "repeat", *JUDGE_KEY).with_columns(
+        pl.col(c).cast(pl.Utf8) for c in ("system", "question_id", "claim_id", "verdict"))
+    jl = majority_vote(jl)
+    judge_raw = _labels_for(jl, m["judge_rule"], item, "judge").filter(pl.col("raw").is_not_null())
+    judge_mapped, _ = _map(judge_raw, "judge", m["judge"], item)
+    hl = human_labels.select("system", "question_id", "verdict").with_columns(pl.col(c).cast(pl.Utf8) for c in item + ["verdict"])
+    human_raw = _labels_for(hl, m["human_rule"], item, "human").filter(pl.col("raw").is_not_null())
+    human_mapped, _ = _map(human_raw, "human", m["human"], item)
+    f = judge_mapped.with_columns((pl.col("label") == positive).cast(pl.Float64).alias("f")).select(*item, "f")
+    y = human_mapped.with_columns((pl.col("label") == positive).cast(pl.Float64).alias("y")).select(*item, "y")
+    rows = []
+    for system in sorted(f["system"].unique().to_list()):
+        fs = f.filter(pl.col("system") == system)
+        labelled = fs.join(y, on=item, how="inner")
+        unlabelled = fs.join(y, on=item, how="anti")
+        r = ppi_rate(unlabelled["f"].to_numpy(), labelled["f"].to_numpy(), labelled["y"].to_numpy(), confidence)
+        rows.append({"system": system, "rate": positive, "estimate": r.estimate, "ci_low": r.ci_low,
+                     "ci_high": r.ci_high, "judge_rate": r.judge_rate, "n_labelled": r.n_labelled,
+                     "n_unlabelled": r.n_unlabelled, "reason": r.reason})
+    return pl.DataFrame(rows, schema={"system": pl.Utf8, "rate": pl.Utf8, "estimate": pl.Float64, "ci_low": pl.Float64,
+                                      "ci_high": pl.Float64, "judge_rate": pl.Float64, "n_labelled": pl.Int64,
+                                      "n_unlabelled": pl.Int64, "reason": pl.Utf8})

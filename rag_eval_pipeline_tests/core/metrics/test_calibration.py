@@ -284,3 +284,34 @@ def test_confusion_markdown_and_judge_based_metrics():
     assert judge_based_metrics(["recall", "faithfulness", "faithfulness_holistic", "answer_relevance",
                                 "context_relevance_5", "correctness", "P"]) == [
         "answer_relevance", "context_relevance_5", "correctness", "faithfulness", "faithfulness_holistic"]
+
+
+def test_ppi_rates_worked_by_hand():
+    """Judge: q1 A, q2 A (labelled) and q3 A, q4 A, q5 N (unlabelled); people: q1 A, q2 N.
+
+    rectifier = mean(f - y) on the labelled = ((1-1) + (1-0)) / 2 = 0.5;
+    estimate = mean(f on unlabelled) - rectifier = 2/3 - 1/2 = 1/6.
+    """
+    from rag_eval_pipeline.core.metrics.calibration import ppi_rates
+
+    verdicts = {"q1": "SUPPORTED", "q2": "SUPPORTED", "q3": "SUPPORTED", "q4": "SUPPORTED", "q5": "NOT_MENTIONED"}
+    judge = pl.DataFrame({"system": ["s"] * 5, "question_id": list(verdicts), "claim_id": [f"{q}:c1" for q in verdicts],
+                          "verdict": list(verdicts.values()), "repeat": [0] * 5,
+                          "judge": ["j"] * 5, "judge_model": ["m"] * 5, "prompt_sha256": ["p"] * 5})
+    human = pl.DataFrame({"system": ["s", "s"], "question_id": ["q1", "q2"], "verdict": ["attributable", "not_attributable"]})
+    got = {r["system"]: r for r in ppi_rates(human, judge).iter_rows(named=True)}
+    assert set(got) == {"s"}
+    assert got["s"]["estimate"] == pytest.approx(1 / 6)
+    assert got["s"]["judge_rate"] == pytest.approx(2 / 3)
+    assert (got["s"]["n_labelled"], got["s"]["n_unlabelled"]) == (2, 3)
+    assert got["s"]["ci_low"] < 1 / 6 < got["s"]["ci_high"]
+
+
+def test_ppi_rates_null_with_reason_when_nothing_is_unlabelled():
+    from rag_eval_pipeline.core.metrics.calibration import ppi_rates
+
+    judge = pl.DataFrame({"system": ["s"], "question_id": ["q1"], "claim_id": ["q1:c1"], "verdict": ["SUPPORTED"], "repeat": [0],
+                          "judge": ["j"], "judge_model": ["m"], "prompt_sha256": ["p"]})
+    human = pl.DataFrame({"system": ["s"], "question_id": ["q1"], "verdict": ["attributable"]})
+    row = ppi_rates(human, judge).row(0, named=True)
+    assert row["estimate"] is None and row["ci_low"] is None and row["reason"]
