@@ -62,6 +62,9 @@ def question_segments(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None
       (both may apply), or the golden carries that tag; otherwise ``doc_status=active`` (only when
       a snapshot is given or the golden carries ``doc_status=active``).
 
+    - ``doc_year=<YYYY>``: the year the newest evidence document became valid (``valid_from``),
+      when the snapshot has one.
+
     Evidence chunks absent from the snapshot are ignored for the corpus segments.
     Source: seed ``000_1000bb13b7b4c340.txt`` section 1 (permissions and withdrawn or replaced
     documents as segments of their own).
@@ -103,15 +106,20 @@ def question_segments(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None
             .drop_nulls("evidence")
             .rename({"evidence": "chunk_id"})
             .join(golden.select("question_id", "user_groups"), on="question_id", how="left")
-            .join(snapshot.select("chunk_id", "acl", "status").unique("chunk_id", keep="first"),
+            .join(snapshot.select("chunk_id", "acl", "status", "valid_from").unique("chunk_id", keep="first"),
                   on="chunk_id", how="inner")
             .group_by("question_id")
             .agg(
                 (~readable_expr()).any().alias("r"),
                 (pl.col("status") == "withdrawn").any().alias("w"),
                 (pl.col("status") == "replaced").any().alias("p"),
+                pl.col("valid_from").max().dt.year().alias("year"),
             )
         )
+        # the date segment: the year the newest evidence document became valid (seed 001: by date)
+        parts.append(ev.drop_nulls("year").select(
+            "question_id", pl.concat_str(pl.lit("doc_year="), pl.col("year").cast(pl.Utf8)).alias("segment")))
+        ev = ev.drop("year")
         flags = flags.join(ev, on="question_id", how="left").with_columns(
             pl.col("r").fill_null(False).alias("restricted"),
             pl.col("w").fill_null(False).alias("withdrawn"),

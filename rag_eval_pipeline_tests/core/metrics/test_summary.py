@@ -17,8 +17,8 @@ from rag_eval_pipeline.core.tables import SCHEMAS, conform
 from .test_decisions import golden_frame, seed_example
 
 
-def snapshot_frame(rows: list[tuple[str, str, list[str]]]) -> pl.DataFrame:
-    """(chunk_id, status, acl) rows -> corpus_snapshot."""
+def snapshot_frame(rows: list[tuple], valid_from: dict[str, dt.date] | None = None) -> pl.DataFrame:
+    """(chunk_id, status, acl) rows -> corpus_snapshot; ``valid_from`` by doc id (default: none)."""
     out = []
     for chunk_id, status, acl in rows:
         doc, idx = chunk_id.split("#")
@@ -26,7 +26,7 @@ def snapshot_frame(rows: list[tuple[str, str, list[str]]]) -> pl.DataFrame:
             "chunk_id": chunk_id, "doc_id": doc, "chunk_index": int(idx), "text": "t", "title": doc,
             "source": "mem", "doc_type": "txt", "language": "en", "status": status,
             "replaced_by": "new" if status == "replaced" else None, "acl": acl,
-            "valid_from": dt.date(2024, 1, 1), "valid_to": None, "sha256": "x",
+            "valid_from": (valid_from or {}).get(doc), "valid_to": None, "sha256": "x",
         })
     return pl.DataFrame(out, schema=SCHEMAS["corpus_snapshot"])
 
@@ -258,3 +258,19 @@ def test_summary_scales_to_many_questions_and_segments():
     elapsed = time.perf_counter() - t
     assert out.height == 2 * 6 * 3 * 8
     assert elapsed < 60, elapsed
+
+
+def test_date_segment_is_the_year_of_the_newest_evidence_document():
+    snapshot = snapshot_frame([("old#0", "active", []), ("new#0", "active", []), ("undated#0", "active", [])],
+                              valid_from={"old": dt.date(2023, 5, 1), "new": dt.date(2025, 3, 1)})
+    golden = pl.DataFrame({
+        "question_id": ["both", "old_only", "undated"],
+        "answerability": ["answerable"] * 3,
+        "relevant": [[{"chunk_id": "old#0", "grade": 1}, {"chunk_id": "new#0", "grade": 1}],
+                     [{"chunk_id": "old#0", "grade": 1}], [{"chunk_id": "undated#0", "grade": 1}]],
+        "claims": [[], [], []], "segments": [[], [], []], "user_groups": [["customers"]] * 3, "split": ["test"] * 3,
+    }, schema_overrides={"claims": SCHEMAS["golden_set"]["claims"], "segments": pl.List(pl.Utf8),
+                         "relevant": SCHEMAS["golden_set"]["relevant"]})
+    seg = question_segments(golden, snapshot)
+    years = {q: {s for s in segs_of(seg, q) if s.startswith("doc_year=")} for q in ("both", "old_only", "undated")}
+    assert years == {"both": {"doc_year=2025"}, "old_only": {"doc_year=2023"}, "undated": set()}
