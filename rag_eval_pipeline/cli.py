@@ -117,6 +117,43 @@ def run(args: argparse.Namespace) -> int:
     return 0 if result.success and not failed_checks else 1
 
 
+def estimate(args: argparse.Namespace) -> int:
+    """Dry run of the judge: how many calls and prompt tokens judging this configuration would cost.
+
+    Builds the snapshot, golden set and runs (no Dagster run, nothing written) and asks the configured
+    judge (``RAG_EVAL_JUDGE``) for its estimate; makes no judge call.
+    """
+    _prepare_env(args)
+    from rag_eval_pipeline.core.config import load_config
+    from rag_eval_pipeline.core.errors import EvalError
+    from rag_eval_pipeline.core.pipeline import build_golden, build_runs, build_snapshot
+    from rag_eval_pipeline.definitions import build_resources
+
+    try:
+        cfg = load_config(os.environ.get("RAG_EVAL_CONFIG") or PROJECT_ROOT / "data" / "sample" / "config.yaml")
+        snapshot, version = build_snapshot(cfg)
+        golden = build_golden(cfg, snapshot)
+        runs = build_runs(cfg, snapshot, golden, version)
+    except EvalError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    judge = build_resources()["judge"].get_judge()
+    texts = dict(zip(snapshot["chunk_id"], snapshot["text"]))
+    questions = dict(zip(golden["question_id"], golden["question"]))
+    items = [(questions.get(r["question_id"], ""), r["answer"], [texts[h["chunk_id"]] for h in r["retrieved"] if h["chunk_id"] in texts])
+             for r in runs.iter_rows(named=True) if r["decision"] == "answer"]
+    if not hasattr(judge, "dry_run_estimate"):
+        print(f"judge {judge.name}: {len(items)} answers to judge; it makes no model calls (cost 0)")
+        return 0
+    est = judge.dry_run_estimate(items)
+    repeats = int(cfg.judge.get("repeats", 1))
+    print(f"judge {judge.name} ({judge.model}): {est['items']} answers, about {est['calls'] * repeats} calls and "
+          f"{est['prompt_tokens_est'] * repeats:,} prompt tokens (characters / 4) for {repeats} repeat(s); "
+          f"{est['cached_calls']} decomposition calls already cached. Faithfulness only: answer_quality adds "
+          "about 4 calls per answer.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``rag-eval``. Returns the process exit status (0 ok, 1 failed run or blocking check)."""
     parser = argparse.ArgumentParser(prog="rag-eval", description=__doc__.splitlines()[0])
@@ -128,9 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--wait-s", type=float, default=0.0,
                        help="when another run is writing the output folder, wait up to this many seconds for it "
                             "(default 0: exit 3 at once)")
+    p_est = sub.add_parser("estimate", help="dry run: judge calls and prompt tokens this configuration would cost")
+    p_est.add_argument("--config", help="evaluation YAML (default: data/sample/config.yaml or $RAG_EVAL_CONFIG)")
+    p_est.add_argument("--output", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.command == "run":
         return run(args)
+    if args.command == "estimate":
+        return estimate(args)
     return 2
 
 

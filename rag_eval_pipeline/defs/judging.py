@@ -107,7 +107,10 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
     })
     yield dg.Output(judgements, output_name="answer_judgements", metadata={
         "statuses": dg.MetadataValue.json(statuses), "repeats": repeats,
-        "judge_calls": int(getattr(j, "stats", {}).get("calls", 0)) if isinstance(getattr(j, "stats", None), dict) else 0,
+        # calls, prompt/completion tokens and seconds spent by a model judge (none for the rule-based one)
+        "judge_stats": dg.MetadataValue.json(
+            {k: v for k, v in j.stats.items() if isinstance(v, (int, float))} if isinstance(getattr(j, "stats", None), dict)
+            else {"calls": 0}),
     })
 
 

@@ -1,0 +1,32 @@
+"""``rag-eval estimate``: the judge dry run makes no call and counts what judging would cost."""
+
+from rag_eval_pipeline.cli import main
+from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+from rag_eval_pipeline_tests.servers.fault_server import FaultServer
+
+
+def _isolate(monkeypatch, tmp_path):
+    # The CLI sets these for its own process; registering them here restores them after the test.
+    monkeypatch.setenv("RAG_EVAL_CONFIG", str(SAMPLE_DIR / "config.yaml"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+
+
+def test_estimate_with_a_model_judge_makes_no_call(monkeypatch, capsys, tmp_path):
+    _isolate(monkeypatch, tmp_path)
+    with FaultServer(mode="ok") as srv:
+        monkeypatch.setenv("RAG_EVAL_JUDGE", "openai_compatible")
+        monkeypatch.setenv("RAG_EVAL_JUDGE_BASE_URL", srv.base_url)
+        monkeypatch.setenv("RAG_EVAL_JUDGE_MODEL", "m")
+        monkeypatch.setenv("RAG_EVAL_JUDGE_API_KEY", "sk-test-estimate")
+        assert main(["estimate", "--config", str(SAMPLE_DIR / "config.yaml")]) == 0
+        assert srv.chat_requests() == []
+    out = capsys.readouterr().out
+    # 90 answered runs on the sample: 28 per BM25 system (extractive) + 34 logged answers.
+    assert "90 answers" in out and "calls" in out and "prompt tokens" in out
+
+
+def test_estimate_with_the_rule_based_judge_costs_nothing(monkeypatch, capsys, tmp_path):
+    _isolate(monkeypatch, tmp_path)
+    monkeypatch.setenv("RAG_EVAL_JUDGE", "rule_based")
+    assert main(["estimate", "--config", str(SAMPLE_DIR / "config.yaml")]) == 0
+    assert "makes no model calls" in capsys.readouterr().out
