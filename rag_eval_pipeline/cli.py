@@ -62,8 +62,11 @@ def step_error_text(error) -> str:
     not Dagster's "Error occurred while executing op" wrapper. Input: a ``SerializableErrorInfo``."""
     parts = []
     while error is not None:
-        if error.cls_name != "DagsterExecutionStepExecutionError":
-            parts.append(error.message.strip())
+        message = error.message.strip()
+        # skip Dagster's wrapper, and a cause whose text the message above already quotes (YAML errors)
+        if error.cls_name != "DagsterExecutionStepExecutionError" and not (
+                parts and message.split(": ", 1)[-1] in parts[-1]):
+            parts.append(message)
         error = error.cause or error.context
     return "\n  caused by: ".join(parts) if parts else "(no message)"
 
@@ -75,10 +78,17 @@ def run(args: argparse.Namespace) -> int:
 
     from rag_eval_pipeline.definitions import build_resources, defs
 
+    from rag_eval_pipeline.core.config import load_config
+    from rag_eval_pipeline.core.errors import ConfigError
     from rag_eval_pipeline.core.locking import OutputLock, OutputLocked
 
     job = defs.resolve_job_def(args.job)
     resources = build_resources()
+    try:  # a bad configuration is one line here, not a failed run with a stack trace in its log
+        load_config(resources["settings"].config_path)
+    except ConfigError as exc:
+        print(f"rag-eval: {exc}", file=sys.stderr)
+        return 1
     out_dir = Path(resources["store"].base_dir)
     run_id = str(uuid.uuid4())
     # One writer per output folder: execute_in_process bypasses Dagster's run queue, so the CLI holds the
@@ -88,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
     except OutputLocked as exc:
         print(f"rag-eval: {exc}", file=sys.stderr)
         return 3
+
+    def identity(p: Path) -> tuple[int, int]:
+        st = p.stat()
+        return st.st_ino, st.st_mtime_ns
+    before = {p.name: identity(p) for p in out_dir.glob("*.parquet")}  # to tell this run's tables from older ones
     try:
         with dg.DagsterInstance.get() as instance:
             result = job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id)
@@ -99,11 +114,16 @@ def run(args: argparse.Namespace) -> int:
     ]
     print(f"\nrun {result.run_id} ({args.job}): {'succeeded' if result.success else 'FAILED'}")
     print(f"tables: {out_dir}")
+
+    def stale(p: Path) -> bool:  # left by an earlier run: this one failed before rewriting it (or never writes it)
+        return before.get(p.name) == identity(p)
     for p in sorted(out_dir.glob("*.parquet")):
-        print(f"  {p.name}")
+        print(f"  {p.name}" + ("  (from an earlier run, not rewritten by this one)" if stale(p) else ""))
     summary_path = out_dir / "metric_summary.parquet"
-    if summary_path.exists():
+    if summary_path.exists() and not stale(summary_path):
         print("\n" + format_summary(pl.read_parquet(summary_path)))
+    elif summary_path.exists():
+        print("\nno summary: this run did not rewrite metric_summary.parquet (the file there is from an earlier run)")
     for e in failed_checks:
         print(f"\nFAILED check {e.asset_key.to_user_string()}:{e.check_name}")
         for k, v in e.metadata.items():

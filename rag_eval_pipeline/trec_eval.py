@@ -154,8 +154,17 @@ def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, comple
     for m in ("num_ret", "num_rel", "num_rel_ret"):
         if m not in wanted:
             wanted.append(m)  # cheap, and keeps every evaluated topic visible in per_question
-    ev = retrieval_question_metrics(run, qrels, ks=ks or (1,), measures=wanted, mode=mode,
-                                    rel_level=rel_level, complete=complete)
+    try:
+        ev = retrieval_question_metrics(run, qrels, ks=ks or (1,), measures=wanted, mode=mode,
+                                        rel_level=rel_level, complete=complete)
+    except InputError as exc:
+        if exc.path is not None or exc.field != "chunk_id":
+            raise
+        # a docno twice for one topic: name the run file, and drop the pipeline's on_duplicate hint (no
+        # such option here; trec_eval itself stops on duplicate docs)
+        message = str(exc).split(": ", 1)[1].split("; use on_duplicate", 1)[0]
+        raise InputError(message.replace("chunk ", "docno ", 1) + "; expected each docno once per topic",
+                         path=run_path, field="docno") from None
     pq = ev.per_question
     if pq.height == 0:
         raise EvalError("No queries with both results and relevance info")

@@ -22,6 +22,14 @@ SYSTEM_KINDS = ("reference", "logged")
 RANKING_MODES = ("system", "trec_eval")
 JUDGE_TYPES = ("rule_based", "openai_compatible", "human")
 _CUT_SUFFIX = re.compile(r"^(.*[A-Za-z])[_@](\d+)$")
+# Keys read from each section; any other key is a typo that would otherwise be ignored silently
+# (a misspelt ``gates:`` would turn every gate off).
+TOP_LEVEL_KEYS = ("corpus", "golden", "systems", "metrics", "judge", "gates", "seed", "quick_subset_size",
+                  "report", "calibration", "schedule")
+METRICS_KEYS = ("ks", "ranking_mode", "rel_level", "on_duplicate", "complete", "bootstrap_resamples",
+                "small_segment_n")
+GATES_KEYS = ("split", "baseline_system", "candidate_systems", "promote", "alpha", "block_inconclusive",
+              "thresholds")
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,9 @@ def load_config(path: str | Path) -> EvalConfig:
     Input: path to a YAML file. Output: an :class:`EvalConfig`.
     Raises ConfigError naming the file and the key for a missing file, bad YAML, an unknown
     source/system kind/ranking mode/judge type, a k below 1, duplicate system names, a threshold on
-    an unknown field, or a baseline that is not a configured system.
+    an unknown field or on a cut-off not in ``metrics.ks``, a baseline that is not a configured system,
+    an unknown key at the top level or in ``metrics`` / ``gates``, or a number of the wrong type or
+    out of range (``alpha`` in (0, 1), ``max_error_share`` and ``abstain_threshold`` in [0, 1], ...).
     """
     path = Path(path).resolve()
     if not path.is_file():
@@ -105,6 +115,26 @@ def load_config(path: str | Path) -> EvalConfig:
         if key not in mapping:
             raise ConfigError(f"{path}: missing key {where}{key}")
         return mapping[key]
+
+    def known_keys(mapping: dict, allowed: tuple[str, ...], where: str) -> None:
+        unknown = sorted(str(k) for k in mapping if k not in allowed)
+        if unknown:
+            raise ConfigError(f"{path}: unknown key(s) {unknown} in {where}; expected only {list(allowed)}")
+
+    def integer(value, key: str, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"{path}: {key} must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    def number(value, key: str, low: float, high: float, open_interval: bool = False) -> float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (
+            low < value < high if open_interval else low <= value <= high)
+        if not ok:
+            span = f"({low}, {high})" if open_interval else f"[{low}, {high}]"
+            raise ConfigError(f"{path}: {key} must be a number in {span}, got {value!r}")
+        return float(value)
+
+    known_keys(raw, TOP_LEVEL_KEYS, "the top level")
 
     corpus = dict(need(raw, "corpus", ""))
     if corpus.get("source") not in CORPUS_SOURCES:
@@ -128,11 +158,15 @@ def load_config(path: str | Path) -> EvalConfig:
         rk = (s.get("retriever") or {}).get("k")
         if rk is not None and (not isinstance(rk, int) or rk < 1):
             raise ConfigError(f"{path}: systems[{i}].retriever.k must be an integer >= 1, got {rk!r}")
+        threshold = (s.get("generator") or {}).get("abstain_threshold")
+        if threshold is not None:
+            number(threshold, f"systems[{i}].generator.abstain_threshold", 0.0, 1.0)
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ConfigError(f"{path}: duplicate system names {dupes}")
 
     metrics = dict(raw.get("metrics") or {})
+    known_keys(metrics, METRICS_KEYS, "metrics")
     ks = metrics.get("ks", [1, 3, 5, 10])
     if not ks or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in ks):
         raise ConfigError(f"{path}: metrics.ks must be integers >= 1, got {ks!r}")
@@ -148,6 +182,7 @@ def load_config(path: str | Path) -> EvalConfig:
         raise ConfigError(f"{path}: judge.type must be one of {JUDGE_TYPES}, got {judge.get('type')!r}")
 
     gates = dict(raw.get("gates") or {})
+    known_keys(gates, GATES_KEYS, "gates")
     thresholds = []
     for i, t in enumerate(gates.get("thresholds") or []):
         allowed = set(Threshold.__dataclass_fields__)
@@ -160,6 +195,9 @@ def load_config(path: str | Path) -> EvalConfig:
         cut = _CUT_SUFFIX.match(str(t["metric"]))
         if cut and t.get("k") is None:  # "recall_5" / "recall@5" -> metric "recall", k 5 (trec_eval names)
             t["metric"], t["k"] = cut.group(1), int(cut.group(2))
+        if t.get("k") is not None and t["k"] not in ks:  # cut-off metrics are computed at metrics.ks only
+            raise ConfigError(f"{path}: gates.thresholds[{i}] ({t['metric']}, k={t['k']}) uses a cut-off that "
+                              f"is not in metrics.ks {list(ks)}; expected one of them")
         thresholds.append(Threshold(**t))
     baseline = gates.get("baseline_system")
     if baseline is not None and baseline not in names:
@@ -177,7 +215,7 @@ def load_config(path: str | Path) -> EvalConfig:
         systems=systems,
         ks=tuple(ks),
         ranking_mode=mode,
-        rel_level=int(metrics.get("rel_level", 1)),
+        rel_level=integer(metrics.get("rel_level", 1), "metrics.rel_level", 0),
         on_duplicate=on_dup,
         complete=bool(metrics.get("complete", False)),
         judge=judge,
@@ -185,12 +223,13 @@ def load_config(path: str | Path) -> EvalConfig:
         baseline_system=baseline,
         candidate_systems=candidates,
         gate_split=gate_split,
-        quick_subset_size=int(raw.get("quick_subset_size", 24)),
-        bootstrap_resamples=int(metrics.get("bootstrap_resamples", 2000)),
-        seed=int(raw.get("seed", 0)),
-        small_segment_n=int(metrics.get("small_segment_n", 10)),
-        max_judge_error_share=float((raw.get("judge") or {}).get("max_error_share", 0.05)),
-        alpha=float(gates.get("alpha", 0.05)),
+        quick_subset_size=integer(raw.get("quick_subset_size", 24), "quick_subset_size", 1),
+        bootstrap_resamples=integer(metrics.get("bootstrap_resamples", 2000), "metrics.bootstrap_resamples", 1),
+        seed=integer(raw.get("seed", 0), "seed", 0),
+        small_segment_n=integer(metrics.get("small_segment_n", 10), "metrics.small_segment_n", 0),
+        max_judge_error_share=number((raw.get("judge") or {}).get("max_error_share", 0.05), "judge.max_error_share",
+                                     0.0, 1.0),
+        alpha=number(gates.get("alpha", 0.05), "gates.alpha", 0.0, 1.0, open_interval=True),
         block_inconclusive=bool(gates.get("block_inconclusive", True)),
         schedule=dict(raw.get("schedule") or {}),
         raw=copy.deepcopy(raw),

@@ -117,6 +117,21 @@ def evaluate_gates(
         base = _value(baseline_summary, baseline_system, split, t.metric, t.k)
         res = GateResult(candidate_system, t.metric, t.k, cand, base, None, "pass", "", t.blocking,
                          block_inconclusive=block_inconclusive)
+        known = candidate_summary.filter(pl.col("metric") == t.metric)
+        if candidate_summary.height and not known.filter(
+                pl.col("k").is_null() if t.k is None else pl.col("k") == t.k).height:
+            # no row for any system or split: a metric this evaluation does not compute (a typo, or a
+            # k missing), not an empty denominator
+            res.status = "not_evaluable"
+            ks = sorted(set(known["k"].drop_nulls().to_list()))
+            if known.height:
+                res.reason = (f"metric {t.metric!r} is computed at k in {ks}, not at k={t.k}" if ks else
+                              f"metric {t.metric!r} has no cut-off k; expected no k, got k={t.k}")
+            else:
+                res.reason = (f"unknown metric {t.metric!r}: this evaluation computes "
+                              f"{sorted(set(candidate_summary['metric'].to_list()))}")
+            results.append(res)
+            continue
         if cand is None or (base is None and t.min_value is None):
             res.status, res.reason = "not_evaluable", "candidate or baseline value is null (empty denominator)"
             results.append(res)

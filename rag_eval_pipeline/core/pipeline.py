@@ -12,7 +12,7 @@ import polars as pl
 
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.config import EvalConfig
-from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.errors import ConfigError, InputError
 
 
 def load_documents(cfg: EvalConfig) -> pl.DataFrame:
@@ -82,6 +82,8 @@ def build_golden(cfg: EvalConfig, snapshot: pl.DataFrame) -> pl.DataFrame:
         source = str(path)
     else:
         raise ConfigError(f"{cfg.path}: golden.path is required for corpus.source {src!r}")
+    if raw.height == 0:  # every metric would be null and every gate not evaluable: say why, here
+        raise InputError("no questions in the golden set; expected at least one", path=source)
     return tables.conform(validate_golden(raw, snapshot, source), "golden_set")
 
 

@@ -1,0 +1,204 @@
+"""What a new user breaks first: configuration typos, an empty golden set, a gate on a metric that is not
+computed, a failed run in a folder that holds an earlier run's tables. Each must give one clear error
+(or an honest summary), never a silent default, a stack trace or an earlier run's numbers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+import yaml
+
+from rag_eval_pipeline.cli import step_error_text
+from rag_eval_pipeline.core.config import Threshold, load_config
+from rag_eval_pipeline.core.errors import ConfigError, InputError
+from rag_eval_pipeline.core.gates import evaluate_gates
+from rag_eval_pipeline.core.pipeline import build_golden, build_snapshot
+from rag_eval_pipeline.core.sources._records import read_records
+from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config_dict
+
+
+def write_config(tmp_path, cfg: dict):
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def config_with(tmp_path, edit) -> object:
+    cfg = sample_config_dict()
+    edit(cfg)
+    return write_config(tmp_path, cfg)
+
+
+# --- configuration -----------------------------------------------------------------------------------
+
+def test_the_sample_configuration_still_loads():
+    cfg = load_config(SAMPLE_DIR / "config.yaml")
+    assert cfg.alpha == 0.05 and cfg.quick_subset_size == 24 and cfg.rel_level == 1
+    assert [(t.metric, t.k) for t in cfg.thresholds][:3] == [("recall", 5), ("claim_evidence_availability", 5),
+                                                           ("ndcg_cut", 10)]
+
+
+@pytest.mark.parametrize("edit, message", [
+    # a typo in a key was ignored: rel_level stayed 1 without a word
+    (lambda c: c["metrics"].update(rel_levl=2), r"unknown key\(s\) \['rel_levl'\] in metrics"),
+    # a misspelt section would turn every gate off
+    (lambda c: c.update(gate=c.pop("gates")), r"unknown key\(s\) \['gate'\] in the top level"),
+    (lambda c: c["gates"].update(aplha=0.01), r"unknown key\(s\) \['aplha'\] in gates"),
+    # p < 2 always: every drop would be called a regression
+    (lambda c: c["gates"].update(alpha=2), r"gates.alpha must be a number in \(0.0, 1.0\), got 2"),
+    (lambda c: c["gates"].update(alpha=0), r"gates.alpha must be a number in \(0.0, 1.0\), got 0"),
+    (lambda c: c.update(quick_subset_size=0), r"quick_subset_size must be an integer >= 1, got 0"),
+    # these were a bare ValueError from int()
+    (lambda c: c["metrics"].update(rel_level="high"), r"metrics.rel_level must be an integer >= 0, got 'high'"),
+    (lambda c: c["metrics"].update(bootstrap_resamples="lots"),
+     r"metrics.bootstrap_resamples must be an integer >= 1, got 'lots'"),
+    (lambda c: c["judge"].update(max_error_share=5), r"judge.max_error_share must be a number in \[0.0, 1.0\], got 5"),
+    # was raised only when rag_runs ran, without the file or the system
+    (lambda c: c["systems"][0]["generator"].update(abstain_threshold="high"),
+     r"systems\[0\].generator.abstain_threshold must be a number in \[0.0, 1.0\], got 'high'"),
+    # recall_7 with ks [1, 3, 5, 10]: the gate could never be evaluated
+    (lambda c: c["gates"]["thresholds"][0].update(metric="recall_7"),
+     r"gates.thresholds\[0\] \(recall, k=7\) uses a cut-off that is not in metrics.ks \[1, 3, 5, 10\]"),
+])
+def test_configuration_mistakes_are_errors_naming_file_and_key(tmp_path, edit, message):
+    path = config_with(tmp_path, edit)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_threshold_at_a_configured_cut_off_still_loads(tmp_path):
+    path = config_with(tmp_path, lambda c: c["gates"]["thresholds"][0].update(metric="recall_10"))
+    assert (load_config(path).thresholds[0].metric, load_config(path).thresholds[0].k) == ("recall", 10)
+
+
+# --- gates -------------------------------------------------------------------------------------------
+
+def _summary(rows):
+    return pl.DataFrame(
+        {"system": [r[0] for r in rows], "split": ["test"] * len(rows), "segment": ["all"] * len(rows),
+         "metric": [r[1] for r in rows], "k": pl.Series([r[2] for r in rows], dtype=pl.Int32),
+         "value": [r[3] for r in rows]})
+
+
+def _qm(rows):
+    return pl.DataFrame(
+        {"system": [r[0] for r in rows], "question_id": [r[1] for r in rows], "split": ["test"] * len(rows),
+         "metric": [r[2] for r in rows], "k": pl.Series([r[3] for r in rows], dtype=pl.Int32),
+         "value": [r[4] for r in rows]})
+
+
+def test_a_gate_on_a_metric_that_is_not_computed_says_so_not_empty_denominator():
+    # recall@5: candidate 1/2 = 0.5 (q1 hit, q2 miss), baseline the same -> pass, difference 0.
+    # map: computed but null for both (no relevant ids) -> the empty-denominator reason, as before.
+    summary = _summary([("cand", "recall", 5, 0.5), ("base", "recall", 5, 0.5),
+                        ("cand", "map", None, None), ("base", "map", None, None)])
+    qm = _qm([("cand", "q1", "recall", 5, 1.0), ("cand", "q2", "recall", 5, 0.0),
+              ("base", "q1", "recall", 5, 1.0), ("base", "q2", "recall", 5, 0.0)])
+    thresholds = [Threshold(metric="recall", k=5, max_abs_drop=0.05), Threshold(metric="recal", k=5, max_abs_drop=0.05),
+                  Threshold(metric="recall", k=7, max_abs_drop=0.05), Threshold(metric="map", k=5, max_abs_drop=0.05),
+                  Threshold(metric="map", max_abs_drop=0.05)]
+    ok, typo, bad_k, k_on_map, null = evaluate_gates("cand", summary, qm, "base", summary, qm, thresholds,
+                                                      n_permutations=50)
+    assert ok.status == "pass" and ok.difference == 0.0
+    assert typo.status == "not_evaluable" and typo.reason.startswith("unknown metric 'recal'")
+    assert "'recall'" in typo.reason and "empty denominator" not in typo.reason
+    assert bad_k.status == "not_evaluable" and bad_k.reason == "metric 'recall' is computed at k in [5], not at k=7"
+    assert k_on_map.reason == "metric 'map' has no cut-off k; expected no k, got k=5"
+    assert null.status == "not_evaluable" and null.reason == "candidate or baseline value is null (empty denominator)"
+
+
+# --- inputs ------------------------------------------------------------------------------------------
+
+def test_an_empty_golden_file_is_an_input_error_naming_it(tmp_path):
+    empty = tmp_path / "golden.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    cfg = load_config(config_with(tmp_path, lambda c: c["golden"].update(path=str(empty))))
+    snapshot, _ = build_snapshot(cfg)
+    with pytest.raises(InputError, match="no questions in the golden set; expected at least one") as info:
+        build_golden(cfg, snapshot)
+    assert info.value.path == str(empty)
+
+
+def test_malformed_json_message_reads_once(tmp_path):
+    f = tmp_path / "golden.jsonl"
+    f.write_text('{"question_id": "q1"}\n{"question_id": "q2\n', encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_records(f)
+    # json's own message ends in "starting at"; the column follows it once, not "at at column"
+    assert "Unterminated string starting at column 17" in str(info.value)
+    assert "at at" not in str(info.value) and "line 2" in str(info.value)
+
+
+def test_step_error_text_does_not_repeat_a_quoted_cause():
+    class Err:
+        def __init__(self, cls_name, message, cause=None):
+            self.cls_name, self.message, self.cause, self.context = cls_name, message, cause, None
+    cause = Err("ParserError", "yaml.parser.ParserError: while parsing a flow sequence\n  line 3")
+    top = Err("ConfigError", "rag_eval_pipeline.core.errors.ConfigError: c.yaml: not valid YAML: while parsing a "
+                             "flow sequence\n  line 3", cause)
+    wrapper = Err("DagsterExecutionStepExecutionError", "Error occurred while executing op", top)
+    assert step_error_text(wrapper) == top.message
+
+
+# --- the command line (a subprocess: the CLI binds the code location's resources when it imports it) ---
+
+def _cli(tmp_path, config, out):
+    home = dagster_home(tmp_path)
+    return subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--config", str(config),
+                           "--output", str(out)], env=cli_env(home), capture_output=True, text=True, timeout=300)
+
+
+def test_run_with_a_bad_configuration_is_one_line_and_starts_no_run(tmp_path):
+    path = config_with(tmp_path, lambda c: c["metrics"].update(rel_levl=2))
+    out = tmp_path / "out"
+    proc = _cli(tmp_path, path, out)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"rag-eval: {path}: unknown key(s) ['rel_levl'] in metrics; expected only ['ks', 'ranking_mode', "
+        "'rel_level', 'on_duplicate', 'complete', 'bootstrap_resamples', 'small_segment_n']"]
+    assert not list(out.glob("*.parquet"))
+
+
+def test_a_failed_run_does_not_print_an_earlier_runs_summary(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    # an earlier run's summary, with a system this configuration does not have
+    pl.DataFrame({"system": ["OLD_SYSTEM"], "split": ["all"], "segment": ["all"], "metric": ["recall"],
+                  "k": pl.Series([5], dtype=pl.Int32), "value": [0.9], "numerator": [9.0], "denominator": [10.0],
+                  "n": [10], "ci_low": [0.6], "ci_high": [0.98], "ci_method": ["wilson"]}
+                 ).write_parquet(out / "metric_summary.parquet")
+    golden = [json.loads(line) for line in (SAMPLE_DIR / "golden.jsonl").read_text(encoding="utf-8").splitlines()]
+    golden[5]["question_id"] = golden[1]["question_id"]  # a duplicate id: golden_set fails
+    bad = tmp_path / "golden.jsonl"
+    bad.write_text("".join(json.dumps(g, ensure_ascii=False) + "\n" for g in golden), encoding="utf-8")
+    path = config_with(tmp_path, lambda c: c["golden"].update(path=str(bad)))
+    proc = _cli(tmp_path, path, out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    stdout = proc.stdout
+    assert "OLD_SYSTEM" not in stdout
+    assert "  metric_summary.parquet  (from an earlier run, not rewritten by this one)" in stdout
+    assert "no summary: this run did not rewrite metric_summary.parquet" in stdout
+    assert "  corpus_snapshot.parquet\n" in stdout  # written by this run before golden_set failed
+    assert "line 6, field 'question_id'" in stdout and "first seen on line 2" in stdout
+
+
+def test_trec_eval_duplicate_docno_names_the_run_file_not_a_pipeline_option(tmp_path, capsys):
+    from rag_eval_pipeline.trec_eval import main as trec_eval_main
+
+    qrels, run = tmp_path / "qrels", tmp_path / "run"
+    qrels.write_text("q1 0 d1 1\n", encoding="utf-8")
+    run.write_text("q1 Q0 d1 1 0.9 sys\nq1 Q0 d1 2 0.5 sys\n", encoding="utf-8")
+    assert trec_eval_main(["-m", "map", str(qrels), str(run)]) == 2
+    err = capsys.readouterr().err
+    assert f"file {run}, field 'docno'" in err and "docno 'd1' is retrieved more than once" in err
+    assert "on_duplicate" not in err
+    # without the duplicate: d1 at rank 1 is the only relevant document, AP = 1
+    run.write_text("q1 Q0 d1 1 0.9 sys\nq1 Q0 d2 2 0.5 sys\n", encoding="utf-8")
+    assert trec_eval_main(["-m", "map", str(qrels), str(run)]) == 0
+    assert capsys.readouterr().out.split() == ["map", "all", "1.0000"]
