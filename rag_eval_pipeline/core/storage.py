@@ -59,14 +59,9 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_parquet_atomic(df: pl.DataFrame, path: Path, table: str | None = None) -> Path:
-    """Write ``df`` to ``path`` as Parquet atomically; conform it to ``table``'s schema first if given.
-
-    Raises SchemaError (from :func:`conform`) before anything is written.
-    """
+def _write_atomic(path: Path, write, pause: bool = False) -> Path:
+    """Call ``write(tmp_path)`` on a hidden temporary file beside ``path``, fsync it, then rename it over ``path``."""
     path = Path(path)
-    if table is not None and table in SCHEMAS:
-        df = conform(df, table)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -74,35 +69,37 @@ def write_parquet_atomic(df: pl.DataFrame, path: Path, table: str | None = None)
     finally:
         os.close(fd)
     try:
-        df.write_parquet(tmp)
+        write(tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        _test_slow_write_pause()
+        if pause:
+            _test_slow_write_pause()
         os.replace(tmp, path)
         _fsync_dir(path.parent)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return path
+
+
+def write_parquet_atomic(df: pl.DataFrame, path: Path, table: str | None = None) -> Path:
+    """Write ``df`` to ``path`` as Parquet atomically; conform it to ``table``'s schema first if given.
+
+    Raises SchemaError (from :func:`conform`) before anything is written.
+    """
+    if table is not None and table in SCHEMAS:
+        df = conform(df, table)
+    return _write_atomic(path, df.write_parquet, pause=True)
 
 
 def write_text_atomic(text: str, path: Path) -> Path:
     """Write UTF-8 ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+
+    def write(tmp: str) -> None:
+        with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+
+    return _write_atomic(path, write)
 
 
 def write_json_atomic(obj: Any, path: Path) -> Path:

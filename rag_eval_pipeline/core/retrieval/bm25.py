@@ -22,6 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks
+
 from rag_eval_pipeline.core.errors import ConfigError
 
 _METHODS = ("lucene", "robertson", "atire")
@@ -87,8 +89,7 @@ class BM25Retriever:
         self._stemmer = _make_stemmer(language)
         self._bm25 = None
         self._ids: np.ndarray | None = None
-        self._pos: dict[str, int] = {}
-        self._masks: dict[frozenset, np.ndarray] = {}
+        self._masks: ForbiddenMasks | None = None
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         """Tokenise ``texts`` as the index does: list of n strings -> n lists of stemmed tokens.
@@ -135,26 +136,13 @@ class BM25Retriever:
         bm25.index(tokens, show_progress=False)
         self._bm25 = bm25
         self._ids = np.array(ids, dtype=object)
-        self._pos = {cid: i for i, cid in enumerate(ids)}
-        self._masks = {}
+        self._masks = ForbiddenMasks(ids)
         return self
 
     @property
     def size(self) -> int:
         """Number of indexed chunks (0 before :meth:`index`)."""
         return 0 if self._ids is None else len(self._ids)
-
-    def _mask(self, allowed: set[str] | frozenset[str]) -> np.ndarray:
-        """Boolean vector over the index: True where the chunk is NOT in ``allowed`` (cached)."""
-        key = frozenset(allowed)
-        mask = self._masks.get(key)
-        if mask is None:
-            mask = np.ones(len(self._ids), dtype=bool)
-            pos = [self._pos[c] for c in key if c in self._pos]
-            mask[pos] = False
-            if len(self._masks) < 4096:
-                self._masks[key] = mask
-        return mask
 
     def search(
         self,
@@ -191,7 +179,7 @@ class BM25Retriever:
             scores = bm25.get_scores_from_ids(token_ids)
             drop = scores == 0
             if allowed is not None and allowed[qi] is not None:
-                drop |= self._mask(allowed[qi])
+                drop |= self._masks.forbidden(allowed[qi])
             scores[drop] = -np.inf
             out.append(top_k_by_score(scores, k, ids))
         return out

@@ -18,6 +18,7 @@ import numpy as np
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.retrieval.bm25 import top_k_by_score
+from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -74,8 +75,7 @@ class DenseRetriever:
         self._encoder = encoder
         self._ids: np.ndarray | None = None
         self._emb: np.ndarray | None = None
-        self._pos: dict[str, int] = {}
-        self._masks: dict[frozenset, np.ndarray] = {}
+        self._masks: ForbiddenMasks | None = None
 
     @property
     def encoder(self) -> Any:
@@ -118,24 +118,13 @@ class DenseRetriever:
             raise ValueError(f"index: duplicate chunk id {dup!r}")
         self._emb = self.encode([texts[i] for i in order])
         self._ids = np.array(ids, dtype=object)
-        self._pos = {c: i for i, c in enumerate(ids)}
-        self._masks = {}
+        self._masks = ForbiddenMasks(ids)
         return self
 
     @property
     def size(self) -> int:
         """Number of indexed chunks (0 before :meth:`index`)."""
         return 0 if self._ids is None else len(self._ids)
-
-    def _forbidden(self, allowed: set[str] | frozenset[str]) -> np.ndarray:
-        key = frozenset(allowed)
-        mask = self._masks.get(key)
-        if mask is None:
-            mask = np.ones(len(self._ids), dtype=bool)
-            mask[[self._pos[c] for c in key if c in self._pos]] = False
-            if len(self._masks) < 4096:
-                self._masks[key] = mask
-        return mask
 
     def search(
         self,
@@ -168,7 +157,7 @@ class DenseRetriever:
                 qi = start + j
                 row = row.astype(np.float64)
                 if allowed is not None and allowed[qi] is not None:
-                    row[self._forbidden(allowed[qi])] = -np.inf
+                    row[self._masks.forbidden(allowed[qi])] = -np.inf
                 out.append(top_k_by_score(row, k, self._ids))
         return out
 

@@ -1,0 +1,32 @@
+"""Per-query ACL filtering over an index: which positions a query may NOT return."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+class ForbiddenMasks:
+    """Boolean masks over an index's positions, True where a chunk is outside a query's allowed set.
+
+    Input: the indexed chunk ids in index order. ``forbidden(allowed)`` returns a bool array of shape
+    (n_chunks,); masks are cached per distinct allowed set (up to ``max_cached``), since a golden set
+    has few distinct user-group combinations. Ids in ``allowed`` that are not indexed are ignored.
+    """
+
+    def __init__(self, ids: Sequence[str], max_cached: int = 4096):
+        self._pos = {c: i for i, c in enumerate(ids)}
+        self._n = len(ids)
+        self._cache: dict[frozenset, np.ndarray] = {}
+        self._max = max_cached
+
+    def forbidden(self, allowed: set[str] | frozenset[str]) -> np.ndarray:
+        key = frozenset(allowed)
+        mask = self._cache.get(key)
+        if mask is None:
+            mask = np.ones(self._n, dtype=bool)
+            mask[[self._pos[c] for c in key if c in self._pos]] = False
+            if len(self._cache) < self._max:
+                self._cache[key] = mask
+        return mask
