@@ -22,9 +22,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks
-
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks
 
 _METHODS = ("lucene", "robertson", "atire")
 
