@@ -202,3 +202,28 @@ def test_trec_eval_duplicate_docno_names_the_run_file_not_a_pipeline_option(tmp_
     run.write_text("q1 Q0 d1 1 0.9 sys\nq1 Q0 d2 2 0.5 sys\n", encoding="utf-8")
     assert trec_eval_main(["-m", "map", str(qrels), str(run)]) == 0
     assert capsys.readouterr().out.split() == ["map", "all", "1.0000"]
+
+
+def test_threshold_metric_names_are_checked_when_the_config_loads(tmp_path):
+    import yaml
+
+    from rag_eval_pipeline.core.config import load_config
+    from rag_eval_pipeline.core.errors import ConfigError
+    from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+
+    base = yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text())
+
+    def load(thresholds, **sections):
+        cfg = dict(base, gates=dict(base["gates"], thresholds=thresholds), **sections)
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        return load_config(path)
+
+    got = load([{"metric": "ndcg@10", "max_abs_drop": 0.1}, {"metric": "mrr", "max_abs_drop": 0.1}]).thresholds
+    assert [(t.metric, t.k) for t in got] == [("ndcg_cut", 10), ("recip_rank", None)]
+    with pytest.raises(ConfigError, match="'faithfullness' is not a metric"):
+        load([{"metric": "faithfullness", "max_abs_drop": 0.1}])
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['repeat'\] in judge"):
+        load([], judge={"type": "rule_based", "repeat": 3})
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['viewer_group'\] in report"):
+        load([], report={"viewer_group": ["x"]})

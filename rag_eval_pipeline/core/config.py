@@ -21,6 +21,23 @@ CORPUS_SOURCES = ("documents_dir", "beir", "squad_v2")
 SYSTEM_KINDS = ("reference", "logged")
 RANKING_MODES = ("system", "trec_eval")
 JUDGE_TYPES = ("rule_based", "openai_compatible", "human")
+JUDGE_KEYS = ("type", "max_error_share", "repeats", "reverse_questions")
+CALIBRATION_KEYS = ("human_labels", "kappa_floor", "mapping", "level")
+REPORT_KEYS = ("viewer_groups",)
+
+
+def known_metrics() -> frozenset[str]:
+    """Every metric name the pipeline writes to question_metrics (base names; the cut-off is ``k``)."""
+    from rag_eval_pipeline.core.answer_quality import QUALITY_METRICS
+    from rag_eval_pipeline.core.metrics.correctness import CORRECTNESS_METRICS
+    from rag_eval_pipeline.core.metrics.decisions import DECISION_METRICS
+    from rag_eval_pipeline.core.metrics.faithfulness import FAITHFULNESS_METRICS
+    from rag_eval_pipeline.core.metrics.retrieval import CLAIM_METRIC, MEASURES
+
+    return frozenset((*MEASURES, CLAIM_METRIC, *DECISION_METRICS, *FAITHFULNESS_METRICS, *CORRECTNESS_METRICS,
+                      *QUALITY_METRICS))
+
+
 _CUT_SUFFIX = re.compile(r"^(.*[A-Za-z])[_@](\d+)$")
 # Keys read from each section; any other key is a typo that would otherwise be ignored silently
 # (a misspelt ``gates:`` would turn every gate off).
@@ -178,6 +195,10 @@ def load_config(path: str | Path) -> EvalConfig:
         raise ConfigError(f"{path}: metrics.on_duplicate must be 'error' or 'keep_first', got {on_dup!r}")
 
     judge = dict(raw.get("judge") or {"type": "rule_based"})
+    known_keys(judge, JUDGE_KEYS, "judge")
+    for section, allowed in (("calibration", CALIBRATION_KEYS), ("report", REPORT_KEYS)):
+        if isinstance(raw.get(section), dict):
+            known_keys(raw[section], allowed, section)
     if judge.get("type") not in JUDGE_TYPES:
         raise ConfigError(f"{path}: judge.type must be one of {JUDGE_TYPES}, got {judge.get('type')!r}")
 
@@ -192,9 +213,21 @@ def load_config(path: str | Path) -> EvalConfig:
         if t.get("k") is not None and t["k"] < 1:
             raise ConfigError(f"{path}: gates.thresholds[{i}].k must be >= 1")
         t = dict(t)
+        thr_name = t["metric"]
         cut = _CUT_SUFFIX.match(str(t["metric"]))
         if cut and t.get("k") is None:  # "recall_5" / "recall@5" -> metric "recall", k 5 (trec_eval names)
             t["metric"], t["k"] = cut.group(1), int(cut.group(2))
+        if t["metric"] not in known_metrics():  # a readable alias: ndcg@10, mrr, hit@5, precision@5 ...
+            from rag_eval_pipeline.core.metrics.retrieval import parse_measure
+
+            try:
+                base, cut_k = parse_measure(str(thr_name))
+                t["metric"], t["k"] = base, t.get("k") if t.get("k") is not None else cut_k
+            except Exception:  # noqa: BLE001 - not a retrieval alias either: reported just below
+                pass
+        if t["metric"] not in known_metrics():
+            raise ConfigError(f"{path}: gates.thresholds[{i}].metric {t['metric']!r} is not a metric this pipeline "
+                              f"computes; expected one of {sorted(known_metrics())}")
         if t.get("k") is not None and t["k"] not in ks:  # cut-off metrics are computed at metrics.ks only
             raise ConfigError(f"{path}: gates.thresholds[{i}] ({t['metric']}, k={t['k']}) uses a cut-off that "
                               f"is not in metrics.ks {list(ks)}; expected one of them")

@@ -17,6 +17,7 @@ from collections import Counter
 
 import polars as pl
 
+CORRECTNESS_METRICS = ("answer_token_f1", "reference_token_recall")
 _ARTICLES = re.compile(r"\b(a|an|the|el|la|los|las|un|una|unos|unas|lo)\b")
 _PUNCT = set(string.punctuation) | {"¿", "¡", "«", "»", "“", "”", "‘", "’", "…", "–", "—"}
 
