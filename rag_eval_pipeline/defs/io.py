@@ -31,13 +31,9 @@ def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: flo
     return lock
 
 
-class ParquetIOManager(dg.ConfigurableIOManager):
-    """Stores polars DataFrames as Parquet and other values as JSON under ``base_dir``."""
-
-    base_dir: str
-    lock_wait_s: float = 0.0  # how long a run waits for another run writing the same folder; 0 = fail at once
-
-    _lock: OutputLock | None = PrivateAttr(default=None)
+class HoldsOutputLock:
+    """Mixin for resources with ``base_dir``, ``lock_wait_s`` and a ``_lock`` private attribute:
+    hold the folder's lock from resource set-up to tear-down of a run."""
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self._lock = hold_output_lock(self.base_dir, context, self.lock_wait_s)
@@ -46,6 +42,15 @@ class ParquetIOManager(dg.ConfigurableIOManager):
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
+    """Stores polars DataFrames as Parquet and other values as JSON under ``base_dir``."""
+
+    base_dir: str
+    lock_wait_s: float = 0.0  # how long a run waits for another run writing the same folder; 0 = fail at once
+
+    _lock: OutputLock | None = PrivateAttr(default=None)
 
     def _path(self, key: dg.AssetKey, suffix: str) -> Path:
         return Path(self.base_dir).joinpath(*key.path).with_suffix(suffix)

@@ -15,6 +15,7 @@ from pydantic import PrivateAttr
 from rag_eval_pipeline.core.config import EvalConfig, load_config
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.defs.io import HoldsOutputLock
 
 
 class EvalSettings(dg.ConfigurableResource):
@@ -27,7 +28,7 @@ class EvalSettings(dg.ConfigurableResource):
         return load_config(self.config_path)
 
 
-class TableStore(dg.ConfigurableResource):
+class TableStore(HoldsOutputLock, dg.ConfigurableResource):
     """Reads and writes tables outside the asset IO path: history, baseline, regression list, reports.
 
     Holds the output folder's lock while a run uses it, like the IO manager (see ``io.py``)."""
@@ -36,16 +37,6 @@ class TableStore(dg.ConfigurableResource):
     lock_wait_s: float = 0.0
 
     _lock: OutputLock | None = PrivateAttr(default=None)
-
-    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        from rag_eval_pipeline.defs.io import hold_output_lock
-
-        self._lock = hold_output_lock(self.base_dir, context, self.lock_wait_s)
-
-    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
 
     def path(self, *parts: str) -> Path:
         return Path(self.base_dir).joinpath(*parts)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rag_eval_pipeline.core.errors import ConfigError
-from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks
+from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks, index_order
 
 _METHODS = ("lucene", "robertson", "atire")
 
@@ -116,15 +116,7 @@ class BM25Retriever:
 
         chunk_ids = list(chunk_ids)
         texts = list(texts)
-        if len(chunk_ids) != len(texts):
-            raise ValueError(f"index: {len(chunk_ids)} chunk ids but {len(texts)} texts")
-        if not chunk_ids:
-            raise ValueError("index: no chunks to index")
-        order = sorted(range(len(chunk_ids)), key=chunk_ids.__getitem__)
-        ids = [chunk_ids[i] for i in order]
-        if len(set(ids)) != len(ids):
-            dup = next(a for a, b in zip(ids, ids[1:]) if a == b)
-            raise ValueError(f"index: duplicate chunk id {dup!r}")
+        order, ids = index_order(chunk_ids, texts)
         tokens = bm25s.tokenize(
             [texts[i] for i in order],
             stopwords=self.stopwords,

@@ -18,7 +18,7 @@ import numpy as np
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.retrieval.bm25 import top_k_by_score
-from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks
+from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks, index_order
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _MINILM_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
@@ -107,15 +107,7 @@ class DenseRetriever:
         lengths that differ, duplicate ids or an empty corpus; ConfigError if the model cannot load.
         """
         chunk_ids, texts = list(chunk_ids), list(texts)
-        if len(chunk_ids) != len(texts):
-            raise ValueError(f"index: {len(chunk_ids)} chunk ids but {len(texts)} texts")
-        if not chunk_ids:
-            raise ValueError("index: no chunks to index")
-        order = sorted(range(len(chunk_ids)), key=chunk_ids.__getitem__)
-        ids = [chunk_ids[i] for i in order]
-        if len(set(ids)) != len(ids):
-            dup = next(a for a, b in zip(ids, ids[1:]) if a == b)
-            raise ValueError(f"index: duplicate chunk id {dup!r}")
+        order, ids = index_order(chunk_ids, texts)
         self._emb = self.encode([texts[i] for i in order])
         self._ids = np.array(ids, dtype=object)
         self._masks = ForbiddenMasks(ids)

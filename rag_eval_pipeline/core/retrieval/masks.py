@@ -30,3 +30,21 @@ class ForbiddenMasks:
             if len(self._cache) < self._max:
                 self._cache[key] = mask
         return mask
+
+
+def index_order(chunk_ids: Sequence[str], texts: Sequence[str]) -> tuple[list[int], list[str]]:
+    """The order retrievers index chunks in: by chunk id, so results never depend on input order.
+
+    Output: (positions into the inputs, chunk ids in that order). Raises ValueError when the two
+    inputs differ in length, are empty, or a chunk id repeats.
+    """
+    if len(chunk_ids) != len(texts):
+        raise ValueError(f"index: {len(chunk_ids)} chunk ids but {len(texts)} texts")
+    if not chunk_ids:
+        raise ValueError("index: no chunks to index")
+    order = sorted(range(len(chunk_ids)), key=chunk_ids.__getitem__)
+    ids = [chunk_ids[i] for i in order]
+    if len(set(ids)) != len(ids):
+        dup = next(a for a, b in zip(ids, ids[1:]) if a == b)
+        raise ValueError(f"index: duplicate chunk id {dup!r}")
+    return order, ids
