@@ -197,3 +197,27 @@ def test_comparison_across_corpus_versions_is_an_error_naming_both(tmp_path):
     old = json.loads((out / "baseline" / "manifest.json").read_text())["corpus_version"]
     message = gate.metadata["failed"].value[0]
     assert old in message and "corpus_version" in message
+
+
+def test_one_system_is_re_run_and_the_others_rows_are_kept(tmp_path):
+    out = tmp_path / "out"
+    first = dg.materialize([*ASSETS, *CHECKS], resources=build_resources(str(_sample_config(tmp_path)), str(out)),
+                           selection=["corpus_snapshot", "golden_set", "rag_runs"],
+                           instance=dg.DagsterInstance.ephemeral())
+    assert first.success
+    before = pl.read_parquet(out / "rag_runs.parquet")
+    cfg = yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text())
+    systems = [s for s in cfg["systems"] if s["kind"] == "reference"]
+    for s in systems:  # a stricter answerer everywhere; only the re-run system may pick it up
+        s["generator"] = dict(s["generator"], abstain_threshold=0.9)
+    changed = _sample_config(tmp_path, systems=systems)
+    second = dg.materialize([*ASSETS, *CHECKS], resources=build_resources(str(changed), str(out)),
+                            selection=["rag_runs"], run_config={"ops": {"rag_runs": {"config": {"systems": ["bm25_k10"]}}}},
+                            instance=dg.DagsterInstance.ephemeral())
+    assert second.success
+    after = pl.read_parquet(out / "rag_runs.parquet")
+    kept = after.filter(pl.col("system") == "bm25_k5").sort("question_id")
+    assert kept.equals(before.filter(pl.col("system") == "bm25_k5").sort("question_id"))
+    assert '"abstain_threshold": 0.5' in kept["generator"][0]
+    rerun = after.filter(pl.col("system") == "bm25_k10")
+    assert rerun.height == 52 and '"abstain_threshold": 0.9' in rerun["generator"][0]
