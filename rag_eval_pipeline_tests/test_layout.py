@@ -29,7 +29,7 @@ def test_asset_keys_are_pinned():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {
         "corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements",
-        "question_metrics", "metric_summary", "metric_history", "promotion", "judge_calibration", "judge_variance", "gate_results", "regression_cases", "answer_quality",
+        "question_metrics", "metric_summary", "metric_history", "promotion", "judge_calibration", "judge_variance", "gate_results", "regression_cases", "answer_quality", "trec_files",
         "evaluation_report",
     } <= keys
 

@@ -59,7 +59,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, write, pause: bool = False) -> Path:
+def write_atomic(path: Path, write, pause: bool = False) -> Path:
     """Call ``write(tmp_path)`` on a hidden temporary file beside ``path``, fsync it, then rename it over ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -89,7 +89,7 @@ def write_parquet_atomic(df: pl.DataFrame, path: Path, table: str | None = None)
     """
     if table is not None and table in SCHEMAS:
         df = conform(df, table)
-    return _write_atomic(path, df.write_parquet, pause=True)
+    return write_atomic(path, df.write_parquet, pause=True)
 
 
 def write_text_atomic(text: str, path: Path) -> Path:
@@ -99,7 +99,7 @@ def write_text_atomic(text: str, path: Path) -> Path:
         with open(tmp, "w", encoding="utf-8") as fh:
             fh.write(text)
 
-    return _write_atomic(path, write)
+    return write_atomic(path, write)
 
 
 def write_json_atomic(obj: Any, path: Path) -> Path:

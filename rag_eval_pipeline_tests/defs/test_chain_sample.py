@@ -221,3 +221,18 @@ def test_one_system_is_re_run_and_the_others_rows_are_kept(tmp_path):
     assert '"abstain_threshold": 0.5' in kept["generator"][0]
     rerun = after.filter(pl.col("system") == "bm25_k10")
     assert rerun.height == 52 and '"abstain_threshold": 0.9' in rerun["generator"][0]
+
+
+def test_trec_files_round_trip_every_hit_and_judgment(sample_run):
+    from rag_eval_pipeline.core.sources.trec import read_trec_qrels, read_trec_run
+
+    _, out = sample_run
+    runs = pl.read_parquet(out / "rag_runs.parquet")
+    golden = pl.read_parquet(out / "golden_set.parquet")
+    for system in ("bm25_k5", "bm25_k10", "team_rag"):
+        hits = runs.filter(pl.col("system") == system).explode("retrieved").unnest("retrieved").drop_nulls("chunk_id")
+        back = read_trec_run(out / "trec" / f"{system}.run")
+        assert back.height == hits.height
+        assert set(zip(back["question_id"], back["chunk_id"])) == set(zip(hits["question_id"], hits["chunk_id"]))
+    qrels = read_trec_qrels(out / "trec" / "qrels.txt")
+    assert qrels.height == int(golden["relevant"].list.len().sum())
