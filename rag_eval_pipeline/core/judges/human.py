@@ -7,12 +7,20 @@ judge model or prompt changes). This module is the human side of that comparison
 File formats (chosen by suffix): ``.csv`` (UTF-8, header row, a BOM is accepted), ``.jsonl`` /
 ``.ndjson`` (one JSON object per line; blank lines skipped) and ``.parquet``.
 Columns: required ``system``, ``question_id``, ``claim_id``, ``claim``, ``verdict``; optional
-``quote``, ``justification``, ``annotator`` (stored as ``judge_model``; "human" when absent or
-blank), ``question`` and ``answer`` (the texts the annotator saw; used to find the labels of an
-answer in :meth:`HumanLabelJudge.judge`). Any other column is an error (it is usually a typo).
-Verdicts: SUPPORTED, CONTRADICTED, NOT_MENTIONED (case and spaces/hyphens ignored:
-"not mentioned" → NOT_MENTIONED); a SUPPORTED label needs a non-blank quote (seed 004: no literal
-quote, no support). ``(system, question_id, claim_id)`` must be unique.
+``quote``, ``justification``, ``annotator`` (who labelled; stored as ``judge_model``; "human" when
+absent or blank), ``question`` and ``answer`` (the texts the annotator saw; used to find the labels
+of an answer in :meth:`HumanLabelJudge.judge`), and the fields the labelling page writes:
+``labelled_at`` (ISO 8601 UTC), ``content_sha256`` (hash of what the labeller saw, see
+``core/labelling.py``; a label whose item has changed since is *stale*) and ``note``. Any other
+column is an error (it is usually a typo). Verdicts: SUPPORTED, CONTRADICTED, NOT_MENTIONED (case
+and spaces/hyphens ignored: "not mentioned" → NOT_MENTIONED); a SUPPORTED label needs a non-blank
+quote (seed 004: no literal quote, no support). ``(system, question_id, claim_id, annotator)`` must
+be unique: one label per item and person (several people may label the same item).
+
+Response-level label files (:func:`read_response_label_rows`): required ``system``,
+``question_id``, ``verdict`` (any label the calibration mapping knows); the optional columns above;
+other columns are kept out of the result but allowed (datasets such as BEGIN carry their own).
+``(system, question_id, annotator)`` must be unique.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ import hashlib
 import io
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +41,14 @@ from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, ho
 from rag_eval_pipeline.core.judges.quotes import normalise_text, quote_in_context
 from rag_eval_pipeline.core.tables import SCHEMAS, conform
 
-__all__ = ["load_human_labels", "read_human_label_rows", "HumanLabelJudge", "HUMAN_VERDICTS",
-           "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS"]
+__all__ = ["load_human_labels", "read_human_label_rows", "read_response_label_rows", "HumanLabelJudge",
+           "HUMAN_VERDICTS", "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "RESPONSE_REQUIRED_COLUMNS", "PAGE_COLUMNS"]
 
 REQUIRED_COLUMNS = ("system", "question_id", "claim_id", "claim", "verdict")
-OPTIONAL_COLUMNS = ("quote", "justification", "annotator", "question", "answer")
+#: Written by the labelling page beside the label: when, a hash of what was shown, a free note.
+PAGE_COLUMNS = ("labelled_at", "content_sha256", "note")
+OPTIONAL_COLUMNS = ("quote", "justification", "annotator", "question", "answer") + PAGE_COLUMNS
+RESPONSE_REQUIRED_COLUMNS = ("system", "question_id", "verdict")
 HUMAN_VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED")
 _ID_FIELDS = ("system", "question_id", "claim_id")
 
@@ -54,9 +65,13 @@ def _records(path: Path) -> tuple[list[str], list[tuple[str, int, dict[str, Any]
     """(columns, [(where-kind, line-or-row, record)]) from a CSV, JSONL or Parquet file."""
     suffix = path.suffix.lower()
     p = str(path)
-    if suffix == ".csv":
-        text = path.read_bytes().decode("utf-8-sig", errors="strict")
-        reader = csv.reader(io.StringIO(text, newline=""))
+    if suffix in (".csv", ".tsv"):
+        try:
+            text = path.read_bytes().decode("utf-8-sig", errors="strict")
+        except UnicodeDecodeError as e:
+            raise InputError(f"not UTF-8 text (byte {e.start})", path=p) from None
+        reader = (csv.reader(io.StringIO(text, newline="")) if suffix == ".csv"
+                  else csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE))
         try:
             header = next(reader)
         except StopIteration:
@@ -75,7 +90,7 @@ def _records(path: Path) -> tuple[list[str], list[tuple[str, int, dict[str, Any]
         return header, out
     if suffix in (".jsonl", ".ndjson"):
         out, cols = [], []
-        with path.open(encoding="utf-8-sig") as f:
+        with path.open(encoding="utf-8-sig", newline="\n") as f:
             for n, line in enumerate(f, start=1):
                 if not line.strip():
                     continue
@@ -94,7 +109,7 @@ def _records(path: Path) -> tuple[list[str], list[tuple[str, int, dict[str, Any]
         except Exception as e:  # noqa: BLE001 - report any reader failure as bad input
             raise InputError(f"cannot read Parquet: {e}", path=p) from None
         return list(df.columns), [("row", i, r) for i, r in enumerate(df.iter_rows(named=True), start=1)]
-    raise InputError(f"unknown suffix {path.suffix!r}: expected .csv, .jsonl, .ndjson or .parquet", path=p)
+    raise InputError(f"unknown suffix {path.suffix!r}: expected .csv, .tsv, .jsonl, .ndjson or .parquet", path=p)
 
 
 def _fail(msg: str, path: str, kind: str, n: int, field: str | None) -> InputError:
@@ -126,8 +141,8 @@ def read_human_label_rows(path: str | Path) -> tuple[list[dict[str, Any]], str]:
     file order; ``sha256`` of the file's bytes. Raises InputError naming the file, the line (CSV,
     JSONL) or row (Parquet) and the field: unreadable file, unknown suffix, missing or unknown
     column, blank required value, bad verdict, SUPPORTED without quote, duplicate
-    (system, question_id, claim_id), an answer/question text that differs between rows of the
-    same system and question.
+    (system, question_id, claim_id, annotator), an answer/question text that differs between rows
+    of the same system and question, a ``content_sha256`` that is not 64 hexadecimal digits.
     """
     path = Path(path)
     p = str(path)
@@ -160,11 +175,14 @@ def read_human_label_rows(path: str | Path) -> tuple[list[dict[str, Any]], str]:
         if verdict == "SUPPORTED" and not row["quote"]:
             raise _fail("a SUPPORTED label needs the literal quote of the context it relies on",
                         p, kind, n, "quote")
-        key = (row["system"], row["question_id"], row["claim_id"])
+        _check_page_fields(row, p, kind, n)
+        key = (row["system"], row["question_id"], row["claim_id"], row["annotator"] or "")
         if key in seen:
-            raise _fail(f"duplicate label for system {key[0]!r}, question {key[1]!r}, claim {key[2]!r} "
+            by = f" by annotator {key[3]!r}" if key[3] else ""
+            raise _fail(f"duplicate label for system {key[0]!r}, question {key[1]!r}, claim {key[2]!r}{by} "
                         f"(first at {kind} {seen[key]})", p, kind, n, "claim_id")
         seen[key] = n
+        row["line"] = n
         per_answer = texts.setdefault(key[:2], {})
         for field in ("question", "answer"):
             if row[field] is None:
@@ -173,6 +191,61 @@ def read_human_label_rows(path: str | Path) -> tuple[list[dict[str, Any]], str]:
                 raise _fail(f"{field} text differs from {kind} {per_answer[field][1]} for the same "
                             "system and question", p, kind, n, field)
             per_answer.setdefault(field, (row[field], n))
+        rows.append(row)
+    return rows, _file_sha256(path)
+
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _check_page_fields(row: dict[str, Any], p: str, kind: str, n: int) -> None:
+    sha = row.get("content_sha256")
+    if sha is not None and not _SHA256.match(sha.strip().lower()):
+        raise _fail(f"expected 64 hexadecimal digits (a sha256), got {sha[:80]!r}", p, kind, n, "content_sha256")
+    if sha is not None:
+        row["content_sha256"] = sha.strip().lower()
+
+
+def read_response_label_rows(path: str | Path, verdicts: Sequence[str] | None = None
+                             ) -> tuple[list[dict[str, Any]], str]:
+    """Read and validate a response-level label file (one label per answer and person).
+
+    Input: path to a .csv, .tsv, .jsonl/.ndjson or .parquet file with ``system``, ``question_id``,
+    ``verdict`` and optionally ``annotator``, ``claim_id``, ``labelled_at``, ``content_sha256``,
+    ``note`` (other columns are allowed and ignored); ``verdicts``: the raw labels the calibration
+    mapping knows (None = any). Output: ``(rows, sha256)``: one dict per label with those columns
+    (None when absent) and ``line``, in file order; ``sha256`` of the file's bytes. Raises
+    InputError naming the file, the line (row for Parquet) and the field: unreadable file, unknown
+    suffix, a required column missing, a blank required value, a verdict not in ``verdicts``, a
+    duplicate (system, question_id, annotator), a malformed ``content_sha256``.
+    """
+    path = Path(path)
+    p = str(path)
+    if not path.is_file():
+        raise InputError("file not found", path=p)
+    columns, records = _records(path)
+    missing = [c for c in RESPONSE_REQUIRED_COLUMNS if c not in columns]
+    if missing and (records or path.suffix.lower() in (".csv", ".tsv")):
+        raise InputError(f"missing column(s) {missing}; required: {list(RESPONSE_REQUIRED_COLUMNS)}", path=p,
+                         line=1 if path.suffix.lower() in (".csv", ".tsv") else None, field=missing[0])
+    allowed = None if verdicts is None else list(verdicts)
+    rows: list[dict[str, Any]] = []
+    seen: dict[tuple, int] = {}
+    for kind, n, rec in records:
+        row = {c: _str_field(rec, c, p, kind, n, required=True) for c in RESPONSE_REQUIRED_COLUMNS}
+        for c in ("annotator", "claim_id") + PAGE_COLUMNS:
+            row[c] = _str_field(rec, c, p, kind, n, required=False) if c in rec else None
+        if allowed is not None and row["verdict"] not in allowed:
+            raise _fail(f"verdict {row['verdict']!r} is not one of {allowed} (the calibration mapping's "
+                        "human labels)", p, kind, n, "verdict")
+        _check_page_fields(row, p, kind, n)
+        key = (row["system"], row["question_id"], row["claim_id"] or "", row["annotator"] or "")
+        if key in seen:
+            by = f" by annotator {key[3]!r}" if key[3] else ""
+            raise _fail(f"duplicate label for system {key[0]!r}, question {key[1]!r}{by} "
+                        f"(first at {kind} {seen[key]})", p, kind, n, "question_id")
+        seen[key] = n
+        row["line"] = n
         rows.append(row)
     return rows, _file_sha256(path)
 
@@ -212,7 +285,8 @@ class HumanLabelJudge:
     or from :meth:`bind_runs`), narrowed by the question (its text from the file's ``question``
     column, or the question_id itself when the caller passes that as the question). When several
     (system, question) pairs match and their labels differ, the result is "judge_error" (ambiguous).
-    :meth:`judge_for` looks up by (system, question_id) directly.
+    :meth:`judge_for` looks up by (system, question_id) directly. When several people labelled
+    the same claim, the first label in file order is served.
     """
 
     name = "human"
@@ -225,8 +299,12 @@ class HumanLabelJudge:
         self._labels: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._by_answer: dict[str, set[tuple[str, str]]] = {}
         self._questions: dict[tuple[str, str], str] = {}
+        served: set[tuple[str, str, str]] = set()
         for r in rows:
             key = (r["system"], r["question_id"])
+            if (*key, r["claim_id"]) in served:  # several people labelled this claim: serve the first label
+                continue
+            served.add((*key, r["claim_id"]))
             self._labels.setdefault(key, []).append(r)
             if r.get("answer"):
                 self._by_answer.setdefault(_norm(r["answer"]), set()).add(key)

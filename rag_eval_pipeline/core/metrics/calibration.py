@@ -38,6 +38,18 @@ side gives the same label to every item: kappa is then undefined (0/0) or, for a
 against varied people, identically 0 whatever the judge's quality — neither is a measurement, so
 neither is reported as a number.
 
+Several people (the ``annotator`` column; "" when absent): each person labels an item at most
+once. Judge-vs-people figures pool every (item, person) label against the judge's label of that
+item (with one person: exactly the single-rater figures); :func:`inter_labeller_agreement` gives
+the agreement between people on the items two of them labelled (Cohen's kappa per pair, and the
+mean over pairs: Light's kappa, R. J. Light 1971), the ceiling any judge can reach.
+
+Stale labels: a label carrying ``content_sha256`` (a hash of the question, answer or claim and
+retrieved chunk texts the person saw, :func:`rag_eval_pipeline.core.labelling.content_sha256`) is
+compared with the hash of the same item now; when they differ, or the item no longer exists, the
+label is *stale*: left out of every figure, counted (``n_stale_labels``) and listed
+(``stale_labels``). Labels without a hash (older files) are used as before.
+
 Nothing here imports Dagster.
 """
 
@@ -46,7 +58,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +78,9 @@ __all__ = [
     "CalibrationResult",
     "resolve_mapping",
     "read_human_labels",
+    "read_label_file",
+    "judge_item_labels",
+    "inter_labeller_agreement",
     "calibrate",
     "calibrate_all",
     "results_to_frame",
@@ -133,7 +148,18 @@ HISTORY_SCHEMA = pl.Schema({
     "n_excluded_human": pl.Int64,
     "n_excluded_judge": pl.Int64,
     "source": pl.Utf8,  # where the human labels came from
+    "n_stale_labels": pl.Int64,  # hand labels whose item changed since they were made (left out)
+    "stale_labels": pl.Utf8,  # JSON list of {system, question_id, claim_id, annotator, line}
+    "labellers": pl.Utf8,  # JSON list of annotator names ("" = unnamed)
+    "human_kappa": pl.Float64,  # agreement between people: Cohen's kappa (2 people) / Light's kappa (more)
+    "human_kappa_reason": pl.Utf8,  # why human_kappa is null
+    "human_kappa_n": pl.Int64,  # items labelled by at least two people
+    "human_pairs": pl.Utf8,  # JSON list of {a, b, n, kappa, agreement, reason}
 })
+
+#: Columns added after the first release; older history files lack them (read as these defaults).
+_ADDED_DEFAULTS: dict[str, Any] = {"n_stale_labels": 0, "stale_labels": "[]", "labellers": "[]", "human_kappa": None,
+                                   "human_kappa_reason": None, "human_kappa_n": 0, "human_pairs": "[]"}
 
 
 @dataclass(frozen=True)
@@ -150,7 +176,11 @@ class CalibrationResult:
     precision/recall None when undefined); ``mapping`` (resolved, see module docstring);
     ``n_human_only`` / ``n_judge_only`` (items on one side only); ``n_excluded_human`` /
     ``n_excluded_judge`` (dropped: null or None-mapped label, JUDGE_ERROR); ``calibrated_at``
-    (ISO string or None); ``source`` (where the human labels came from, or None).
+    (ISO string or None); ``source`` (where the human labels came from, or None);
+    ``n_stale_labels`` / ``stale_labels`` (hand labels left out because their item changed since,
+    each {system, question_id, claim_id, annotator, line}); ``labellers`` (annotator names);
+    ``human_kappa`` / ``human_kappa_reason`` / ``human_kappa_n`` / ``human_pairs`` (agreement
+    between people, :func:`inter_labeller_agreement`).
     """
 
     level: str
@@ -173,6 +203,13 @@ class CalibrationResult:
     n_excluded_judge: int = 0
     calibrated_at: str | None = None
     source: str | None = None
+    n_stale_labels: int = 0
+    stale_labels: list[dict[str, Any]] = field(default_factory=list)
+    labellers: list[str] = field(default_factory=list)
+    human_kappa: float | None = None
+    human_kappa_reason: str | None = None
+    human_kappa_n: int = 0
+    human_pairs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def key(self) -> tuple[str | None, str | None, str | None]:
@@ -193,6 +230,12 @@ class CalibrationResult:
             "n_human_only": self.n_human_only, "n_judge_only": self.n_judge_only,
             "n_excluded_human": self.n_excluded_human, "n_excluded_judge": self.n_excluded_judge,
             "source": self.source,
+            "n_stale_labels": self.n_stale_labels,
+            "stale_labels": json.dumps(self.stale_labels, ensure_ascii=False),
+            "labellers": json.dumps(self.labellers, ensure_ascii=False),
+            "human_kappa": self.human_kappa, "human_kappa_reason": self.human_kappa_reason,
+            "human_kappa_n": self.human_kappa_n,
+            "human_pairs": json.dumps(self.human_pairs, ensure_ascii=False),
         }
 
 
@@ -276,6 +319,38 @@ def read_human_labels(path: str | Path, level: str = "claim") -> pl.DataFrame:
     return df.select([pl.col(c).cast(pl.Utf8) for c in keep])
 
 
+#: Columns of :func:`read_label_file`.
+LABEL_FILE_SCHEMA = pl.Schema({"system": pl.Utf8, "question_id": pl.Utf8, "claim_id": pl.Utf8, "verdict": pl.Utf8,
+                               "annotator": pl.Utf8, "labelled_at": pl.Utf8, "content_sha256": pl.Utf8,
+                               "note": pl.Utf8, "line": pl.Int64})
+
+
+def read_label_file(path: str | Path, level: str = "claim", mapping: Mapping[str, Any] | None = None) -> pl.DataFrame:
+    """Read and validate a hand-label file for :func:`calibrate`, every error naming file, line and field.
+
+    Input: a .csv, .tsv, .jsonl/.ndjson or .parquet file in the human-label format (see
+    ``core/judges/human.py``: claim level needs system, question_id, claim_id, claim, verdict;
+    response level system, question_id, verdict); ``level``; ``mapping`` (its ``human`` dict gives
+    the raw labels allowed). Output: :data:`LABEL_FILE_SCHEMA` frame, one row per label, file order
+    (``line`` = the line, or Parquet row, it came from). Raises InputError (file, line, field) for
+    a missing file or column, a blank required field, a verdict the mapping does not know, a
+    duplicate item for the same annotator, a malformed content hash; ValueError for a bad mapping.
+    """
+    from rag_eval_pipeline.core.judges.human import read_human_label_rows, read_response_label_rows
+
+    m = resolve_mapping(mapping, level)
+    allowed = list(m["human"])
+    if level == "claim":
+        rows, _ = read_human_label_rows(path)
+        for r in rows:
+            if r["verdict"] not in allowed:
+                raise InputError(f"verdict {r['verdict']!r} is not one of {allowed} (the calibration mapping's "
+                                 "human labels)", path=str(path), line=r["line"], field="verdict")
+    else:
+        rows, _ = read_response_label_rows(path, allowed if m["human_rule"] == "label" else None)
+    return pl.DataFrame([{c: r.get(c) for c in LABEL_FILE_SCHEMA} for r in rows], schema=LABEL_FILE_SCHEMA)
+
+
 def _map(labels: pl.DataFrame, side: str, table: dict[str, str | None], keys: list[str]) -> tuple[pl.DataFrame, int]:
     """Apply a raw → calibrated label dict; returns (mapped frame, items dropped)."""
     raw = labels["raw"].to_list()
@@ -332,23 +407,30 @@ def calibrate(
     repeat: int | None = None,
     calibrated_at: str | None = None,
     source: str | None = None,
+    current_hashes: Mapping[tuple[str, ...], str] | None = None,
 ) -> CalibrationResult:
     """Agreement between human labels and one judge's labels on the same items.
 
     Inputs: ``human_labels`` (system, question_id, verdict, and claim_id at claim level or when
-    ``human_rule`` aggregates claims; see :func:`read_human_labels`); ``judge_labels`` (the
-    judge_labels table of ONE judge key: system, question_id, claim_id, verdict, repeat, judge,
-    judge_model, prompt_sha256); ``mapping`` (see :func:`resolve_mapping`; None = the default
-    for ``level``); ``level`` "claim" (items (system, question_id, claim_id)) or "response"
-    (items (system, question_id)); ``repeat`` (None = majority vote over repeats, ties →
-    NOT_MENTIONED; an int = that repeat only); ``calibrated_at`` / ``source`` are stored as given.
+    ``human_rule`` aggregates claims; optional ``annotator`` (who labelled), ``content_sha256``
+    (hash of what that person saw) and ``line``; see :func:`read_label_file`); ``judge_labels``
+    (the judge_labels table of ONE judge key: system, question_id, claim_id, verdict, repeat,
+    judge, judge_model, prompt_sha256); ``mapping`` (see :func:`resolve_mapping`; None = the
+    default for ``level``); ``level`` "claim" (items (system, question_id, claim_id)) or
+    "response" (items (system, question_id)); ``repeat`` (None = majority vote over repeats, ties
+    → NOT_MENTIONED; an int = that repeat only); ``calibrated_at`` / ``source`` are stored as
+    given; ``current_hashes`` (item key tuple → content sha256 of the item now, from
+    :func:`rag_eval_pipeline.core.labelling.current_content_hashes`; None = no staleness check).
 
-    Output: :class:`CalibrationResult`. Items on one side only are counted, not compared.
-    ``kappa`` is None with ``kappa_reason`` when n = 0 or when one side's labels are all equal
-    (module docstring); otherwise Cohen's kappa from ``agreement.cohen_kappa``.
+    Output: :class:`CalibrationResult`. Items on one side only are counted, not compared. With
+    several people, every (item, person) label is compared with the judge's label of the item
+    (``n`` counts those pairs). A hashed label whose item changed (or vanished) is stale: left out,
+    counted and listed. ``kappa`` is None with ``kappa_reason`` when n = 0 or when one side's
+    labels are all equal (module docstring); otherwise Cohen's kappa from
+    ``agreement.cohen_kappa``. Agreement between people: :func:`inter_labeller_agreement`.
     Raises ValueError for an unknown level / bad mapping, or when ``judge_labels`` holds more
     than one judge key (use :func:`calibrate_all`); SchemaError for a missing column; InputError
-    for a label absent from the mapping or an item labelled twice by people.
+    for a label absent from the mapping or an item labelled twice by the same person.
     Source: seed 004 (calibrate against ~50 hand labels); J. Cohen (1960) for kappa;
     E. B. Wilson (1927) for the agreement interval.
     """
@@ -369,21 +451,13 @@ def calibrate(
                          "time (calibrate_all does)")
     jkey = keys[0] if keys else (None, None, None)
 
-    jl = judge_labels.select(judge_cols).with_columns(pl.col(c).cast(pl.Utf8) for c in item + ["verdict"])
-    jl = majority_vote(jl) if repeat is None else jl.filter(pl.col("repeat") == repeat)
-    n_err_claims = 0
-    if level == "claim":
-        n_err_claims = jl.filter(pl.col("verdict") == "JUDGE_ERROR").height
-        jl = jl.filter(pl.col("verdict") != "JUDGE_ERROR")
-    judge_raw = _labels_for(jl, m["judge_rule"], item, "judge")
-    n_err_resp = judge_raw.filter(pl.col("raw").is_null()).height
-    judge_raw = judge_raw.filter(pl.col("raw").is_not_null())
-    judge_mapped, drop_j = _map(judge_raw, "judge", m["judge"], item)
+    judge_mapped, n_excluded_judge = judge_item_labels(judge_labels, m, level, repeat=repeat)
 
-    hl = human_labels.select(human_need).with_columns(pl.col(c).cast(pl.Utf8) for c in human_need)
-    human_raw = _labels_for(hl, m["human_rule"], item, "human")
+    hl, stale = _fresh_human_labels(human_labels, human_need, item, current_hashes)
+    hkeys = item + ["annotator"]
+    human_raw = _labels_for(hl, m["human_rule"], hkeys, "human")
     null_h = human_raw.filter(pl.col("raw").is_null()).height
-    human_mapped, drop_h = _map(human_raw.filter(pl.col("raw").is_not_null()), "human", m["human"], item)
+    human_mapped, drop_h = _map(human_raw.filter(pl.col("raw").is_not_null()), "human", m["human"], hkeys)
 
     joined = human_mapped.rename({"label": "human"}).join(judge_mapped.rename({"label": "judge"}), on=item,
                                                           how="inner")
@@ -393,10 +467,13 @@ def calibrate(
     for lab in sorted(set(h) | set(j)):
         if lab not in labels:  # only reachable with a mapping whose labels list was trimmed by hand
             labels.append(lab)
+    people = inter_labeller_agreement(human_mapped, item, labels)
     common = dict(level=level, judge=jkey[0], judge_model=jkey[1], prompt_sha256=jkey[2], n=n, labels=labels,
-                  mapping=m, n_human_only=human_mapped.height - n, n_judge_only=judge_mapped.height - n,
-                  n_excluded_human=null_h + drop_h, n_excluded_judge=n_err_claims + n_err_resp + drop_j,
-                  calibrated_at=calibrated_at, source=source)
+                  mapping=m, n_human_only=human_mapped.height - n,
+                  n_judge_only=judge_mapped.join(human_mapped.select(item).unique(), on=item, how="anti").height,
+                  n_excluded_human=null_h + drop_h, n_excluded_judge=n_excluded_judge,
+                  calibrated_at=calibrated_at, source=source, n_stale_labels=len(stale), stale_labels=stale,
+                  **people)
     if n == 0:
         return CalibrationResult(kappa=None, kappa_reason="no item is labelled by both people and the judge (n = 0)",
                                  agreement=None, agreement_ci_low=None, agreement_ci_high=None,
@@ -407,19 +484,128 @@ def calibrate(
     per_label = {str(k): v for k, v in per_class_precision_recall(h, j, labels).items()}
     agree = sum(confusion[i][i] for i in range(len(labels)))
     low, high = wilson_interval(agree, n)
-    kappa, reason = None, None
-    if len(set(h)) == 1:
-        reason = (f"people gave every item the label {h[0]!r}: kappa undefined (no variation to agree on); "
-                  "label a sample with both outcomes")
-    elif len(set(j)) == 1:
-        reason = (f"the judge gave every item the label {j[0]!r}: kappa undefined (a constant rater has kappa 0 "
-                  "whatever its quality)")
-    else:
-        kappa = cohen_kappa(h, j, labels)
-        if kappa is None:  # pragma: no cover - p_e == 1 needs both sides constant, handled above
-            reason = "kappa undefined (chance agreement is 1)"
+    kappa, reason = _kappa_or_reason(h, j, labels, "people", "the judge")
     return CalibrationResult(kappa=kappa, kappa_reason=reason, agreement=agree / n, agreement_ci_low=low,
                              agreement_ci_high=high, confusion=confusion, per_label=per_label, **common)
+
+
+def _kappa_or_reason(a: list[str], b: list[str], labels: list[str], who_a: str, who_b: str
+                     ) -> tuple[float | None, str | None]:
+    """Cohen's kappa, or None with the reason when it measures nothing (see module docstring)."""
+    if len(set(a)) == 1 and who_a == "people":
+        return None, (f"people gave every item the label {a[0]!r}: kappa undefined (no variation to agree on); "
+                      "label a sample with both outcomes")
+    if len(set(a)) == 1:
+        return None, f"{who_a} gave every item the label {a[0]!r}: kappa undefined (a constant rater)"
+    if len(set(b)) == 1 and who_b == "the judge":
+        return None, (f"the judge gave every item the label {b[0]!r}: kappa undefined (a constant rater has kappa 0 "
+                      "whatever its quality)")
+    if len(set(b)) == 1:
+        return None, f"{who_b} gave every item the label {b[0]!r}: kappa undefined (a constant rater)"
+    kappa = cohen_kappa(a, b, labels)
+    if kappa is None:  # pragma: no cover - p_e == 1 needs both sides constant, handled above
+        return None, "kappa undefined (chance agreement is 1)"
+    return kappa, None
+
+
+def judge_item_labels(judge_labels: pl.DataFrame, mapping: Mapping[str, Any] | None, level: str, *,
+                      repeat: int | None = None) -> tuple[pl.DataFrame, int]:
+    """The judge's calibrated label of every item, as :func:`calibrate` compares them.
+
+    Input: ``judge_labels`` of one judge key; ``mapping`` (raw or resolved, see
+    :func:`resolve_mapping`); ``level``; ``repeat`` (None = majority vote over repeats). Output:
+    ``(frame, n_excluded)``: one row per item (system, question_id[, claim_id]) with ``label``;
+    ``n_excluded`` = items left out (JUDGE_ERROR, a label mapped to None). Raises as
+    :func:`calibrate`.
+    """
+    m = resolve_mapping(mapping, level)
+    item = ["system", "question_id"] + (["claim_id"] if level == "claim" else [])
+    judge_cols = ["system", "question_id", "claim_id", "verdict", "repeat", *JUDGE_KEY]
+    jl = judge_labels.select(judge_cols).with_columns(pl.col(c).cast(pl.Utf8) for c in item + ["verdict"])
+    jl = majority_vote(jl) if repeat is None else jl.filter(pl.col("repeat") == repeat)
+    n_err_claims = 0
+    if level == "claim":
+        n_err_claims = jl.filter(pl.col("verdict") == "JUDGE_ERROR").height
+        jl = jl.filter(pl.col("verdict") != "JUDGE_ERROR")
+    judge_raw = _labels_for(jl, m["judge_rule"], item, "judge")
+    n_err_resp = judge_raw.filter(pl.col("raw").is_null()).height
+    judge_raw = judge_raw.filter(pl.col("raw").is_not_null())
+    judge_mapped, drop_j = _map(judge_raw, "judge", m["judge"], item)
+    return judge_mapped, n_err_claims + n_err_resp + drop_j
+
+
+def _fresh_human_labels(human_labels: pl.DataFrame, need: list[str], item: list[str],
+                        current_hashes: Mapping[tuple[str, ...], str] | None
+                        ) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
+    """(labels with an ``annotator`` column, "" when unnamed, minus stale ones; the stale ones listed)."""
+    extra = [c for c in ("annotator", "content_sha256", "line") if c in human_labels.columns]
+    hl = human_labels.select(need + extra).with_columns(pl.col(c).cast(pl.Utf8) for c in need)
+    hl = hl.with_columns((pl.col("annotator").cast(pl.Utf8) if "annotator" in extra else pl.lit(None, pl.Utf8))
+                         .fill_null("").alias("annotator"))
+    stale: list[dict[str, Any]] = []
+    if current_hashes is None or "content_sha256" not in extra:
+        return hl.select(need + ["annotator"]), stale
+    keep = []
+    for r in hl.iter_rows(named=True):
+        sha = r["content_sha256"]
+        now = current_hashes.get(tuple(r[c] for c in item))
+        ok = sha is None or sha == now
+        keep.append(ok)
+        if not ok:
+            stale.append({"system": r["system"], "question_id": r["question_id"], "claim_id": r.get("claim_id"),
+                          "annotator": r["annotator"], "line": r.get("line"),
+                          "why": "the item no longer exists" if now is None else
+                          "the question, answer or retrieved context changed since it was labelled"})
+    return hl.filter(pl.Series(keep, dtype=pl.Boolean)).select(need + ["annotator"]), stale
+
+
+def inter_labeller_agreement(human_mapped: pl.DataFrame, item: Sequence[str], labels: Sequence[str]
+                             ) -> dict[str, Any]:
+    """Agreement between people on the items two or more of them labelled.
+
+    Input: one calibrated ``label`` per (item, ``annotator``) (columns ``item`` + annotator +
+    label), the label set. Output: {"labellers": sorted names, "human_kappa": Cohen's kappa for two
+    people, Light's kappa (the mean of the pairwise Cohen's kappas, R. J. Light 1971) for more, or
+    None, "human_kappa_reason": why None, "human_kappa_n": items labelled by at least two people,
+    "human_pairs": [{a, b, n, kappa, agreement, reason}] per pair with common items}. A pair's
+    kappa is None (with the reason) when one person gave every common item the same label.
+    Source: J. Cohen (1960); R. J. Light, Psychological Bulletin 76(5), 1971. Never raises.
+    """
+    item = list(item)
+    names = sorted(set(human_mapped["annotator"].to_list())) if human_mapped.height else []
+    out: dict[str, Any] = {"labellers": names, "human_kappa": None, "human_kappa_n": 0, "human_pairs": []}
+    if len(names) < 2:
+        out["human_kappa_reason"] = ("one labeller only: agreement between people needs two people labelling the "
+                                     "same items" if names else "no hand labels")
+        return out
+    by_person = {a: {tuple(r[:-1]): r[-1] for r in human_mapped.filter(pl.col("annotator") == a)
+                     .select(*item, "label").rows()} for a in names}
+    counts: dict[tuple, int] = {}
+    for d in by_person.values():
+        for k in d:
+            counts[k] = counts.get(k, 0) + 1
+    out["human_kappa_n"] = sum(1 for c in counts.values() if c >= 2)
+    kappas = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = sorted(set(by_person[a]) & set(by_person[b]))
+            if not common:
+                continue
+            la, lb = [by_person[a][k] for k in common], [by_person[b][k] for k in common]
+            kappa, reason = _kappa_or_reason(la, lb, list(labels), repr(a), repr(b))
+            agree = sum(x == y for x, y in zip(la, lb)) / len(common)
+            out["human_pairs"].append({"a": a, "b": b, "n": len(common), "kappa": kappa, "agreement": agree,
+                                       "reason": reason})
+            if kappa is not None:
+                kappas.append(kappa)
+    if not out["human_pairs"]:
+        out["human_kappa_reason"] = "no item is labelled by two people"
+    elif not kappas:
+        out["human_kappa_reason"] = "; ".join(f"{p['a']} vs {p['b']}: {p['reason']}" for p in out["human_pairs"])
+    else:
+        out["human_kappa"] = sum(kappas) / len(kappas)
+        out["human_kappa_reason"] = None
+    return out
 
 
 def calibrate_all(
@@ -431,6 +617,7 @@ def calibrate_all(
     repeat: int | None = None,
     calibrated_at: str | None = None,
     source: str | None = None,
+    current_hashes: Mapping[tuple[str, ...], str] | None = None,
 ) -> list[CalibrationResult]:
     """:func:`calibrate` once per judge key (judge, judge_model, prompt_sha256) in ``judge_labels``.
 
@@ -446,7 +633,7 @@ def calibrate_all(
         sub = judge_labels.filter(pl.all_horizontal(
             (pl.col(c).is_null() if v is None else pl.col(c) == v) for c, v in zip(JUDGE_KEY, key)))
         out.append(calibrate(human_labels, sub, mapping, level, repeat=repeat, calibrated_at=calibrated_at,
-                             source=source))
+                             source=source, current_hashes=current_hashes))
     return out
 
 
@@ -462,11 +649,12 @@ def results_from_frame(df: pl.DataFrame | None) -> list[CalibrationResult]:
     """
     if df is None or df.height == 0:
         return []
-    miss = [c for c in HISTORY_SCHEMA if c not in df.columns]
+    miss = [c for c in HISTORY_SCHEMA if c not in df.columns and c not in _ADDED_DEFAULTS]
     if miss:
         raise SchemaError(f"calibration history: missing columns {miss}")
     out = []
     for r in df.iter_rows(named=True):
+        r = {**_ADDED_DEFAULTS, **r}
         out.append(CalibrationResult(
             level=r["level"], judge=r["judge"], judge_model=r["judge_model"], prompt_sha256=r["prompt_sha256"],
             n=int(r["n"] or 0), kappa=r["kappa"], kappa_reason=r["kappa_reason"], agreement=r["agreement"],
@@ -476,6 +664,10 @@ def results_from_frame(df: pl.DataFrame | None) -> list[CalibrationResult]:
             n_human_only=int(r["n_human_only"] or 0), n_judge_only=int(r["n_judge_only"] or 0),
             n_excluded_human=int(r["n_excluded_human"] or 0), n_excluded_judge=int(r["n_excluded_judge"] or 0),
             calibrated_at=r["calibrated_at"], source=r["source"],
+            n_stale_labels=int(r["n_stale_labels"] or 0), stale_labels=json.loads(r["stale_labels"] or "[]"),
+            labellers=json.loads(r["labellers"] or "[]"), human_kappa=r["human_kappa"],
+            human_kappa_reason=r["human_kappa_reason"], human_kappa_n=int(r["human_kappa_n"] or 0),
+            human_pairs=json.loads(r["human_pairs"] or "[]"),
         ))
     return out
 
@@ -502,6 +694,13 @@ TABLE_SCHEMA = pl.Schema({
     "mapping": pl.Utf8,
     "stale": pl.Boolean,
     "missing": pl.Boolean,
+    "n_stale_labels": pl.Int64,
+    "stale_labels": pl.Utf8,
+    "labellers": pl.Utf8,
+    "human_kappa": pl.Float64,
+    "human_kappa_reason": pl.Utf8,
+    "human_kappa_n": pl.Int64,
+    "human_pairs": pl.Utf8,
 })
 
 
@@ -558,7 +757,9 @@ def calibration_table(
                 d = chosen.to_row()
                 row.update({k: d[k] for k in ("calibrated_at", "n", "kappa", "kappa_reason", "agreement",
                                               "agreement_ci_low", "agreement_ci_high", "labels", "confusion",
-                                              "per_label", "mapping")})
+                                              "per_label", "mapping", "n_stale_labels", "stale_labels",
+                                              "labellers", "human_kappa", "human_kappa_reason", "human_kappa_n",
+                                              "human_pairs")})
                 row.update(calibrated_judge=chosen.judge, calibrated_judge_model=chosen.judge_model,
                            calibrated_prompt_sha256=chosen.prompt_sha256)
             else:
