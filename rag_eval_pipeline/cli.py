@@ -188,7 +188,12 @@ def main(argv: list[str] | None = None) -> int:
     p_est = sub.add_parser("estimate", help="dry run: judge calls and prompt tokens this configuration would cost")
     p_est.add_argument("--config", help="evaluation YAML (default: data/sample/config.yaml or $RAG_EVAL_CONFIG)")
     p_est.add_argument("--output", help=argparse.SUPPRESS)
+    from rag_eval_pipeline.labelling import cli as label_cli
+
+    label_cli.add_arguments(sub.add_parser("label", help="a local page for the hand labels judge calibration needs"))
     args = parser.parse_args(argv)
+    if args.command == "label":
+        return label_cli.main(args)
     if args.command == "run":
         return run(args)
     if args.command == "estimate":

@@ -25,10 +25,11 @@ from rag_eval_pipeline.core.metrics.calibration import (
     calibration_table,
     confusion_markdown,
     judge_based_metrics,
-    read_human_labels,
+    read_label_file,
     results_from_frame,
     results_to_frame,
 )
+from rag_eval_pipeline.core.labelling import current_content_hashes
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, RESOLUTION_RULE, resolution_from_table, variance_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
@@ -64,17 +65,18 @@ def _level(section: dict | None, settings: EvalSettings) -> str:
     return level
 
 
-def _load_human_labels(path, level: str) -> pl.DataFrame:
-    """Hand labels for ``level``: claim labels through ``core.judges.human.load_human_labels`` (the
-    validated human-label format: claim text, verdicts, quotes), response labels (any label set,
-    e.g. BEGIN's) through ``core.metrics.calibration.read_human_labels``."""
-    if level == "claim":
-        try:
-            from rag_eval_pipeline.core.judges.human import load_human_labels
-        except ImportError:  # pragma: no cover - the human-label module ships with the package
-            return read_human_labels(path, level)
-        return load_human_labels(path)
-    return read_human_labels(path, level)
+def _load_human_labels(path, level: str, mapping=None) -> pl.DataFrame:
+    """Hand labels for ``level``, validated line by line (``core.metrics.calibration.read_label_file``:
+    errors name the file, line and field), with annotator and content hash."""
+    return read_label_file(path, level, mapping)
+
+
+def _current_hashes(store: TableStore, judge_labels: pl.DataFrame, level: str) -> dict | None:
+    """What each item is now (content hash), to find stale hand labels; None when the tables are not there."""
+    tables = [store.read(f"{name}.parquet") for name in ("rag_runs", "golden_set", "corpus_snapshot")]
+    if any(t is None for t in tables):
+        return None
+    return current_content_hashes(*tables, judge_labels, level)
 
 
 def _current_keys(judge_labels: pl.DataFrame) -> list[tuple]:
@@ -87,11 +89,12 @@ def _fmt(v, spec: str = ".3f") -> str:
 
 def calibration_markdown(table: pl.DataFrame) -> str:
     """Markdown summary of a calibration table: one line per judge key and level, then each confusion matrix."""
-    lines = ["| level | judge | model | prompt | n | kappa | agreement | stale | missing |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| level | judge | model | prompt | n | kappa | agreement | kappa between people | stale labels | stale "
+             "| missing |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table.iter_rows(named=True):
         lines.append(f"| {r['level']} | {r['judge']} | {r['judge_model']} | {(r['prompt_sha256'] or '')[:12]} | "
                      f"{r['n'] if r['n'] is not None else 'null'} | {_fmt(r['kappa'])} | {_fmt(r['agreement'])} | "
+                     f"{_fmt(r['human_kappa'])} (n {r['human_kappa_n'] or 0}) | {r['n_stale_labels'] or 0} | "
                      f"{r['stale']} | {r['missing']} |")
     for r in table.iter_rows(named=True):
         if r["confusion"]:
@@ -123,12 +126,14 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
                               "in the calibration section")
         path = settings.config.resolve(section["human_labels"])
         source = str(path)
-        human = _load_human_labels(path, level)
+        human = _load_human_labels(path, level, section.get("mapping"))
+        hashes = _current_hashes(store, judge_labels, level)
         now = dt.datetime.now(dt.timezone.utc).isoformat()
-        fresh = calibrate_all(human, judge_labels, section.get("mapping"), level, calibrated_at=now, source=source)
+        fresh = calibrate_all(human, judge_labels, section.get("mapping"), level, calibrated_at=now, source=source,
+                              current_hashes=hashes)
         if fresh:
             new_rows = results_to_frame(fresh)
-            updated = new_rows if history_df is None else pl.concat([history_df, new_rows], how="vertical_relaxed")
+            updated = new_rows if history_df is None else pl.concat([history_df, new_rows], how="diagonal_relaxed")
             store.write(updated, HISTORY_FILE)
     table = calibration_table(history + fresh, current, levels=[level])
     md: dict = {
@@ -148,6 +153,12 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
         md["n"] = dg.MetadataValue.null() if row["n"] is None else int(row["n"])
         if row["kappa_reason"]:
             md["kappa_reason"] = row["kappa_reason"]
+        md["human_kappa"] = dg.MetadataValue.null() if row["human_kappa"] is None else float(row["human_kappa"])
+        if row["human_kappa_reason"]:
+            md["human_kappa_reason"] = row["human_kappa_reason"]
+        md["n_stale_labels"] = int(row["n_stale_labels"] or 0)
+        if row["n_stale_labels"]:
+            md["stale_labels"] = dg.MetadataValue.json(json.loads(row["stale_labels"]))
         if row["confusion"]:
             md["confusion"] = dg.MetadataValue.md(confusion_markdown(json.loads(row["labels"]),
                                                                      json.loads(row["confusion"])))

@@ -821,6 +821,7 @@ def ppi_rates(
     judge_raw = _labels_for(jl, m["judge_rule"], item, "judge").filter(pl.col("raw").is_not_null())
     judge_mapped, _ = _map(judge_raw, "judge", m["judge"], item)
     hl = human_labels.select("system", "question_id", "verdict").with_columns(pl.col(c).cast(pl.Utf8) for c in item + ["verdict"])
+    hl = hl.unique(subset=item, keep="first", maintain_order=True)  # several people: the first label of each answer
     human_raw = _labels_for(hl, m["human_rule"], item, "human").filter(pl.col("raw").is_not_null())
     human_mapped, _ = _map(human_raw, "human", m["human"], item)
     f = judge_mapped.with_columns((pl.col("label") == positive).cast(pl.Float64).alias("f")).select(*item, "f")

@@ -1,0 +1,418 @@
+"""What a person labels for judge calibration: the items, their content hash, the sample, the label file.
+
+Seed ``004_292fd69c3d96947d.txt``: label about fifty cases by hand and measure how far the judge
+agrees. This module is the pure part of the labelling page (``rag-eval label``); the page itself
+lives outside the core.
+
+- An *item* is one claim of one answer (calibration level ``claim``: the judge's own claims, ids
+  as ``judge_labels`` writes them) or one answer (level ``response``), for every answer the judge
+  labelled (JUDGE_ERROR items are left out: they are not compared).
+- :func:`content_sha256` hashes what the labeller sees: the question, the answer, the claim (claim
+  level) and the texts of the retrieved chunks in rank order. A label stores it; when the item's
+  hash changes later, the label is stale (``core/metrics/calibration.py``).
+- Access: the report's rule (``readable_by`` / ``find_leaks`` of the report module). An item is
+  withheld from a labeller when any chunk its run retrieved or cited is outside the labeller's
+  groups, or when its question, answer or claim contains text of such a chunk: the answer may
+  repeat what the labeller may not read. Withheld items are counted, never shown.
+- Sampling (:func:`stratified_order`): strata = (system, the judge's label of the item); within a
+  stratum a seeded hash orders the items; the strata are then interleaved round robin, so every
+  prefix of the order is as balanced as the strata allow and every label gets items (κ and
+  per-label precision / recall are estimable). The order depends only on the seed and the items:
+  two people with the same configuration get the same items; a larger ``--n`` extends the sample.
+- The label file (:class:`LabelFile`): JSON Lines in the format ``judge_calibration`` reads, one
+  label per line, appended with one ``write`` and an ``fsync`` under an advisory lock; undo and
+  relabel rewrite the file aside and rename it over (atomic). A page reports a label saved only
+  after the fsync returned.
+
+Nothing here imports Dagster.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.metrics.calibration import judge_item_labels, resolve_mapping
+from rag_eval_pipeline.core.report import find_leaks, readable_by
+from rag_eval_pipeline.core.storage import write_atomic
+
+__all__ = ["LabelItem", "content_sha256", "build_items", "current_content_hashes", "withhold_restricted",
+           "stratified_order", "label_options", "LabelFile", "HASH_VERSION"]
+
+HASH_VERSION = 1
+
+
+def content_sha256(question: str | None, answer: str | None, contexts: Sequence[str | None],
+                   claim: str | None = None) -> str:
+    """The sha256 (64 lowercase hex digits) of what a labeller sees for one item.
+
+    Input: the question text, the answer text, the retrieved chunk texts in rank order (None for a
+    chunk missing from the snapshot), and the claim text at claim level (None at response level).
+    Output: sha256 of the canonical JSON ``{"v": 1, "question", "answer", "claim", "contexts"}``
+    (sorted keys, no whitespace, UTF-8). Any change of a text or of the context order changes it.
+    Never raises.
+    """
+    doc = {"v": HASH_VERSION, "question": question, "answer": answer, "claim": claim, "contexts": list(contexts)}
+    raw = json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class LabelItem:
+    """One thing to label. ``key`` is (system, question_id) or (system, question_id, claim_id);
+    ``chunks`` are the retrieved chunks in rank order as dicts (chunk_id, rank, title, status, text;
+    title/text None when the chunk is not in the snapshot); ``cited`` the cited chunk ids;
+    ``judge_label`` the judge's calibrated label, ``judge_claims`` the judge's claim rows (claim,
+    verdict, quote) for adjudication."""
+
+    system: str
+    question_id: str
+    claim_id: str | None
+    question: str | None
+    answer: str | None
+    claim: str | None
+    claims: list[str]
+    chunks: list[dict[str, Any]]
+    cited: list[str]
+    judge_label: str
+    judge_claims: list[dict[str, Any]] = field(default_factory=list)
+    content_sha256: str = ""
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return (self.system, self.question_id) + ((self.claim_id,) if self.claim_id is not None else ())
+
+    @property
+    def key_text(self) -> str:
+        return "/".join(self.key)
+
+
+def _need(df: pl.DataFrame | None, name: str, cols: Iterable[str]) -> pl.DataFrame:
+    if df is None:
+        raise InputError(f"table {name} is missing: run the evaluation first (rag-eval run)")
+    miss = [c for c in cols if c not in df.columns]
+    if miss:
+        raise InputError(f"table {name} lacks columns {miss}")
+    return df
+
+
+def _runs_index(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame):
+    _need(rag_runs, "rag_runs", ("system", "question_id", "retrieved", "answer", "citations"))
+    _need(golden, "golden_set", ("question_id", "question"))
+    _need(snapshot, "corpus_snapshot", ("chunk_id", "text", "title", "status", "acl"))
+    questions = dict(zip(golden["question_id"].to_list(), golden["question"].to_list()))
+    chunks: dict[str, dict[str, Any]] = {}
+    for r in snapshot.select("chunk_id", "text", "title", "status", "acl").iter_rows(named=True):
+        chunks.setdefault(r["chunk_id"], r)
+    runs: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in rag_runs.select("system", "question_id", "retrieved", "answer", "citations").iter_rows(named=True):
+        hits = sorted((h for h in (r["retrieved"] or []) if h and h.get("chunk_id")),
+                      key=lambda h: (h["rank"] is None, h["rank"] or 0))
+        r["hits"] = [{"chunk_id": h["chunk_id"], "rank": h["rank"],
+                      "title": (chunks.get(h["chunk_id"]) or {}).get("title"),
+                      "status": (chunks.get(h["chunk_id"]) or {}).get("status"),
+                      "text": (chunks.get(h["chunk_id"]) or {}).get("text")} for h in hits]
+        runs[(r["system"], r["question_id"])] = r
+    return questions, chunks, runs
+
+
+def _claim_rows(judge_labels: pl.DataFrame) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Each answer's claims (first repeat), in claim order."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    first = judge_labels.filter(pl.col("repeat") == pl.col("repeat").min().over("system", "question_id"))
+    for r in first.select("system", "question_id", "claim_id", "claim", "verdict", "quote").iter_rows(named=True):
+        if r["verdict"] == "JUDGE_ERROR":
+            continue
+        out.setdefault((r["system"], r["question_id"]), []).append(r)
+    for rows in out.values():
+        rows.sort(key=lambda r: _claim_order(r["claim_id"]))
+    return out
+
+
+def _claim_order(claim_id: str) -> tuple:
+    tail = claim_id.rsplit(":c", 1)[-1]
+    return (0, int(tail), claim_id) if tail.isdigit() else (1, 0, claim_id)
+
+
+def build_items(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
+                level: str, mapping: Mapping[str, Any] | None = None) -> list[LabelItem]:
+    """Every item the judge labelled, with what the page shows and its content hash.
+
+    Inputs: the ``rag_runs``, ``golden_set``, ``corpus_snapshot`` and ``judge_labels`` tables of one
+    evaluation (one judge key); ``level`` "claim" or "response"; the calibration ``mapping``.
+    Output: one :class:`LabelItem` per item that has a judge label after the mapping (response
+    level: per answer, by the mapping's ``judge_rule``; claim level: per claim, majority over
+    repeats), sorted by key. Raises InputError when a table or column is missing; ValueError /
+    InputError from the mapping as :func:`~rag_eval_pipeline.core.metrics.calibration.calibrate`.
+    """
+    _need(judge_labels, "judge_labels", ("system", "question_id", "claim_id", "claim", "verdict", "quote", "repeat"))
+    questions, _chunks, runs = _runs_index(rag_runs, golden, snapshot)
+    judged, _ = judge_item_labels(judge_labels, mapping, level)
+    claims = _claim_rows(judge_labels)
+    items = []
+    for row in judged.sort(judged.columns[:-1]).iter_rows(named=True):
+        run = runs.get((row["system"], row["question_id"]))
+        if run is None or not run.get("answer"):
+            continue
+        answer_claims = claims.get((row["system"], row["question_id"]), [])
+        claim_id = row.get("claim_id") if level == "claim" else None
+        claim = None
+        if claim_id is not None:
+            claim = next((c["claim"] for c in answer_claims if c["claim_id"] == claim_id), None)
+            if claim is None:
+                continue
+        q = questions.get(row["question_id"])
+        items.append(LabelItem(
+            system=row["system"], question_id=row["question_id"], claim_id=claim_id, question=q,
+            answer=run["answer"], claim=claim, claims=[c["claim"] for c in answer_claims], chunks=run["hits"],
+            cited=[c for c in (run.get("citations") or []) if c], judge_label=row["label"],
+            judge_claims=answer_claims if claim_id is None else [c for c in answer_claims if c["claim_id"] == claim_id],
+            content_sha256=content_sha256(q, run["answer"], [h["text"] for h in run["hits"]], claim)))
+    return items
+
+
+def current_content_hashes(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame,
+                           judge_labels: pl.DataFrame, level: str) -> dict[tuple[str, ...], str]:
+    """Item key → :func:`content_sha256` of the item now, for every answer of ``rag_runs``.
+
+    Keys: (system, question_id) at response level; (system, question_id, claim_id) at claim level
+    for every claim ``judge_labels`` holds (its claim text is part of the hash). Used by
+    ``judge_calibration`` to find stale hand labels. Raises InputError when a table or column is
+    missing.
+    """
+    questions, _chunks, runs = _runs_index(rag_runs, golden, snapshot)
+    out: dict[tuple[str, ...], str] = {}
+    if level == "response":
+        for (system, qid), run in runs.items():
+            if run.get("answer"):
+                out[(system, qid)] = content_sha256(questions.get(qid), run["answer"], [h["text"] for h in run["hits"]])
+        return out
+    _need(judge_labels, "judge_labels", ("system", "question_id", "claim_id", "claim", "verdict", "quote", "repeat"))
+    for (system, qid), rows in _claim_rows(judge_labels).items():
+        run = runs.get((system, qid))
+        if run is None or not run.get("answer"):
+            continue
+        texts = [h["text"] for h in run["hits"]]
+        for c in rows:
+            out[(system, qid, c["claim_id"])] = content_sha256(questions.get(qid), run["answer"], texts, c["claim"])
+    return out
+
+
+def withhold_restricted(items: Sequence[LabelItem], snapshot: pl.DataFrame, viewer_groups: Sequence[str]
+                        ) -> tuple[list[LabelItem], list[LabelItem]]:
+    """Split items into (shown, withheld) for a labeller in ``viewer_groups``, by the report's rule.
+
+    Withheld: any retrieved or cited chunk is unreadable for these groups (``readable_by``: an acl
+    sharing no group, or an unknown acl), or the question, answer or claim contains text of such
+    a chunk (``find_leaks``). Output keeps the input order. Never raises.
+    """
+    acl = {cid: a for cid, a in zip(snapshot["chunk_id"].to_list(), snapshot["acl"].to_list())}
+    text = {cid: t for cid, t in zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list())}
+    restricted = {cid for cid, a in acl.items() if not readable_by(a, viewer_groups)}
+    leaks = find_leaks({t for it in items for t in (it.question, it.answer, it.claim, *it.claims) if t},
+                       (text[c] for c in restricted))
+    shown, withheld = [], []
+    for it in items:
+        used = [h["chunk_id"] for h in it.chunks] + it.cited
+        bad = any(c in restricted for c in used) or any(
+            t in leaks for t in (it.question, it.answer, it.claim, *it.claims) if t)
+        (withheld if bad else shown).append(it)
+    return shown, withheld
+
+
+def _rank_hash(seed: int, key: tuple[str, ...]) -> str:
+    return hashlib.sha256(json.dumps([seed, *key], ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def stratified_order(items: Sequence[LabelItem], seed: int) -> list[LabelItem]:
+    """All items in sampling order: strata (system, judge label) interleaved round robin.
+
+    Within a stratum, items are ordered by sha256 of (seed, item key); strata are visited in sorted
+    (system, label) order, one item each per round, skipping exhausted strata. The first n items
+    are the sample of size n (equal allocation, capped by stratum size). Deterministic in the seed
+    and the items. Never raises.
+    """
+    strata: dict[tuple[str, str], list[LabelItem]] = {}
+    for it in items:
+        strata.setdefault((it.system, it.judge_label), []).append(it)
+    queues = [sorted(strata[k], key=lambda it: _rank_hash(seed, it.key)) for k in sorted(strata)]
+    out: list[LabelItem] = []
+    depth = 0
+    while len(out) < len(items):
+        for q in queues:
+            if depth < len(q):
+                out.append(q[depth])
+        depth += 1
+    return out
+
+
+def label_options(level: str, mapping: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The choices of the page, in key order 1, 2, 3, ...: (raw label written to the file, calibrated label).
+
+    Claim level: SUPPORTED / CONTRADICTED / NOT_MENTIONED (as the mapping's ``labels``); response
+    level: the mapping's ``labels``. The raw label is the calibrated label itself when the
+    mapping's ``human`` dict maps it to itself, else the first raw label mapped to it. Raises
+    ValueError when a label has no raw label, or (response level) when ``human_rule`` is not
+    "label" (people would have to label claims).
+    """
+    m = resolve_mapping(mapping, level)
+    if level == "response" and m["human_rule"] != "label":
+        raise ValueError(f"the labelling page writes one label per answer at response level; calibration.mapping."
+                         f"human_rule is {m['human_rule']!r} (set it to 'label', or calibrate at claim level)")
+    out = []
+    for lab in m["labels"]:
+        raw = lab if m["human"].get(lab) == lab else next((k for k, v in m["human"].items() if v == lab), None)
+        if raw is None:
+            raise ValueError(f"calibration.mapping.human maps no raw label to {lab!r}: the page cannot write it")
+        out.append((raw, lab))
+    return out
+
+
+class LabelFile:
+    """The human-label file the page appends to: JSON Lines, one label per line.
+
+    Every public method takes an exclusive ``flock`` on ``<file>.lock`` beside it, so two pages
+    (two labellers) on one file never interleave a rewrite with an append. Raises InputError
+    naming the file for a suffix other than .jsonl/.ndjson, and (from :meth:`rows`) whatever the
+    validating reader raises for a bad line.
+    """
+
+    def __init__(self, path: str | Path, level: str, mapping: Mapping[str, Any] | None = None):
+        self.path = Path(path)
+        if self.path.suffix.lower() not in (".jsonl", ".ndjson"):
+            raise InputError("the labelling page appends to a JSON Lines label file (.jsonl); point "
+                             "calibration.human_labels at one (a CSV or Parquet file can be converted once)",
+                             path=str(self.path))
+        self.level, self.mapping = level, mapping
+        self._lock_path = self.path.with_name(f".{self.path.name}.lock")
+
+    def _locked(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+
+    @staticmethod
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+    def _read_unlocked(self) -> list[dict[str, Any]]:
+        from rag_eval_pipeline.core.metrics.calibration import read_label_file
+
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return []
+        return read_label_file(self.path, self.level, self.mapping).to_dicts()
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every label in the file (validated; :data:`LABEL_FILE_SCHEMA` columns), file order."""
+        fd = self._locked()
+        try:
+            return self._read_unlocked()
+        finally:
+            self._unlock(fd)
+
+    def record(self, item: LabelItem, verdict: str, annotator: str, note: str | None = None,
+               quote: str | None = None, now: dt.datetime | None = None) -> dict[str, Any]:
+        """Save one label of ``item`` by ``annotator``: appended and fsynced, or, when this person already
+        labelled the item, the file is rewritten with the new line in place of the old one (atomic rename).
+
+        Output: the JSON object written. Raises InputError for a claim-level SUPPORTED without a quote
+        (the file format's rule), for a file whose last line is cut off, and as :meth:`rows`.
+        """
+        if self.level == "claim" and verdict == "SUPPORTED" and not (quote or "").strip():
+            raise InputError("a SUPPORTED label needs the quote it rests on: select the sentence in a chunk first",
+                             path=str(self.path), field="quote")
+        line: dict[str, Any] = {"system": item.system, "question_id": item.question_id}
+        if item.claim_id is not None:
+            line.update(claim_id=item.claim_id, claim=item.claim)
+        line["verdict"] = verdict
+        if item.claim_id is not None and quote and quote.strip():
+            line["quote"] = quote.strip()
+        line.update(annotator=annotator,
+                    labelled_at=(now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds"),
+                    content_sha256=item.content_sha256)
+        if note and note.strip():
+            line["note"] = note.strip()
+        text = json.dumps(line, ensure_ascii=False) + "\n"
+        fd = self._locked()
+        try:
+            existing = self._read_unlocked()
+            mine = [r for r in existing if _item_of(r, self.level) == item.key and (r["annotator"] or "") == annotator]
+            if mine:
+                self._rewrite(replace={mine[0]["line"]: text})
+            else:
+                self._append(text)
+        finally:
+            self._unlock(fd)
+        return line
+
+    def remove_last(self, annotator: str, keys: Iterable[tuple[str, ...]] | None = None) -> dict[str, Any] | None:
+        """Undo: remove ``annotator``'s last label in file order (among ``keys`` when given) by an atomic
+        rewrite. Output: the removed row, or None when there is none. Raises as :meth:`rows`."""
+        allowed = None if keys is None else set(keys)
+        fd = self._locked()
+        try:
+            mine = [r for r in self._read_unlocked() if (r["annotator"] or "") == annotator
+                    and (allowed is None or _item_of(r, self.level) in allowed)]
+            if not mine:
+                return None
+            self._rewrite(replace={mine[-1]["line"]: ""})
+            return mine[-1]
+        finally:
+            self._unlock(fd)
+
+    def _append(self, text: str) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            size = os.fstat(fd).st_size
+            if size:
+                with open(self.path, "rb") as fh:
+                    fh.seek(size - 1)
+                    if fh.read(1) != b"\n":
+                        raise InputError("the last line is cut off (no newline at the end); repair it before "
+                                         "labelling more", path=str(self.path))
+            data = text.encode("utf-8")
+            written = os.write(fd, data)
+            if written != len(data):  # pragma: no cover - regular files write whole small buffers
+                raise OSError(f"short write to {self.path}: {written} of {len(data)} bytes")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if size == 0:  # a new file: make its name durable too
+            dfd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+    def _rewrite(self, replace: Mapping[int, str]) -> None:
+        lines = self.path.read_bytes().decode("utf-8-sig").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        out = []
+        for n, raw in enumerate(lines, start=1):
+            if n in replace:
+                if replace[n]:
+                    out.append(replace[n])
+            else:
+                out.append(raw + "\n")
+
+        def write(tmp: str) -> None:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write("".join(out))
+        write_atomic(self.path, write)
+
+
+def _item_of(row: Mapping[str, Any], level: str) -> tuple[str, ...]:
+    return (row["system"], row["question_id"]) + ((row["claim_id"],) if level == "claim" else ())
