@@ -99,7 +99,8 @@ def _header(s: LabellingSession, prog: Progress) -> str:
 
 
 def _item_html(s: LabellingSession, it: LabelItem, pos: int, prog: Progress) -> str:
-    parts = [f'<div class=card><div class=meta>item {pos + 1} of {len(s.sample)} · system {_e(it.system)} · '
+    parts = [f'<div class=card id=item data-system="{_e(it.system)}" data-question-id="{_e(it.question_id)}" '
+             f'data-claim-id="{_e(it.claim_id or "")}" data-pos="{pos}"><div class=meta>item {pos + 1} of {len(s.sample)} · system {_e(it.system)} · '
              f'question {_e(it.question_id)}' + (f" · claim {_e(it.claim_id)}" if it.claim_id else "") + "</div>",
              f'<div class=q id=question>{_e(it.question)}</div></div>']
     if it.claim_id is not None:

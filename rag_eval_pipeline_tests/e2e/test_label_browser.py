@@ -1,0 +1,248 @@
+"""The labelling page (``rag-eval label``) driven in headless Chromium with the keyboard.
+
+Runs the sample evaluation into a temporary folder (a copy of ``data/sample``: its hand-label file is
+appended to), starts ``rag-eval label`` on 127.0.0.1, labels five items with the keys 1 / 2, undoes the
+last one with ``u``, restarts the server and checks the label file holds exactly the expected lines (the
+content hash recomputed here from the tables, by the documented definition); then labels one more, kills
+the server with SIGKILL right after the page showed the label saved, and finds it in the file; finally
+``judge_calibration`` is materialised and uses the new labels.
+
+Needs chromium, chromedriver and selenium (skipped when missing; fails when CI is set).
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from rag_eval_pipeline_tests.e2e.test_ui_browser import CHROMIUM_FLAGS, RESTRICTED_MARKER, _free_port, _tools, _wait
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LABELLER = "alice"
+N = 6
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+
+def _env(tmp_path: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_EVAL_", "DAGSTER_"))}
+    home = tmp_path / "dagster_home"
+    home.mkdir(exist_ok=True)
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    env.update(DAGSTER_HOME=str(home), RAG_EVAL_JUDGE="rule_based",
+               PYTHONPATH=str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", ""))
+    return env
+
+
+def _rag_eval() -> list[str]:
+    exe = Path(sys.executable).with_name("rag-eval")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "rag_eval_pipeline.cli"]
+
+
+@pytest.fixture
+def evaluated(tmp_path):
+    """(config path, output folder, label file) of the sample evaluated into tmp_path."""
+    _tools()
+    data = tmp_path / "sample"
+    shutil.copytree(REPO_ROOT / "data" / "sample", data)
+    out = tmp_path / "out"
+    run = subprocess.run([*_rag_eval(), "run", "--config", str(data / "config.yaml"), "--output", str(out)],
+                         env=_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert (out / "judge_labels.parquet").exists(), run.stdout[-2000:] + run.stderr[-3000:]
+    return data / "config.yaml", out, data / "human_labels.jsonl"
+
+
+class LabelServer:
+    """``rag-eval label`` as a real process on a free port."""
+
+    def __init__(self, tmp_path: Path, config: Path, out: Path):
+        self.tmp_path, self.config, self.out = tmp_path, config, out
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc = None
+
+    def start(self) -> None:
+        log = (self.tmp_path / "label_server.log").open("ab")
+        self.proc = subprocess.Popen(
+            [*_rag_eval(), "label", "--config", str(self.config), "--output", str(self.out), "--labeller", LABELLER,
+             "--n", str(N), "--port", str(self.port)],
+            env=_env(self.tmp_path), cwd=self.tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+
+        def up():
+            if self.proc.poll() is not None:
+                raise RuntimeError((self.tmp_path / "label_server.log").read_text(errors="replace")[-2000:])
+            with urllib.request.urlopen(f"{self.base}/healthz", timeout=2) as r:
+                return r.status == 200
+        _wait("the labelling page to answer", up, timeout=60, interval=0.3)
+
+    def stop(self, sig=signal.SIGTERM) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, sig)
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    chromium, chromedriver = _tools()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
+    options.binary_location = chromium
+    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def expected_sha(out: Path, system: str, question_id: str) -> str:
+    """The documented content hash, worked out here from the tables: sha256 of the canonical JSON of
+    {"v": 1, "question", "answer", "claim": null, "contexts": chunk texts in rank order}."""
+    runs = pl.read_parquet(out / "rag_runs.parquet").filter((pl.col("system") == system)
+                                                            & (pl.col("question_id") == question_id))
+    golden = pl.read_parquet(out / "golden_set.parquet").filter(pl.col("question_id") == question_id)
+    texts = dict(pl.read_parquet(out / "corpus_snapshot.parquet").select("chunk_id", "text").iter_rows())
+    run = runs.row(0, named=True)
+    hits = sorted(run["retrieved"], key=lambda h: h["rank"])
+    doc = {"v": 1, "question": golden["question"][0], "answer": run["answer"], "claim": None,
+           "contexts": [texts.get(h["chunk_id"]) for h in hits]}
+    return hashlib.sha256(json.dumps(doc, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+                          .encode()).hexdigest()
+
+
+def _item(d) -> tuple[str, str, int]:
+    from selenium.webdriver.common.by import By
+
+    def read():
+        el = d.find_element(By.ID, "item")
+        return el.get_attribute("data-system"), el.get_attribute("data-question-id"), int(el.get_attribute("data-pos"))
+    return _wait("the item on the page", read, timeout=20, interval=0.2)
+
+
+def _progress(d) -> str:
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+
+    try:  # the page may be navigating to the next item
+        return d.find_element(By.ID, "progress").text
+    except WebDriverException:
+        return ""
+
+
+def _press(d, key: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    d.find_element(By.TAG_NAME, "body").send_keys(key)
+
+
+def _wait_progress(d, text: str) -> None:
+    try:
+        _wait(f"progress {text!r}", lambda: _progress(d) == text, timeout=20, interval=0.2)
+    except AssertionError:
+        raise AssertionError(f"progress {text!r} not shown; the page shows {_progress(d)!r}") from None
+
+
+def _new_lines(path: Path, original: bytes) -> list[dict]:
+    data = path.read_bytes()
+    assert data.startswith(original), "the lines that were in the file before must stay byte for byte"
+    return [json.loads(line) for line in data[len(original):].decode().splitlines() if line.strip()]
+
+
+def test_label_five_undo_restart_kill_and_calibrate(evaluated, browser, tmp_path):
+    config, out, labels_path = evaluated
+    original = labels_path.read_bytes()
+    server = LabelServer(tmp_path, config, out)
+    d = browser
+    server.start()
+    try:
+        d.get(server.base + "/")
+        _wait("the first item", lambda: d.find_elements("id", "item"), timeout=20)
+        assert _progress(d) == f"0 / {N}"
+        assert "blind" in d.find_element("tag name", "header").text
+        plan = ["1", "2", "1", "2", "1"]  # response level: 1 = attributable, 2 = not_attributable
+        verdict = {"1": "attributable", "2": "not_attributable"}
+        labelled = []
+        for i, key in enumerate(plan, start=1):
+            system, qid, pos = _item(d)
+            assert RESTRICTED_MARKER not in d.page_source
+            _press(d, key)
+            _wait_progress(d, f"{i} / {N}")
+            labelled.append((system, qid, verdict[key]))
+        _press(d, "u")
+        _wait_progress(d, f"4 / {N}")
+        assert _item(d)[:2] == labelled[-1][:2], "undo shows the item whose label it removed"
+        kept = labelled[:4]
+        server.stop()
+
+        lines = _new_lines(labels_path, original)
+        assert [(r["system"], r["question_id"], r["verdict"]) for r in lines] == kept
+        for r in lines:
+            assert set(r) == {"system", "question_id", "verdict", "annotator", "labelled_at", "content_sha256"}
+            assert r["annotator"] == LABELLER
+            assert r["content_sha256"] == expected_sha(out, r["system"], r["question_id"])
+            assert r["labelled_at"].endswith("+00:00")
+
+        # a restarted server resumes: same progress, the open item is the one undone
+        server.start()
+        d.get(server.base + "/")
+        _wait_progress(d, f"4 / {N}")
+        assert _item(d)[:2] == labelled[-1][:2]
+
+        # SIGKILL right after the page reported the label saved: the label is in the file
+        system, qid, _ = _item(d)
+        _press(d, "2")
+        _wait_progress(d, f"5 / {N}")
+        server.stop(signal.SIGKILL)
+        lines = _new_lines(labels_path, original)
+        assert [(r["system"], r["question_id"], r["verdict"]) for r in lines] == kept + [(system, qid, "not_attributable")]
+        server.start()
+        d.get(server.base + "/")
+        _wait_progress(d, f"5 / {N}")
+    finally:
+        server.stop()
+
+    # the next judge_calibration uses them (its table lists the labeller; every new label is compared)
+    import dagster as dg
+
+    from rag_eval_pipeline.defs.calibration import judge_calibration
+    from rag_eval_pipeline.defs.io import ParquetIOManager
+    from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+
+    frame = pl.read_parquet(out / "judge_labels.parquet")
+
+    @dg.asset(name="judge_labels")
+    def judge_labels_from_the_run() -> pl.DataFrame:
+        return frame
+
+    result = dg.materialize([judge_labels_from_the_run, judge_calibration],
+                            resources={"settings": EvalSettings(config_path=str(config)),
+                                       "store": TableStore(base_dir=str(out)),
+                                       "io_manager": ParquetIOManager(base_dir=str(out))})
+    assert result.success
+    table = pl.read_parquet(out / "judge_calibration.parquet").row(0, named=True)
+    old = [json.loads(x) for x in original.decode().splitlines() if x.strip()]
+    assert json.loads(table["labellers"]) == sorted({"helper-annotator-1", LABELLER})
+    assert table["n"] == len(old) + 5  # every label (old and new) is on an answer the judge labelled
+    assert table["n_stale_labels"] == 0
+    overlap = {(r["system"], r["question_id"]) for r in old} & {(r["system"], r["question_id"]) for r in lines}
+    assert table["human_kappa_n"] == len(overlap)
