@@ -151,8 +151,10 @@ def read_human_label_rows(path: str | Path) -> tuple[list[dict[str, Any]], str]:
     columns, records = _records(path)
     missing = [c for c in REQUIRED_COLUMNS if c not in columns]
     unknown = [c for c in columns if c not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
+    if missing and path.suffix.lower() in (".jsonl", ".ndjson"):
+        missing = []  # JSON Lines have no header: the first line lacking the field is reported below
     if missing and not records and path.suffix.lower() != ".csv":
-        missing = []  # an empty JSONL/Parquet file has no columns to check
+        missing = []  # an empty Parquet file has no columns to check
     if missing:
         raise InputError(f"missing column(s) {missing}; required: {list(REQUIRED_COLUMNS)}",
                          path=p, line=1 if path.suffix.lower() == ".csv" else None, field=missing[0])
@@ -225,7 +227,7 @@ def read_response_label_rows(path: str | Path, verdicts: Sequence[str] | None = 
         raise InputError("file not found", path=p)
     columns, records = _records(path)
     missing = [c for c in RESPONSE_REQUIRED_COLUMNS if c not in columns]
-    if missing and (records or path.suffix.lower() in (".csv", ".tsv")):
+    if missing and (path.suffix.lower() in (".csv", ".tsv") or (records and path.suffix.lower() == ".parquet")):
         raise InputError(f"missing column(s) {missing}; required: {list(RESPONSE_REQUIRED_COLUMNS)}", path=p,
                          line=1 if path.suffix.lower() in (".csv", ".tsv") else None, field=missing[0])
     allowed = None if verdicts is None else list(verdicts)

@@ -186,3 +186,23 @@ def test_human_labels_through_judge_runs(tmp_path):
     labels, answers = judging.judge_runs(pl.DataFrame([run], schema=SCHEMAS["rag_runs"]), snap, j)
     assert labels["verdict"].to_list() == ["SUPPORTED", "CONTRADICTED"]
     assert labels["judge"].unique().to_list() == ["human"] and answers["status"].to_list() == ["judged"]
+
+
+def test_two_people_on_one_claim_and_the_page_fields(tmp_path):
+    bea = {**ROWS[0], "annotator": "bea", "verdict": "NOT_MENTIONED", "quote": "", "labelled_at": "2026-12-01T08:00:00+00:00",
+           "content_sha256": "F" * 64, "note": "paraphrase?"}
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [ROWS[0], bea]), encoding="utf-8")
+    from rag_eval_pipeline.core.judges.human import read_human_label_rows
+
+    rows, _ = read_human_label_rows(path)
+    assert [(r["annotator"], r["verdict"], r["content_sha256"], r["line"]) for r in rows] == [
+        ("ana", "SUPPORTED", None, 1), ("bea", "NOT_MENTIONED", "f" * 64, 2)]
+    # the judge protocol serves one label per claim: the first in file order
+    judged = HumanLabelJudge(rows, "sha").judge_for("s1", "q1", CTX)
+    assert [c.verdict for c in judged.claims] == ["SUPPORTED"]
+    again = {**bea, "verdict": "CONTRADICTED", "quote": "x"}
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [ROWS[0], bea, again]), encoding="utf-8")
+    with pytest.raises(InputError, match="duplicate .* by annotator 'bea' .*first at line 2") as e:
+        read_human_label_rows(path)
+    assert (e.value.line, e.value.field) == (3, "claim_id")

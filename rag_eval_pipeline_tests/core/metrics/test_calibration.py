@@ -315,3 +315,127 @@ def test_ppi_rates_null_with_reason_when_nothing_is_unlabelled():
     human = pl.DataFrame({"system": ["s"], "question_id": ["q1"], "verdict": ["attributable"]})
     row = ppi_rates(human, judge).row(0, named=True)
     assert row["estimate"] is None and row["ci_low"] is None and row["reason"]
+
+
+# --- several people, stale labels, label-file errors ---------------------------------------------------
+
+ALICE = [S, S, S, S, S, N, N, N, N, N]
+BOB = [S, S, S, S, N, N, N, N, N, S]
+CAROL = [S, N, S, S, S, N, N, N, N, N]
+
+
+def people(**by):
+    rows = [{"system": "s", "question_id": f"q{i}", "claim_id": f"q{i}:c1", "verdict": v, "annotator": who}
+            for who, vs in by.items() for i, v in enumerate(vs)]
+    return pl.DataFrame(rows)
+
+
+def test_two_labellers_kappa_between_people_and_pooled_judge_kappa_by_hand():
+    j = judge_labels([("s", f"q{i}", f"q{i}:c1", v) for i, v in enumerate(ALICE)])
+    r = calibrate(people(alice=ALICE, bob=BOB), j)
+    # alice vs bob: 4 S/S, 1 S/N, 1 N/S, 4 N/N: p_o 0.8, p_e 0.5 -> kappa 0.6
+    assert r.human_kappa == pytest.approx(0.6) and r.human_kappa_n == 10 and r.labellers == ["alice", "bob"]
+    assert r.human_pairs == [{"a": "alice", "b": "bob", "n": 10, "kappa": pytest.approx(0.6), "agreement": 0.8,
+                              "reason": None}]
+    # judge = alice's labels; pooled over 20 (item, person) labels: 18 agree, marginals 10/10 -> kappa 0.8
+    assert r.n == 20 and r.agreement == pytest.approx(0.9) and r.kappa == pytest.approx(0.8)
+    assert r.n_judge_only == 0 and r.n_human_only == 0
+    one = calibrate(people(alice=ALICE), j)
+    assert one.human_kappa is None and "one labeller" in one.human_kappa_reason and one.kappa == pytest.approx(1.0)
+
+
+def test_three_labellers_lights_kappa_by_hand():
+    j = judge_labels([("s", f"q{i}", f"q{i}:c1", v) for i, v in enumerate(ALICE)])
+    r = calibrate(people(alice=ALICE, bob=BOB, carol=CAROL), j)
+    # alice-bob 0.6; alice-carol p_o 0.9, p_e 0.5 -> 0.8; bob-carol p_o 0.7, p_e 0.5 -> 0.4; mean 0.6
+    assert [(p["a"], p["b"], p["kappa"]) for p in r.human_pairs] == [
+        ("alice", "bob", pytest.approx(0.6)), ("alice", "carol", pytest.approx(0.8)), ("bob", "carol", pytest.approx(0.4))]
+    assert r.human_kappa == pytest.approx(0.6)
+
+
+def test_same_person_twice_on_one_item_is_refused():
+    j = judge_labels([("s", "q0", "q0:c1", S)])
+    with pytest.raises(InputError, match="more than once"):
+        calibrate(pl.concat([people(alice=[S]), people(alice=[N])]), j)
+
+
+def test_stale_labels_are_counted_listed_and_left_out():
+    j = judge_labels([("s", f"q{i}", f"q{i}:c1", v) for i, v in enumerate([S, N, S, N])])
+    h = pl.DataFrame({"system": ["s"] * 4, "question_id": ["q0", "q1", "q2", "q3"],
+                      "claim_id": ["q0:c1", "q1:c1", "q2:c1", "q3:c1"], "verdict": [S, S, S, N],
+                      "annotator": ["alice"] * 4, "content_sha256": ["a" * 64, "b" * 64, None, "d" * 64],
+                      "line": [1, 2, 3, 4]})
+    now = {("s", "q0", "q0:c1"): "a" * 64, ("s", "q1", "q1:c1"): "c" * 64, ("s", "q2", "q2:c1"): "e" * 64}
+    r = calibrate(h, j, current_hashes=now)
+    assert r.n_stale_labels == 2
+    assert [(x["question_id"], x["line"]) for x in r.stale_labels] == [("q1", 2), ("q3", 4)]
+    assert "changed" in r.stale_labels[0]["why"] and "no longer exists" in r.stale_labels[1]["why"]
+    assert r.n == 2 and r.agreement == 1.0  # q0 (hash matches) and q2 (no hash: an older label, used as before)
+    assert calibrate(h, j).n == 4  # no current hashes given: nothing is checked
+    row = results_to_frame([r]).row(0, named=True)
+    assert row["n_stale_labels"] == 2 and len(__import__("json").loads(row["stale_labels"])) == 2
+    assert results_from_frame(results_to_frame([r])) == [r]
+
+
+def test_history_written_before_the_new_columns_still_reads():
+    h, j = textbook()
+    old = results_to_frame([calibrate(h, j, calibrated_at="2024-01-01")]).drop(
+        "n_stale_labels", "stale_labels", "labellers", "human_kappa", "human_kappa_reason", "human_kappa_n",
+        "human_pairs")
+    [r] = results_from_frame(old)
+    assert r.kappa == pytest.approx(0.4) and r.n_stale_labels == 0 and r.human_kappa is None
+
+
+def _jsonl(path, rows):
+    path.write_text("".join(__import__("json").dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("level,rows,line,field,match", [
+    ("response", [{"system": "s", "question_id": "q1", "verdict": "attributable"},
+                  {"system": "s", "question_id": "q2", "verdict": "maybe"}], 2, "verdict", "not one of"),
+    ("response", [{"system": "s", "question_id": "q1", "verdict": "attributable", "annotator": "a"},
+                  {"system": "s", "question_id": "q2", "verdict": "attributable", "annotator": "a"},
+                  {"system": "s", "question_id": "q1", "verdict": "not_attributable", "annotator": "a"}],
+     3, "question_id", "duplicate"),
+    ("response", [{"system": "s", "verdict": "attributable"}], 1, "question_id", "missing"),
+    ("response", [{"system": "s", "question_id": "q1", "verdict": "attributable"},
+                  {"system": "s", "question_id": " ", "verdict": "attributable"}], 2, "question_id", "missing"),
+    ("claim", [{"system": "s", "question_id": "q1", "claim_id": "q1:c1", "claim": "x", "verdict": "YES"}],
+     1, "verdict", "not one of"),
+    ("claim", [{"system": "s", "question_id": "q1", "claim_id": "q1:c1", "claim": "x", "verdict": N},
+               {"system": "s", "question_id": "q1", "claim_id": "q1:c1", "claim": "x", "verdict": C}],
+     2, "claim_id", "duplicate"),
+    ("claim", [{"system": "s", "question_id": "q1", "claim_id": "q1:c1", "claim": "x", "verdict": N},
+               {"system": "s", "question_id": "q1", "claim_id": "q1:c2", "claim": "", "verdict": N}],
+     2, "claim", "missing"),
+    ("claim", [{"system": "s", "question_id": "q1", "claim_id": "q1:c1", "claim": "x", "verdict": N,
+                "content_sha256": "abc"}], 1, "content_sha256", "sha256"),
+])
+def test_label_file_errors_name_file_line_and_field(tmp_path, level, rows, line, field, match):
+    from rag_eval_pipeline.core.metrics.calibration import read_label_file
+
+    path = _jsonl(tmp_path / "labels.jsonl", rows)
+    with pytest.raises(InputError, match=match) as e:
+        read_label_file(path, level)
+    assert (e.value.path, e.value.line, e.value.field) == (str(path), line, field)
+    assert str(e.value).startswith(f"file {path}, line {line}, field {field!r}")
+
+
+def test_label_file_two_people_on_one_item_and_older_files(tmp_path):
+    from rag_eval_pipeline.core.metrics.calibration import read_label_file
+
+    path = _jsonl(tmp_path / "labels.jsonl", [
+        {"system": "s", "question_id": "q1", "verdict": "attributable", "annotator": "a", "note": "ok",
+         "labelled_at": "2026-12-01T08:00:00+00:00", "content_sha256": "A" * 64},
+        {"system": "s", "question_id": "q1", "verdict": "not_attributable", "annotator": "b", "extra": 1}])
+    got = read_label_file(path, "response")
+    assert got.select("annotator", "verdict", "content_sha256", "line").rows() == [
+        ("a", "attributable", "a" * 64, 1), ("b", "not_attributable", None, 2)]
+    begin = tmp_path / "begin.csv"
+    begin.write_text("system,question_id,verdict\ns,q1,Fully attributable\ns,q2,Generic\n", encoding="utf-8")
+    mapping = {"human": {"Fully attributable": "attributable", "Not fully attributable": "not_attributable",
+                         "Generic": None}}
+    assert read_label_file(begin, "response", mapping)["verdict"].to_list() == ["Fully attributable", "Generic"]
+    with pytest.raises(InputError, match="line 3, field 'verdict'"):
+        read_label_file(begin, "response")  # the default mapping does not know "Generic"
