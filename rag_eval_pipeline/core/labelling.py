@@ -327,6 +327,7 @@ class LabelFile:
         """Save one label of ``item`` by ``annotator``: appended and fsynced, or, when this person already
         labelled the item, the file is rewritten with the new line in place of the old one (atomic rename).
 
+        A quote is kept for SUPPORTED and CONTRADICTED claim labels only.
         Output: the JSON object written. Raises InputError for a claim-level SUPPORTED without a quote
         (the file format's rule), for a file whose last line is cut off, and as :meth:`rows`.
         """
@@ -337,7 +338,7 @@ class LabelFile:
         if item.claim_id is not None:
             line.update(claim_id=item.claim_id, claim=item.claim)
         line["verdict"] = verdict
-        if item.claim_id is not None and quote and quote.strip():
+        if item.claim_id is not None and verdict != "NOT_MENTIONED" and quote and quote.strip():  # nothing to quote
             line["quote"] = quote.strip()
         line.update(annotator=annotator,
                     labelled_at=(now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds"),

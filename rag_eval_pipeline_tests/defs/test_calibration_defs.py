@@ -172,3 +172,55 @@ def test_response_level_with_a_configured_mapping(tmp_path):
     assert table["level"].to_list() == ["response"] and table["n"].to_list() == [19]
     # people: 10 att / 9 not; judge (one claim per answer): q0-q8 S, q9 N, q10 S, q11-q18 N
     assert json.loads(table["confusion"][0]) == [[9, 1], [1, 8]]
+
+
+def test_stale_hand_labels_are_counted_and_listed(tmp_path):
+    """A label whose answer changed since it was made is left out of kappa, counted and listed."""
+    from rag_eval_pipeline.core.labelling import build_items
+    from rag_eval_pipeline_tests.core.test_labelling import tables
+
+    runs, golden, snap, judge = tables()
+    out = tmp_path / "out"
+    out.mkdir()
+    for name, df in (("rag_runs", runs), ("golden_set", golden), ("corpus_snapshot", snap)):
+        df.write_parquet(out / f"{name}.parquet")
+    a1, a2 = build_items(runs, golden, snap, judge, "response")[:2]
+    lines = [{"system": "A", "question_id": "q1", "verdict": "not_attributable", "annotator": "alice",
+              "content_sha256": a1.content_sha256},
+             {"system": "A", "question_id": "q2", "verdict": "attributable", "annotator": "alice",
+              "content_sha256": "0" * 64},  # made when the answer read differently
+             {"system": "B", "question_id": "q1", "verdict": "not_attributable", "annotator": "alice"}]
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    cfg = {"corpus": {"source": "documents_dir", "path": "docs"}, "golden": {"path": "golden.jsonl"},
+           "systems": [{"name": "A", "kind": "reference"}, {"name": "B", "kind": "reference"}],
+           "calibration": {"human_labels": "labels.jsonl", "level": "response"}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+
+    @dg.asset(name="judge_labels")
+    def judge_labels_stub() -> pl.DataFrame:
+        return judge
+
+    result = dg.materialize([judge_labels_stub, judge_calibration],
+                            resources={"settings": EvalSettings(config_path=str(tmp_path / "config.yaml")),
+                                       "store": TableStore(base_dir=str(out)),
+                                       "io_manager": ParquetIOManager(base_dir=str(out))})
+    row = pl.read_parquet(out / "judge_calibration.parquet").row(0, named=True)
+    assert row["n_stale_labels"] == 1 and row["n"] == 2  # A/q1 (hash matches) and B/q1 (no hash)
+    [stale] = json.loads(row["stale_labels"])
+    assert (stale["system"], stale["question_id"], stale["annotator"], stale["line"]) == ("A", "q2", "alice", 2)
+    md = mat_metadata(result, "judge_calibration")
+    assert md["n_stale_labels"].value == 1 and md["stale_labels"].value[0]["question_id"] == "q2"
+    assert "stale labels" in md["calibration"].value
+
+
+def test_history_from_before_the_stale_columns_is_extended(tmp_path):
+    cfg = write_config(tmp_path, {"human_labels": "human.csv"})
+    old = results_to_frame([calibrate(pl.read_csv(tmp_path / "human.csv"), labels(JUDGE), calibrated_at="2024-01-01")])
+    out = tmp_path / "out"
+    out.mkdir()
+    old.drop("n_stale_labels", "stale_labels", "labellers", "human_kappa", "human_kappa_reason", "human_kappa_n",
+             "human_pairs").write_parquet(out / HISTORY_FILE)
+    result, _ = run(tmp_path, cfg, labels(JUDGE))
+    assert result.success
+    hist = pl.read_parquet(out / HISTORY_FILE)
+    assert hist.height == 2 and hist["n_stale_labels"].to_list() == [None, 0]

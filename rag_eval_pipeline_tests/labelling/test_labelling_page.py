@@ -1,0 +1,166 @@
+"""The labelling page over HTTP (a real uvicorn server on 127.0.0.1), and ``rag-eval label``'s errors.
+
+The keyboard, restart and SIGKILL checks are in ``e2e/test_label_browser.py``; these cover claim level,
+blindness, access control, refusals and the end page on a tiny hand-made evaluation.
+"""
+
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+import uvicorn
+import yaml
+
+from rag_eval_pipeline.core.config import load_config
+from rag_eval_pipeline.labelling.app import build_app
+from rag_eval_pipeline.labelling.cli import suite_paths
+from rag_eval_pipeline.labelling.session import LabellingSession
+from rag_eval_pipeline_tests.core.test_labelling import SECRET, tables
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def evaluation(tmp_path, level="claim"):
+    runs, golden, snap, judge = tables()
+    out = tmp_path / "out"
+    out.mkdir(parents=True)
+    for name, df in (("rag_runs", runs), ("golden_set", golden), ("corpus_snapshot", snap), ("judge_labels", judge)):
+        df.write_parquet(out / f"{name}.parquet")
+    cfg = {"corpus": {"source": "documents_dir", "path": "docs"}, "golden": {"path": "golden.jsonl"},
+           "systems": [{"name": "A", "kind": "reference"}, {"name": "B", "kind": "reference"}],
+           "calibration": {"human_labels": "labels.jsonl", "level": level}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    return load_config(tmp_path / "config.yaml"), out
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(session):
+        port = _free_port()
+        server = uvicorn.Server(uvicorn.Config(build_app(session), host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.05)
+        servers.append((server, thread))
+        return f"http://127.0.0.1:{port}"
+    yield start
+    for server, thread in servers:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.geturl(), r.read().decode()
+
+
+def post(url, body, content_type="application/json"):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+def test_claim_level_blind_page_refusals_and_end_page(tmp_path, serve):
+    cfg, out = evaluation(tmp_path)
+    s = LabellingSession(cfg, out, "alice", n=50)
+    # B's answers draw on the support-staff chunk: withheld; A has 3 claims, all offered
+    assert s.n_items == 5 and s.n_withheld == 2
+    assert sorted(it.key for it in s.sample) == [("A", "q1", "q1:c1"), ("A", "q1", "q1:c2"), ("A", "q2", "q2:c1")]
+    base = serve(s)
+    url, page = get(base + "/")
+    assert url.endswith("/item/0") and '<span id=progress>0 / 3</span>' in page
+    pages = [get(f"{base}/item/{i}")[1] for i in range(3)]
+    assert all(SECRET not in p and "ZX-99" not in p for p in pages)
+    assert all('id=judge' not in p for p in pages), "blind by default: no judge verdict on the page"
+    it = s.sample[0]
+    assert f"id=claim>{it.claim}</div>" in pages[0] and "withdrawn" in "".join(pages)
+
+    sha = it.content_sha256
+    code, body = post(base + "/api/label", {"pos": 0, "verdict": "SUPPORTED", "content_sha256": sha})
+    assert code == 400 and "quote" in body["error"]
+    code, body = post(base + "/api/label", {"pos": 0, "verdict": "MAYBE", "content_sha256": sha})
+    assert code == 400 and "not one of" in body["error"]
+    code, body = post(base + "/api/label", {"pos": 0, "verdict": "NOT_MENTIONED", "content_sha256": "0" * 64})
+    assert code == 409
+    code, _ = post(base + "/api/label", {"pos": 0, "verdict": "NOT_MENTIONED", "content_sha256": sha},
+                   content_type="text/plain")
+    assert code == 415
+    assert not (tmp_path / "labels.jsonl").exists(), "nothing refused is written"
+
+    for pos, verdict in ((0, "SUPPORTED"), (1, "NOT_MENTIONED"), (2, "CONTRADICTED")):
+        code, body = post(base + "/api/label", {"pos": pos, "verdict": verdict, "quote": " Returns are free ",
+                                                "note": "", "content_sha256": s.sample[pos].content_sha256})
+        assert code == 200 and body["done"] == pos + 1 and body["total"] == 3
+    assert body["next"] == "/done"
+    lines = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
+    assert [(r["claim_id"], r["verdict"], r.get("quote")) for r in lines] == [
+        (s.sample[0].claim_id, "SUPPORTED", "Returns are free"), (s.sample[1].claim_id, "NOT_MENTIONED", None),
+        (s.sample[2].claim_id, "CONTRADICTED", "Returns are free")]
+    assert all(r["claim"] == s.sample[i].claim for i, r in enumerate(lines))
+    url, done = get(base + "/")
+    assert url.endswith("/done") and "Done: 3 of 3 items labelled by alice" in done
+    assert f"rag-eval run --config {cfg.path} --output {out}" in done
+    assert "κ =" not in done and "kappa =" not in done
+    code, body = post(base + "/api/undo", {})
+    assert code == 200 and body["next"] == "/item/2"
+    assert len((tmp_path / "labels.jsonl").read_text().splitlines()) == 2
+
+
+def test_show_judge_and_groups(tmp_path, serve):
+    cfg, out = evaluation(tmp_path, level="response")
+    s = LabellingSession(cfg, out, "bob", n=1, groups=("customers", "support-staff"), show_judge=True)
+    assert s.n_withheld == 0 and len(s.sample) == 1
+    _, page = get(serve(s) + "/item/0")
+    assert "id=judge" in page and s.sample[0].judge_label in page and "judge shown" in page
+
+
+def test_rag_eval_label_mistakes_are_one_line(tmp_path, capsys):
+    from rag_eval_pipeline.cli import main
+
+    cfg, out = evaluation(tmp_path)
+    (out / "rag_runs.parquet").unlink()
+    assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "rag_runs" in err and "rag-eval run" in err
+    cfg, out = evaluation(tmp_path / "x")
+    (tmp_path / "x" / "labels.jsonl").write_text('{"system": "A", "question_id": "q1", "claim_id": "q1:c1", '
+                                                 '"claim": "c", "verdict": "PERHAPS"}\n')
+    assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "line 1" in err and "'verdict'" in err and str(tmp_path / "x" / "labels.jsonl") in err
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        (tmp_path / "x" / "labels.jsonl").unlink()
+        assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a",
+                     "--port", str(busy.getsockname()[1])]) == 1
+    assert "in use" in capsys.readouterr().err
+    assert main(["label", "--suite", "nope", "--labeller", "a"]) == 1
+    assert "suite" in capsys.readouterr().err
+
+
+def test_suite_lookup(tmp_path):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "suites.yaml").write_text("suites:\n  sci:\n    config: configs/sci.yaml\n    nightly: true\n")
+    cfg, out = suite_paths("sci", tmp_path / "suites.yaml", output_root=tmp_path / "outputs")
+    assert cfg == (tmp_path / "configs" / "sci.yaml").resolve() and out == (tmp_path / "outputs" / "sci").resolve()
+    with pytest.raises(ValueError, match="no suite named 'other'"):
+        suite_paths("other", tmp_path / "suites.yaml")
+    with pytest.raises(ValueError, match="does not exist"):
+        suite_paths("sci", tmp_path / "missing.yaml")
