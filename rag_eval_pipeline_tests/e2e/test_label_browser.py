@@ -246,3 +246,40 @@ def test_label_five_undo_restart_kill_and_calibrate(evaluated, browser, tmp_path
     assert table["n_stale_labels"] == 0
     overlap = {(r["system"], r["question_id"]) for r in old} & {(r["system"], r["question_id"]) for r in lines}
     assert table["human_kappa_n"] == len(overlap)
+
+
+def test_claim_level_quote_from_a_selection(browser, tmp_path):
+    """At claim level the selected sentence of a chunk becomes the quote; SUPPORTED without one is refused."""
+    from selenium.webdriver.common.by import By
+
+    from rag_eval_pipeline_tests.labelling.test_labelling_page import evaluation
+
+    cfg, out = evaluation(tmp_path)
+    server = LabelServer(tmp_path, cfg.path, out)
+    d = browser
+    server.start()
+    try:
+        d.get(server.base + "/")
+        _wait_progress(d, "0 / 3")
+        assert d.find_elements(By.ID, "claim") and not d.find_elements(By.ID, "judge")
+        _press(d, "1")  # SUPPORTED with no quote
+        _wait("the refusal", lambda: "quote" in d.find_element(By.ID, "status").text, timeout=10, interval=0.2)
+        assert _progress(d) == "0 / 3"
+        d.execute_script("""
+            const el = document.querySelector('.ctext'); const r = document.createRange();
+            r.setStart(el.firstChild, 0); r.setEnd(el.firstChild, 16);
+            const s = window.getSelection(); s.removeAllRanges(); s.addRange(r);
+            document.dispatchEvent(new MouseEvent('mouseup', {bubbles: true}));""")
+        first_chunk = d.find_element(By.CSS_SELECTOR, ".ctext").text
+        assert d.find_element(By.ID, "quote").get_attribute("value") == first_chunk[:16].strip()
+        system, qid, _ = _item(d)
+        _press(d, "1")
+        _wait_progress(d, "1 / 3")
+        _press(d, "3")
+        _wait_progress(d, "2 / 3")
+    finally:
+        server.stop()
+    lines = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
+    assert [(r["verdict"], r.get("quote")) for r in lines] == [("SUPPORTED", first_chunk[:16].strip()),
+                                                               ("NOT_MENTIONED", None)]
+    assert (lines[0]["system"], lines[0]["question_id"]) == (system, qid)
