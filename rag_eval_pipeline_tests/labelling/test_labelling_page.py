@@ -164,3 +164,29 @@ def test_suite_lookup(tmp_path):
         suite_paths("other", tmp_path / "suites.yaml")
     with pytest.raises(ValueError, match="does not exist"):
         suite_paths("sci", tmp_path / "missing.yaml")
+
+
+def test_resume_skips_labelled_items_and_offers_stale_ones_again(tmp_path, serve):
+    cfg, out = evaluation(tmp_path)
+    probe = LabellingSession(cfg, out, "alice", n=3)
+    first, second = probe.sample[0], probe.sample[1]
+    # alice labelled the first item when its answer read differently (stale) and the second as it is now;
+    # bob labelled the third: his label does not count for alice
+    rows = [{"system": first.system, "question_id": first.question_id, "claim_id": first.claim_id,
+             "claim": first.claim, "verdict": "NOT_MENTIONED", "annotator": "alice", "content_sha256": "0" * 64},
+            {"system": second.system, "question_id": second.question_id, "claim_id": second.claim_id,
+             "claim": second.claim, "verdict": "NOT_MENTIONED", "annotator": "alice",
+             "content_sha256": second.content_sha256},
+            {"system": probe.sample[2].system, "question_id": probe.sample[2].question_id,
+             "claim_id": probe.sample[2].claim_id, "claim": probe.sample[2].claim, "verdict": "NOT_MENTIONED",
+             "annotator": "bob"}]
+    (tmp_path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    s = LabellingSession(cfg, out, "alice", n=3)
+    base = serve(s)
+    url, page = get(base + "/")
+    assert url.endswith("/item/0") and "<span id=progress>1 / 3</span>" in page and "stale" in page
+    code, body = post(base + "/api/label", {"pos": 0, "verdict": "CONTRADICTED", "content_sha256": first.content_sha256})
+    assert code == 200 and body["done"] == 2 and body["next"] == "/item/2"  # the second is skipped: labelled
+    lines = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
+    assert [(r["annotator"], r["verdict"]) for r in lines] == [("alice", "CONTRADICTED"), ("alice", "NOT_MENTIONED"),
+                                                               ("bob", "NOT_MENTIONED")]

@@ -46,8 +46,7 @@ mean over pairs: Light's kappa, R. J. Light 1971), the ceiling any judge can rea
 
 Stale labels: a label carrying ``content_sha256`` (a hash of the question, answer or claim and
 retrieved chunk texts the person saw, :func:`rag_eval_pipeline.core.labelling.content_sha256`) is
-compared with the hash of the same item now; when they differ, or the item no longer exists, the
-label is *stale*: left out of every figure, counted (``n_stale_labels``) and listed
+compared with the hash of the same item now; when they differ the label is *stale*: left out of every figure, counted (``n_stale_labels``) and listed
 (``stale_labels``). Labels without a hash (older files) are used as before.
 
 Nothing here imports Dagster.
@@ -424,8 +423,8 @@ def calibrate(
 
     Output: :class:`CalibrationResult`. Items on one side only are counted, not compared. With
     several people, every (item, person) label is compared with the judge's label of the item
-    (``n`` counts those pairs). A hashed label whose item changed (or vanished) is stale: left out,
-    counted and listed. ``kappa`` is None with ``kappa_reason`` when n = 0 or when one side's
+    (``n`` counts those pairs). A hashed label whose item changed is stale: left out,
+    counted and listed (an item absent now is not compared, hence not stale). ``kappa`` is None with ``kappa_reason`` when n = 0 or when one side's
     labels are all equal (module docstring); otherwise Cohen's kappa from
     ``agreement.cohen_kappa``. Agreement between people: :func:`inter_labeller_agreement`.
     Raises ValueError for an unknown level / bad mapping, or when ``judge_labels`` holds more
@@ -549,13 +548,13 @@ def _fresh_human_labels(human_labels: pl.DataFrame, need: list[str], item: list[
     for r in hl.iter_rows(named=True):
         sha = r["content_sha256"]
         now = current_hashes.get(tuple(r[c] for c in item))
-        ok = sha is None or sha == now
+        # an item absent now (a quick run's subset, an abstention) is simply not compared, as before
+        ok = sha is None or now is None or sha == now
         keep.append(ok)
         if not ok:
             stale.append({"system": r["system"], "question_id": r["question_id"], "claim_id": r.get("claim_id"),
                           "annotator": r["annotator"], "line": r.get("line"),
-                          "why": "the item no longer exists" if now is None else
-                          "the question, answer or retrieved context changed since it was labelled"})
+                          "why": "the question, answer or retrieved context changed since it was labelled"})
     return hl.filter(pl.Series(keep, dtype=pl.Boolean)).select(need + ["annotator"]), stale
 
 
