@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -24,13 +25,53 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from rag_eval_pipeline_tests.e2e.test_ui_browser import CHROMIUM_FLAGS, RESTRICTED_MARKER, _free_port, _tools, _wait
-
 REPO_ROOT = Path(__file__).resolve().parents[2]
+RESTRICTED_MARKER = "ZX-INTERNAL-7731"  # in a support-staff chunk of the sample corpus; customers must never see it
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--window-size=1400,1000")
 LABELLER = "alice"
 N = 6
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
+
+
+def _tools() -> tuple[str, str]:
+    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+    driver = shutil.which("chromedriver")
+    missing = None
+    if not browser or not driver:
+        missing = "chromium and chromedriver are not installed (apt-get install -y chromium chromium-driver)"
+    else:
+        try:
+            import selenium  # noqa: F401
+        except ImportError:
+            missing = "the Python package selenium is not installed (pip install selenium)"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but {missing}")
+        pytest.skip(missing)
+    return browser, driver
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(what: str, fn, timeout: float, interval: float = 0.5):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            value = fn()
+            if value:
+                return value
+        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
+            last = exc
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" + (f" (last error: {last!r})" if last else ""))
 
 
 def _env(tmp_path: Path) -> dict:
