@@ -42,12 +42,24 @@ from typing import Any
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.metrics.calibration import judge_item_labels, resolve_mapping
+from rag_eval_pipeline.core.metrics.calibration import (
+    judge_item_labels,
+    resolve_mapping,
+)
 from rag_eval_pipeline.core.report import find_leaks, readable_by
 from rag_eval_pipeline.core.storage import write_atomic
 
-__all__ = ["LabelItem", "content_sha256", "build_items", "current_content_hashes", "withhold_restricted",
-           "stratified_order", "label_options", "LabelFile", "HASH_VERSION"]
+__all__ = [
+    "HASH_VERSION",
+    "LabelFile",
+    "LabelItem",
+    "build_items",
+    "content_sha256",
+    "current_content_hashes",
+    "label_options",
+    "stratified_order",
+    "withhold_restricted",
+]
 
 HASH_VERSION = 1
 
@@ -341,7 +353,7 @@ class LabelFile:
         if item.claim_id is not None and verdict != "NOT_MENTIONED" and quote and quote.strip():  # nothing to quote
             line["quote"] = quote.strip()
         line.update(annotator=annotator,
-                    labelled_at=(now or dt.datetime.now(dt.timezone.utc)).isoformat(timespec="seconds"),
+                    labelled_at=(now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
                     content_sha256=item.content_sha256)
         if note and note.strip():
             line["note"] = note.strip()

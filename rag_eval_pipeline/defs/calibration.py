@@ -19,6 +19,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.labelling import current_content_hashes
 from rag_eval_pipeline.core.metrics.calibration import (
     LEVELS,
     calibrate_all,
@@ -29,7 +30,6 @@ from rag_eval_pipeline.core.metrics.calibration import (
     results_from_frame,
     results_to_frame,
 )
-from rag_eval_pipeline.core.labelling import current_content_hashes
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, RESOLUTION_RULE, resolution_from_table, variance_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 

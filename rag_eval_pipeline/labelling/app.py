@@ -16,7 +16,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+)
 from starlette.routing import Route
 
 from rag_eval_pipeline.core.errors import InputError
@@ -185,7 +190,7 @@ def build_app(session: LabellingSession) -> Starlette:
         else:
             short = (f"<p>The sample holds every item there is ({prog.total} of the {s.n} asked).</p>"
                      if prog.total < s.n else
-                     f"<p>To label more, start the page again with a larger <code>--n</code> (the sample grows; "
+                     "<p>To label more, start the page again with a larger <code>--n</code> (the sample grows; "
                      "the items you labelled stay labelled).</p>")
             body = (f'<div class=card><p id=summary>Done: {prog.done} of {prog.total} items labelled by '
                     f'{_e(s.labeller)}, saved in {_e(s.labels_path)}.</p>'

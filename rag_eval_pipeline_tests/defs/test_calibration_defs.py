@@ -184,7 +184,7 @@ def test_stale_hand_labels_are_counted_and_listed(tmp_path):
     out.mkdir()
     for name, df in (("rag_runs", runs), ("golden_set", golden), ("corpus_snapshot", snap)):
         df.write_parquet(out / f"{name}.parquet")
-    a1, a2 = build_items(runs, golden, snap, judge, "response")[:2]
+    a1 = build_items(runs, golden, snap, judge, "response")[0]
     lines = [{"system": "A", "question_id": "q1", "verdict": "not_attributable", "annotator": "alice",
               "content_sha256": a1.content_sha256},
              {"system": "A", "question_id": "q2", "verdict": "attributable", "annotator": "alice",

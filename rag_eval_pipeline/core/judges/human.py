@@ -37,12 +37,25 @@ from typing import Any
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
+from rag_eval_pipeline.core.judges.base import (
+    AnswerJudgement,
+    ClaimVerdict,
+    holistic_label,
+)
 from rag_eval_pipeline.core.judges.quotes import normalise_text, quote_in_context
 from rag_eval_pipeline.core.tables import SCHEMAS, conform
 
-__all__ = ["load_human_labels", "read_human_label_rows", "read_response_label_rows", "HumanLabelJudge",
-           "HUMAN_VERDICTS", "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "RESPONSE_REQUIRED_COLUMNS", "PAGE_COLUMNS"]
+__all__ = [
+    "HUMAN_VERDICTS",
+    "OPTIONAL_COLUMNS",
+    "PAGE_COLUMNS",
+    "REQUIRED_COLUMNS",
+    "RESPONSE_REQUIRED_COLUMNS",
+    "HumanLabelJudge",
+    "load_human_labels",
+    "read_human_label_rows",
+    "read_response_label_rows",
+]
 
 REQUIRED_COLUMNS = ("system", "question_id", "claim_id", "claim", "verdict")
 #: Written by the labelling page beside the label: when, a hash of what was shown, a free note.

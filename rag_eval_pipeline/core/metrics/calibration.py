@@ -65,28 +65,32 @@ import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError, SchemaError
 from rag_eval_pipeline.core.judges.base import holistic_label
-from rag_eval_pipeline.core.metrics.agreement import cohen_kappa, confusion_matrix, per_class_precision_recall
+from rag_eval_pipeline.core.metrics.agreement import (
+    cohen_kappa,
+    confusion_matrix,
+    per_class_precision_recall,
+)
 from rag_eval_pipeline.core.metrics.stats import wilson_interval
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, majority_vote
 
 __all__ = [
-    "LEVELS",
     "DEFAULT_MAPPINGS",
-    "JUDGE_BASED_METRIC_PREFIXES",
     "HISTORY_SCHEMA",
+    "JUDGE_BASED_METRIC_PREFIXES",
+    "LEVELS",
     "CalibrationResult",
-    "resolve_mapping",
-    "read_human_labels",
-    "read_label_file",
-    "judge_item_labels",
-    "inter_labeller_agreement",
     "calibrate",
     "calibrate_all",
-    "results_to_frame",
-    "results_from_frame",
     "calibration_table",
     "confusion_markdown",
+    "inter_labeller_agreement",
     "judge_based_metrics",
+    "judge_item_labels",
+    "read_human_labels",
+    "read_label_file",
+    "resolve_mapping",
+    "results_from_frame",
+    "results_to_frame",
 ]
 
 LEVELS = ("claim", "response")
@@ -335,7 +339,10 @@ def read_label_file(path: str | Path, level: str = "claim", mapping: Mapping[str
     a missing file or column, a blank required field, a verdict the mapping does not know, a
     duplicate item for the same annotator, a malformed content hash; ValueError for a bad mapping.
     """
-    from rag_eval_pipeline.core.judges.human import read_human_label_rows, read_response_label_rows
+    from rag_eval_pipeline.core.judges.human import (
+        read_human_label_rows,
+        read_response_label_rows,
+    )
 
     m = resolve_mapping(mapping, level)
     allowed = list(m["human"])
