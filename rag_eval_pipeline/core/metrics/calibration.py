@@ -814,7 +814,8 @@ def ppi_rates(
     (Angelopoulos et al. 2023; ARES, Saad-Falcon et al. 2023). Systems are never pooled: PPI needs the
     labelled answers to be a sample of the same population as the unlabelled ones. Output: one row per system with
     ``estimate``, ``ci_low``, ``ci_high`` (null with ``reason`` when either set is empty),
-    ``judge_rate`` (the judge's uncorrected rate), ``n_labelled``, ``n_unlabelled``.
+    ``judge_rate`` (the judge's uncorrected rate), ``n_labelled``, ``n_unlabelled``. When several people
+    labelled an answer, its first label (in the given order) is used.
     Raises what :func:`calibrate` raises for bad labels or mappings.
     """
     from rag_eval_pipeline.core.metrics.ppi import ppi_rate
