@@ -19,7 +19,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.errors import ConfigError
-from rag_eval_pipeline.core.report import build_report, trend_plot
+from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
 from rag_eval_pipeline.core.storage import write_text_atomic
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
@@ -67,15 +67,15 @@ def _gate_rows(context: dg.AssetExecutionContext, settings: EvalSettings, store:
 
 def headline_markdown(headline: list[dict]) -> str:
     """A Markdown table of the report's headline rows: system, metric, value, num/den, n, 95% CI, band."""
-    lines = ["| system | metric | value | num/den | n | 95% CI | band |", "|---|---|---|---|---|---|---|"]
+    rows = []
     for r in headline:
         if r["value"] is None:
             value, nd = f"not evaluable ({r['n_not_evaluable']} of {r['n']})", "—"
         else:
             value, nd = f"{r['value']:.4f}", f"{r['numerator']:g}/{r['denominator']:g}"
         ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-        lines.append(f"| {r['system']} | {r['metric']} | {value} | {nd} | {r['n']} | {ci} | {r['band'] or ''} |")
-    return "\n".join(lines)
+        rows.append([r["system"], r["metric"], value, nd, r["n"], ci, r["band"] or ""])
+    return markdown_table(["system", "metric", "value", "num/den", "n", "95% CI", "band"], rows)
 
 
 @dg.asset(

@@ -10,10 +10,12 @@ import pytest
 
 from rag_eval_pipeline.core.errors import SchemaError
 from rag_eval_pipeline.core.report import (
+    Cell,
     BANDS,
     build_report,
     find_leaks,
     interpretation_band,
+    markdown_table,
     readable_by,
     trend_plot,
     trend_svg,
@@ -286,3 +288,24 @@ def test_trend_plot_on_empty_history(tmp_path):
     assert "No history yet." in page
     with pytest.raises(SchemaError):
         trend_plot(empty.drop("value"), ["faithfulness"], tmp_path / "t2.html")
+
+
+# ---------------------------------------------------------------- the Markdown-table helper
+
+def _cells(line: str) -> list[str]:
+    """Split one Markdown table line on unescaped pipes (as GitHub's table extension does)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def test_markdown_table_escapes_pipes_newlines_and_markup():
+    table = markdown_table(["system", "note"], [["a|b", "line one\nline two"], ["<script>x</script>", None],
+                                                [Cell("cell text", css="num"), 0.5]])
+    lines = table.splitlines()
+    assert lines[0] == "| system | note |" and lines[1] == "|---|---|"
+    assert len(lines) == 5  # a newline inside a value never starts a new row
+    assert [len(_cells(line)) for line in lines[2:]] == [2, 2, 2]
+    assert _cells(lines[2]) == ["a\\|b", "line one line two"]
+    assert _cells(lines[3]) == ["&lt;script>x&lt;/script>", ""]
+    assert _cells(lines[4]) == ["cell text", "0.5"]
+    with pytest.raises(ValueError, match="row 1 has 1 cells for 2 columns"):
+        markdown_table(["a", "b"], [["only one"]])

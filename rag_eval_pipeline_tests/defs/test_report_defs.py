@@ -81,3 +81,35 @@ def test_viewer_groups_from_the_config(tmp_path):
     assert viewer_groups(EvalSettings(config_path=str(_config(tmp_path, report={"viewer_groups": ["a", "b"]})))) == ("a", "b")
     with pytest.raises(ConfigError, match="viewer_groups"):
         viewer_groups(EvalSettings(config_path=str(_config(tmp_path, report={"viewer_groups": "customers"}))))
+
+
+def _cells(line: str) -> list[str]:
+    """One Markdown table line split on unescaped pipes (GitHub's table extension)."""
+    import re
+
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def test_metadata_tables_are_escaped_markdown_tables():
+    """Every Markdown table of the asset metadata goes through one helper: a "|" or a newline in a
+    value (a system name, a reason) keeps each row on one line with its column count."""
+    import polars as pl
+
+    from rag_eval_pipeline.defs.metrics import summary_markdown
+    from rag_eval_pipeline.defs.promotion import gates_markdown
+    from rag_eval_pipeline.defs.report import headline_markdown
+
+    odd = "team|rag\nv2"
+    gates = pl.DataFrame([{"system": odd, "metric": "recall", "k": 5, "candidate": 0.7, "baseline": 0.8,
+                           "difference": -0.1, "ci_low": -0.2, "ci_high": 0.0, "p_value": 0.01, "wins": 1, "ties": 2,
+                           "losses": 5, "status": "regression"}]).cast({"k": pl.Int32}, strict=False)
+    headline_rows = [{"system": odd, "metric": "recall_5", "value": 0.5, "numerator": 1.0, "denominator": 2.0, "n": 2,
+                      "n_not_evaluable": 0, "ci_low": 0.1, "ci_high": 0.9, "band": None}]
+    summary = pl.DataFrame([{"system": odd, "metric": "recall", "k": 5, "value": 0.5, "numerator": 1.0,
+                             "denominator": 2.0, "n": 2, "ci_low": 0.1, "ci_high": 0.9}])
+    for table, columns in ((gates_markdown(gates), 9), (headline_markdown(headline_rows), 7),
+                           (summary_markdown(summary), 6)):
+        lines = table.splitlines()
+        assert len(lines) == 3, table  # header, separator, one row: the newline did not split the row
+        assert [len(_cells(line)) for line in lines] == [columns] * 3, table
+        assert _cells(lines[2])[0] == "team\\|rag v2"
