@@ -71,6 +71,24 @@ def test_report_metadata_has_headline_floats_and_links(failing_gate_run):
     assert md["viewer_groups"].value == ["customers"]
 
 
+def test_the_samples_uncalibrated_judge_reads_no_band_and_judge_errors_are_shown(failing_gate_run):
+    """The sample's rule-based judge has κ 0.169 against the 0.4 floor: no faithfulness band is read,
+    nothing says "healthy", and every judge-based value carries its judge-error count."""
+    result, out = failing_gate_run
+    md = (out / "report.md").read_text(encoding="utf-8")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    lines = [line for line in md.splitlines() if line.startswith("| faithfulness |") and len(_cells(line)) == 9]
+    assert lines and all("judge not calibrated (κ 0.169 below the floor 0.4)" in line for line in lines)
+    assert "healthy" not in md and "healthy" not in html
+    mat = result.asset_materializations_for_node("evaluation_report")[0]
+    assert mat.metadata["judge_calibrated"].value is False
+    assert isinstance(mat.metadata["team_rag/faithfulness/judge_errors"].value, int)
+    summary = mat.metadata["summary"].value
+    assert "| judge errors |" in summary.splitlines()[0]
+    faith = [line for line in summary.splitlines() if "| faithfulness |" in line]
+    assert faith and all(_cells(line)[-1] == "judge not calibrated" for line in faith)
+
+
 def test_quick_job_builds_the_report_without_metric_history():
     quick = {k.to_user_string() for k in defs.resolve_job_def("quick_evaluation").asset_layer.executable_asset_keys}
     assert "evaluation_report" in quick and "metric_history" not in quick
@@ -104,10 +122,10 @@ def test_metadata_tables_are_escaped_markdown_tables():
                            "difference": -0.1, "ci_low": -0.2, "ci_high": 0.0, "p_value": 0.01, "wins": 1, "ties": 2,
                            "losses": 5, "status": "regression"}]).cast({"k": pl.Int32}, strict=False)
     headline_rows = [{"system": odd, "metric": "recall_5", "value": 0.5, "numerator": 1.0, "denominator": 2.0, "n": 2,
-                      "n_not_evaluable": 0, "ci_low": 0.1, "ci_high": 0.9, "band": None}]
+                      "n_not_evaluable": 0, "ci_low": 0.1, "ci_high": 0.9, "judge_errors": None, "band": None}]
     summary = pl.DataFrame([{"system": odd, "metric": "recall", "k": 5, "value": 0.5, "numerator": 1.0,
                              "denominator": 2.0, "n": 2, "ci_low": 0.1, "ci_high": 0.9}])
-    for table, columns in ((gates_markdown(gates), 9), (headline_markdown(headline_rows), 7),
+    for table, columns in ((gates_markdown(gates), 9), (headline_markdown(headline_rows), 8),
                            (summary_markdown(summary), 6)):
         lines = table.splitlines()
         assert len(lines) == 3, table  # header, separator, one row: the newline did not split the row

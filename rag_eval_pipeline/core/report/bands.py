@@ -19,7 +19,7 @@ HEADLINE_METRICS: tuple[tuple[str, int | None], ...] = (
     ("faithfulness", None), ("faithfulness_holistic", None), ("contradicted_claim_rate", None),
     ("judge_error_rate", None), ("run_error_rate", None),
 )
-#: Metrics of the "retrieval failure versus abstention" table (seed 000).
+#: Metrics of the "retrieval failure versus abstention" table.
 DECISION_METRICS: tuple[str, ...] = (
     "evidence_retrieved", "false_abstention_rate", "abstention_with_evidence", "abstention_without_evidence",
     "answer_without_evidence_rate", "coverage", "run_error_rate",
@@ -29,7 +29,7 @@ SEGMENT_METRICS: tuple[tuple[str, int | None], ...] = (
     ("recall", 5), ("evidence_retrieved", None), ("coverage", None), ("false_abstention_rate", None),
     ("answer_without_evidence_rate", None), ("faithfulness", None),
 )
-#: Metrics the interpretation bands apply to (seed 003 reads a mean faithfulness score).
+#: Metrics the interpretation bands apply to (a mean faithfulness score).
 BANDED_METRICS: frozenset[str] = frozenset({"faithfulness", "faithfulness_holistic"})
 #: Lower-is-better metrics (a rising line is bad).
 LOWER_IS_BETTER: frozenset[str] = frozenset({
@@ -44,7 +44,7 @@ METRIC_NOTES: dict[str, str] = {
     "recip_rank": "1 / rank of the first relevant chunk",
     "map": "mean average precision",
     "claim_evidence_availability": "share of golden claims with a supporting chunk in the top k",
-    "evidence_retrieved": "answerable questions where any evidence chunk was retrieved",
+    "evidence_retrieved": "answerable questions where any evidence chunk was retrieved, at any rank",
     "coverage": "answered share of the answerable and absent questions",
     "answer_without_evidence_rate": "absent questions answered anyway (lower is better)",
     "false_abstention_rate": "answerable questions the system abstained on (lower is better)",
@@ -60,9 +60,9 @@ METRIC_NOTES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Band:
-    """One interpretation band of a faithfulness mean (seed 003): ``low`` <= value < next band's low."""
+    """One interpretation band of a faithfulness mean: ``low`` <= value < next band's low."""
 
-    label: str  # the range as written in the seed, e.g. "0.65-0.84"
+    label: str  # the range as written in the definitions, e.g. "0.65–0.84"
     low: float
     name: str  # short name
     reading: str  # what to do, in this project's words
@@ -83,13 +83,13 @@ _BAND_EPS = 1e-9
 
 
 def interpretation_band(value: float | None) -> Band | None:
-    """The seed-003 band of a faithfulness value.
+    """The interpretation band of a faithfulness value.
 
     Input: a float in [0, 1], or None/NaN. Output: the :class:`Band` (label "≥ 0.85" for 0.85 and above,
     "0.65–0.84" for [0.65, 0.85), "0.50–0.64" for [0.50, 0.65), "below 0.50" under that), or None for a
     null/NaN value (not evaluable has no band). A tolerance of 1e-9 absorbs float rounding at the
     edges (17/20 lands in the top band). Raises ValueError for a value outside [0, 1].
-    Source: seed ``003_9cfbf16fe7b371c5.txt`` ("how to read the mean").
+    Source: ``docs/METRICS.md``, section faithfulness (how to read the mean).
     """
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
@@ -105,3 +105,23 @@ def metric_label(metric: str, k: int | None) -> str:
     """The trec_eval-style name of a (metric, k) row: ("recall", 5) -> "recall_5"; ("map", None) -> "map"."""
     return metric if k is None else f"{metric}_{k}"
 
+
+
+#: Where users read every metric's definition, denominator, null rule and public source.
+DEFINITIONS_DOC = "docs/METRICS.md"
+#: Metric names whose values come from a judge (a model, a rule or a person), by prefix.
+JUDGE_BASED_PREFIXES: tuple[str, ...] = (
+    "faithfulness", "contradicted_claim_rate", "quote_downgrade_rate", "judge_error_rate", "answer_relevance",
+    "answer_relevancy", "context_relevance", "answer_correctness", "correctness",
+)
+
+
+def is_judge_based(metric: str) -> bool:
+    """True when ``metric``'s value comes from judge labels (see :data:`JUDGE_BASED_PREFIXES`). Never raises."""
+    return isinstance(metric, str) and metric.startswith(JUDGE_BASED_PREFIXES)
+
+
+def definition_ref(metric: str | None = None) -> str:
+    """Where a metric is defined: ``docs/METRICS.md#<metric>`` (the base name, lower case, as the
+    section's anchor), or ``docs/METRICS.md`` for None. Never raises."""
+    return DEFINITIONS_DOC if not metric else f"{DEFINITIONS_DOC}#{metric.lower()}"

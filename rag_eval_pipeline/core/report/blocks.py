@@ -77,14 +77,16 @@ def num_cell(text: str, css: str | None = None, title: str | None = None) -> Cel
     return Cell(text, css=("num " + css) if css else "num", title=title)
 
 
-def value_cell(row: dict | None) -> Cell:
-    """``0.7286 (25.5/35)`` or ``not evaluable (k of n)``; never 0 for a null."""
+def value_cell(row: dict | None, judge_based: bool = False) -> Cell:
+    """``0.7286 (25.5/35)`` or ``not evaluable (k of n)``; never 0 for a null. With ``judge_based``, the
+    row's judge-error count follows: ``0.7286 (25.5/35) · judge errors 2``."""
     if row is None:
         return Cell("absent", css="na")
+    errors = f" · judge errors {int(row.get('judge_errors') or 0)}" if judge_based else ""
     if row["value"] is None:
-        return Cell(f"not evaluable ({row.get('n_not_evaluable') or 0} of {row.get('n') or 0})", css="na",
+        return Cell(f"not evaluable ({row.get('n_not_evaluable') or 0} of {row.get('n') or 0}){errors}", css="na",
                     title="no question in the denominator")
     flag = " *" if row.get("small_segment") else ""
-    return num_cell(f"{row['value']:.3f} ({fmt_count(row['numerator'])}/{fmt_count(row['denominator'])}){flag}",
-                title=f"n={row.get('n')}")
+    return num_cell(f"{row['value']:.3f} ({fmt_count(row['numerator'])}/{fmt_count(row['denominator'])}){flag}{errors}",
+                    title=f"n={row.get('n')}")
 

@@ -21,11 +21,14 @@ from rag_eval_pipeline.core.errors import SchemaError
 from rag_eval_pipeline.core.report.access import ReportAccess
 from rag_eval_pipeline.core.report.bands import (
     BANDED_METRICS,
+    BANDS,
     DECISION_METRICS,
     HEADLINE_METRICS,
     METRIC_NOTES,
     SEGMENT_METRICS,
+    definition_ref,
     interpretation_band,
+    is_judge_based,
     metric_label,
 )
 from rag_eval_pipeline.core.report.blocks import (
@@ -40,6 +43,7 @@ from rag_eval_pipeline.core.report.blocks import (
     short_sha,
     value_cell,
 )
+from rag_eval_pipeline.core.report.context import EvidenceRank, evidence_ranks
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html, toc
 from rag_eval_pipeline.core.report.markdown import render_markdown
 from rag_eval_pipeline.core.report.questions import worst_questions
@@ -96,7 +100,9 @@ class Report:
     ``markdown`` and ``html`` hold the same content (the HTML is one self-contained page: inline CSS,
     no script, no external asset). ``headline`` is one row per (system, metric label) of the summary
     table: system, metric, value (float or None), numerator, denominator, n, n_not_evaluable, ci_low,
-    ci_high, band. ``withheld`` counts texts withheld by the access rule, ``restricted_chunks`` the
+    ci_high, judge_errors (int for a judge-based metric, None otherwise), band (the band's label; "judge
+    not calibrated" when the judge is not calibrated; None when no band applies). ``judge_calibrated``
+    says whether the judge passed calibration (:func:`judge_trust`), ``why_not_calibrated`` why not. ``withheld`` counts texts withheld by the access rule, ``restricted_chunks`` the
     chunk previews hidden.
     """
 
@@ -105,6 +111,36 @@ class Report:
     headline: list[dict[str, Any]]
     withheld: int
     restricted_chunks: int
+    judge_calibrated: bool = False
+    why_not_calibrated: str = ""
+
+
+#: The configuration's default ``calibration.kappa_floor``.
+DEFAULT_KAPPA_FLOOR = 0.4
+
+
+def judge_trust(calibration: pl.DataFrame | None, kappa_floor: float | None = DEFAULT_KAPPA_FLOOR) -> tuple[bool, str]:
+    """Whether the judge's numbers may be read: (calibrated, why not).
+
+    Input: the judge_calibration table (rows per current judge key and level: kappa, stale, missing,
+    kappa_reason) or None, and the floor κ must reach (None = the default 0.4). Output: (True, "")
+    when there is at least one row and every row is current (neither stale nor missing) with a κ at
+    or above the floor; else (False, a short reason: no calibration, missing, stale, κ null, or κ
+    below the floor). Raises nothing. Definition: ``docs/METRICS.md``, section judge_calibration.
+    """
+    floor = DEFAULT_KAPPA_FLOOR if kappa_floor is None else float(kappa_floor)
+    if calibration is None or not calibration.height:
+        return False, "no calibration against human labels"
+    for r in calibration.iter_rows(named=True):
+        if r.get("missing"):
+            return False, "no calibration for this judge, model and prompt"
+        if r.get("stale"):
+            return False, "calibration made for another judge, model or prompt"
+        if r.get("kappa") is None:
+            return False, f"κ not evaluable ({r.get('kappa_reason') or 'no reason given'})"
+        if r["kappa"] < floor:
+            return False, f"κ {r['kappa']:.3f} below the floor {floor:g}"
+    return True, ""
 
 
 
@@ -127,6 +163,7 @@ def build_report(
     generated_at: dt.datetime | None = None,
     trend_metrics: Sequence[str | tuple[str, int | None]] = ("faithfulness", "recall_5", "false_abstention_rate"),
     trend_href: str | None = "trend.html",
+    kappa_floor: float | None = DEFAULT_KAPPA_FLOOR,
 ) -> Report:
     """Render one evaluation run as Markdown and as a self-contained HTML page.
 
@@ -139,13 +176,15 @@ def build_report(
     baseline's manifest.json), ``viewer_groups`` (the reader's groups; a single str counts as one
     group), ``worst_n`` (questions per system and list), ``generated_at`` (shown in the header),
     ``trend_metrics`` (labels drawn inline from ``history``), ``trend_href`` (link to the trend page,
-    None for none).
+    None for none), ``kappa_floor`` (the configuration's ``calibration.kappa_floor``).
 
     Output: a :class:`Report`. Sections: run header (systems and their manifests, corpus and golden
     versions, judge, model and prompt sha256, ranking mode, viewer groups); per system the headline
-    metrics (value, numerator/denominator, n, not-evaluable count, 95% CI, small-segment and
-    judge-error flags, the seed-003 band beside faithfulness); retrieval failures and abstentions
-    side by side; a per-segment breakdown; the worst questions (lowest faithfulness, answered-absent,
+    metrics (value, numerator/denominator, n, not-evaluable count, 95% CI, small-segment flag, the
+    judge-error count beside every judge-based value, the interpretation band beside faithfulness,
+    read only when the judge passed calibration (else "judge not calibrated") and never "healthy"
+    with judge errors); retrieval failures and abstentions side by side, with the context-window
+    misses (evidence retrieved only below the generator's ``context_k``); a per-segment breakdown; the worst questions (lowest faithfulness, answered-absent,
     false abstention, run errors) with question, decision, answer, claims with verdict and quote, and
     chunk previews; the judge's calibration and noise; the baseline comparison; the history. A null
     value is shown as "not evaluable" with its counts, never as 0. Every text is escaped
@@ -153,8 +192,7 @@ def build_report(
     docstring.
 
     Raises SchemaError when a required table is None or misses a column; ValueError when
-    ``worst_n`` < 0. Source: seed ``003_9cfbf16fe7b371c5.txt`` (bands, reading failures), seed
-    ``000_1000bb13b7b4c340.txt`` (retrieval failure versus abstention).
+    ``worst_n`` < 0. Definitions: ``docs/METRICS.md`` (bands, retrieval failure versus abstention).
     """
     for df, name in ((summary, "metric_summary"), (question_metrics, "question_metrics"), (rag_runs, "rag_runs"),
                      (golden, "golden_set"), (snapshot, "corpus_snapshot"), (judge_labels, "judge_labels"),
@@ -169,14 +207,16 @@ def build_report(
     blocks: list[Block] = []
     blocks += _header(summary, rag_runs, golden, snapshot, judge_labels, answer_judgements, systems, viewer,
                       access, generated_at, baseline_manifest)
-    headline_blocks, headline = _headline(summary, systems)
+    calibrated, why_not = judge_trust(calibration, kappa_floor)
+    ranks = evidence_ranks(rag_runs, golden, snapshot)
+    headline_blocks, headline = _headline(summary, systems, calibrated, why_not)
     blocks += headline_blocks
-    blocks += _decisions(summary, systems)
-    blocks += _gates(gates, baseline_manifest)
-    blocks += _judge_trust(calibration, variance)
+    blocks += _decisions(summary, systems, ranks)
+    blocks += _gates(gates, baseline_manifest, summary)
+    blocks += _judge_trust(calibration, variance, calibrated, why_not)
     blocks += _segments(summary, systems)
     blocks += _history(history, trend_metrics, trend_href)
-    worst = worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, worst_n, access)
+    worst = worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, worst_n, access, ranks)
     # the worst questions go last: they are long; their texts are checked for leaks in one pass
     access.finalize()
     blocks += worst(access)
@@ -185,7 +225,7 @@ def build_report(
     md = f"# {title}\n\n" + render_markdown(blocks)
     body = f"<h1>{escape_html(title)}</h1>\n" + toc(blocks) + "\n" + render_html(blocks)
     return Report(markdown=md, html=html_page(title, body), headline=headline, withheld=access.withheld,
-                  restricted_chunks=access.hidden_previews)
+                  restricted_chunks=access.hidden_previews, judge_calibrated=calibrated, why_not_calibrated=why_not)
 
 
 def _header(summary, rag_runs, golden, snapshot, judge_labels, answer_judgements, systems, viewer, access,
@@ -232,16 +272,46 @@ def _header(summary, rag_runs, golden, snapshot, judge_labels, answer_judgements
     return blocks
 
 
-def _headline(summary: pl.DataFrame, systems: list[str]) -> tuple[list[Block], list[dict]]:
+def _band_reading(value: float, ci: tuple[float | None, float | None], judge_errors: int, calibrated: bool,
+                  why_not: str) -> tuple[str, str | None, str | None]:
+    """(reading, css, headline band) of one banded value: the band only when the judge passed
+    calibration; never the top band's "healthy" while judge errors exist."""
+    band = interpretation_band(min(max(value, 0.0), 1.0))
+    if band is None:
+        return "", None, None
+    if not calibrated:
+        return (f"judge not calibrated ({why_not}): the bands are not read; see the judge's calibration below",
+                "na", "judge not calibrated")
+    if judge_errors and band is BANDS[0]:
+        return (f"{band.label} over the judged claims only: {judge_errors} judge error(s) left out; judge them "
+                "again before reading this band", "na", f"{band.label} ({judge_errors} judge errors)")
+    reading = f"{band.label}: {band.name} — {band.reading}"
+    if judge_errors:
+        reading += f" ({judge_errors} judge error(s) left out)"
+    lo_v, hi_v = ci
+    if lo_v is not None and hi_v is not None:
+        lo = interpretation_band(min(max(lo_v, 0.0), 1.0))
+        hi = interpretation_band(min(max(hi_v, 0.0), 1.0))
+        if lo is not None and hi is not None and lo != hi:
+            reading += f" (the 95% CI spans bands {lo.label} to {hi.label})"
+    return reading, band.css, band.label
+
+
+def _headline(summary: pl.DataFrame, systems: list[str], calibrated: bool, why_not: str
+              ) -> tuple[list[Block], list[dict]]:
     rows_by_key = _summary_rows(summary, "all", "all")
     blocks: list[Block] = [
         heading("Summary", 2),
         Block("note", text="All questions (split all, segment all). Value with numerator/denominator; n = questions "
                            "in the set; not evaluable = questions outside the metric's denominator (a null, never a "
                            "0). 95% CI: Wilson for 0/1 rates, percentile bootstrap otherwise. * = small segment. "
-                           "Faithfulness bands (seed 003): ≥ 0.85 healthy; 0.65–0.84 room to improve; 0.50–0.64 "
-                           "frequent unsupported claims; below 0.50 broken."),
+                           "judge errors = claim labels the judge failed on, beside every judge-based value. "
+                           "Faithfulness bands: ≥ 0.85, 0.65–0.84, 0.50–0.64, below 0.50, read only when the judge "
+                           "passed calibration and made no error. Definitions: " + definition_ref() + "."),
     ]
+    if not calibrated:
+        blocks.append(Block("note", text=f"Judge not calibrated ({why_not}): judge-based values are provisional "
+                                         "and their bands are not read."))
     headline: list[dict] = []
     for system in systems:
         table_rows = []
@@ -251,14 +321,12 @@ def _headline(summary: pl.DataFrame, systems: list[str]) -> tuple[list[Block], l
             if r is None:
                 continue
             label = metric_label(metric, k)
-            band = None
+            judge_based = is_judge_based(metric)
+            judge_errors = int(r["judge_errors"] or 0) if judge_based else None
+            reading, reading_css, band_label = "", None, None
             if metric in BANDED_METRICS and r["value"] is not None:
-                band = interpretation_band(min(max(r["value"], 0.0), 1.0))
-            flags = []
-            if r["small_segment"]:
-                flags.append("small segment")
-            if r["judge_errors"]:
-                flags.append(f"{r['judge_errors']} judge errors")
+                reading, reading_css, band_label = _band_reading(r["value"], (r["ci_low"], r["ci_high"]),
+                                                                 judge_errors or 0, calibrated, why_not)
             if r["value"] is None:
                 value_cell = Cell("not evaluable", css="na", title="denominator 0")
                 nd = Cell(f"—/{fmt_count(r['denominator'] or 0)}", css="na")
@@ -266,53 +334,62 @@ def _headline(summary: pl.DataFrame, systems: list[str]) -> tuple[list[Block], l
                 value_cell = num_cell(f"{r['value']:.4f}")
                 nd = num_cell(f"{fmt_count(r['numerator'])}/{fmt_count(r['denominator'])}")
             ci = ("—" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] {r['ci_method']}")
-            reading = ""
-            if band is not None:
-                reading = f"{band.label}: {band.name} — {band.reading}"
-                if r["ci_low"] is not None:
-                    lo = interpretation_band(min(max(r["ci_low"], 0.0), 1.0))
-                    hi = interpretation_band(min(max(r["ci_high"], 0.0), 1.0))
-                    if lo is not None and hi is not None and lo != hi:
-                        reading += f" (the 95% CI spans bands {lo.label} to {hi.label})"
+            errors_cell = (Cell("—", title="not judge-based") if judge_errors is None
+                           else num_cell(str(judge_errors), css="flag" if judge_errors else None))
             table_rows.append([
-                Cell(label, title=METRIC_NOTES.get(metric)), value_cell, nd, num_cell(str(r["n"])),
-                num_cell(str(r["n_not_evaluable"]), css="na" if r["n_not_evaluable"] else None),
-                Cell(ci), Cell(", ".join(flags), css="flag" if flags else None),
-                Cell(reading, css=band.css if band else None),
+                Cell(label, title=f"{METRIC_NOTES.get(metric, '')} ({definition_ref(metric)})"), value_cell, nd,
+                num_cell(str(r["n"])), num_cell(str(r["n_not_evaluable"]), css="na" if r["n_not_evaluable"] else None),
+                Cell(ci), errors_cell, Cell("small segment" if r["small_segment"] else "",
+                                            css="flag" if r["small_segment"] else None),
+                Cell(reading, css=reading_css),
             ])
             headline.append({"system": system, "metric": label, "value": r["value"], "numerator": r["numerator"],
                              "denominator": r["denominator"], "n": r["n"], "n_not_evaluable": r["n_not_evaluable"],
-                             "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                             "band": band.label if band else None})
+                             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "judge_errors": judge_errors,
+                             "band": band_label})
         blocks.append(heading(f"{system}", 3))
         if table_rows:
-            blocks.append(Block("table", headers=["metric", "value", "num/den", "n", "not evaluable", "95% CI", "flags",
-                                                  "reading"], rows=table_rows, css="headline"))
+            blocks.append(Block("table", headers=["metric", "value", "num/den", "n", "not evaluable", "95% CI",
+                                                  "judge errors", "flags", "reading"], rows=table_rows, css="headline"))
         else:
             blocks.append(para("No summary rows for this system."))
     return blocks, headline
 
 
-def _decisions(summary: pl.DataFrame, systems: list[str]) -> list[Block]:
+def _decisions(summary: pl.DataFrame, systems: list[str], ranks: dict[tuple[str, str], EvidenceRank]) -> list[Block]:
     rows_by_key = _summary_rows(summary, "all", "all")
     blocks = [
         heading("Retrieval failures and abstentions", 2),
-        Block("note", text="Kept apart (seed 000): evidence_retrieved = answerable questions whose evidence reached "
-                           "the context; of the abstentions on answerable questions, abstention_with_evidence had the "
-                           "evidence (a generator miss) and abstention_without_evidence did not (a retrieval failure, "
-                           "where abstaining was right). answer_without_evidence_rate = absent questions answered."),
+        Block("note", text="Kept apart: evidence_retrieved = answerable questions whose evidence was retrieved at "
+                           "any rank; context-window misses = those whose evidence was retrieved only below the "
+                           "generator's context window (context_k), so the generator never saw it; of the "
+                           "abstentions on answerable questions, abstention_with_evidence had the evidence "
+                           "retrieved (a generator miss, unless it was a context-window miss) and "
+                           "abstention_without_evidence did not (a retrieval failure, where abstaining was right). "
+                           "answer_without_evidence_rate = absent questions answered. Definitions: "
+                           + definition_ref("evidence_retrieved") + "."),
     ]
     rows = []
     for system in systems:
-        rows.append([system] + [value_cell(rows_by_key.get((system, m, None))) for m in DECISION_METRICS])
-    blocks.append(Block("table", headers=["system", *DECISION_METRICS], rows=rows))
+        mine = [r for (s, _q), r in ranks.items() if s == system]
+        known = [r for r in mine if r.context_k is not None]
+        if not known:
+            miss = Cell("context_k unknown", css="na", title="the run manifest records no context_k")
+        else:
+            ks = sorted({r.context_k for r in known})
+            misses = sum(r.miss for r in known)
+            miss = num_cell(f"{misses}/{len(known)} (context_k {', '.join(map(str, ks))})",
+                            css="flag" if misses else None, title="answerable questions with evidence")
+        rows.append([system] + [value_cell(rows_by_key.get((system, m, None))) for m in DECISION_METRICS] + [miss])
+    blocks.append(Block("table", headers=["system", *DECISION_METRICS, "context-window misses"], rows=rows))
     return blocks
 
 
 def _segments(summary: pl.DataFrame, systems: list[str]) -> list[Block]:
     blocks = [heading("By segment", 2),
               Block("note", text="Split all. Each cell: value (numerator/denominator); * = small segment (fewer "
-                                 "questions than the configured minimum): read with care.")]
+                                 "questions than the configured minimum): read with care; judge-based values carry "
+                                 "their judge-error count.")]
     seg = summary.filter((pl.col("split") == "all") & (pl.col("segment") != "all"))
     if not seg.height:
         blocks.append(para("No segment tags in the golden set."))
@@ -327,7 +404,8 @@ def _segments(summary: pl.DataFrame, systems: list[str]) -> list[Block]:
         for s in segments:
             if (system, s) not in n_by:
                 continue
-            rows.append([s, num_cell(str(n_by[(system, s)]))] + [value_cell(by_key.get((system, s, m, k))) for m, k in metrics])
+            rows.append([s, num_cell(str(n_by[(system, s)]))] + [value_cell(by_key.get((system, s, m, k)), is_judge_based(m))
+                                                                 for m, k in metrics])
         if rows:
             blocks.append(heading(system, 3))
             blocks.append(Block("table", headers=["segment", "n", *[metric_label(m, k) for m, k in metrics]], rows=rows))
@@ -336,8 +414,12 @@ def _segments(summary: pl.DataFrame, systems: list[str]) -> list[Block]:
 
 
 
-def _judge_trust(calibration: pl.DataFrame | None, variance: pl.DataFrame | None) -> list[Block]:
-    blocks = [heading("Judge calibration and noise", 2)]
+def _judge_trust(calibration: pl.DataFrame | None, variance: pl.DataFrame | None, calibrated: bool,
+                 why_not: str) -> list[Block]:
+    blocks = [heading("Judge calibration and noise", 2),
+              para("The judge passed calibration: its numbers may be read." if calibrated else
+                   f"Judge not calibrated: {why_not}. Read judge-based metrics as provisional.",
+                   css=None if calibrated else "na")]
     if calibration is None or not calibration.height:
         blocks.append(para("No calibration table: the judge has not been compared with human labels.", css="na"))
     else:
@@ -376,11 +458,22 @@ def _judge_trust(calibration: pl.DataFrame | None, variance: pl.DataFrame | None
     blocks.append(Block("note", text="Resolution: the smallest faithfulness difference the judge can tell from its own "
                                      "noise" + (f" ({rule})" if rule else "") + ". A difference below it is noise; with "
                                      "one repeat the noise is unknown: judge again (2 or more repeats) before acting on a "
-                                     "small change (seed 003)."))
+                                     "small change. Definitions: " + definition_ref("judge_variance") + "."))
     return blocks
 
 
-def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None) -> list[Block]:
+def _gate_judge_errors(summary: pl.DataFrame, system: str, metric: str, k: int | None) -> int | None:
+    """The candidate's judge errors for a judge-based gated metric (split test when summarised, else all)."""
+    for split in ("test", "all"):
+        rows = summary.filter((pl.col("system") == system) & (pl.col("metric") == metric) & (pl.col("split") == split)
+                              & (pl.col("segment") == "all")
+                              & (pl.col("k").is_null() if k is None else (pl.col("k") == k)))
+        if rows.height:
+            return int(rows["judge_errors"].fill_null(0).sum())
+    return None
+
+
+def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary: pl.DataFrame) -> list[Block]:
     blocks = [heading("Comparison with the baseline", 2)]
     if baseline_manifest:
         rows = [[k, str(v)] for k, v in sorted(baseline_manifest.items())]
@@ -399,8 +492,12 @@ def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None) -> list
         wtl = g.get("wtl") or f"{g.get('wins', 0)}/{g.get('ties', 0)}/{g.get('losses', 0)}"
         status = str(g.get("status") or "")
         diff = g.get("difference")
-        rows.append([g.get("system") or "", metric_label(str(g.get("metric")), k),
-                     num_cell(fmt(g.get("candidate"))) if g.get("candidate") is not None else Cell("not evaluable", css="na"),
+        candidate = (num_cell(fmt(g.get("candidate"))) if g.get("candidate") is not None
+                     else Cell("not evaluable", css="na"))
+        if is_judge_based(str(g.get("metric"))):
+            errors = _gate_judge_errors(summary, str(g.get("system")), str(g.get("metric")), k)
+            candidate.text += f" · judge errors {'?' if errors is None else errors}"
+        rows.append([g.get("system") or "", metric_label(str(g.get("metric")), k), candidate,
                      num_cell(fmt(g.get("baseline"))) if g.get("baseline") is not None else Cell("not evaluable", css="na"),
                      num_cell(f"{diff:+.4f}") if diff is not None else Cell("—", css="na"),
                      num_cell(fmt(p)) if p is not None else Cell("—"), wtl,
@@ -408,7 +505,9 @@ def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None) -> list
     blocks.append(Block("table", headers=["system", "metric", "candidate", "baseline", "difference", "p", "W/T/L",
                                           "status", "reason"], rows=rows))
     blocks.append(Block("note", text="p: two-sided paired randomisation test over the questions both systems answered; "
-                                     "W/T/L: questions where the candidate is better / equal / worse."))
+                                     "W/T/L: questions where the candidate is better / equal / worse; a judge-based "
+                                     "candidate value carries its judge-error count. Definitions: "
+                                     + definition_ref("gates") + "."))
     return blocks
 
 
@@ -423,6 +522,7 @@ def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None
     if trend_href:
         blocks.append(Block("link", text="Every run, metric by metric:", href=trend_href))
     last_two = runs["run_id"].to_list()[-2:]
+    with_errors = "judge_errors" in history.columns
     rows = []
     hist = history.with_columns(pl.struct("metric", "k").map_elements(
         lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.Utf8).alias("_label"))
@@ -432,13 +532,27 @@ def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None
             vals = {r["run_id"]: r["value"] for r in sel.iter_rows(named=True)}
             if not vals:
                 continue
+            errors = ({r["run_id"]: r["judge_errors"] for r in sel.iter_rows(named=True)}
+                      if with_errors and is_judge_based(label) else None)
+
+            def shown(run_id: str | None, v: float | None, none_text: str) -> Cell:
+                if v is None:
+                    return Cell(none_text, css="na" if none_text != "—" else None)
+                cell = num_cell(fmt(v))
+                if errors is not None:
+                    cell.text += f" · judge errors {errors.get(run_id) if errors.get(run_id) is not None else '?'}"
+                return cell
+
             latest = vals.get(last_two[-1])
             prev = vals.get(last_two[0]) if len(last_two) == 2 else None
             change = "—" if latest is None or prev is None else f"{latest - prev:+.4f}"
-            rows.append([system, label, num_cell(fmt(prev)) if prev is not None else Cell("—"),
-                         num_cell(fmt(latest)) if latest is not None else Cell("not evaluable", css="na"), num_cell(change)])
+            rows.append([system, label, shown(last_two[0] if len(last_two) == 2 else None, prev, "—"),
+                         shown(last_two[-1], latest, "not evaluable"), num_cell(change)])
     if rows:
         blocks.append(Block("table", headers=["system", "metric", "previous run", "latest run", "change"], rows=rows))
+        if not with_errors and any(is_judge_based(label) for label in metric_labels(trend_metrics)):
+            blocks.append(Block("note", text="The history does not record judge errors per run: read judge-based "
+                                             "trends with the judge-error counts of the summary above."))
     for label in metric_labels(trend_metrics):
         svg = trend_svg(history, label)
         if svg:

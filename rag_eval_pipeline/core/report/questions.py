@@ -10,19 +10,18 @@ from collections.abc import Callable
 import polars as pl
 
 from rag_eval_pipeline.core.report.access import PREVIEW_CHARS, ReportAccess
-from rag_eval_pipeline.core.report.blocks import (
-    Block,
-    Cell,
-    fmt,
-    heading,
-    num_cell,
-    para,
-)
+from rag_eval_pipeline.core.report.blocks import Block, Cell, fmt, heading, num_cell, para
+from rag_eval_pipeline.core.report.context import EvidenceRank
 
 
-def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, worst_n, access: ReportAccess
-                     ) -> Callable[[ReportAccess], list[Block]]:
-    """Select the questions now (registering their texts with ``access``); render after ``access.finalize()``."""
+def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, worst_n, access: ReportAccess,
+                    ranks: dict[tuple[str, str], EvidenceRank] | None = None) -> Callable[[ReportAccess], list[Block]]:
+    """Select the questions now (registering their texts with ``access``); render after ``access.finalize()``.
+
+    ``ranks``: where each run placed its question's evidence (``core.report.context.evidence_ranks``): a
+    false abstention whose evidence sat only below the generator's ``context_k`` is a context-window
+    miss, never "with the evidence retrieved"."""
+    ranks = ranks or {}
     per_q = question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(
         ["faithfulness", "answer_without_evidence_rate", "false_abstention_rate", "abstention_with_evidence",
          "run_error_rate"]))
@@ -42,7 +41,8 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
                         if s == system and m == "faithfulness" and v[0] is not None and v[0] < 1 - 1e-12))
         chosen: dict[str, list[str]] = {}
         for value, q in faith[:worst_n]:
-            chosen.setdefault(q, []).append(f"faithfulness {value:.2f}")
+            errors = sum(c["verdict"] == "JUDGE_ERROR" for c in claims_by.get((system, q), []))
+            chosen.setdefault(q, []).append(f"faithfulness {value:.2f}" + (f" ({errors} judge errors)" if errors else ""))
         failures: list[tuple[str, str]] = []
         for (s, q, m), (v, _st) in sorted(vals.items()):
             if s != system or v != 1.0:
@@ -51,8 +51,15 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
                 failures.append((q, "answered an absent question"))
             elif m == "false_abstention_rate":
                 with_ev = vals.get((s, q, "abstention_with_evidence"), (None, None))[0]
-                failures.append((q, "false abstention" + (" with the evidence retrieved" if with_ev == 1.0 else
-                                                          " (evidence not retrieved)" if with_ev == 0.0 else "")))
+                where = ranks.get((s, q))
+                if with_ev == 1.0 and where is not None and where.miss:
+                    detail = (f", context-window miss (evidence retrieved at rank {where.first_rank}, below the "
+                              f"generator's context_k {where.context_k})")
+                elif with_ev == 1.0:
+                    detail = " with the evidence retrieved"
+                else:
+                    detail = " (evidence not retrieved)" if with_ev == 0.0 else ""
+                failures.append((q, "false abstention" + detail))
             elif m == "run_error_rate":
                 failures.append((q, "run error"))
         for q, reason in failures[:worst_n]:
@@ -91,13 +98,13 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
                 continue
             blocks.append(Block("group", css="card", children=_card(system, q, reasons, runs.get((system, q)),
                                                                      gold.get(q), claims_by.get((system, q), []),
-                                                                     vals, acc)))
+                                                                     vals, acc, ranks.get((system, q)))))
         return blocks
 
     return render
 
 
-def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess) -> list[Block]:
+def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess, where: EvidenceRank | None = None) -> list[Block]:
     blocks = [heading(f"{q} — {'; '.join(reasons)}", 4)]
     g = g or {}
     run = run or {}
@@ -122,9 +129,15 @@ def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess) -> list[B
         ["class / split", f"{g.get('answerability', '?')} / {g.get('split', '?')}"],
         ["segments", ", ".join(g.get("segments") or [])],
         ["decision", run.get("decision") or "(no run)"],
-        ["faithfulness", fmt(faith[0], 3) if faith[0] is not None else f"not evaluable ({faith[1] or 'no row'})"],
+        ["faithfulness", (fmt(faith[0], 3) if faith[0] is not None else f"not evaluable ({faith[1] or 'no row'})")
+         + f" · judge errors {sum(c['verdict'] == 'JUDGE_ERROR' for c in claims)}"],
         ["reference answer", acc.show(g.get("reference_answer"), ref_reason)],
     ]
+    if where is not None and where.context_k is not None:
+        facts.append(["context window", f"the generator reads the first {where.context_k} chunk(s)"
+                      + ("" if where.first_rank is None else
+                         f"; first evidence at rank {where.first_rank}"
+                         + (": a context-window miss" if where.miss else ""))])
     if run.get("error"):
         facts.append(["run error", acc.show(run.get("error"), answer_reason)])
     blocks.append(Block("table", headers=["", ""], rows=facts, css="meta"))
@@ -155,6 +168,8 @@ def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess) -> list[B
             title, prev = acc.preview(cid)
             status = (acc.chunks.get(cid) or {}).get("status") or "?"
             ev = "" if cid not in evidence else ("evidence" + (f" (grade {evidence[cid]})" if evidence[cid] is not None else ""))
+            if ev and where is not None and where.context_k is not None and (h["rank"] or 0) > where.context_k:
+                ev += ", below the context window"
             rows.append([num_cell(str(h["rank"])), cid, title, status, ev, "cited" if cid in cited else "", prev])
         blocks.append(Block("table", headers=["rank", "chunk", "title", "status", "golden", "cited", "preview"], rows=rows))
     else:

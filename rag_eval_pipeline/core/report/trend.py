@@ -27,6 +27,43 @@ from rag_eval_pipeline.core.storage import write_text_atomic
 
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f",
             "#bcbd22")
+#: Line dash patterns, one per system (with the colour and the marker shape): two systems with equal
+#: values draw one line over the other, and the dashes of the upper one let the lower one show through.
+_DASHES = ("", "7 4", "2 3", "10 3 2 3", "4 2 1 2", "12 5")
+_MARKERS = ("circle", "square", "triangle", "diamond")
+#: Width of one character of the 11 px labels, a safe upper bound for digits and Latin text.
+_CHAR_PX = 7.0
+_LEGEND_ROW_PX = 16
+_LEGEND_CHARS = 20
+
+
+def _marker(shape: str, cx: float, cy: float, r: float, color: str, title: str) -> str:
+    common = f'fill="{color}" stroke="#fff" stroke-width="1"><title>{title}</title>'
+    if shape == "square":
+        return f'<rect x="{cx - r:.1f}" y="{cy - r:.1f}" width="{2 * r:.1f}" height="{2 * r:.1f}" {common}</rect>'
+    if shape == "triangle":
+        pts = f"{cx:.1f},{cy - r:.1f} {cx + r:.1f},{cy + r:.1f} {cx - r:.1f},{cy + r:.1f}"
+        return f'<polygon points="{pts}" {common}</polygon>'
+    if shape == "diamond":
+        pts = f"{cx:.1f},{cy - r:.1f} {cx + r:.1f},{cy:.1f} {cx:.1f},{cy + r:.1f} {cx - r:.1f},{cy:.1f}"
+        return f'<polygon points="{pts}" {common}</polygon>'
+    return f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{r:.1f}" {common}</circle>'
+
+
+def _spaced_ticks(ticks: list[float], x, label_px: float) -> list[float]:
+    """Ticks whose centred labels (``label_px`` wide) do not overlap: greedily from the first, and the
+    last one kept in place of its neighbour when the two would collide."""
+    kept: list[float] = []
+    for t in sorted(set(ticks)):
+        if not kept or x(t) - x(kept[-1]) >= label_px:
+            kept.append(t)
+    last = max(ticks) if ticks else None
+    if last is not None and kept and kept[-1] != last:
+        if len(kept) > 1 and x(last) - x(kept[-2]) >= label_px:
+            kept[-1] = last
+        elif len(kept) == 1:
+            kept = [kept[0]] if x(last) - x(kept[0]) < label_px else [kept[0], last]
+    return kept
 
 
 def metric_labels(metrics: Iterable[str | tuple[str, int | None]]) -> list[str]:
@@ -46,9 +83,14 @@ def trend_svg(history: pl.DataFrame, metric: str | tuple[str, int | None], width
     """One inline SVG line chart of ``metric`` over ``evaluated_at``, one line (and legend entry) per system.
 
     Inputs: a metric_history frame (run_id, evaluated_at, system, metric, k, value) and a metric label
-    ("recall_5", "faithfulness") or a (metric, k) pair. Output: an ``<svg>`` string (every text
-    escaped; each point carries a ``<title>`` tooltip; a null value breaks the line), or "" when the
-    history has no row for that metric. Raises SchemaError for missing columns.
+    ("recall_5", "faithfulness") or a (metric, k) pair; ``width``/``height`` in px (the height grows
+    so that every legend entry fits). Output: an ``<svg>`` string (every text escaped; each point
+    carries a ``<title>`` tooltip, which names every system sharing that value in that run; a null
+    value breaks the line), or "" when the history has no row for that metric. Labels never
+    overlap: time ticks are dropped until their labels are apart, legend entries get a row each
+    (long names shortened with "…", the full name in the tooltip). Each system has its own colour,
+    dash pattern and marker shape, so systems with equal values stay distinguishable.
+    Raises SchemaError for missing columns.
     """
     _need_history(history)
     label = metric_labels([metric])[0]
@@ -64,7 +106,8 @@ def trend_svg(history: pl.DataFrame, metric: str | tuple[str, int | None], width
     hi = max([1.0, *values]) if all(0 <= v <= 1 for v in values) else max(values or [1.0])
     if hi <= lo:
         hi = lo + 1.0
-    ml, mr, mt, mb = 52, 170, 16, 42
+    ml, mr, mt, mb = 52, 12 + 18 + int(_LEGEND_CHARS * _CHAR_PX) + 8, 16, 42
+    height = max(height, mt + 14 + len(systems) * _LEGEND_ROW_PX + mb)
     pw, ph = width - ml - mr, height - mt - mb
 
     def x(t: float) -> float:
@@ -80,35 +123,49 @@ def trend_svg(history: pl.DataFrame, metric: str | tuple[str, int | None], width
         v = lo + (hi - lo) * i / 5
         parts.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#e6e9ef"/>')
         parts.append(f'<text x="{ml - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:.2f}</text>')
-    ticks = sorted(set(ts))
-    if len(ticks) > 6:
-        step = (len(ticks) - 1) / 5
-        ticks = [ticks[round(i * step)] for i in range(6)]
-    for t in ticks:
-        stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
-        parts.append(f'<text x="{x(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">{escape_html(stamp)}</text>')
+    stamp_format = "%Y-%m-%d %H:%M"
+    label_px = len("2026-01-01 00:00") * _CHAR_PX + 8
+    for t in _spaced_ticks(ts, x, label_px):
+        stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime(stamp_format)
+        parts.append(f'<text class="tick" x="{x(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">{escape_html(stamp)}</text>')
     parts.append(f'<text x="{ml}" y="{height - 6}">{escape_html(label)} (UTC)</text>')
+    # systems sharing one value in one run: every tooltip there names them all
+    sharing: dict[tuple[str, float], list[str]] = {}
+    for r in rows:
+        if r["value"] is not None:
+            sharing.setdefault((r["run_id"], round(r["value"], 12)), []).append(r["system"])
     for i, system in enumerate(systems):
         color = _PALETTE[i % len(_PALETTE)]
+        dash = _DASHES[i % len(_DASHES)]
+        shape = _MARKERS[i % len(_MARKERS)]
+        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         pts = [(x(t), r["value"], r) for t, r in zip(ts, rows) if r["system"] == system]
         segment: list[str] = []
         for px, v, _r in pts + [(None, None, None)]:
             if v is None:
                 if len(segment) > 1:
-                    parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{" ".join(segment)}"/>')
+                    parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2"{dash_attr} '
+                                 f'points="{" ".join(segment)}"/>')
                 segment = []
                 continue
             segment.append(f"{px:.1f},{y(v):.1f}")
-        radius = 3 + 2 * (len(systems) - 1 - i)  # earlier systems drawn larger: equal values stay visible as rings
+        radius = 3 + 1.5 * ((len(systems) - 1 - i) % 4)  # earlier systems drawn larger: equal values stay visible
         for px, v, r in pts:
             if v is None:
                 continue
-            parts.append(f'<circle cx="{px:.1f}" cy="{y(v):.1f}" r="{radius}" fill="{color}" stroke="#fff" '
-                         f'stroke-width="1"><title>{escape_html(system)} {escape_html(label)} = {v:.4f} at {escape_html(fmt_when(r["evaluated_at"]))} '
-                         f'(run {escape_html(r["run_id"])})</title></circle>')
-        ly = mt + 14 + i * 16
-        parts.append(f'<rect x="{ml + pw + 12}" y="{ly - 9}" width="12" height="10" fill="{color}"/>')
-        parts.append(f'<text x="{ml + pw + 30}" y="{ly}">{escape_html(system)}</text>')
+            same = sharing.get((r["run_id"], round(v, 12)), [system])
+            who = ", ".join(same) + (" (equal values)" if len(same) > 1 else "")
+            title = (f'{escape_html(who)} {escape_html(label)} = {v:.4f} at {escape_html(fmt_when(r["evaluated_at"]))} '
+                     f'(run {escape_html(r["run_id"])})')
+            parts.append(_marker(shape, px, y(v), radius, color, title))
+        ly = mt + 14 + i * _LEGEND_ROW_PX
+        lx = ml + pw + 12
+        parts.append(f'<line x1="{lx}" x2="{lx + 18}" y1="{ly - 4}" y2="{ly - 4}" stroke="{color}" stroke-width="2"'
+                     f'{dash_attr}/>')
+        parts.append(_marker(shape, lx + 9, ly - 4, 3, color, escape_html(system)))
+        shown = system if len(system) <= _LEGEND_CHARS else system[:_LEGEND_CHARS - 1] + "…"
+        parts.append(f'<text class="legend" x="{lx + 24}" y="{ly}">{escape_html(shown)}'
+                     f'<title>{escape_html(system)}</title></text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -121,7 +178,7 @@ def trend_plot(history: pl.DataFrame, metrics: Sequence[str | tuple[str, int | N
     written (atomically, UTF-8; no script, no external asset; each chart is followed by its values in
     a table). An empty history or a metric absent from it gives a page that says so.
     Raises SchemaError for missing history columns. Drawn by this module (no plotting dependency).
-    Source: seed ``003_9cfbf16fe7b371c5.txt`` (one run is noisy: compare a night with the nights before it).
+    Definitions: ``docs/METRICS.md`` (one run is noisy: compare a night with the nights before it).
     """
     _need_history(history)
     parts = ["<h1>RAG evaluation trend</h1>"]
