@@ -27,7 +27,7 @@ class RuleBasedJudgeResource(JudgeResource):
 
 
 class OpenAICompatibleJudgeResource(JudgeResource):
-    """A model judge behind any OpenAI-compatible endpoint (core/judges/openai_compatible.py).
+    """A model judge behind any OpenAI-compatible endpoint (README, section Judges).
 
     ``api_key`` must come from ``dg.EnvVar`` (see :func:`select_judge_resource`): Dagster then
     shows the variable's name, never its value. ``cache_path``: SQLite judge cache (None = none).

@@ -638,3 +638,26 @@ def test_dagster_resources(monkeypatch, server, tmp_path):
     monkeypatch.delenv("RAG_EVAL_HUMAN_LABELS")
     with pytest.raises(ValueError, match="RAG_EVAL_HUMAN_LABELS"):
         dj.select_judge_resource()
+
+
+def test_resource_passes_the_configured_transport_settings_and_the_environment_wins(monkeypatch, server):
+    import dagster as dg
+
+    from rag_eval_pipeline.defs import judging as dj
+
+    monkeypatch.setenv("RAG_EVAL_JUDGE", "openai_compatible")
+    monkeypatch.setenv("RAG_EVAL_JUDGE_BASE_URL", server.base_url)
+    monkeypatch.setenv("RAG_EVAL_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("RAG_EVAL_JUDGE_API_KEY", KEY)
+    for var in ("RAG_EVAL_JUDGE_TIMEOUT_S", "RAG_EVAL_JUDGE_MAX_RETRIES", "RAG_EVAL_JUDGE_BACKOFF_S"):
+        monkeypatch.delenv(var, raising=False)
+    res = dj.select_judge_resource(timeout_s=5.0, max_retries=1, backoff_s=0.1)
+    with dg.build_resources({"judge": res}) as built:
+        st = built.judge.get_judge().stats
+    assert (st["timeout_s"], st["max_retries"], st["backoff_s"]) == (5.0, 1, 0.1)
+    monkeypatch.setenv("RAG_EVAL_JUDGE_TIMEOUT_S", "2.5")
+    with dg.build_resources({"judge": res}) as built:
+        assert built.judge.get_judge().stats["timeout_s"] == 2.5
+    monkeypatch.setenv("RAG_EVAL_JUDGE_TIMEOUT_S", "forever")
+    with dg.build_resources({"judge": res}) as built, pytest.raises(ConfigError, match="RAG_EVAL_JUDGE_TIMEOUT_S"):
+        built.judge.get_judge()
