@@ -46,7 +46,7 @@ from rag_eval_pipeline.core.metrics.calibration import (
     judge_item_labels,
     resolve_mapping,
 )
-from rag_eval_pipeline.core.report import find_leaks, readable_by
+from rag_eval_pipeline.core.report.access import find_leaks, readable_by
 from rag_eval_pipeline.core.storage import write_atomic
 
 __all__ = [

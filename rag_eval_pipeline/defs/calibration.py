@@ -31,6 +31,7 @@ from rag_eval_pipeline.core.metrics.calibration import (
     results_to_frame,
 )
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, RESOLUTION_RULE, resolution_from_table, variance_table
+from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
 HISTORY_FILE = "calibration_history.parquet"
@@ -89,13 +90,14 @@ def _fmt(v, spec: str = ".3f") -> str:
 
 def calibration_markdown(table: pl.DataFrame) -> str:
     """Markdown summary of a calibration table: one line per judge key and level, then each confusion matrix."""
-    lines = ["| level | judge | model | prompt | n | kappa | agreement | kappa between people | stale labels | stale "
-             "| missing |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in table.iter_rows(named=True):
-        lines.append(f"| {r['level']} | {r['judge']} | {r['judge_model']} | {(r['prompt_sha256'] or '')[:12]} | "
-                     f"{r['n'] if r['n'] is not None else 'null'} | {_fmt(r['kappa'])} | {_fmt(r['agreement'])} | "
-                     f"{_fmt(r['human_kappa'])} (n {r['human_kappa_n'] or 0}) | {r['n_stale_labels'] or 0} | "
-                     f"{r['stale']} | {r['missing']} |")
+    lines = [markdown_table(
+        ["level", "judge", "model", "prompt", "n", "kappa", "agreement", "kappa between people", "stale labels",
+         "stale", "missing"],
+        [[r["level"], r["judge"], r["judge_model"], (r["prompt_sha256"] or "")[:12],
+          r["n"] if r["n"] is not None else "null", _fmt(r["kappa"]), _fmt(r["agreement"]),
+          f"{_fmt(r['human_kappa'])} (n {r['human_kappa_n'] or 0})", r["n_stale_labels"] or 0, r["stale"],
+          r["missing"]]
+         for r in table.iter_rows(named=True)])]
     for r in table.iter_rows(named=True):
         if r["confusion"]:
             lines += ["", f"**{r['level']} / {r['judge']} / {r['judge_model']}** (rows = people, columns = judge)"
@@ -170,13 +172,11 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
         latest = judge_labels.filter(pl.struct(*JUDGE_KEY) == pl.struct(*JUDGE_KEY).last())
         ppi = ppi_rates(human, latest, section.get("mapping"))
         store.write(ppi, "ppi_estimates.parquet")
-        lines = ["| system | judge rate | PPI estimate | 95% CI | labelled | unlabelled | note |", "|---|---|---|---|---|---|---|"]
-        for r in ppi.iter_rows(named=True):
-            f = lambda v: "null" if v is None else f"{v:.3f}"  # noqa: E731
-            ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-            lines.append(f"| {r['system']} | {f(r['judge_rate'])} | {f(r['estimate'])} | {ci} | {r['n_labelled']} | "
-                         f"{r['n_unlabelled']} | {r['reason'] or ''} |")
-        md["ppi_attributable_rate"] = dg.MetadataValue.md("\n".join(lines))
+        md["ppi_attributable_rate"] = dg.MetadataValue.md(markdown_table(
+            ["system", "judge rate", "PPI estimate", "95% CI", "labelled", "unlabelled", "note"],
+            [[r["system"], _fmt(r["judge_rate"]), _fmt(r["estimate"]),
+              "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]", r["n_labelled"],
+              r["n_unlabelled"], r["reason"] or ""] for r in ppi.iter_rows(named=True)]))
     for r in fresh:
         if r.n and (r.n_human_only or r.n_judge_only):
             context.log.info(f"calibration of {r.judge}/{r.judge_model}: {r.n} items compared, "
@@ -235,13 +235,12 @@ def judge_variance(context: dg.AssetExecutionContext, judge_labels: pl.DataFrame
     table = variance_table(judge_labels)
     resolution = resolution_from_table(table)
     max_repeats = int(table["n_repeats"].max() or 0) if table.height else 0
-    lines = ["| system | judge | repeats | flipped / items | flip rate | faithfulness min-max | resolution |",
-             "|---|---|---|---|---|---|---|"]
-    for r in table.iter_rows(named=True):
-        lines.append(f"| {r['system']} | {r['judge']}/{r['judge_model']} | {r['n_repeats']} | {r['n_flipped']}/"
-                     f"{r['n_items']} | {_fmt(r['flip_rate'])} | {_fmt(r['faithfulness_min'])}-"
-                     f"{_fmt(r['faithfulness_max'])} | {_fmt(r['resolution'])} |")
-    md = {"max_repeats": max_repeats, "rule": RESOLUTION_RULE, "variance": dg.MetadataValue.md("\n".join(lines))}
+    lines = markdown_table(
+        ["system", "judge", "repeats", "flipped / items", "flip rate", "faithfulness min-max", "resolution"],
+        [[r["system"], f"{r['judge']}/{r['judge_model']}", r["n_repeats"], f"{r['n_flipped']}/{r['n_items']}",
+          _fmt(r["flip_rate"]), f"{_fmt(r['faithfulness_min'])}-{_fmt(r['faithfulness_max'])}", _fmt(r["resolution"])]
+         for r in table.iter_rows(named=True)])
+    md = {"max_repeats": max_repeats, "rule": RESOLUTION_RULE, "variance": dg.MetadataValue.md(lines)}
     if resolution:
         md["minimum_resolution"] = dg.MetadataValue.json(resolution)
     else:

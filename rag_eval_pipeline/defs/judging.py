@@ -27,17 +27,21 @@ class RuleBasedJudgeResource(JudgeResource):
 
 
 class OpenAICompatibleJudgeResource(JudgeResource):
-    """A model judge behind any OpenAI-compatible endpoint (core/judges/openai_compatible.py).
+    """A model judge behind any OpenAI-compatible endpoint (README, section Judges).
 
     ``api_key`` must come from ``dg.EnvVar`` (see :func:`select_judge_resource`): Dagster then
     shows the variable's name, never its value. ``cache_path``: SQLite judge cache (None = none).
+    ``timeout_s`` (deadline of each request), ``max_retries``, ``backoff_s``: from the configuration's
+    ``judge`` section (None = default 30 s, 3, 0.5 s); RAG_EVAL_JUDGE_TIMEOUT_S,
+    RAG_EVAL_JUDGE_MAX_RETRIES and RAG_EVAL_JUDGE_BACKOFF_S override them.
     """
 
     base_url: str
     model: str
     api_key: str
-    timeout_s: float = 30.0
-    max_retries: int = 3
+    timeout_s: float | None = None
+    max_retries: int | None = None
+    backoff_s: float | None = None
     concurrency: int = 4
     rate_limit_per_s: float | None = None
     cache_path: str | None = None
@@ -48,7 +52,7 @@ class OpenAICompatibleJudgeResource(JudgeResource):
 
         return OpenAICompatibleJudge(
             base_url=self.base_url, model=self.model, api_key=self.api_key, timeout_s=self.timeout_s,
-            max_retries=self.max_retries, concurrency=self.concurrency,
+            max_retries=self.max_retries, backoff_s=self.backoff_s, concurrency=self.concurrency,
             rate_limit_per_s=self.rate_limit_per_s,
             cache=JudgeCache(self.cache_path) if self.cache_path else None,
         )
@@ -163,8 +167,13 @@ def judge_error_share(settings: EvalSettings, judge_labels: pl.DataFrame) -> dg.
     )
 
 
-def select_judge_resource() -> JudgeResource:
-    """The judge chosen for this deployment by RAG_EVAL_JUDGE (default: the rule-based baseline)."""
+def select_judge_resource(*, timeout_s: float | None = None, max_retries: int | None = None,
+                          backoff_s: float | None = None) -> JudgeResource:
+    """The judge chosen for this deployment by RAG_EVAL_JUDGE (default: the rule-based baseline).
+
+    ``timeout_s``, ``max_retries``, ``backoff_s``: the configuration's judge transport settings for a
+    model judge (None = default; the RAG_EVAL_JUDGE_* variables override them when the judge is built).
+    """
     import os
 
     kind = os.environ.get("RAG_EVAL_JUDGE", "rule_based")
@@ -179,6 +188,7 @@ def select_judge_resource() -> JudgeResource:
             model=os.environ["RAG_EVAL_JUDGE_MODEL"],
             api_key=dg.EnvVar("RAG_EVAL_JUDGE_API_KEY"),
             cache_path=os.environ.get("RAG_EVAL_JUDGE_CACHE") or None,
+            timeout_s=timeout_s, max_retries=max_retries, backoff_s=backoff_s,
         )
     if kind == "human":
         path = os.environ.get("RAG_EVAL_HUMAN_LABELS")

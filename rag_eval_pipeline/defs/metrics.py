@@ -7,6 +7,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.pipeline import build_question_metrics, build_summary
+from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
 
@@ -43,13 +44,11 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
 
 def summary_markdown(headline: pl.DataFrame) -> str:
     """A Markdown table of the headline rows: metric, value, numerator/denominator, n, 95% CI."""
-    lines = ["| system | metric | value | num/den | n | 95% CI |", "|---|---|---|---|---|---|"]
-    for r in headline.sort("system", "metric").iter_rows(named=True):
-        value = "null" if r["value"] is None else f"{r['value']:.4f}"
-        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-        label = r["metric"] + (f"_{r['k']}" if r["k"] is not None else "")
-        lines.append(f"| {r['system']} | {label} | {value} | {r['numerator']:g}/{r['denominator']:g} | {r['n']} | {ci} |")
-    return "\n".join(lines)
+    return markdown_table(["system", "metric", "value", "num/den", "n", "95% CI"], [
+        [r["system"], r["metric"] + (f"_{r['k']}" if r["k"] is not None else ""),
+         "null" if r["value"] is None else f"{r['value']:.4f}", f"{r['numerator']:g}/{r['denominator']:g}", r["n"],
+         "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"]
+        for r in headline.sort("system", "metric").iter_rows(named=True)])
 
 
 @dg.asset_check(asset=metric_summary, blocking=True,

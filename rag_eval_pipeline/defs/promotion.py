@@ -8,6 +8,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.gates import VersionMismatchError, check_versions, evaluate_gates
+from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.core.tables import SCHEMAS
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
@@ -101,14 +102,11 @@ def gate_frame(results, errors) -> pl.DataFrame:
 def gates_markdown(gates: pl.DataFrame) -> str:
     """A Markdown table of gate results: candidate, baseline, difference, p-value, wins/ties/losses, status."""
     f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
-    lines = ["| system | metric | candidate | baseline | diff | 95% CI | p | W/T/L | status |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in gates.iter_rows(named=True):
-        name = r["metric"] + ("" if r["k"] is None else f"_{r['k']}")
-        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]"
-        lines.append(f"| {r['system']} | {name} | {f(r['candidate'])} | {f(r['baseline'])} | {f(r['difference'])} | {ci} | "
-                     f"{f(r['p_value'])} | {r['wins']}/{r['ties']}/{r['losses']} | {r['status']} |")
-    return "\n".join(lines)
+    return markdown_table(["system", "metric", "candidate", "baseline", "diff", "95% CI", "p", "W/T/L", "status"], [
+        [r["system"], r["metric"] + ("" if r["k"] is None else f"_{r['k']}"), f(r["candidate"]), f(r["baseline"]),
+         f(r["difference"]), "" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
+         f(r["p_value"]), f"{r['wins']}/{r['ties']}/{r['losses']}", r["status"]]
+        for r in gates.iter_rows(named=True)])
 
 
 @dg.asset(group_name="promotion", kinds={"polars", "parquet"}, ins=GATE_INS | {"metric_summary": dg.AssetIn()})

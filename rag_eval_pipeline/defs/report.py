@@ -19,7 +19,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.errors import ConfigError
-from rag_eval_pipeline.core.report import build_report, trend_plot
+from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
 from rag_eval_pipeline.core.storage import write_text_atomic
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
@@ -66,16 +66,18 @@ def _gate_rows(context: dg.AssetExecutionContext, settings: EvalSettings, store:
 
 
 def headline_markdown(headline: list[dict]) -> str:
-    """A Markdown table of the report's headline rows: system, metric, value, num/den, n, 95% CI, band."""
-    lines = ["| system | metric | value | num/den | n | 95% CI | band |", "|---|---|---|---|---|---|---|"]
+    """A Markdown table of the report's headline rows: system, metric, value, num/den, n, 95% CI, judge errors
+    (beside every judge-based value; "—" for the others), band."""
+    rows = []
     for r in headline:
         if r["value"] is None:
             value, nd = f"not evaluable ({r['n_not_evaluable']} of {r['n']})", "—"
         else:
             value, nd = f"{r['value']:.4f}", f"{r['numerator']:g}/{r['denominator']:g}"
         ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-        lines.append(f"| {r['system']} | {r['metric']} | {value} | {nd} | {r['n']} | {ci} | {r['band'] or ''} |")
-    return "\n".join(lines)
+        errors = "—" if r.get("judge_errors") is None else r["judge_errors"]
+        rows.append([r["system"], r["metric"], value, nd, r["n"], ci, errors, r["band"] or ""])
+    return markdown_table(["system", "metric", "value", "num/den", "n", "95% CI", "judge errors", "band"], rows)
 
 
 @dg.asset(
@@ -99,10 +101,13 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
               "golden_set": golden_set, "corpus_snapshot": corpus_snapshot, "judge_variance": judge_variance}
     gates, gates_source = _gate_rows(context, settings, store, tables)
 
+    from rag_eval_pipeline.defs.calibration import _floor, _section
+
     report = build_report(
         metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot, judge_labels, answer_judgements,
         calibration=judge_calibration, variance=judge_variance, gates=gates, history=history, viewer_groups=groups,
         baseline_manifest=manifest, generated_at=dt.datetime.now(dt.timezone.utc),
+        kappa_floor=_floor(_section(settings), settings),
     )
     md_path = write_text_atomic(report.markdown, store.path("report.md"))
     html_path = write_text_atomic(report.html, store.path("report.html"))
@@ -122,10 +127,14 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         "withheld_texts": report.withheld,
         "restricted_previews_hidden": report.restricted_chunks,
         "gates_source": gates_source,
+        "judge_calibrated": report.judge_calibrated,
+        "why_not_calibrated": report.why_not_calibrated or "calibrated",
     }
     for r in report.headline:
         if r["value"] is not None:
             md[f"{r['system']}/{r['metric']}"] = float(r["value"])
+        if r.get("judge_errors") is not None:
+            md[f"{r['system']}/{r['metric']}/judge_errors"] = int(r["judge_errors"])
     return dg.Output({
         "report_md": str(md_path.resolve()), "report_html": str(html_path.resolve()),
         "trend_html": str(trend_path.resolve()), "viewer_groups": list(groups), "withheld_texts": report.withheld,

@@ -10,10 +10,12 @@ import pytest
 
 from rag_eval_pipeline.core.errors import SchemaError
 from rag_eval_pipeline.core.report import (
+    Cell,
     BANDS,
     build_report,
     find_leaks,
     interpretation_band,
+    markdown_table,
     readable_by,
     trend_plot,
     trend_svg,
@@ -143,9 +145,19 @@ def _history() -> pl.DataFrame:
                                       "denominator": pl.Float64, "n": pl.Int64})
 
 
+def _calibration(kappa: float | None = 0.8, stale: bool = False, missing: bool = False) -> pl.DataFrame:
+    return pl.DataFrame({"level": ["claim"], "judge": ["rule"], "judge_model": ["rule-v1"], "prompt_sha256": ["abc123"],
+                         "n": [34], "kappa": [kappa], "kappa_reason": [None if kappa is not None else "one label only"],
+                         "stale": [stale], "missing": [missing]},
+                        schema_overrides={"kappa": pl.Float64, "kappa_reason": pl.Utf8})
+
+
+CALIBRATED = _calibration(0.8)
+
+
 def _report(**kw):
     args = dict(summary=_summary(), question_metrics=_qm(), rag_runs=_runs(), golden=_golden(),
-                snapshot=_snapshot(), judge_labels=_labels(), answer_judgements=_judgements())
+                snapshot=_snapshot(), judge_labels=_labels(), answer_judgements=_judgements(), calibration=CALIBRATED)
     args.update(kw)
     return build_report(**args)
 
@@ -277,7 +289,7 @@ def test_trend_plot_writes_a_self_contained_svg_page(tmp_path):
     svg = trend_svg(_history(), "faithfulness")
     # "sys" has one unbroken line of 3 points; the other system's null in run r1 breaks its line into single points
     assert len(re.findall(r"<polyline", svg)) == 1
-    assert len(re.findall(r"<circle", svg)) == 5
+    assert len(re.findall(r"\(run r\d\)</title>", svg)) == 5  # one marker per non-null point
 
 
 def test_trend_plot_on_empty_history(tmp_path):
@@ -286,3 +298,184 @@ def test_trend_plot_on_empty_history(tmp_path):
     assert "No history yet." in page
     with pytest.raises(SchemaError):
         trend_plot(empty.drop("value"), ["faithfulness"], tmp_path / "t2.html")
+
+
+# ---------------------------------------------------------------- the Markdown-table helper
+
+def _cells(line: str) -> list[str]:
+    """Split one Markdown table line on unescaped pipes (as GitHub's table extension does)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def test_markdown_table_escapes_pipes_newlines_and_markup():
+    table = markdown_table(["system", "note"], [["a|b", "line one\nline two"], ["<script>x</script>", None],
+                                                [Cell("cell text", css="num"), 0.5]])
+    lines = table.splitlines()
+    assert lines[0] == "| system | note |" and lines[1] == "|---|---|"
+    assert len(lines) == 5  # a newline inside a value never starts a new row
+    assert [len(_cells(line)) for line in lines[2:]] == [2, 2, 2]
+    assert _cells(lines[2]) == ["a\\|b", "line one line two"]
+    assert _cells(lines[3]) == ["&lt;script>x&lt;/script>", ""]
+    assert _cells(lines[4]) == ["cell text", "0.5"]
+    with pytest.raises(ValueError, match="row 1 has 1 cells for 2 columns"):
+        markdown_table(["a", "b"], [["only one"]])
+
+
+# ---------------------------------------------------------------- judge trust and judge errors beside the values
+
+def _faithfulness_line(markdown: str) -> str:
+    return next(line for line in markdown.splitlines() if line.startswith("| faithfulness |"))
+
+
+@pytest.mark.parametrize("calibration, floor, why", [
+    (None, 0.4, "no calibration against human labels"),
+    (_calibration(0.169), 0.4, "κ 0.169 below the floor 0.4"),  # the sample's rule-based judge
+    (_calibration(0.8, stale=True), 0.4, "another judge"),
+    (_calibration(None, missing=True), 0.4, "no calibration for this judge"),
+    (_calibration(0.5), 0.6, "κ 0.500 below the floor 0.6"),
+])
+def test_an_uncalibrated_judge_never_reads_healthy_in_green(calibration, floor, why):
+    rep = _report(summary=_summary(0.95), calibration=calibration, kappa_floor=floor)
+    line = _faithfulness_line(rep.markdown)
+    assert "0.9500" in line and "judge not calibrated" in line and why in line
+    for page in (rep.markdown, rep.html):
+        assert "healthy" not in page
+    assert "band-good" not in rep.html.split("</style>", 1)[1]  # the CSS defines the class; no cell uses it
+    assert next(r for r in rep.headline if r["metric"] == "faithfulness")["band"] == "judge not calibrated"
+    assert not rep.judge_calibrated and why in rep.why_not_calibrated
+
+
+def test_a_calibrated_judge_without_errors_reads_the_band():
+    rep = _report(summary=_summary(0.95), calibration=_calibration(0.8), kappa_floor=0.4)
+    line = _faithfulness_line(rep.markdown)
+    assert "≥ 0.85: healthy" in line
+    assert 'class="band-good"' in rep.html and rep.judge_calibrated
+
+
+def _summary_with_judge_errors(errors: int) -> pl.DataFrame:
+    s = _summary(0.95).with_columns(
+        pl.when(pl.col("metric") == "faithfulness").then(pl.lit(errors)).otherwise(pl.col("judge_errors"))
+        .cast(pl.Int64).alias("judge_errors"))
+    seg = s.filter(pl.col("metric") == "faithfulness").with_columns(pl.lit("lang=en").alias("segment"),
+                                                                    pl.lit(errors - 1).cast(pl.Int64).alias("judge_errors"))
+    return pl.concat([s, seg]).cast(SCHEMAS["metric_summary"])
+
+
+def test_judge_errors_sit_beside_every_judge_based_value_and_block_healthy():
+    gates = [{"system": "sys", "metric": "faithfulness", "k": None, "candidate": 0.95, "baseline": 0.9,
+              "difference": 0.05, "p_value": 0.5, "wins": 1, "ties": 2, "losses": 1, "status": "pass", "reason": ""}]
+    rep = _report(summary=_summary_with_judge_errors(3), calibration=_calibration(0.8), gates=gates)
+    cells = _cells(_faithfulness_line(rep.markdown))
+    assert cells[6] == "3"  # the judge-errors column
+    assert "healthy" not in cells[8] and "3 judge error(s)" in cells[8]
+    assert "healthy" not in rep.markdown and 'class="band-good"' not in rep.html
+    recall = _cells(next(line for line in rep.markdown.splitlines() if line.startswith("| recall_5 |")))
+    assert recall[6] == "—"  # not judge-based
+    row = next(r for r in rep.headline if r["metric"] == "faithfulness")
+    assert row["judge_errors"] == 3 and "judge errors" in row["band"]
+    assert next(r for r in rep.headline if r["metric"] == "recall_5")["judge_errors"] is None
+    segment_line = next(line for line in rep.markdown.splitlines() if line.startswith("| lang=en |"))
+    assert "· judge errors 2" in segment_line  # the segment's own count
+    gate_line = next(line for line in rep.markdown.splitlines() if line.startswith("| sys | faithfulness |"))
+    assert "0.9500 · judge errors 3" in gate_line  # split test absent: the candidate's count over all questions
+
+
+# ---------------------------------------------------------------- context-window misses
+
+def test_evidence_below_the_context_window_is_a_context_window_miss_not_evidence_retrieved():
+    from rag_eval_pipeline.core.report.context import context_k_of
+
+    assert context_k_of('extractive-v1 {"abstain_threshold": 0.5, "context_k": 3, "language": "es"}') == 3
+    assert context_k_of("my own generator") is None and context_k_of(None) is None
+    assert context_k_of('{"context_k": 0}') is None
+    generator = 'extractive-v1 {"abstain_threshold": 0.5, "context_k": 1}'
+    runs = _frame([
+        {**_run("q1", None, ["mixed#0", "pub#0"], decision="abstain"), "generator": generator},  # evidence at rank 2
+        {**_run("q2", None, [], decision="abstain"), "generator": generator},
+    ], "rag_runs")
+    base = {"system": "sys", "split": "test", "k": None, "numerator": None, "denominator": None, "ranking_mode": None,
+            "status": "ok"}
+    qm = _frame([{**base, "question_id": "q1", "metric": "false_abstention_rate", "value": 1.0},
+                 {**base, "question_id": "q1", "metric": "abstention_with_evidence", "value": 1.0},
+                 {**base, "question_id": "q2", "metric": "false_abstention_rate", "value": 1.0},
+                 {**base, "question_id": "q2", "metric": "abstention_with_evidence", "value": 0.0}], "question_metrics")
+    rep = _report(rag_runs=runs, question_metrics=qm, judge_labels=_labels().clear(),
+                  answer_judgements=_judgements().clear())
+    md = rep.markdown
+    assert "q1 — false abstention, context-window miss (evidence retrieved at rank 2, below the generator's " \
+           "context_k 1)" in md
+    assert "with the evidence retrieved" not in md
+    assert "q2 — false abstention (evidence not retrieved)" in md
+    decisions = next(line for line in md.splitlines() if line.startswith("| sys |") and "context_k 1" in line)
+    assert decisions.rstrip(" |").endswith("1/2 (context_k 1)")  # q1 is a miss; q2 retrieved nothing
+    assert "evidence (grade 3), below the context window" in md
+
+
+def test_without_a_recorded_context_k_no_miss_is_claimed():
+    rep = _report()  # the runs' generator is "gen": no context_k
+    assert "context_k unknown" in rep.markdown and "context-window miss (" not in rep.markdown
+
+
+# ---------------------------------------------------------------- definitions, not internal file names
+
+def test_report_text_cites_the_definitions_page_not_internal_files(tmp_path):
+    rep = _report(history=_history(), calibration=_calibration(0.169))
+    trend = trend_plot(_history(), ["faithfulness"], tmp_path / "trend.html").read_text(encoding="utf-8")
+    for page in (rep.markdown, rep.html, trend):
+        assert "seed" not in page.lower()
+        assert not re.search(r"\b[\w/]+\.(py|txt)\b", page), re.search(r"\b[\w/]+\.(py|txt)\b", page)
+    assert "docs/METRICS.md" in rep.markdown and "docs/METRICS.md#evidence_retrieved" in rep.markdown
+    assert "docs/METRICS.md#faithfulness" in rep.html  # the metric's tooltip
+
+
+# ---------------------------------------------------------------- trend labels
+
+def _tick_labels(svg: str) -> list[tuple[float, str]]:
+    return [(float(x), text) for x, text in re.findall(r'<text class="tick" x="([\d.]+)"[^>]*>([^<]+)</text>', svg)]
+
+
+def test_trend_time_labels_never_overlap():
+    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.timezone.utc)
+    # six runs within ten minutes (a busy afternoon), then one a week later
+    stamps = [t0 + dt.timedelta(minutes=2 * i) for i in range(6)] + [t0 + dt.timedelta(days=7)]
+    hist = pl.DataFrame([{"run_id": f"r{i}", "evaluated_at": t, "system": "sys", "metric": "faithfulness", "k": None,
+                          "value": 0.5 + i / 20} for i, t in enumerate(stamps)],
+                        schema={"run_id": pl.Utf8, "evaluated_at": pl.Datetime("us", "UTC"), "system": pl.Utf8,
+                                "metric": pl.Utf8, "k": pl.Int32, "value": pl.Float64})
+    svg = trend_svg(hist, "faithfulness")
+    old_style = re.findall(r'<text x="([\d.]+)" y="\d+" text-anchor="middle">20', svg)
+    labels = _tick_labels(svg) or [(float(x), "2026-11-01 02:00") for x in old_style]
+    assert len(labels) >= 2
+    # an 11 px label of 16 characters is at most 16 x 0.62 x 11 ≈ 109 px wide: centred labels need that much apart
+    for (xa, ta), (xb, tb) in zip(labels, labels[1:]):
+        assert xb - xa >= (len(ta) + len(tb)) / 2 * 0.62 * 11, (labels, svg[:200])
+    assert labels[0][1] == "2026-11-01 02:00" and labels[-1][1] == "2026-11-08 02:00"  # first and last kept
+
+
+def _legend_rows(svg: str) -> list[float]:
+    return [float(y) for y in re.findall(r'<text (?:class="legend" )?x="[\d.]+" y="([\d.]+)">(?!\d)', svg)]
+
+
+def test_trend_legend_fits_and_systems_with_equal_values_stay_apart():
+    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.timezone.utc)
+    systems = [f"system_{i:02d}_with_a_rather_long_name" for i in range(20)]
+    hist = pl.DataFrame([{"run_id": f"r{d}", "evaluated_at": t0 + dt.timedelta(days=d), "system": s,
+                          "metric": "faithfulness", "k": None, "value": 0.7}  # every system the same value
+                         for d in range(3) for s in systems],
+                        schema={"run_id": pl.Utf8, "evaluated_at": pl.Datetime("us", "UTC"), "system": pl.Utf8,
+                                "metric": pl.Utf8, "k": pl.Int32, "value": pl.Float64})
+    svg = trend_svg(hist, "faithfulness")
+    height = float(re.search(r'<svg [^>]*height="(\d+)"', svg).group(1))
+    width = float(re.search(r'<svg [^>]*width="(\d+)"', svg).group(1))
+    rows = sorted(y for y in _legend_rows(svg) if y < height - 10)
+    legend = re.findall(r'<text (?:class="legend" )?x="([\d.]+)" y="[\d.]+">([^<]+)', svg)
+    legend = [(float(x), t) for x, t in legend if not t[0].isdigit() and "(UTC)" not in t]
+    assert len(legend) == 20
+    assert all(y + 4 <= height for y in _legend_rows(svg))  # inside the picture
+    assert all(b - a >= 11 for a, b in zip(rows, rows[1:]))  # rows of 11 px text do not overlap
+    assert all(x + len(t) * 0.62 * 11 <= width for x, t in legend)  # nor run off the right edge
+    lines = re.findall(r"<polyline [^>]*>", svg)
+    styles = {(re.search(r'stroke="([^"]+)"', tag).group(1),
+               (re.search(r'stroke-dasharray="([^"]+)"', tag) or re.match("", "")).group(0)) for tag in lines}
+    assert len(lines) == 20 and len(styles) == 20  # equal lines differ in colour and dash, not drawn as one
+    assert "(equal values)" in svg  # a shared point's tooltip names every system on it

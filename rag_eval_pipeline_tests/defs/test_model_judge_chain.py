@@ -16,9 +16,9 @@ def server():
         yield srv
 
 
-def _run(tmp_path, srv, cache=None):
+def _run(tmp_path, srv, cache=None, **settings):
     judge = OpenAICompatibleJudgeResource(base_url=srv.base_url, model="fake-judge", api_key="sk-test-not-a-secret",
-                                          concurrency=4, cache_path=str(cache) if cache else None)
+                                          concurrency=4, cache_path=str(cache) if cache else None, **settings)
     return dg.materialize(
         [*ASSETS, *CHECKS], resources=build_resources(str(SAMPLE_DIR / "config.yaml"), str(tmp_path / "out"), judge=judge),
         selection=["corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
@@ -48,3 +48,16 @@ def test_model_judge_labels_quality_metrics_and_cache(tmp_path, server):
     assert again.success
     # Unchanged inputs: every judge call is served by the cache.
     assert len(server.chat_requests()) == 0
+
+
+def test_judge_transport_settings_from_resource_and_environment_are_in_the_run_metadata(tmp_path, server, monkeypatch):
+    """timeout_s from the resource (the configuration), max_retries and backoff_s from the environment,
+    which overrides the resource: all three in answer_judgements' judge_stats."""
+    monkeypatch.setenv("RAG_EVAL_JUDGE_MAX_RETRIES", "1")
+    monkeypatch.setenv("RAG_EVAL_JUDGE_BACKOFF_S", "0.05")
+    result = _run(tmp_path, server, timeout_s=12.5, max_retries=4)
+    assert result.success
+    mat = next(m for m in result.get_asset_materialization_events()
+               if m.asset_key == dg.AssetKey("answer_judgements")).materialization
+    stats = mat.metadata["judge_stats"].value
+    assert (stats["timeout_s"], stats["max_retries"], stats["backoff_s"]) == (12.5, 1, 0.05)

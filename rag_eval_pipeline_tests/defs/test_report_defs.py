@@ -71,6 +71,24 @@ def test_report_metadata_has_headline_floats_and_links(failing_gate_run):
     assert md["viewer_groups"].value == ["customers"]
 
 
+def test_the_samples_uncalibrated_judge_reads_no_band_and_judge_errors_are_shown(failing_gate_run):
+    """The sample's rule-based judge has κ 0.169 against the 0.4 floor: no faithfulness band is read,
+    nothing says "healthy", and every judge-based value carries its judge-error count."""
+    result, out = failing_gate_run
+    md = (out / "report.md").read_text(encoding="utf-8")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    lines = [line for line in md.splitlines() if line.startswith("| faithfulness |") and len(_cells(line)) == 9]
+    assert lines and all("judge not calibrated (κ 0.169 below the floor 0.4)" in line for line in lines)
+    assert "healthy" not in md and "healthy" not in html
+    mat = result.asset_materializations_for_node("evaluation_report")[0]
+    assert mat.metadata["judge_calibrated"].value is False
+    assert isinstance(mat.metadata["team_rag/faithfulness/judge_errors"].value, int)
+    summary = mat.metadata["summary"].value
+    assert "| judge errors |" in summary.splitlines()[0]
+    faith = [line for line in summary.splitlines() if "| faithfulness |" in line]
+    assert faith and all(_cells(line)[-1] == "judge not calibrated" for line in faith)
+
+
 def test_quick_job_builds_the_report_without_metric_history():
     quick = {k.to_user_string() for k in defs.resolve_job_def("quick_evaluation").asset_layer.executable_asset_keys}
     assert "evaluation_report" in quick and "metric_history" not in quick
@@ -81,3 +99,35 @@ def test_viewer_groups_from_the_config(tmp_path):
     assert viewer_groups(EvalSettings(config_path=str(_config(tmp_path, report={"viewer_groups": ["a", "b"]})))) == ("a", "b")
     with pytest.raises(ConfigError, match="viewer_groups"):
         viewer_groups(EvalSettings(config_path=str(_config(tmp_path, report={"viewer_groups": "customers"}))))
+
+
+def _cells(line: str) -> list[str]:
+    """One Markdown table line split on unescaped pipes (GitHub's table extension)."""
+    import re
+
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def test_metadata_tables_are_escaped_markdown_tables():
+    """Every Markdown table of the asset metadata goes through one helper: a "|" or a newline in a
+    value (a system name, a reason) keeps each row on one line with its column count."""
+    import polars as pl
+
+    from rag_eval_pipeline.defs.metrics import summary_markdown
+    from rag_eval_pipeline.defs.promotion import gates_markdown
+    from rag_eval_pipeline.defs.report import headline_markdown
+
+    odd = "team|rag\nv2"
+    gates = pl.DataFrame([{"system": odd, "metric": "recall", "k": 5, "candidate": 0.7, "baseline": 0.8,
+                           "difference": -0.1, "ci_low": -0.2, "ci_high": 0.0, "p_value": 0.01, "wins": 1, "ties": 2,
+                           "losses": 5, "status": "regression"}]).cast({"k": pl.Int32}, strict=False)
+    headline_rows = [{"system": odd, "metric": "recall_5", "value": 0.5, "numerator": 1.0, "denominator": 2.0, "n": 2,
+                      "n_not_evaluable": 0, "ci_low": 0.1, "ci_high": 0.9, "judge_errors": None, "band": None}]
+    summary = pl.DataFrame([{"system": odd, "metric": "recall", "k": 5, "value": 0.5, "numerator": 1.0,
+                             "denominator": 2.0, "n": 2, "ci_low": 0.1, "ci_high": 0.9}])
+    for table, columns in ((gates_markdown(gates), 9), (headline_markdown(headline_rows), 8),
+                           (summary_markdown(summary), 6)):
+        lines = table.splitlines()
+        assert len(lines) == 3, table  # header, separator, one row: the newline did not split the row
+        assert [len(_cells(line)) for line in lines] == [columns] * 3, table
+        assert _cells(lines[2])[0] == "team\\|rag v2"

@@ -4,8 +4,9 @@ One real ``rag-eval run`` subprocess with the OpenAI-compatible judge against th
 with a fresh DAGSTER_HOME (real SQLite run and event storage, compute logs):
 
 - the API key (a random canary) reaches the server in the Authorization header, and nowhere else:
-  not in stdout/stderr, not in any file under DAGSTER_HOME, the output folder or the judge cache,
-  even though the server echoes the key back in the 401 errors about one of the answers;
+  not in stdout/stderr, not in any file under DAGSTER_HOME, the output folder (label rows, reports)
+  or the judge cache, even though the server echoes the key back in the 401 errors about one of the
+  answers and copies the Authorization header into the justification of every successful reply;
 - the text of a document outside the test user's ACL groups (``ZX-INTERNAL-7731``, in
   ``escalado-interno.md``, acl support-staff) is in the team's logged answers (``rag_runs``, what is
   being evaluated) but never in asset or check metadata, nor in any report (JSON / Markdown / HTML).
@@ -38,7 +39,8 @@ def judged_run(tmp_path_factory):
     # Every request about one of the team's answers is refused with a 401 that echoes the key back
     # (as some servers do): the key then sits in an error text that the pipeline records.
     first_answer = json.loads((SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()[0])
-    with FaultServer("ok", poison=first_answer["answer"], poison_mode="auth_echo") as server:
+    # Every other reply succeeds but copies the Authorization header into its justifications and model name.
+    with FaultServer("echo_auth", poison=first_answer["answer"], poison_mode="auth_echo") as server:
         env = cli_env(home, RAG_EVAL_JUDGE="openai_compatible", RAG_EVAL_JUDGE_BASE_URL=server.base_url,
                       RAG_EVAL_JUDGE_MODEL="fault-model", RAG_EVAL_JUDGE_API_KEY=key,
                       RAG_EVAL_JUDGE_CACHE=str(cache))
@@ -62,7 +64,7 @@ def test_the_api_key_reaches_the_server_and_nothing_else(judged_run):
     key = judged_run["key"]
     auth = [r["headers"].get("authorization") for r in judged_run["requests"]]
     assert len(auth) > 20 and all(a == f"Bearer {key}" for a in auth)  # the test is not vacuous
-    assert "auth_echo" in {r["mode"] for r in judged_run["requests"]}
+    assert {"auth_echo", "echo_auth"} <= {r["mode"] for r in judged_run["requests"]}
     needle = key.encode()
     assert needle not in judged_run["proc"].stdout and needle not in judged_run["proc"].stderr
     home_files, out_files = _files(judged_run["home"]), _files(judged_run["out"])
@@ -77,6 +79,10 @@ def test_the_api_key_reaches_the_server_and_nothing_else(judged_run):
     assert errors.height >= 1
     assert errors["error"].str.contains("auth_error", literal=True).all()
     assert not labels["error"].drop_nulls().str.contains("LEAKCANARY", literal=True).any()
+    # the echo inside successful replies arrived, scrubbed, in the label rows
+    judged = labels.filter(pl.col("verdict") != "JUDGE_ERROR")
+    assert judged.height > 20 and judged["justification"].str.contains("Authorization: Bearer ***", literal=True).all()
+    assert not judged["justification"].str.contains("LEAKCANARY", literal=True).any()
 
 
 def _metadata_texts(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str, str]]:

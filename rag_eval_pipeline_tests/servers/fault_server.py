@@ -17,6 +17,11 @@ Modes (``FaultServer(mode=...)``, ``set_mode``, or one-shot ``script([...])`` co
   still ok), ``hang`` (waits ``hang_s`` and closes without answering), ``reject_json_schema``
   (400 for a json_schema response_format, ok otherwise), ``reject_schema`` (400 for any schema,
   only plain json_object works).
+- ``trickle`` (a well-formed ok reply whose first ``trickle_bytes`` bytes, status line and headers
+  included, are sent one at a time every ``trickle_s`` seconds, then the rest: each socket read gets a
+  byte long before any per-read timeout, so only a deadline on the whole request cuts it).
+- ``echo_auth`` (an ok reply whose every justification, and the ``model`` field, copy the request's
+  ``Authorization`` header, as a careless proxy might).
 - ``latency_s`` delays every reply; ``poison`` (a string) makes any request whose prompt contains it
   answer with ``poison_mode`` (default "500").
 
@@ -143,8 +148,9 @@ class FaultServer:
 
     def __init__(self, mode: str = "ok", *, latency_s: float = 0.0, hang_s: float = 30.0,
                  model: str = DEFAULT_MODEL, poison: str | None = None, poison_mode: str = "500",
-                 record_bodies: bool = True):
+                 record_bodies: bool = True, trickle_s: float = 0.25, trickle_bytes: int = 60):
         self.mode, self.latency_s, self.hang_s, self.model = mode, latency_s, hang_s, model
+        self.trickle_s, self.trickle_bytes = trickle_s, trickle_bytes
         self.poison, self.poison_mode, self.record_bodies = poison, poison_mode, record_bodies
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[str] = deque()
@@ -256,7 +262,13 @@ class FaultServer:
         if mode == "reject_schema" and (rf.get("type") == "json_schema" or "schema" in rf):
             return _send(h, 400, {"error": {"message": "response_format: schema is not supported"}})
         task = detect_task(body, prompt)
-        content: str | None = json.dumps(ok_reply(task, prompt, mode), ensure_ascii=False)
+        obj = ok_reply(task, prompt, mode)
+        model = self.model
+        if mode == "echo_auth":
+            echoed = f"(request Authorization: {h.headers.get('Authorization', '')})"
+            obj = _echo_into_justifications(obj, echoed)
+            model = f"{self.model} {echoed}"
+        content: str | None = json.dumps(obj, ensure_ascii=False)
         finish, refusal = "stop", None
         if mode == "truncated":
             content, finish = content[: len(content) // 2], "length"
@@ -270,13 +282,39 @@ class FaultServer:
             content = ""
         reply = {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
-            "model": self.model,
+            "model": model,
             "choices": [{"index": 0, "finish_reason": finish, "logprobs": None,
                          "message": {"role": "assistant", "content": content, "refusal": refusal}}],
             "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content or "") // 4,
                       "total_tokens": len(prompt) // 4 + len(content or "") // 4},
         }
+        if mode == "trickle":
+            return self._trickle(h, reply)
         _send(h, 200, reply)
+
+    def _trickle(self, h: BaseHTTPRequestHandler, reply: dict) -> None:
+        data = json.dumps(reply, ensure_ascii=False).encode("utf-8")
+        raw = (f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+               .encode("ascii") + data)
+        h.close_connection = True
+        try:
+            for i in range(min(self.trickle_bytes, len(raw))):
+                if self._stop.wait(self.trickle_s):
+                    return
+                h.wfile.write(raw[i:i + 1])
+                h.wfile.flush()
+            h.wfile.write(raw[self.trickle_bytes:])
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def _echo_into_justifications(obj: Any, text: str) -> Any:
+    if isinstance(obj, dict):
+        return {k: (f"{v} {text}" if k == "justification" else _echo_into_justifications(v, text))
+                for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_echo_into_justifications(v, text) for v in obj]
+    return obj
 
 
 def _send(h: BaseHTTPRequestHandler, code: int, obj: dict, headers: dict | None = None) -> None:

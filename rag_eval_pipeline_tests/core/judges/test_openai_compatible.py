@@ -12,6 +12,7 @@ from importlib import resources
 import polars as pl
 import pytest
 
+from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.judges.base import Judge
 from rag_eval_pipeline.core.judges.cache import JudgeCache
 from rag_eval_pipeline.core.judges.openai_compatible import (
@@ -25,6 +26,7 @@ from rag_eval_pipeline.core.judges.openai_compatible import (
     load_prompt,
     scrub_secret,
 )
+from rag_eval_pipeline.core.judges.transport import transport_settings
 from rag_eval_pipeline.core.tables import SCHEMAS
 from rag_eval_pipeline_tests.servers.fault_server import DEFAULT_MODEL, FaultServer
 
@@ -223,6 +225,70 @@ def test_hung_endpoint_is_cut_by_the_timeout(server):
     assert len(server.chat_requests()) == 2
 
 
+def test_trickling_endpoint_is_cut_at_the_deadline():
+    """One byte every 0.25 s keeps every socket read well inside a 1 s per-read timeout; only a deadline
+    on the whole request ends it: within the timeout plus slack, as a JUDGE_ERROR with reason timeout."""
+    judging = pytest.importorskip("rag_eval_pipeline.core.judging")
+    with FaultServer("trickle", trickle_s=0.25, trickle_bytes=60) as srv:
+        j = make_judge(srv, timeout_s=1.0, max_retries=0)
+        t0 = time.perf_counter()
+        res = j.judge(QUESTION, ANSWER, CTX)
+        elapsed = time.perf_counter() - t0
+        assert res.status == "judge_error" and res.claims[0].verdict == "JUDGE_ERROR"
+        assert res.claims[0].error.startswith("timeout:"), res.claims[0].error
+        assert 0.9 < elapsed < 1.0 + 0.5, elapsed  # not 60 x 0.25 s = 15 s per request
+        assert j.stats["errors"] == {"timeout": 1} and j.stats["failures"] == {"timeout": 1}
+        assert len(srv.chat_requests()) == 1
+        # through the labelling step: the reason reaches the judge_labels row
+        runs, snap = _runs_frame(ANSWER)
+        t0 = time.perf_counter()
+        labels, answers = judging.judge_runs(runs, snap, make_judge(srv, timeout_s=1.0, max_retries=1, backoff_s=0))
+        elapsed = time.perf_counter() - t0
+    assert answers["status"].to_list() == ["judge_error"]
+    assert labels["verdict"].to_list() == ["JUDGE_ERROR"] and labels["error"][0].startswith("timeout:")
+    assert "after 2 attempt(s)" in labels["error"][0]
+    assert elapsed < 2 * 1.0 + 0.8, elapsed  # two requests of at most 1 s each
+
+
+def test_the_trickle_server_does_answer_in_full_without_a_deadline():
+    """The fault is real: with a deadline longer than the trickle, the same reply arrives and is judged."""
+    with FaultServer("trickle", trickle_s=0.01, trickle_bytes=60) as srv:
+        res = make_judge(srv, timeout_s=5.0, max_retries=0).judge(QUESTION, ANSWER, CTX)
+    assert res.status == "judged"
+
+
+def test_transport_settings_environment_overrides_configuration():
+    env = {"RAG_EVAL_JUDGE_TIMEOUT_S": "7.5", "RAG_EVAL_JUDGE_MAX_RETRIES": "", "RAG_EVAL_JUDGE_BACKOFF_S": "0"}
+    st = transport_settings(12, 5, 2.0, environ=env)
+    assert (st.timeout_s, st.max_retries, st.backoff_s) == (7.5, 5, 0.0)
+    assert st.sources == {"timeout_s": "environment", "max_retries": "configuration", "backoff_s": "environment"}
+    st = transport_settings(environ={})
+    assert (st.timeout_s, st.max_retries, st.backoff_s) == (30.0, 3, 0.5)
+    assert set(st.sources.values()) == {"default"}
+    for var, value in (("RAG_EVAL_JUDGE_TIMEOUT_S", "abc"), ("RAG_EVAL_JUDGE_TIMEOUT_S", "nan"),
+                       ("RAG_EVAL_JUDGE_TIMEOUT_S", "0"), ("RAG_EVAL_JUDGE_TIMEOUT_S", "inf"),
+                       ("RAG_EVAL_JUDGE_MAX_RETRIES", "1.5"), ("RAG_EVAL_JUDGE_MAX_RETRIES", "-1"),
+                       ("RAG_EVAL_JUDGE_BACKOFF_S", "-0.1"), ("RAG_EVAL_JUDGE_BACKOFF_S", "1e9")):
+        with pytest.raises(ConfigError, match=var):
+            transport_settings(environ={var: value})
+    for kw in ({"timeout_s": float("nan")}, {"timeout_s": -1}, {"max_retries": True}, {"backoff_s": float("inf")}):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            transport_settings(**kw, environ={})
+
+
+def test_settings_in_use_are_in_the_stats(server, monkeypatch):
+    monkeypatch.setenv("RAG_EVAL_JUDGE_BACKOFF_S", "0.02")
+    j = OpenAICompatibleJudge(server.base_url, "judge-model", KEY, timeout_s=4, max_retries=1)
+    st = j.stats
+    assert (st["timeout_s"], st["max_retries"], st["backoff_s"]) == (4.0, 1, 0.02)
+    assert st["settings_source"] == "timeout_s=configuration, max_retries=configuration, backoff_s=environment"
+    server.set_mode("500")
+    j.transport.sleep = waits = []  # type: ignore[assignment]
+    j.transport.sleep = waits.append
+    j.judge(QUESTION, ANSWER, CTX)
+    assert waits == [0.02] and len(server.chat_requests()) == 2  # 1 + max_retries requests, backoff from the environment
+
+
 def test_connection_refused_is_connection_error():
     import socket
 
@@ -289,6 +355,35 @@ def test_key_sent_in_header_but_never_elsewhere(server, caplog, tmp_path):
     assert KEY not in caplog.text
     cache.close()
     assert KEY.encode() not in (tmp_path / "c.sqlite").read_bytes()
+
+
+def test_a_key_echoed_inside_a_successful_reply_is_scrubbed_everywhere(tmp_path):
+    """A server that copies the Authorization header into every justification and its model name:
+    the key reaches no verdict, no model version, no cache entry; a cache entry written before the
+    scrubbing (holding the key) is scrubbed when read."""
+    cache = JudgeCache(tmp_path / "c.sqlite")
+    with FaultServer("echo_auth") as srv:
+        j = make_judge(srv, cache=cache)
+        res = j.judge(QUESTION, ANSWER, CTX)
+        quality = (j.holistic(QUESTION, ANSWER, CTX), j.correctness(ANSWER, "La biblioteca abre de lunes a viernes."))
+        echoed = [r for r in srv.chat_requests() if r["mode"] == "echo_auth"]
+    assert len(echoed) == 4  # the fault happened on every call
+    assert res.status == "judged"
+    notes = [c.justification for c in res.claims]
+    assert all("Authorization: Bearer ***" in n for n in notes), notes  # the echo arrived, scrubbed
+    assert KEY not in repr(res) + repr(quality) + j.model + json.dumps(j.stats) + repr(j.models_seen)
+    cache.close()
+    assert KEY.encode() not in (tmp_path / "c.sqlite").read_bytes()
+
+    # an entry stored by an older version, with the key inside: scrubbed on the way out
+    old = JudgeCache(tmp_path / "old.sqlite")
+    j2 = OpenAICompatibleJudge("http://127.0.0.1:9/v1", "judge-model", KEY, timeout_s=1, max_retries=0, cache=old)
+    prompt = load_prompt("holistic_faithfulness")
+    inputs = j2._inputs({"question": QUESTION, "answer": ANSWER, "contexts": CTX})
+    old.store("judge-model", prompt.sha256, inputs,
+              {"output": {"label": "YES", "justification": f"Bearer {KEY}"}, "model": f"m {KEY}"}, 0)
+    assert j2.holistic(QUESTION, ANSWER, CTX) == "YES" and j2.stats["calls"] == 0  # served by the cache
+    assert KEY not in j2.model
 
 
 def test_scrub_secret():
@@ -379,7 +474,7 @@ def test_retries_wait_with_backoff(server):
     server.set_mode("500")
     j = make_judge(server, max_retries=2, backoff_s=0.01)
     waits: list[float] = []
-    j._sleep = waits.append
+    j.transport.sleep = waits.append
     j.judge(QUESTION, ANSWER, CTX)
     assert waits == [0.01, 0.02]
 
@@ -543,3 +638,26 @@ def test_dagster_resources(monkeypatch, server, tmp_path):
     monkeypatch.delenv("RAG_EVAL_HUMAN_LABELS")
     with pytest.raises(ValueError, match="RAG_EVAL_HUMAN_LABELS"):
         dj.select_judge_resource()
+
+
+def test_resource_passes_the_configured_transport_settings_and_the_environment_wins(monkeypatch, server):
+    import dagster as dg
+
+    from rag_eval_pipeline.defs import judging as dj
+
+    monkeypatch.setenv("RAG_EVAL_JUDGE", "openai_compatible")
+    monkeypatch.setenv("RAG_EVAL_JUDGE_BASE_URL", server.base_url)
+    monkeypatch.setenv("RAG_EVAL_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("RAG_EVAL_JUDGE_API_KEY", KEY)
+    for var in ("RAG_EVAL_JUDGE_TIMEOUT_S", "RAG_EVAL_JUDGE_MAX_RETRIES", "RAG_EVAL_JUDGE_BACKOFF_S"):
+        monkeypatch.delenv(var, raising=False)
+    res = dj.select_judge_resource(timeout_s=5.0, max_retries=1, backoff_s=0.1)
+    with dg.build_resources({"judge": res}) as built:
+        st = built.judge.get_judge().stats
+    assert (st["timeout_s"], st["max_retries"], st["backoff_s"]) == (5.0, 1, 0.1)
+    monkeypatch.setenv("RAG_EVAL_JUDGE_TIMEOUT_S", "2.5")
+    with dg.build_resources({"judge": res}) as built:
+        assert built.judge.get_judge().stats["timeout_s"] == 2.5
+    monkeypatch.setenv("RAG_EVAL_JUDGE_TIMEOUT_S", "forever")
+    with dg.build_resources({"judge": res}) as built, pytest.raises(ConfigError, match="RAG_EVAL_JUDGE_TIMEOUT_S"):
+        built.judge.get_judge()

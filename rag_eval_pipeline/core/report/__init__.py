@@ -1,0 +1,38 @@
+"""Reports people read: one Markdown and one self-contained HTML page per evaluation run, and a trend page.
+
+The package's parts: :mod:`.access` (who may read what: the access-control policy),
+:mod:`.bands` (headline metrics and the faithfulness bands), :mod:`.blocks` (the document model),
+:mod:`.markdown` and :mod:`.html` (the two renderings; :func:`markdown_table` is the one
+Markdown-table helper), :mod:`.build` and :mod:`.questions` (the report's sections), :mod:`.trend`
+(the SVG trend charts). Nothing here imports Dagster.
+"""
+
+from rag_eval_pipeline.core.report.access import (
+    LEAK_WINDOW,
+    PREVIEW_CHARS,
+    ReportAccess,
+    find_leaks,
+    readable_by,
+)
+from rag_eval_pipeline.core.report.bands import (
+    BANDED_METRICS,
+    BANDS,
+    DECISION_METRICS,
+    HEADLINE_METRICS,
+    LOWER_IS_BETTER,
+    METRIC_NOTES,
+    SEGMENT_METRICS,
+    Band,
+    interpretation_band,
+    metric_label,
+)
+from rag_eval_pipeline.core.report.blocks import Block, Cell
+from rag_eval_pipeline.core.report.build import Report, build_report
+from rag_eval_pipeline.core.report.markdown import markdown_table
+from rag_eval_pipeline.core.report.trend import trend_plot, trend_svg
+
+__all__ = [
+    "BANDED_METRICS", "BANDS", "Block", "Cell", "DECISION_METRICS", "HEADLINE_METRICS", "LEAK_WINDOW", "LOWER_IS_BETTER",
+    "METRIC_NOTES", "PREVIEW_CHARS", "SEGMENT_METRICS", "Band", "Report", "ReportAccess", "build_report",
+    "find_leaks", "interpretation_band", "markdown_table", "metric_label", "readable_by", "trend_plot", "trend_svg",
+]

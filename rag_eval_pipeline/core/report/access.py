@@ -1,0 +1,147 @@
+"""Who may read what in a report: the access-control policy, apart from any rendering.
+
+A chunk is *restricted* for the viewer when its ``acl`` is null (unknown: fail closed) or non-empty
+and shares no group with ``viewer_groups`` (an empty ``acl`` means everyone). Then:
+
+1. a restricted chunk's text and title are never shown: its preview reads
+   ``[restricted: N chars hidden]``;
+2. the answer of a (system, question), its claims, quotes, justifications and judge errors are
+   withheld as a whole when any chunk among that run's retrieved ids or cited ids is restricted;
+3. a question's reference answer is withheld when any of its golden evidence chunks (``relevant``
+   or a claim's ``supporting`` ids) is restricted;
+4. as a second line of defence, every other text shown (question, answer, claim, quote, reference
+   answer, error) is withheld when it contains the whole text of a restricted chunk or any
+   20-character substring of one (compared after folding case and collapsing whitespace).
+
+A chunk id missing from the snapshot cannot be judged and does not by itself withhold anything.
+Rules 1 and 4 are enforced here (:class:`ReportAccess`); rules 2 and 3 are decided by the sections
+that know a run's chunks, which pass the reason to :meth:`ReportAccess.show`. Nothing here imports Dagster.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import polars as pl
+
+from rag_eval_pipeline.core.report.blocks import Cell
+
+PREVIEW_CHARS = 200
+LEAK_WINDOW = 20
+
+
+def readable_by(acl: Sequence[str] | None, viewer_groups: Iterable[str]) -> bool:
+    """True when a chunk with ``acl`` may be shown to a reader in ``viewer_groups``.
+
+    Input: the chunk's acl (list of group names; empty = everyone; None = unknown) and the viewer's
+    groups. Output: True for an empty acl or one sharing a group with the viewer; False for None
+    (fail closed) or a disjoint acl. Raises nothing.
+    """
+    if acl is None:
+        return False
+    acl = list(acl)
+    return not acl or bool(set(acl) & set(viewer_groups))
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def find_leaks(texts: Iterable[str | None], restricted_texts: Iterable[str | None],
+               window: int = LEAK_WINDOW) -> set[str]:
+    """The texts that contain restricted text.
+
+    Inputs: ``texts`` to be shown, ``restricted_texts`` (texts of chunks the viewer may not read),
+    ``window`` (int >= 1). Output: the subset of ``texts`` that contain a whole restricted text
+    shorter than ``window``, or any ``window``-character substring of a longer one, compared after
+    case folding and collapsing whitespace. Cost: one pass over the restricted texts against an index
+    of the shown texts' windows. Raises ValueError for ``window`` < 1.
+    """
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    shown = {t: _norm(t) for t in texts if t}
+    index: dict[str, set[str]] = {}
+    for original, norm in shown.items():
+        for i in range(len(norm) - window + 1):
+            index.setdefault(norm[i:i + window], set()).add(original)
+    leaks: set[str] = set()
+    for r in restricted_texts:
+        rn = _norm(r or "")
+        if not rn:
+            continue
+        if len(rn) < window:
+            leaks.update(o for o, n in shown.items() if rn in n)
+            continue
+        for i in range(len(rn) - window + 1):
+            hit = index.get(rn[i:i + window])
+            if hit:
+                leaks.update(hit)
+    return leaks
+
+
+class ReportAccess:
+    """The viewer's view of the snapshot (rules 1 and 4 of the module docstring).
+
+    Input: a corpus_snapshot frame (chunk_id, text, title, status, acl) and the viewer's groups.
+    Use: register every text that may be shown with :meth:`want`, call :meth:`finalize` once (one
+    leak scan over all of them), then render with :meth:`show` and :meth:`preview`. ``withheld``
+    counts texts withheld, ``hidden_previews`` restricted chunk previews hidden.
+    """
+
+    def __init__(self, snapshot: pl.DataFrame, viewer_groups: Sequence[str]):
+        self.viewer = tuple(viewer_groups)
+        self.chunks: dict[str, dict] = {}
+        for r in snapshot.select("chunk_id", "text", "title", "status", "acl").iter_rows(named=True):
+            self.chunks.setdefault(r["chunk_id"], r)
+        self.restricted = {cid for cid, r in self.chunks.items() if not readable_by(r["acl"], self.viewer)}
+        self.withheld = 0
+        self.hidden_previews = 0
+        self._leaks: set[str] | None = None
+        self._pending: set[str] = set()
+
+    def is_restricted(self, chunk_id: str) -> bool:
+        """True when the chunk is in the snapshot and the viewer may not read it."""
+        return chunk_id in self.restricted
+
+    def want(self, *texts: str | None) -> None:
+        """Register texts that may be shown (None and "" are ignored); call before :meth:`finalize`."""
+        self._pending.update(t for t in texts if t)
+
+    def finalize(self) -> None:
+        """Scan every registered text for restricted text (rule 4), once."""
+        self._leaks = find_leaks(self._pending, (self.chunks[c]["text"] for c in self.restricted))
+
+    def show(self, text: str | None, withhold_reason: str | None = None) -> Cell:
+        """The text as a cell, or a restricted marker when a rule withholds it.
+
+        ``withhold_reason`` (rules 2 and 3, decided by the caller) withholds it outright; otherwise it
+        is withheld when the leak scan found restricted text in it, or when it was never registered
+        with :meth:`want` and contains restricted text. Raises RuntimeError before :meth:`finalize`.
+        """
+        if text is None:
+            return Cell("(none)", css="na")
+        if self._leaks is None:
+            raise RuntimeError("ReportAccess.finalize() must run before show()")
+        if withhold_reason is None and text not in self._pending and find_leaks(
+                [text], (self.chunks[c]["text"] for c in self.restricted)):
+            withhold_reason = "contains text of a restricted chunk"
+        if withhold_reason is None and text in self._leaks:
+            withhold_reason = "contains text of a restricted chunk"
+        if withhold_reason:
+            self.withheld += 1
+            return Cell(f"[restricted: withheld, {withhold_reason}]", css="restricted")
+        return Cell(text)
+
+    def preview(self, chunk_id: str) -> tuple[Cell, Cell]:
+        """(title, preview) cells of one chunk."""
+        chunk = self.chunks.get(chunk_id)
+        if chunk is None:
+            return Cell("(not in snapshot)", css="na"), Cell("(not in snapshot)", css="na")
+        text = chunk["text"] or ""
+        if chunk_id in self.restricted:
+            self.hidden_previews += 1
+            return Cell("[restricted]", css="restricted"), Cell(f"[restricted: {len(text)} chars hidden]", css="restricted")
+        prev = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS].rstrip() + " …"
+        return Cell(chunk["title"] or ""), Cell(prev)
+
