@@ -18,8 +18,9 @@ nicknames ``official`` (the default) and ``all_trec`` select the subset of trec_
 implemented here (``bpref``, ``iprec_at_recall``, ``infAP`` and the others are not; a note on
 stderr lists what a nickname left out). Default cutoffs are trec_eval's: 5..1000 for P, recall and
 ndcg_cut, 1,5,10 for success. The default ranking mode is trec_eval's (``--mode trec_eval``).
-``-c`` averages over every qrels topic (missing topics score 0), ``-l N`` sets the relevance level of the binary measures, ``--mode system`` ranks by the rank
-column instead of trec_eval's score order. Exit status: 0, 1 for a usage or measure error, 2 for
+``-c`` averages over every qrels topic (missing topics score 0), ``-l N`` sets the relevance
+level of the binary measures, ``--mode system`` ranks by the rank column instead of trec_eval's
+score order. Exit status: 0, 1 for a usage or measure error, 2 for
 an unreadable or malformed input file, 7 when no topic has both results and judgments (as
 trec_eval). Source: trec_eval 10.0 ``trec_eval.c``, ``meas_print_single.c``,
 ``meas_print_final.c``, ``measures.c``.
