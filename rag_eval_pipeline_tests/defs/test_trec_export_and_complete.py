@@ -107,6 +107,15 @@ def test_trec_export_agrees_with_question_metrics(trec_mode_run) -> None:
     assert "q24" in ref  # team_rag's errored, empty run is evaluated by trec_eval
 
 
+def test_claim_evidence_availability_follows_the_ranking_mode(trec_mode_run) -> None:
+    _, out = trec_mode_run
+    qm = pl.read_parquet(out / "question_metrics.parquet")
+    rows = qm.filter(pl.col("metric") == "claim_evidence_availability")
+    assert rows.height and set(rows["ranking_mode"]) == {"trec_eval"}
+    summary = pl.read_parquet(out / "metric_summary.parquet").filter(pl.col("metric") == "claim_evidence_availability")
+    assert set(summary["ranking_mode"]) == {"trec_eval"}
+
+
 def _without(log: Path, dest: Path, drop: set[str]) -> Path:
     kept = [line for line in log.read_text().splitlines()
             if line.strip() and json.loads(line)["question_id"] not in drop]

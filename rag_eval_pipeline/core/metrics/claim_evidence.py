@@ -8,7 +8,8 @@ import polars as pl
 
 from rag_eval_pipeline.core.errors import ConfigError, InputError, SchemaError
 from rag_eval_pipeline.core.metrics.names import CLAIM_METRIC, RANKING_MODES
-from rag_eval_pipeline.core.metrics.ranking import PER_QUESTION_SCHEMA, check_ks, explode_runs
+from rag_eval_pipeline.core.metrics.ranking import check_ks
+from rag_eval_pipeline.core.metrics.retrieval_frames import PER_QUESTION_SCHEMA, explode_runs
 
 
 def _positions(hits: pl.DataFrame, mode: str) -> pl.DataFrame:

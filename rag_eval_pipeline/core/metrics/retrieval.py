@@ -94,16 +94,13 @@ from rag_eval_pipeline.core.metrics.names import (
     parse_measure,
     trec_name,
 )
-from rag_eval_pipeline.core.metrics.ranking import (
-    ON_DUPLICATE,
+from rag_eval_pipeline.core.metrics.ranking import ON_DUPLICATE, check_ks, prepare, requested
+from rag_eval_pipeline.core.metrics.retrieval_frames import (
     PER_QUESTION_SCHEMA,
     QRELS_SCHEMA,
     RUN_LONG_SCHEMA,
-    check_ks,
     explode_runs,
-    prepare,
     qrels_from_golden,
-    requested,
 )
 from rag_eval_pipeline.core.metrics.retrieval_kernels import KERNELS, Measured
 
