@@ -9,15 +9,18 @@ Prints what trec_eval 10.0 prints for the same measures, byte for byte: ``%-22s\
 is given, then the ``all`` block. Per-query lines leave out ``runid``, ``num_q`` and ``gm_map``
 (trec_eval prints those only in the summary).
 
-Measures (``-m``, repeatable, trec_eval syntax ``name[.cutoff,cutoff...]``): ``num_q``,
-``num_ret``, ``num_rel``, ``num_rel_ret``, ``map``, ``gm_map``, ``Rprec``, ``recip_rank``, ``P``,
-``recall``, ``ndcg_cut``, ``success``, plus this package's ``F1`` and ``recip_rank_cut``; the
+Measures (``-m``, repeatable, several words after one ``-m``; trec_eval syntax
+``name[.cutoff,cutoff...]``, the printed form ``name_cutoff`` such as ``ndcg_cut_10``, or a readable
+alias such as ``ndcg@10``): ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``, ``map``,
+``gm_map``, ``Rprec``, ``recip_rank``, ``P``, ``recall``, ``ndcg`` (full depth, ``m_ndcg.c``, default
+gains only), ``ndcg_cut``, ``success``, plus this package's ``F1`` and ``recip_rank_cut``; the
 nicknames ``official`` (the default) and ``all_trec`` select the subset of trec_eval's sets that is
 implemented here (``bpref``, ``iprec_at_recall``, ``infAP`` and the others are not; a note on
 stderr lists what a nickname left out). Default cutoffs are trec_eval's: 5..1000 for P, recall and
-ndcg_cut, 1,5,10 for success. ``-c`` averages over every qrels topic (missing topics score 0),
-``-l N`` sets the relevance level of the binary measures, ``--mode system`` ranks by the rank
-column instead of trec_eval's score order. Exit status: 0, 1 for a usage or measure error, 2 for
+ndcg_cut, 1,5,10 for success. The default ranking mode is trec_eval's (``--mode trec_eval``).
+``-c`` averages over every qrels topic (missing topics score 0), ``-l N`` sets the relevance
+level of the binary measures, ``--mode system`` ranks by the rank column instead of trec_eval's
+score order. Exit status: 0, 1 for a usage or measure error, 2 for
 an unreadable or malformed input file, 7 when no topic has both results and judgments (as
 trec_eval). Source: trec_eval 10.0 ``trec_eval.c``, ``meas_print_single.c``,
 ``meas_print_final.c``, ``measures.c``.
@@ -36,6 +39,7 @@ from rag_eval_pipeline.core.metrics.retrieval import (
     COUNT_MEASURES,
     CUT_MEASURES,
     RANKING_MODES,
+    parse_measure,
     retrieval_question_metrics,
     trec_eval_aggregate,
     trec_name,
@@ -56,6 +60,7 @@ PRINT_ORDER: dict[str, tuple[int, ...] | None] = {
     "recip_rank": None,
     "P": LONG_CUTOFFS,
     "recall": LONG_CUTOFFS,
+    "ndcg": None,
     "ndcg_cut": LONG_CUTOFFS,
     "success": (1, 5, 10),
     "F1": LONG_CUTOFFS,
@@ -66,9 +71,9 @@ NICKNAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "official": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
                   "recip_rank", "P"), ("bpref", "iprec_at_recall")),
     "all_trec": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
-                  "recip_rank", "P", "recall", "ndcg_cut", "success"),
+                  "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "success"),
                  ("bpref", "iprec_at_recall", "relstring", "infAP", "gm_bpref", "Rprec_mult", "utility",
-                  "11pt_avg", "binG", "G", "ndcg", "ndcg_rel", "Rndcg", "map_cut", "relative_P", "set_P",
+                  "11pt_avg", "binG", "G", "ndcg_rel", "Rndcg", "map_cut", "relative_P", "set_P",
                   "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp",
                   "rbp_resid", "unj")),
 }
@@ -89,19 +94,47 @@ def _parse_cutoffs(measure: str, text: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def select_measures(specs: Sequence[str] | None) -> tuple[dict[str, tuple[int, ...] | None], list[str]]:
-    """Measures to print, from trec_eval ``-m`` arguments.
+def _spec_parts(spec: str) -> tuple[str, str]:
+    """``(measure, parameters)`` of one ``-m`` value in any accepted spelling.
 
-    Input: the ``-m`` values (``"P.5,10"``, ``"ndcg_cut"``, ``"all_trec"``) or None (= ``official``).
+    trec_eval's ``name[.params]`` first; then ``name_k`` as trec_eval prints it (``ndcg_cut_10``,
+    ``recall_100``); then a readable alias (``ndcg@10``, ``mrr``, ``hit@5``).
+    """
+    name, _, params = spec.partition(".")
+    if name in PRINT_ORDER or name in NICKNAMES:
+        return name, params
+    try:
+        base, k = parse_measure(spec)
+    except ConfigError:
+        return name, params  # reported as an illegal measure by the caller
+    if base in PRINT_ORDER:
+        return base, "" if k is None else str(k)
+    return name, params
+
+
+def is_measure(spec: str) -> bool:
+    """True when ``spec`` names a measure or nickname this command accepts (in any spelling)."""
+    name, _ = _spec_parts(spec)
+    return name in PRINT_ORDER or name in NICKNAMES
+
+
+def select_measures(specs: Sequence[str] | None) -> tuple[dict[str, tuple[int, ...] | None], list[str]]:
+    """Measures to print, from the ``-m`` arguments.
+
+    Input: the ``-m`` values in trec_eval's syntax (``"P.5,10"``, ``"ndcg_cut"``, ``"ndcg"``,
+    ``"all_trec"``), as trec_eval prints them (``"ndcg_cut_10"``, ``"recall_100"``), or as readable
+    aliases (``"ndcg@10"``, ``"mrr"``); None means ``official``. A measure named twice keeps its
+    last cutoffs, except that printed names with one cutoff each add up (``P_5 P_10`` = ``P.5,10``).
     Output: (measure -> cutoffs or None, in print order; trec_eval measures a nickname named that
     are not implemented here). Raises ConfigError for an unknown measure, a measure trec_eval has
-    but this package does not implement, or bad cutoffs. Source: trec_eval ``trec_eval.c``
-    (``mark_measure``) and ``measures.c`` (nicknames).
+    but this package does not implement, gain parameters on ``ndcg``, or bad cutoffs. Source:
+    trec_eval ``trec_eval.c`` (``mark_measure``) and ``measures.c`` (nicknames, print order).
     """
     chosen: dict[str, tuple[int, ...] | None] = {}
+    single: dict[str, set[int]] = {}
     left_out: list[str] = []
     for spec in specs or ["official"]:
-        name, _, params = spec.partition(".")
+        name, params = _spec_parts(spec)
         if name in NICKNAMES:
             members, skipped = NICKNAMES[name]
             for m in members:
@@ -110,12 +143,16 @@ def select_measures(specs: Sequence[str] | None) -> tuple[dict[str, tuple[int, .
             continue
         if name not in PRINT_ORDER:
             raise ConfigError(f"illegal measure '{spec}' (implemented: {', '.join(PRINT_ORDER)}; "
-                              f"nicknames: {', '.join(NICKNAMES)})")
+                              f"nicknames: {', '.join(NICKNAMES)}; also as printed, e.g. ndcg_cut_10)")
         cut = PRINT_ORDER[name]
         if params:
             if cut is None:
-                raise ConfigError(f"illegal measure '{spec}': {name} takes no parameters")
+                what = "gain parameters are not implemented" if name == "ndcg" else f"{name} takes no parameters"
+                raise ConfigError(f"illegal measure '{spec}': {what}")
             cut = _parse_cutoffs(name, params)
+            if "." not in spec:  # one printed name, e.g. recall_100: cutoffs accumulate
+                single.setdefault(name, set()).update(cut)
+                cut = tuple(sorted(single[name]))
         chosen[name] = cut
     return {m: chosen[m] for m in PRINT_ORDER if m in chosen}, left_out
 
@@ -148,7 +185,7 @@ def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, comple
 
     ks = sorted({k for m, cut in chosen.items() if m in CUT_MEASURES for k in cut or ()})
     wanted = [m for m in chosen if m in CUT_MEASURES or m in ("num_ret", "num_rel", "num_rel_ret", "map",
-                                                              "Rprec", "recip_rank")]
+                                                              "Rprec", "recip_rank", "ndcg")]
     if "gm_map" in chosen and "map" not in wanted:
         wanted.append("map")
     for m in ("num_ret", "num_rel", "num_rel_ret"):
@@ -199,6 +236,28 @@ def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, comple
     return lines
 
 
+def _split_measure_lists(argv: list[str]) -> list[str]:
+    """``-m a b c`` -> ``-m a -m b -m c``: after the first value of a ``-m``, the following words that
+    name a measure belong to it; the first word that does not (a file name, an option) ends the list."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        out.append(word)
+        i += 1
+        if word == "-m" and i < len(argv):
+            out.append(argv[i])
+            i += 1
+            while i < len(argv) and not argv[i].startswith("-") and is_measure(argv[i]):
+                out += ["-m", argv[i]]
+                i += 1
+        elif word.startswith("-m") and len(word) > 2:  # -mP.5 (attached value)
+            while i < len(argv) and not argv[i].startswith("-") and is_measure(argv[i]):
+                out += ["-m", argv[i]]
+                i += 1
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point: parse trec_eval-style arguments, print its output lines.
 
@@ -210,15 +269,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     p = argparse.ArgumentParser(
         prog="python -m rag_eval_pipeline.trec_eval",
-        description="trec_eval-compatible evaluation of a TREC run (subset of trec_eval's measures).")
+        description="trec_eval-compatible evaluation of a TREC run (a subset of trec_eval's measures). "
+                    "Ranks as trec_eval does by default (--mode trec_eval: by score descending, ties by docno "
+                    "descending; the run file's rank column is ignored).",
+        epilog="Measures: trec_eval's syntax (-m P.5,10 -m ndcg_cut.10 -m ndcg), the printed names "
+               "(-m ndcg_cut_10 recall_100: several after one -m) or readable aliases (ndcg@10, mrr). "
+               "Exit status: 0 ok, 1 bad measure or option, 2 unreadable or malformed file or usage error, "
+               "7 no topic with both results and judgments.")
     p.add_argument("-q", action="store_true", help="also print per-topic values")
     p.add_argument("-c", action="store_true", help="average over every qrels topic; missing ones score 0")
     p.add_argument("-l", type=int, default=1, metavar="N", help="minimum grade counted relevant (default 1)")
-    p.add_argument("-m", action="append", metavar="MEASURE", help="measure[.cutoffs] or nickname; repeatable")
+    p.add_argument("-m", action="append", metavar="MEASURE",
+                   help="measure[.cutoffs], a printed name such as ndcg_cut_10, or a nickname "
+                        "(official, all_trec); repeatable, several after one -m (default: official)")
     p.add_argument("--mode", choices=RANKING_MODES, default="trec_eval",
-                   help="trec_eval: order by score, ties by docno descending; system: order by rank column")
+                   help="ranking mode (default: trec_eval): trec_eval orders by score, ties by docno "
+                        "descending; system orders by the rank column")
     p.add_argument("qrels")
     p.add_argument("run")
+    argv = _split_measure_lists(list(sys.argv[1:] if argv is None else argv))
     args = p.parse_args(argv)
     try:
         _, left_out = select_measures(args.m)

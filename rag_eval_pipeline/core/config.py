@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.metrics.names import PIPELINE_METRICS
 
 CORPUS_SOURCES = ("documents_dir", "beir", "squad_v2")
 SYSTEM_KINDS = ("reference", "logged")
@@ -28,14 +29,7 @@ REPORT_KEYS = ("viewer_groups",)
 
 def known_metrics() -> frozenset[str]:
     """Every metric name the pipeline writes to question_metrics (base names; the cut-off is ``k``)."""
-    from rag_eval_pipeline.core.answer_quality import QUALITY_METRICS
-    from rag_eval_pipeline.core.metrics.correctness import CORRECTNESS_METRICS
-    from rag_eval_pipeline.core.metrics.decisions import DECISION_METRICS
-    from rag_eval_pipeline.core.metrics.faithfulness import FAITHFULNESS_METRICS
-    from rag_eval_pipeline.core.metrics.retrieval import CLAIM_METRIC, MEASURES
-
-    return frozenset((*MEASURES, CLAIM_METRIC, *DECISION_METRICS, *FAITHFULNESS_METRICS, *CORRECTNESS_METRICS,
-                      *QUALITY_METRICS))
+    return PIPELINE_METRICS
 
 
 _CUT_SUFFIX = re.compile(r"^(.*[A-Za-z])[_@](\d+)$")

@@ -173,7 +173,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
             "missing_questions": len(ev.missing_questions),
             "unknown_questions": len(ev.unknown_questions),
         }
-    frames.append(claim_evidence_availability(runs, golden, cfg.ks))
+    frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete))
     frames.append(decision_question_metrics(runs, golden, snapshot))
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden))

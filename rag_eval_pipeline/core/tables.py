@@ -163,6 +163,156 @@ SCHEMAS: dict[str, pl.Schema] = {
             "regressed_questions": pl.List(pl.Utf8),
         }
     ),
+    # one model-judged metric of one answer: the question_metrics columns minus split (core/answer_quality.py)
+    "answer_quality": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "question_id": pl.Utf8,
+            "metric": pl.Utf8,
+            "k": pl.Int32,
+            "value": pl.Float64,  # null = not evaluable (status says why)
+            "numerator": pl.Float64,
+            "denominator": pl.Float64,
+            "status": pl.Utf8,
+            "ranking_mode": pl.Utf8,
+        }
+    ),
+    # one current judge key (judge, judge_model, prompt_sha256) and calibration level
+    "judge_calibration": pl.Schema(
+        {
+        "level": pl.Utf8,
+        "judge": pl.Utf8,
+        "judge_model": pl.Utf8,
+        "prompt_sha256": pl.Utf8,
+        "calibrated_judge": pl.Utf8,
+        "calibrated_judge_model": pl.Utf8,
+        "calibrated_prompt_sha256": pl.Utf8,
+        "calibrated_at": pl.Utf8,
+        "n": pl.Int64,
+        "kappa": pl.Float64,
+        "kappa_reason": pl.Utf8,
+        "agreement": pl.Float64,
+        "agreement_ci_low": pl.Float64,
+        "agreement_ci_high": pl.Float64,
+        "labels": pl.Utf8,
+        "confusion": pl.Utf8,
+        "per_label": pl.Utf8,
+        "mapping": pl.Utf8,
+        "stale": pl.Boolean,
+        "missing": pl.Boolean,
+        "n_stale_labels": pl.Int64,
+        "stale_labels": pl.Utf8,
+        "labellers": pl.Utf8,
+        "human_kappa": pl.Float64,
+        "human_kappa_reason": pl.Utf8,
+        "human_kappa_n": pl.Int64,
+        "human_pairs": pl.Utf8,
+        }
+    ),
+    # one calibration of one judge key and level, appended on every run that calibrates
+    "calibration_history": pl.Schema(
+        {
+        "calibrated_at": pl.Utf8,  # ISO 8601 UTC, or null
+        "level": pl.Utf8,
+        "judge": pl.Utf8,
+        "judge_model": pl.Utf8,
+        "prompt_sha256": pl.Utf8,
+        "n": pl.Int64,
+        "kappa": pl.Float64,
+        "kappa_reason": pl.Utf8,
+        "agreement": pl.Float64,
+        "agreement_ci_low": pl.Float64,
+        "agreement_ci_high": pl.Float64,
+        "labels": pl.Utf8,  # JSON list
+        "confusion": pl.Utf8,  # JSON list of lists, rows = human, columns = judge
+        "per_label": pl.Utf8,  # JSON {label: {precision, recall, support, predicted}}
+        "mapping": pl.Utf8,  # JSON, the resolved mapping
+        "n_human_only": pl.Int64,
+        "n_judge_only": pl.Int64,
+        "n_excluded_human": pl.Int64,
+        "n_excluded_judge": pl.Int64,
+        "source": pl.Utf8,  # where the human labels came from
+        "n_stale_labels": pl.Int64,  # hand labels whose item changed since they were made (left out)
+        "stale_labels": pl.Utf8,  # JSON list of {system, question_id, claim_id, annotator, line}
+        "labellers": pl.Utf8,  # JSON list of annotator names ("" = unnamed)
+        "human_kappa": pl.Float64,  # agreement between people: Cohen's kappa (2 people) / Light's kappa (more)
+        "human_kappa_reason": pl.Utf8,  # why human_kappa is null
+        "human_kappa_n": pl.Int64,  # items labelled by at least two people
+        "human_pairs": pl.Utf8,  # JSON list of {a, b, n, kappa, agreement, reason}
+        }
+    ),
+    # one system and judge key: the judge's repeat-to-repeat noise
+    "judge_variance": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "judge": pl.Utf8,
+            "judge_model": pl.Utf8,
+            "prompt_sha256": pl.Utf8,
+            "n_repeats": pl.Int64,
+            "n_items": pl.Int64,
+            "n_flipped": pl.Int64,
+            "flip_rate": pl.Float64,  # n_flipped / n_items
+            "faithfulness_mean": pl.Float64,
+            "faithfulness_min": pl.Float64,
+            "faithfulness_max": pl.Float64,
+            "faithfulness_spread": pl.Float64,  # max - min; null with one repeat
+            "faithfulness_std": pl.Float64,
+            "resolution": pl.Float64,  # the judge's minimum resolution (= spread)
+            "rule": pl.Utf8,
+        }
+    ),
+    # one prediction-powered estimate of a judge-based rate for one system (Angelopoulos et al. 2023)
+    "ppi_estimates": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "rate": pl.Utf8,  # which label's rate, e.g. "attributable"
+            "estimate": pl.Float64,  # null with reason when either set is empty
+            "ci_low": pl.Float64,
+            "ci_high": pl.Float64,
+            "judge_rate": pl.Float64,  # the judge's uncorrected rate
+            "n_labelled": pl.Int64,
+            "n_unlabelled": pl.Int64,
+            "reason": pl.Utf8,
+        }
+    ),
+    # one (run, system, metric, k) of the overall headline; appended every full run
+    "metric_history": pl.Schema(
+        {
+            "run_id": pl.Utf8,
+            "evaluated_at": pl.Datetime("us", "UTC"),
+            "night": pl.Date,
+            "system": pl.Utf8,
+            "metric": pl.Utf8,
+            "k": pl.Int32,
+            "value": pl.Float64,
+            "numerator": pl.Float64,
+            "denominator": pl.Float64,
+            "n": pl.Int64,
+            "ci_low": pl.Float64,
+            "ci_high": pl.Float64,
+            "corpus_version": pl.Utf8,
+            "golden_version": pl.Utf8,
+            "golden_questions": pl.Int32,
+            "judge": pl.Utf8,
+            "judge_model": pl.Utf8,
+            "judge_prompt_sha256": pl.Utf8,
+        }
+    ),
+    # one question that regressed once on a gated metric; kept across runs
+    "regression_cases": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "metric": pl.Utf8,
+            "k": pl.Int32,
+            "question_id": pl.Utf8,
+            "baseline_value": pl.Float64,
+            "value_when_found": pl.Float64,
+            "first_seen_run": pl.Utf8,
+            "first_seen_at": pl.Utf8,  # ISO 8601 UTC
+            "current_value": pl.Float64,  # null when the question has no value now
+            "status": pl.Utf8,  # still_regressed / recovered / no_value_now
+        }
+    ),
 }
 
 

@@ -136,7 +136,7 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
         if fresh:
             new_rows = results_to_frame(fresh)
             updated = new_rows if history_df is None else pl.concat([history_df, new_rows], how="diagonal_relaxed")
-            store.write(updated, HISTORY_FILE)
+            store.write(updated, HISTORY_FILE, table="calibration_history")
     table = calibration_table(history + fresh, current, levels=[level])
     md: dict = {
         "configured": section is not None,
@@ -171,7 +171,7 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
 
         latest = judge_labels.filter(pl.struct(*JUDGE_KEY) == pl.struct(*JUDGE_KEY).last())
         ppi = ppi_rates(human, latest, section.get("mapping"))
-        store.write(ppi, "ppi_estimates.parquet")
+        store.write(ppi, "ppi_estimates.parquet", table="ppi_estimates")
         md["ppi_attributable_rate"] = dg.MetadataValue.md(markdown_table(
             ["system", "judge rate", "PPI estimate", "95% CI", "labelled", "unlabelled", "note"],
             [[r["system"], _fmt(r["judge_rate"]), _fmt(r["estimate"]),

@@ -102,31 +102,47 @@ def metric_history(context: dg.AssetExecutionContext, settings: EvalSettings, st
     return dg.Output(history, metadata={"rows": history.height, "runs": history["run_id"].n_unique()})
 
 
-@dg.asset(group_name="metrics")
+@dg.asset(group_name="metrics", ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": ["chunk_id", "doc_id"]})})
 def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
-               rag_runs: pl.DataFrame, golden_set: pl.DataFrame) -> dg.Output[dict]:
+               rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.Output[dict]:
     """Every system's retrieval as a TREC run file and the golden relevance as TREC qrels, for trec_eval.
 
     Written to ``<output>/trec/<system>.run`` and ``<output>/trec/qrels.txt``. trec_eval ranks by score
     (ties by doc id descending), so compare its numbers with ``metrics.ranking_mode: trec_eval``. A
-    system with a hit that has no score cannot be written (trec_eval needs one) and is listed as skipped.
+    question that retrieved nothing gets one line with a docno no qrels judge, so trec_eval scores it 0
+    as the pipeline does. When every document is one chunk (BEIR), docnos are document ids. A system
+    with a hit that has no score cannot be written (trec_eval needs one) and is listed as skipped.
     """
     from rag_eval_pipeline.core.metrics.retrieval import explode_runs, qrels_from_golden
-    from rag_eval_pipeline.core.sources.trec import write_trec_qrels, write_trec_run
+    from rag_eval_pipeline.core.sources.trec import (
+        NO_RETRIEVAL_DOCNO,
+        document_docnos,
+        with_docnos,
+        write_trec_qrels,
+        write_trec_run,
+    )
     from rag_eval_pipeline.core.storage import write_atomic
 
-    written, skipped = {}, {}
-    qrels_path = write_atomic(store.path("trec", "qrels.txt"), lambda tmp: write_trec_qrels(qrels_from_golden(golden_set), tmp))
+    docnos = document_docnos(corpus_snapshot)
+    written, skipped, empty = {}, {}, {}
+    qrels = with_docnos(qrels_from_golden(golden_set), docnos)
+    qrels_path = write_atomic(store.path("trec", "qrels.txt"), lambda tmp: write_trec_qrels(qrels, tmp))
     long = explode_runs(rag_runs)
     for system in sorted(long["system"].unique().to_list()):
-        hits = long.filter((pl.col("system") == system) & pl.col("chunk_id").is_not_null())
+        rows = long.filter(pl.col("system") == system)
+        hits = rows.filter(pl.col("chunk_id").is_not_null())
         if hits["score"].null_count():
             skipped[system] = f"{hits['score'].null_count()} hit(s) without a score"
             continue
-        path = write_atomic(store.path("trec", f"{system}.run"), lambda tmp, h=hits: write_trec_run(h, tmp))
+        empty[system] = rows.height - hits.height
+        rows = with_docnos(rows, docnos)
+        path = write_atomic(store.path("trec", f"{system}.run"), lambda tmp, r=rows: write_trec_run(r, tmp))
         written[system] = str(path.resolve())
     return dg.Output({"qrels": str(qrels_path.resolve()), "runs": written, "skipped": skipped}, metadata={
         "qrels": dg.MetadataValue.path(str(qrels_path.resolve())),
         "runs": dg.MetadataValue.json(written), "skipped": dg.MetadataValue.json(skipped),
+        "docno": "doc_id (one chunk per document)" if docnos is not None else "chunk_id",
+        "empty_retrievals": dg.MetadataValue.json(empty),
+        "empty_retrieval_docno": NO_RETRIEVAL_DOCNO,
         "trec_eval": "python -m rag_eval_pipeline.trec_eval -q <output>/trec/qrels.txt <output>/trec/<system>.run",
     })

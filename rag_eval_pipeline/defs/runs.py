@@ -51,7 +51,9 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
 @dg.asset_check(asset=rag_runs, blocking=True,
                 additional_ins={"golden_set": dg.AssetIn(metadata={"columns": ["question_id"]}),
                                 "corpus_snapshot": dg.AssetIn()},
-                description="Every golden question has exactly one run row per configured system, on this corpus version.")
+                description="Every golden question has exactly one run row per configured system, on this corpus "
+                            "version (with metrics.complete: true a missing question is allowed, counted and scored as an "
+                            "empty retrieval, as trec_eval -c).")
 def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
                                  corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
     from rag_eval_pipeline.core.corpus import corpus_version
@@ -59,21 +61,27 @@ def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame,
     cv = corpus_version(corpus_snapshot)
     qids = golden_set.select("question_id").unique()
     counts = rag_runs.group_by("system", "question_id").len()
-    missing, duplicated, stale = {}, {}, []
+    missing, duplicated, stale, missing_count = {}, {}, [], {}
     for system in [s["name"] for s in settings.config.systems]:  # a handful of systems; no loop over questions
         have = counts.filter(pl.col("system") == system)
         gone = qids.join(have, on="question_id", how="anti")["question_id"].sort()
         if gone.len():
             missing[system] = gone.head(50).to_list()
+            missing_count[system] = gone.len()
         dup = have.filter(pl.col("len") > 1)["question_id"].sort()
         if dup.len():
             duplicated[system] = dup.head(50).to_list()
         versions = set(rag_runs.filter(pl.col("system") == system)["corpus_version"].drop_nulls().unique().to_list())
         if versions - {cv}:
             stale.append(f"{system}: {sorted(versions - {cv})} != snapshot {cv}")
+    # trec_eval -c: with metrics.complete a question without a run row is scored as an empty retrieval
+    allowed = missing if settings.config.complete else {}
     return dg.AssetCheckResult(
-        passed=not (missing or duplicated or stale),
+        passed=not ((missing and not allowed) or duplicated or stale),
         metadata={
+            "complete": settings.config.complete,
+            "allowed_missing_questions": sum(missing_count.values()) if allowed else 0,
+            "allowed_missing_question_ids": dg.MetadataValue.json(allowed),
             "missing_question_ids": dg.MetadataValue.json(missing),
             "duplicate_question_ids": dg.MetadataValue.json(duplicated),
             "corpus_version_mismatch": dg.MetadataValue.json(stale),

@@ -224,14 +224,19 @@ def test_one_system_is_re_run_and_the_others_rows_are_kept(tmp_path):
 
 
 def test_trec_files_round_trip_every_hit_and_judgment(sample_run):
-    from rag_eval_pipeline.core.sources.trec import read_trec_qrels, read_trec_run
+    from rag_eval_pipeline.core.sources.trec import NO_RETRIEVAL_DOCNO, read_trec_qrels, read_trec_run
 
     _, out = sample_run
     runs = pl.read_parquet(out / "rag_runs.parquet")
     golden = pl.read_parquet(out / "golden_set.parquet")
     for system in ("bm25_k5", "bm25_k10", "team_rag"):
-        hits = runs.filter(pl.col("system") == system).explode("retrieved").unnest("retrieved").drop_nulls("chunk_id")
+        rows = runs.filter(pl.col("system") == system)
+        hits = rows.explode("retrieved").unnest("retrieved").drop_nulls("chunk_id")
         back = read_trec_run(out / "trec" / f"{system}.run")
+        # a question that retrieved nothing is one line with the reserved docno (so trec_eval sees it)
+        empty = back.filter(pl.col("chunk_id") == NO_RETRIEVAL_DOCNO)
+        assert set(empty["question_id"]) == set(rows.filter(pl.col("retrieved").list.len() == 0)["question_id"])
+        back = back.filter(pl.col("chunk_id") != NO_RETRIEVAL_DOCNO)
         assert back.height == hits.height
         assert set(zip(back["question_id"], back["chunk_id"])) == set(zip(hits["question_id"], hits["chunk_id"]))
     qrels = read_trec_qrels(out / "trec" / "qrels.txt")

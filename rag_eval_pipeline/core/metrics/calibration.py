@@ -72,6 +72,7 @@ from rag_eval_pipeline.core.metrics.agreement import (
 )
 from rag_eval_pipeline.core.metrics.stats import wilson_interval
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, majority_vote
+from rag_eval_pipeline.core.tables import SCHEMAS
 
 __all__ = [
     "DEFAULT_MAPPINGS",
@@ -130,35 +131,7 @@ DEFAULT_MAPPINGS: dict[str, dict[str, Any]] = {
 JUDGE_BASED_METRIC_PREFIXES = ("faithfulness", "answer_relevance", "context_relevance", "correctness")
 
 #: Columns of the calibration history table (one row per calibration of one judge key and level).
-HISTORY_SCHEMA = pl.Schema({
-    "calibrated_at": pl.Utf8,  # ISO 8601 UTC, or null
-    "level": pl.Utf8,
-    "judge": pl.Utf8,
-    "judge_model": pl.Utf8,
-    "prompt_sha256": pl.Utf8,
-    "n": pl.Int64,
-    "kappa": pl.Float64,
-    "kappa_reason": pl.Utf8,
-    "agreement": pl.Float64,
-    "agreement_ci_low": pl.Float64,
-    "agreement_ci_high": pl.Float64,
-    "labels": pl.Utf8,  # JSON list
-    "confusion": pl.Utf8,  # JSON list of lists, rows = human, columns = judge
-    "per_label": pl.Utf8,  # JSON {label: {precision, recall, support, predicted}}
-    "mapping": pl.Utf8,  # JSON, the resolved mapping
-    "n_human_only": pl.Int64,
-    "n_judge_only": pl.Int64,
-    "n_excluded_human": pl.Int64,
-    "n_excluded_judge": pl.Int64,
-    "source": pl.Utf8,  # where the human labels came from
-    "n_stale_labels": pl.Int64,  # hand labels whose item changed since they were made (left out)
-    "stale_labels": pl.Utf8,  # JSON list of {system, question_id, claim_id, annotator, line}
-    "labellers": pl.Utf8,  # JSON list of annotator names ("" = unnamed)
-    "human_kappa": pl.Float64,  # agreement between people: Cohen's kappa (2 people) / Light's kappa (more)
-    "human_kappa_reason": pl.Utf8,  # why human_kappa is null
-    "human_kappa_n": pl.Int64,  # items labelled by at least two people
-    "human_pairs": pl.Utf8,  # JSON list of {a, b, n, kappa, agreement, reason}
-})
+HISTORY_SCHEMA = SCHEMAS["calibration_history"]
 
 #: Columns added after the first release; older history files lack them (read as these defaults).
 _ADDED_DEFAULTS: dict[str, Any] = {"n_stale_labels": 0, "stale_labels": "[]", "labellers": "[]", "human_kappa": None,
@@ -679,35 +652,7 @@ def results_from_frame(df: pl.DataFrame | None) -> list[CalibrationResult]:
 
 
 #: Columns of :func:`calibration_table`.
-TABLE_SCHEMA = pl.Schema({
-    "level": pl.Utf8,
-    "judge": pl.Utf8,
-    "judge_model": pl.Utf8,
-    "prompt_sha256": pl.Utf8,
-    "calibrated_judge": pl.Utf8,
-    "calibrated_judge_model": pl.Utf8,
-    "calibrated_prompt_sha256": pl.Utf8,
-    "calibrated_at": pl.Utf8,
-    "n": pl.Int64,
-    "kappa": pl.Float64,
-    "kappa_reason": pl.Utf8,
-    "agreement": pl.Float64,
-    "agreement_ci_low": pl.Float64,
-    "agreement_ci_high": pl.Float64,
-    "labels": pl.Utf8,
-    "confusion": pl.Utf8,
-    "per_label": pl.Utf8,
-    "mapping": pl.Utf8,
-    "stale": pl.Boolean,
-    "missing": pl.Boolean,
-    "n_stale_labels": pl.Int64,
-    "stale_labels": pl.Utf8,
-    "labellers": pl.Utf8,
-    "human_kappa": pl.Float64,
-    "human_kappa_reason": pl.Utf8,
-    "human_kappa_n": pl.Int64,
-    "human_pairs": pl.Utf8,
-})
+TABLE_SCHEMA = SCHEMAS["judge_calibration"]
 
 
 def _latest(results: list[CalibrationResult]) -> CalibrationResult:

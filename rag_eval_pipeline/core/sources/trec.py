@@ -22,11 +22,13 @@ from pathlib import Path
 
 import polars as pl
 
-from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.errors import InputError, SchemaError
 
 RUN_FIELDS = ("topic", "Q0", "docno", "rank", "score", "runid")
 QRELS_FIELDS = ("topic", "iteration", "docno", "rel")
 BEIR_HEADER = ("query-id", "corpus-id", "score")
+#: The docno of the one line written for a question that retrieved nothing (no qrels judge it).
+NO_RETRIEVAL_DOCNO = "rag_eval:no_retrieval"
 
 _RUN_SCHEMA = {"system": pl.Utf8, "question_id": pl.Utf8, "chunk_id": pl.Utf8, "score": pl.Float64,
                "rank": pl.Int32}
@@ -105,22 +107,70 @@ def write_trec_run(run_long: pl.DataFrame, path: str | Path, run_id: str | None 
     Input: columns ``system``, ``question_id``, ``chunk_id``, ``score``, ``rank``; ``run_id``
     replaces the ``system`` column as the runid when given. Output: one line
     ``question_id Q0 chunk_id rank score runid`` per hit (single spaces, score with ``repr``
-    precision so it reads back exactly), in frame order; placeholder rows with a null ``chunk_id``
-    (a question that retrieved nothing) have no TREC form and are skipped.
+    precision so it reads back exactly), in frame order. A placeholder row (null ``chunk_id``: the
+    question was run and retrieved nothing, e.g. an errored run) becomes one line with the docno
+    :data:`NO_RETRIEVAL_DOCNO`, rank 1 and score 0: trec_eval then evaluates the question (0 on every
+    measure, as the pipeline scores it) instead of leaving it out; its ``num_ret`` reads 1 there.
     Raises InputError naming the row and field when an id is empty or holds whitespace (the format
-    cannot represent it), or when score or rank is null. Source: trec_eval ``get_trec_results.c``.
+    cannot represent it), when score or rank of a hit is null, or when a hit's id is
+    :data:`NO_RETRIEVAL_DOCNO`. Source: trec_eval ``get_trec_results.c`` (a topic exists in a run only
+    through its lines).
     """
-    df = run_long.filter(pl.col("chunk_id").is_not_null())
+    df = run_long.select("system", "question_id", "chunk_id", "score", "rank")
     if run_id is not None:
         df = df.with_columns(pl.lit(run_id, pl.Utf8).alias("system"))
+    clash = df["chunk_id"] == NO_RETRIEVAL_DOCNO
+    if clash.any():
+        i = int(clash.arg_max())
+        raise InputError(f"row {i + 1}: chunk_id {NO_RETRIEVAL_DOCNO!r} is reserved for a question that retrieved "
+                         "nothing", path=str(path), field="chunk_id")
+    empty = df["chunk_id"].is_null()
+    df = df.with_columns(
+        pl.when(empty).then(pl.lit(NO_RETRIEVAL_DOCNO)).otherwise(pl.col("chunk_id")).alias("chunk_id"),
+        pl.when(empty).then(pl.lit(0.0)).otherwise(pl.col("score").cast(pl.Float64)).alias("score"),
+        pl.when(empty).then(pl.lit(1, pl.Int32)).otherwise(pl.col("rank")).alias("rank"),
+    )
     _check_tokens(df, ("question_id", "chunk_id", "system"), path)
     for col in ("score", "rank"):
         if df[col].null_count():
             i = int(df[col].is_null().arg_max())
             raise InputError(f"row {i + 1}: {col} is null", path=str(path), field=col)
     lines = [f"{q} Q0 {c} {r} {s!r} {sy}\n" for q, c, r, s, sy in
-             zip(df["question_id"], df["chunk_id"], df["rank"], df["score"].cast(pl.Float64), df["system"])]
+             zip(df["question_id"], df["chunk_id"], df["rank"], df["score"], df["system"])]
     Path(path).write_text("".join(lines), encoding="utf-8")
+
+
+def document_docnos(snapshot: pl.DataFrame) -> pl.DataFrame | None:
+    """The chunk id -> document id map when every document of ``snapshot`` is one chunk, else None.
+
+    Input: a frame with ``chunk_id`` and ``doc_id`` (a ``corpus_snapshot``). Output: columns
+    ``chunk_id``, ``doc_id`` (one row per chunk), or None when some document has two or more chunks
+    (its chunks would collapse into one docno) or the snapshot is empty. A BEIR corpus (one chunk per
+    document) then gets TREC files in the dataset's own document ids, which diff directly against
+    runs from other toolkits (Pyserini, BEIR's qrels). Raises SchemaError for a missing column.
+    """
+    missing = [c for c in ("chunk_id", "doc_id") if c not in snapshot.columns]
+    if missing:
+        raise SchemaError(f"document_docnos: snapshot lacks columns {missing}")
+    ids = snapshot.select("chunk_id", "doc_id").unique("chunk_id")
+    if ids.height == 0 or ids["doc_id"].n_unique() != ids.height:
+        return None
+    return ids
+
+
+def with_docnos(frame: pl.DataFrame, docnos: pl.DataFrame | None) -> pl.DataFrame:
+    """``frame`` with its ``chunk_id`` column replaced by document ids from :func:`document_docnos`.
+
+    Input: a ``run_long`` or ``qrels`` frame and the map (None leaves the frame as it is). Null
+    chunk ids (placeholders) stay null; an id absent from the map raises InputError naming it.
+    """
+    if docnos is None:
+        return frame
+    mapped = frame.join(docnos, on="chunk_id", how="left", maintain_order="left")
+    lost = mapped.filter(pl.col("chunk_id").is_not_null() & pl.col("doc_id").is_null())
+    if lost.height:
+        raise InputError(f"chunk id {lost['chunk_id'][0]!r} is not in the snapshot", field="chunk_id")
+    return mapped.with_columns(pl.col("doc_id").alias("chunk_id")).drop("doc_id").select(frame.columns)
 
 
 def _check_tokens(df: pl.DataFrame, cols: tuple[str, ...], path: str | Path) -> None:
@@ -229,4 +279,5 @@ def read_beir_qrels(path: str | Path) -> pl.DataFrame:
     return out.select(list(_QRELS_SCHEMA)).cast(_QRELS_SCHEMA)
 
 
-__all__ = ["read_trec_run", "write_trec_run", "read_trec_qrels", "write_trec_qrels", "read_beir_qrels"]
+__all__ = ["NO_RETRIEVAL_DOCNO", "document_docnos", "read_beir_qrels", "read_trec_qrels", "read_trec_run",
+           "with_docnos", "write_trec_qrels", "write_trec_run"]

@@ -10,6 +10,7 @@ import pytest
 
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.sources.trec import (
+    NO_RETRIEVAL_DOCNO,
     read_beir_qrels,
     read_trec_qrels,
     read_trec_run,
@@ -64,7 +65,10 @@ def test_run_roundtrip(tmp_path: Path) -> None:
                                                  "score": [None], "rank": [None]}, schema=RUN_SCHEMA)]), path)
     assert path.read_text().splitlines()[0] == f"q1 Q0 d#0 1 {1 / 3!r} bm25"
     back = read_trec_run(path)
-    assert back.equals(run)  # the placeholder row of q3 (nothing retrieved) has no TREC form
+    # the placeholder row of q3 (nothing retrieved) becomes one line with a docno no qrels judge,
+    # so trec_eval evaluates q3 instead of leaving it out
+    assert back.head(3).equals(run)
+    assert back.row(3) == ("bm25", "q3", NO_RETRIEVAL_DOCNO, 0.0, 1)
     write_trec_run(run, path, run_id="other")
     assert set(read_trec_run(path)["system"]) == {"other"}
     with pytest.raises(InputError, match="whitespace"):
@@ -146,3 +150,26 @@ def test_beir_qrels(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         read_beir_qrels(bad)
     assert (err.value.line, err.value.field) == (2, "score")
+
+
+def test_document_docnos_only_when_every_document_is_one_chunk() -> None:
+    from rag_eval_pipeline.core.sources.trec import document_docnos, with_docnos
+
+    one = pl.DataFrame({"chunk_id": ["a#0", "b#0"], "doc_id": ["a", "b"]})
+    two = pl.DataFrame({"chunk_id": ["a#0", "a#1", "b#0"], "doc_id": ["a", "a", "b"]})
+    assert document_docnos(two) is None  # a#0 and a#1 would collapse into one docno
+    ids = document_docnos(one)
+    run = pl.DataFrame({"system": ["s", "s", "s"], "question_id": ["q1", "q1", "q2"], "chunk_id": ["b#0", "a#0", None],
+                        "score": [2.0, 1.0, None], "rank": [1, 2, None]}, schema=RUN_SCHEMA)
+    mapped = with_docnos(run, ids)
+    assert mapped["chunk_id"].to_list() == ["b", "a", None] and mapped.columns == run.columns
+    assert with_docnos(run, None).equals(run)
+    with pytest.raises(InputError, match="'c#0' is not in the snapshot"):
+        with_docnos(run.with_columns(pl.lit("c#0").alias("chunk_id")), ids)
+
+
+def test_reserved_docno_is_refused(tmp_path: Path) -> None:
+    run = pl.DataFrame({"system": ["s"], "question_id": ["q1"], "chunk_id": [NO_RETRIEVAL_DOCNO], "score": [1.0],
+                        "rank": [1]}, schema=RUN_SCHEMA)
+    with pytest.raises(InputError, match="reserved"):
+        write_trec_run(run, tmp_path / "r.txt")
