@@ -180,65 +180,65 @@ SCHEMAS: dict[str, pl.Schema] = {
     # one current judge key (judge, judge_model, prompt_sha256) and calibration level
     "judge_calibration": pl.Schema(
         {
-        "level": pl.Utf8,
-        "judge": pl.Utf8,
-        "judge_model": pl.Utf8,
-        "prompt_sha256": pl.Utf8,
-        "calibrated_judge": pl.Utf8,
-        "calibrated_judge_model": pl.Utf8,
-        "calibrated_prompt_sha256": pl.Utf8,
-        "calibrated_at": pl.Utf8,
-        "n": pl.Int64,
-        "kappa": pl.Float64,
-        "kappa_reason": pl.Utf8,
-        "agreement": pl.Float64,
-        "agreement_ci_low": pl.Float64,
-        "agreement_ci_high": pl.Float64,
-        "labels": pl.Utf8,
-        "confusion": pl.Utf8,
-        "per_label": pl.Utf8,
-        "mapping": pl.Utf8,
-        "stale": pl.Boolean,
-        "missing": pl.Boolean,
-        "n_stale_labels": pl.Int64,
-        "stale_labels": pl.Utf8,
-        "labellers": pl.Utf8,
-        "human_kappa": pl.Float64,
-        "human_kappa_reason": pl.Utf8,
-        "human_kappa_n": pl.Int64,
-        "human_pairs": pl.Utf8,
+            "level": pl.Utf8,
+            "judge": pl.Utf8,
+            "judge_model": pl.Utf8,
+            "prompt_sha256": pl.Utf8,
+            "calibrated_judge": pl.Utf8,
+            "calibrated_judge_model": pl.Utf8,
+            "calibrated_prompt_sha256": pl.Utf8,
+            "calibrated_at": pl.Utf8,
+            "n": pl.Int64,
+            "kappa": pl.Float64,
+            "kappa_reason": pl.Utf8,
+            "agreement": pl.Float64,
+            "agreement_ci_low": pl.Float64,
+            "agreement_ci_high": pl.Float64,
+            "labels": pl.Utf8,
+            "confusion": pl.Utf8,
+            "per_label": pl.Utf8,
+            "mapping": pl.Utf8,
+            "stale": pl.Boolean,
+            "missing": pl.Boolean,
+            "n_stale_labels": pl.Int64,
+            "stale_labels": pl.Utf8,
+            "labellers": pl.Utf8,
+            "human_kappa": pl.Float64,
+            "human_kappa_reason": pl.Utf8,
+            "human_kappa_n": pl.Int64,
+            "human_pairs": pl.Utf8,
         }
     ),
     # one calibration of one judge key and level, appended on every run that calibrates
     "calibration_history": pl.Schema(
         {
-        "calibrated_at": pl.Utf8,  # ISO 8601 UTC, or null
-        "level": pl.Utf8,
-        "judge": pl.Utf8,
-        "judge_model": pl.Utf8,
-        "prompt_sha256": pl.Utf8,
-        "n": pl.Int64,
-        "kappa": pl.Float64,
-        "kappa_reason": pl.Utf8,
-        "agreement": pl.Float64,
-        "agreement_ci_low": pl.Float64,
-        "agreement_ci_high": pl.Float64,
-        "labels": pl.Utf8,  # JSON list
-        "confusion": pl.Utf8,  # JSON list of lists, rows = human, columns = judge
-        "per_label": pl.Utf8,  # JSON {label: {precision, recall, support, predicted}}
-        "mapping": pl.Utf8,  # JSON, the resolved mapping
-        "n_human_only": pl.Int64,
-        "n_judge_only": pl.Int64,
-        "n_excluded_human": pl.Int64,
-        "n_excluded_judge": pl.Int64,
-        "source": pl.Utf8,  # where the human labels came from
-        "n_stale_labels": pl.Int64,  # hand labels whose item changed since they were made (left out)
-        "stale_labels": pl.Utf8,  # JSON list of {system, question_id, claim_id, annotator, line}
-        "labellers": pl.Utf8,  # JSON list of annotator names ("" = unnamed)
-        "human_kappa": pl.Float64,  # agreement between people: Cohen's kappa (2 people) / Light's kappa (more)
-        "human_kappa_reason": pl.Utf8,  # why human_kappa is null
-        "human_kappa_n": pl.Int64,  # items labelled by at least two people
-        "human_pairs": pl.Utf8,  # JSON list of {a, b, n, kappa, agreement, reason}
+            "calibrated_at": pl.Utf8,  # ISO 8601 UTC, or null
+            "level": pl.Utf8,
+            "judge": pl.Utf8,
+            "judge_model": pl.Utf8,
+            "prompt_sha256": pl.Utf8,
+            "n": pl.Int64,
+            "kappa": pl.Float64,
+            "kappa_reason": pl.Utf8,
+            "agreement": pl.Float64,
+            "agreement_ci_low": pl.Float64,
+            "agreement_ci_high": pl.Float64,
+            "labels": pl.Utf8,  # JSON list
+            "confusion": pl.Utf8,  # JSON list of lists, rows = human, columns = judge
+            "per_label": pl.Utf8,  # JSON {label: {precision, recall, support, predicted}}
+            "mapping": pl.Utf8,  # JSON, the resolved mapping
+            "n_human_only": pl.Int64,
+            "n_judge_only": pl.Int64,
+            "n_excluded_human": pl.Int64,
+            "n_excluded_judge": pl.Int64,
+            "source": pl.Utf8,  # where the human labels came from
+            "n_stale_labels": pl.Int64,  # hand labels whose item changed since they were made (left out)
+            "stale_labels": pl.Utf8,  # JSON list of {system, question_id, claim_id, annotator, line}
+            "labellers": pl.Utf8,  # JSON list of annotator names ("" = unnamed)
+            "human_kappa": pl.Float64,  # agreement between people: Cohen's kappa (2 people) / Light's kappa (more)
+            "human_kappa_reason": pl.Utf8,  # why human_kappa is null
+            "human_kappa_n": pl.Int64,  # items labelled by at least two people
+            "human_pairs": pl.Utf8,  # JSON list of {a, b, n, kappa, agreement, reason}
         }
     ),
     # one system and judge key: the judge's repeat-to-repeat noise
