@@ -21,10 +21,13 @@ from __future__ import annotations
 import email.utils
 import json
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -53,15 +56,22 @@ class _Attempt:
     latency_ms: float | None = None
 
 
-@dataclass
 class CallStats:
-    """What a run of calls cost: attempts, retries, errors by class, versions seen (thread-safe enough:
-    Counter updates happen under the GIL one statement at a time and are only read after the run)."""
+    """What a run of calls cost: attempts, retries, errors by kind, versions seen (thread-safe)."""
 
-    calls: int = 0
-    retries: int = 0
-    errors: Counter = field(default_factory=Counter)
-    versions: Counter = field(default_factory=Counter)
+    def __init__(self):
+        self.calls = 0
+        self.retries = 0
+        self.errors: Counter = Counter()
+        self.versions: Counter = Counter()
+        self._lock = threading.Lock()
+
+    def count(self, what: str, key: str | None = None) -> None:
+        with self._lock:
+            if what in ("errors", "versions"):
+                getattr(self, what)[key] += 1
+            else:
+                setattr(self, what, getattr(self, what) + 1)
 
     def as_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "retries": self.retries, "errors_by_kind": dict(sorted(self.errors.items())),
@@ -127,6 +137,21 @@ class HttpSystem:
         return fill_template(template, q["question_id"], q["question"], list(q["user_groups"]))
 
     def _attempt(self, client: httpx2.Client, body: Any) -> _Attempt:
+        """One request, abandoned at ``timeout_s`` whatever phase it is in (connect, send, wait, body).
+
+        The request runs on a helper thread; the caller waits at most ``timeout_s``. An abandoned
+        request ends on its own within httpx's per-phase timeouts (also ``timeout_s``) and its result
+        is discarded."""
+        timeout = self.spec["timeout_s"]
+        start = time.monotonic()
+        future = self._attempts.submit(self._request, client, body)
+        try:
+            return future.result(timeout=timeout)
+        except FutureTimeout:
+            return _Attempt(reason=f"timeout: no complete reply within timeout_s={timeout:g} s",
+                            latency_ms=(time.monotonic() - start) * 1000.0)
+
+    def _request(self, client: httpx2.Client, body: Any) -> _Attempt:
         timeout = self.spec["timeout_s"]
         start = time.monotonic()
         out = _Attempt()
@@ -173,11 +198,11 @@ class HttpSystem:
         while True:
             limiter.wait()
             attempts += 1
-            self.stats.calls += 1
+            self.stats.count("calls")
             got = self._attempt(client, body)
             got.body = self.redact(got.body)
             if got.version:
-                self.stats.versions[got.version] += 1
+                self.stats.count("versions", got.version)
             retryable, reason, kind = False, got.reason, "transport"
             if got.reason is not None:
                 retryable, kind = True, ("timeout" if got.reason.startswith("timeout") else "connection")
@@ -191,7 +216,7 @@ class HttpSystem:
                     return self._row(ctx, q, got)
                 except ReplyError as exc:
                     kind = "malformed_json" if "malformed JSON" in str(exc) else "invalid_reply"
-                    self.stats.errors[kind] += 1
+                    self.stats.count("errors", kind)
                     return error_row(ctx, q["question_id"], self.redact(str(exc)), got.latency_ms, got.version)
             if retryable and attempts <= self.spec["max_retries"]:
                 delay = backoff_delay(attempts, self.spec["backoff_s"], self.spec["max_backoff_s"])
@@ -201,14 +226,14 @@ class HttpSystem:
                                    f"{self.spec['max_backoff_s']:g} s, not retried")
                     else:
                         delay = max(delay, got.retry_after)
-                        self.stats.retries += 1
+                        self.stats.count("retries")
                         self._sleep(delay)
                         continue
                 else:
-                    self.stats.retries += 1
+                    self.stats.count("retries")
                     self._sleep(delay)
                     continue
-            self.stats.errors[kind] += 1
+            self.stats.count("errors", kind)
             text = f"system {ctx.system!r}, question {q['question_id']!r}: {reason} (after {attempts} attempt(s))"
             return error_row(ctx, q["question_id"], self.redact(text), got.latency_ms, got.version)
 
@@ -220,10 +245,17 @@ class HttpSystem:
         counts calls, retries and errors by kind afterwards.
         """
         limiter = RateLimiter(self.spec.get("rate_per_s"))
-        limits = httpx2.Limits(max_connections=self.spec["concurrency"],
+        limits = httpx2.Limits(max_connections=2 * self.spec["concurrency"],
                                max_keepalive_connections=self.spec["concurrency"])
         # proxies from the environment apply to remote endpoints only: a local service is reached directly
         loopback = httpx2.URL(self.spec["url"]).host in ("127.0.0.1", "localhost", "::1")
-        with httpx2.Client(limits=limits, transport=self._transport, follow_redirects=False,
-                           trust_env=not loopback) as client:
-            return map_in_pool(lambda q: self._one(client, limiter, ctx, q), list(questions), self.spec["concurrency"])
+        # twice the connections and helper threads of the concurrency: room for abandoned attempts
+        self._attempts = ThreadPoolExecutor(max_workers=2 * self.spec["concurrency"],
+                                            thread_name_prefix="rag-eval-http")
+        try:
+            with httpx2.Client(limits=limits, transport=self._transport, follow_redirects=False,
+                               trust_env=not loopback) as client:
+                return map_in_pool(lambda q: self._one(client, limiter, ctx, q), list(questions),
+                                   self.spec["concurrency"])
+        finally:
+            self._attempts.shutdown(wait=False, cancel_futures=True)

@@ -5,6 +5,7 @@ subprocess, and a stdlib RAG endpoint with injectable faults.
 ``answer(question_id, question, user_groups)`` (a run-log object) unless the question id has a fault:
 
 - ``slow``: sleeps ``slow_s`` before answering (past the client's timeout);
+- ``trickle``: sends the headers at once, then the body one byte every ``slow_s / 20`` seconds;
 - ``429``: 429 with ``Retry-After: <retry_after>`` every time; ``429_once``: the first request only;
 - ``500``: 500 every time; ``500_once``: the first request only;
 - ``malformed``: 200 with a body that is not JSON;
@@ -152,6 +153,20 @@ class RagFaultServer:
             return h._send(429, b'{"error": "slow down"}', {"Retry-After": self.retry_after})
         elif fault in ("500", "500_once"):
             return h._send(500, b'{"error": "internal error"}')
+        elif fault == "trickle":  # headers at once, then the body one byte at a time, slowly
+            payload = json.dumps(self.answer(qid, question, body.get("user_groups", []))).encode()
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(payload)))
+            h.end_headers()
+            try:
+                for i in range(len(payload)):
+                    h.wfile.write(payload[i:i + 1])
+                    h.wfile.flush()
+                    time.sleep(self.slow_s / 20)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
         elif fault == "malformed":
             return h._send(200, b'{"retrieved": [ this is not json')
         elif fault == "echo_auth":
