@@ -11,7 +11,6 @@ from pathlib import Path
 
 import dagster as dg
 import polars as pl
-import pytest
 import yaml
 
 from rag_eval_pipeline.cli import main

@@ -115,7 +115,7 @@ def test_request_template_and_response_fields(sample):
                  response_fields={"retrieved": "data.hits", "chunk_id": "id", "score": "relevance",
                                   "answer": "output.text", "decision": "output.label"})
         run = HttpRunner(s).run(golden, sample.ctx("live"))
-        sent = srv.requests[0]["body"]
+        sent = srv.attempts(ids[0])[0]["body"]
     assert sent["id"] == ids[0] and sent["note"] == f"ask {ids[0]}" and isinstance(sent["groups"], list)
     ref = sample.reference_runs.head(6)
     assert run.runs.select("question_id", "retrieved", "decision", "answer").equals(
