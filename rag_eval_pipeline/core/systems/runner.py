@@ -43,10 +43,10 @@ def _frame(rows: list[dict]) -> pl.DataFrame:
     return tables.conform(pl.DataFrame(rows, schema=tables.SCHEMAS["rag_runs"]), "rag_runs")
 
 
-def _latency_info(rows: list[dict]) -> dict[str, Any]:
-    errors = [r for r in rows if r["decision"] == "error"]
-    return {"questions": len(rows), "error_rows": len(errors),
-            "error_examples": [r["error"] for r in errors[:5]]}
+def _row_counts(rows: list[dict]) -> dict[str, Any]:
+    # ids only: an error text can quote a reply, and asset metadata never carries answer or chunk text
+    errors = [r["question_id"] for r in rows if r["decision"] == "error"]
+    return {"questions": len(rows), "error_rows": len(errors), "error_question_ids": errors[:50]}
 
 
 class HttpRunner:
@@ -59,7 +59,7 @@ class HttpRunner:
 
     def run(self, golden: pl.DataFrame, ctx: RunContext) -> SystemRun:
         rows = self.system.run(questions_of(golden), ctx)
-        return SystemRun(_frame(rows), {"kind": "http", **_latency_info(rows), **self.system.stats.as_dict()})
+        return SystemRun(_frame(rows), {"kind": "http", **_row_counts(rows), **self.system.stats.as_dict()})
 
 
 class PythonRunner:
@@ -73,7 +73,7 @@ class PythonRunner:
     def run(self, golden: pl.DataFrame, ctx: RunContext) -> SystemRun:
         rows = self.system.run(questions_of(golden), ctx)
         stats = {"calls": self.system.stats["calls"], "errors_by_kind": dict(self.system.stats["errors_by_kind"])}
-        return SystemRun(_frame(rows), {"kind": "python", **_latency_info(rows), **stats})
+        return SystemRun(_frame(rows), {"kind": "python", **_row_counts(rows), **stats})
 
 
 class TracesRunner:
@@ -86,7 +86,7 @@ class TracesRunner:
         from rag_eval_pipeline.core.systems.traces import import_traces
 
         result = import_traces(self.spec, golden, ctx, base_dir=self.base_dir)
-        return SystemRun(_frame(result.rows), {"kind": "traces", **_latency_info(result.rows), **result.info})
+        return SystemRun(_frame(result.rows), {"kind": "traces", **_row_counts(result.rows), **result.info})
 
 
 def make_system(spec: dict, *, base_dir: Path | None = None, environ: Mapping[str, str] | None = None,
