@@ -159,3 +159,11 @@ def test_estimate_counts_system_calls_and_makes_none(monkeypatch, capsys, tmp_pa
     # 52 golden questions; max_retries 2 in live_http.yaml: 52 x 3 calls at most
     assert "system bm25_k5_http (http): 52 calls for a full run, at most 156 with every retry" in out
     assert "system bm25_k5_py (python): 52 calls for a full run;" in out
+
+
+def test_serve_reference_refuses_a_system_it_cannot_serve(capsys):
+    assert main(["serve-reference", "--config", str(SAMPLE_DIR / "config.yaml"), "--system", "team_rag"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "team_rag" in err[0] and "kind 'logged'" in err[0]
+    assert main(["serve-reference", "--config", str(SAMPLE_DIR / "config.yaml"), "--system", "nope"]) == 1
+    assert "no system named 'nope'" in capsys.readouterr().err
