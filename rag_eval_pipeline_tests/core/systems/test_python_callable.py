@@ -66,3 +66,19 @@ def test_an_unimportable_callable_is_a_config_error():
         PythonRunner(spec("no_such_module:fn"))
     with pytest.raises(ConfigError, match="has no attribute 'nope'"):
         PythonRunner(spec(f"{MODULE}:nope"))
+
+
+def test_a_reply_outside_the_snapshot_or_the_schema_is_an_error_row_naming_the_field(sample):
+    replies = {"q01": {"retrieved": [{"chunk_id": "nope#0"}], "decision": "abstain"},
+               "q02": {"retrieved": [{"chunk_id": "devoluciones-a1#1", "score": float("nan")}], "decision": "abstain"},
+               "q03": {"retrieved": [], "decision": "answer"},
+               "q04": {"question_id": "q99", "retrieved": [], "decision": "abstain"}}
+    run = PythonRunner(spec(f"{MODULE}:answer"), fn=lambda q, text, groups: replies[q]).run(
+        sample.golden.head(4), sample.ctx("py"))
+    errors = run.runs["error"].to_list()
+    assert run.runs["decision"].to_list() == ["error"] * 4
+    assert "field 'retrieved[0].chunk_id'" in errors[0] and "not in the corpus snapshot" in errors[0]
+    assert "field 'retrieved[0].score'" in errors[1]
+    assert "field 'answer'" in errors[2]
+    assert "'question_id' is 'q99'" in errors[3]
+    assert all(e.startswith(f"system 'py', question 'q0{i}'") for i, e in enumerate(errors, start=1))
