@@ -19,7 +19,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_METRICS = (("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
                    ("claim_evidence_availability", 5), ("coverage", None), ("answer_without_evidence_rate", None),
                    ("false_abstention_rate", None), ("abstention_without_evidence", None), ("faithfulness", None),
-                   ("faithfulness_holistic", None), ("reference_token_recall", None), ("run_error_rate", None))
+                   ("faithfulness_holistic", None), ("reference_token_recall", None), ("run_error_rate", None),
+                   ("latency_ms_p50", None), ("latency_ms_p95", None))
 
 
 def _prepare_env(args: argparse.Namespace) -> None:
@@ -153,10 +154,18 @@ def estimate(args: argparse.Namespace) -> int:
         cfg = load_config(os.environ.get("RAG_EVAL_CONFIG") or PROJECT_ROOT / "data" / "sample" / "config.yaml")
         snapshot, version = build_snapshot(cfg)
         golden = build_golden(cfg, snapshot)
-        runs = build_runs(cfg, snapshot, golden, version)
+        from rag_eval_pipeline.core.systems.estimate import offline_systems, system_call_lines
+
+        offline = offline_systems(cfg)  # live systems are not called by a dry run
+        runs = build_runs(cfg, snapshot, golden, version, offline) if offline else None
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    for line in system_call_lines(cfg, golden):
+        print(line)
+    if runs is None:
+        print("judge: no offline system to estimate from (live systems' answers exist only after a run)")
+        return 0
     judge = build_resources()["judge"].get_judge()
     texts = dict(zip(snapshot["chunk_id"], snapshot["text"]))
     questions = dict(zip(golden["question_id"], golden["question"]))
@@ -188,12 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     p_est = sub.add_parser("estimate", help="dry run: judge calls and prompt tokens this configuration would cost")
     p_est.add_argument("--config", help="evaluation YAML (default: data/sample/config.yaml or $RAG_EVAL_CONFIG)")
     p_est.add_argument("--output", help=argparse.SUPPRESS)
+    from rag_eval_pipeline import serve_reference
     from rag_eval_pipeline.labelling import cli as label_cli
 
     label_cli.add_arguments(sub.add_parser("label", help="a local page for the hand labels judge calibration needs"))
+    serve_reference.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "label":
         return label_cli.main(args)
+    if args.command == "serve-reference":
+        return serve_reference.serve_reference(args)
     if args.command == "run":
         return run(args)
     if args.command == "estimate":

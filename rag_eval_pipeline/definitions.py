@@ -14,6 +14,7 @@ from pathlib import Path
 import dagster as dg
 
 from rag_eval_pipeline.defs import calibration, corpus, golden, judging, metrics, promotion, report, runs, schedules
+from rag_eval_pipeline.defs.systems import live_sources_changed, system_resources
 from rag_eval_pipeline.defs.io import ParquetIOManager
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
@@ -34,6 +35,7 @@ def build_resources(config_path: str | None = None, output_dir: str | None = Non
         "store": TableStore(base_dir=output_dir),
         "io_manager": ParquetIOManager(base_dir=output_dir),
         "judge": judge or judging.select_judge_resource(),
+        **system_resources(),  # http_system, python_system, traces_system
     }
 
 
@@ -45,5 +47,6 @@ defs = dg.Definitions(
     asset_checks=CHECKS,
     jobs=[schedules.full_evaluation, schedules.quick_evaluation],
     schedules=[schedules.nightly_full_evaluation],
+    sensors=[live_sources_changed],
     resources=build_resources(),
 )

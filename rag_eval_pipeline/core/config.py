@@ -17,9 +17,10 @@ import yaml
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.metrics.names import PIPELINE_METRICS
+from rag_eval_pipeline.core.systems.specs import validate_system_spec
 
 CORPUS_SOURCES = ("documents_dir", "beir", "squad_v2")
-SYSTEM_KINDS = ("reference", "logged")
+SYSTEM_KINDS = ("reference", "logged", "http", "python", "traces")
 RANKING_MODES = ("system", "trec_eval")
 JUDGE_TYPES = ("rule_based", "openai_compatible", "human")
 JUDGE_KEYS = ("type", "max_error_share", "repeats", "reverse_questions")
@@ -164,6 +165,7 @@ def load_config(path: str | Path) -> EvalConfig:
             raise ConfigError(f"{path}: systems[{i}].name is missing")
         if s.get("kind") not in SYSTEM_KINDS:
             raise ConfigError(f"{path}: systems[{i}].kind must be one of {SYSTEM_KINDS}, got {s.get('kind')!r}")
+        systems[i] = s = validate_system_spec(s, path, i)  # http / python / traces: their own keys
         if s["kind"] == "logged" and not s.get("path"):
             raise ConfigError(f"{path}: systems[{i}] ({s['name']}) is logged but has no path")
         rk = (s.get("retriever") or {}).get("k")

@@ -132,6 +132,13 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
         if system["kind"] == "reference":
             spec = {k: v for k, v in system.items() if k != "kind"}
             frames.append(run_reference_system(snapshot, golden, spec, corpus_version, golden_version))
+        elif system["kind"] in ("http", "python", "traces"):  # live systems: core/systems
+            from rag_eval_pipeline.core.systems.records import RunContext
+            from rag_eval_pipeline.core.systems.runner import run_system
+
+            ctx = RunContext(name, corpus_version, golden_version, frozenset(known_chunks),
+                             cfg.ranking_mode == "trec_eval")
+            frames.append(run_system(system, golden, ctx, base_dir=cfg.path.parent).runs)
         else:
             runs = load_run_log(cfg.resolve(system["path"]), name, corpus_version, golden_version,
                                 known_chunks=known_chunks, require_scores=cfg.ranking_mode == "trec_eval")
@@ -151,6 +158,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     from rag_eval_pipeline.core.metrics.correctness import correctness_question_metrics
     from rag_eval_pipeline.core.metrics.decisions import decision_question_metrics
     from rag_eval_pipeline.core.metrics.faithfulness import faithfulness_question_metrics
+    from rag_eval_pipeline.core.metrics.latency import latency_question_metrics
     from rag_eval_pipeline.core.metrics.retrieval import (
         claim_evidence_availability,
         explode_runs,
@@ -177,6 +185,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     frames.append(decision_question_metrics(runs, golden, snapshot))
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden))
+    frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)
     frames.extend(extra or [])  # e.g. model-judged answer quality, already in question_metrics shape
     cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
     qm = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")

@@ -72,6 +72,10 @@ SCHEMAS: dict[str, pl.Schema] = {
             "generator": pl.Utf8,
             "model": pl.Utf8,
             "prompt_version": pl.Utf8,
+            "latency_ms": pl.Float64,  # the system call's wall time (http, python) or root span (traces); null if unmeasured
+            "system_version": pl.Utf8,  # the reply's version header (http version_header); null otherwise
+            "trace_id": pl.Utf8,  # traces: the trace this row came from (hex); null otherwise
+            "decision_rule": pl.Utf8,  # traces / mapped replies: which rule set the decision; null = the system said
         }
     ),
     # one claim of one answer, judged once
@@ -314,6 +318,10 @@ SCHEMAS: dict[str, pl.Schema] = {
         }
     ),
 }
+
+
+#: rag_runs columns that older tables (written before they existed) lack; read as null.
+RAG_RUNS_OPTIONAL = ("latency_ms", "system_version", "trace_id", "decision_rule")
 
 
 def empty(table: str) -> pl.DataFrame:

@@ -187,6 +187,9 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
       metric is a declared proportion and every non-null value is 0 or 1; ``bootstrap`` (seeded
       percentile bootstrap over questions, see :func:`_bootstrap`) otherwise; ``none`` with a
       null interval when the denominator is 0 or ``bootstrap_resamples`` is 0;
+    - metric ``latency_ms`` becomes the rows ``latency_ms_p50`` / ``latency_ms_p95`` instead of a
+      mean (percentiles with numerator = value, denominator = 1, no interval; see
+      ``core/metrics/latency.py``);
     - ``judge_errors`` = rows with status ``judge_error``; ``ranking_mode`` = first non-null
       ranking_mode of the system's metric and k (in question_id order); ``small_segment`` =
       n < small_segment_n (flagged, not hidden).
@@ -239,6 +242,14 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     if two.height:
         raise InputError(f"question_metrics: question {two['question_id'][0]!r} has more than one split",
                          field="split")
+    # latency is a measurement, not a rate: its p50 / p95 rows are made apart (core/metrics/latency.py)
+    from rag_eval_pipeline.core.metrics.latency import LATENCY_METRIC, latency_summary
+
+    latency = latency_summary(qm.filter(pl.col("metric") == LATENCY_METRIC), segments, small_segment_n)
+    qm = qm.filter(pl.col("metric") != LATENCY_METRIC)
+    if qm.height == 0:
+        return latency
+    questions = qm.select("question_id", "split").unique()
     questions = questions.sort("question_id").with_row_index("_q")
     series = (
         qm.select("system", "metric", "k").unique().sort("system", "metric", "k", nulls_last=True)
@@ -340,8 +351,8 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
         out.join(series.with_columns(pl.col("_s").cast(pl.UInt32)), on="_s", how="left")
         .join(modes.with_columns(pl.col("_s").cast(pl.UInt32)), on="_s", how="left")
         .drop("_s")
-        .sort(_KEYS, nulls_last=True)
     )
+    out = pl.concat([conform(out, "metric_summary"), latency]).sort(_KEYS, nulls_last=True)
     return conform(out, "metric_summary")
 
 

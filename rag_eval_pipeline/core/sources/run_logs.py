@@ -24,6 +24,8 @@ golden_version      optional; when present it must equal the evaluated golden se
 model, prompt_version   optional strings (run manifest)
 retriever, generator    optional: a string, or an object (stored as canonical JSON, sorted keys)
 metadata            optional free-form object (latency, cost, trace ids ...); not stored
+latency_ms          optional finite number >= 0: the system's time for this question, in ms
+system_version, trace_id, decision_rule   optional strings (as in ``rag_runs``)
 ==================  ===============================================================================
 
 Any other field is an error. Blank lines are skipped; a BOM and CRLF are repaired; a last line cut
@@ -45,7 +47,7 @@ from rag_eval_pipeline.core.sources._records import Fields, finite_number, is_in
 
 LOG_FIELDS = ("question_id", "retrieved", "decision", "answer", "citations", "error", "system",
               "corpus_version", "golden_version", "model", "prompt_version", "retriever", "generator",
-              "metadata")
+              "metadata", "latency_ms", "system_version", "trace_id", "decision_rule")
 
 
 def _config_text(f: Fields, field: str) -> str | None:
@@ -182,7 +184,20 @@ def parse_run_record(record: dict, path: str, line: int, system: str, corpus_ver
         "generator": _config_text(f, "generator"),
         "model": f.string("model"),
         "prompt_version": f.string("prompt_version"),
+        "latency_ms": _latency(f),
+        "system_version": f.string("system_version"),
+        "trace_id": f.string("trace_id"),
+        "decision_rule": f.string("decision_rule"),
     }
+
+
+def _latency(f: Fields) -> float | None:
+    value = f.record.get("latency_ms")
+    if value is None:
+        return None
+    if not finite_number(value) or value < 0:
+        raise f.error("latency_ms", f"got {value!r}; expected a finite number of milliseconds >= 0")
+    return float(value)
 
 
 def load_run_log(path: str | Path, system: str, corpus_version: str, golden_version: str, *,

@@ -1,0 +1,261 @@
+"""The ``http`` kind: one request per golden question to a team's RAG endpoint.
+
+Default contract: ``POST`` JSON ``{"question_id", "question", "user_groups"}``; the reply is one
+object in the run-log schema (see ``records.record_to_row``). ``request_template`` and
+``response_fields`` adapt other APIs. Headers with secrets are read from the environment
+(``headers_from_env``) when the run starts, sent, and scrubbed from every text the run keeps (error
+reasons, reply bodies), so a server that echoes a token back cannot get it into a table.
+
+Failure handling, per question: ``timeout_s`` bounds each attempt (connect, send, wait, body);
+429, 5xx, timeouts and refused or dropped connections are retried up to ``max_retries`` times
+after ``backoff_s * 2**(n-1)`` seconds (at most ``max_backoff_s``), or after the server's
+``Retry-After`` when that is longer; a Retry-After beyond ``max_backoff_s`` ends the retries. Other
+4xx, a body that is not JSON, or a reply that does not fit the schema are not retried. A question
+whose call still fails becomes an ``error`` row whose ``error`` says why (HTTP status, timeout,
+malformed body, the missing field), so it counts in ``run_error_rate``; nothing is dropped and no
+empty retrieval is scored.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+
+from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.systems.calls import RateLimiter, backoff_delay, map_in_pool
+from rag_eval_pipeline.core.systems.records import (
+    ReplyError,
+    RunContext,
+    error_row,
+    fill_template,
+    mapped_to_row,
+    record_to_row,
+)
+
+_SNIPPET = 200
+
+
+@dataclass
+class _Attempt:
+    status: int | None = None
+    body: str | None = None
+    version: str | None = None
+    reason: str | None = None  # transport failure
+    retry_after: float | None = None
+    latency_ms: float | None = None
+
+
+class CallStats:
+    """What a run of calls cost: attempts, retries, errors by kind, versions seen (thread-safe)."""
+
+    def __init__(self):
+        self.calls = 0
+        self.retries = 0
+        self.errors: Counter = Counter()
+        self.versions: Counter = Counter()
+        self._lock = threading.Lock()
+
+    def count(self, what: str, key: str | None = None) -> None:
+        with self._lock:
+            if what in ("errors", "versions"):
+                getattr(self, what)[key] += 1
+            else:
+                setattr(self, what, getattr(self, what) + 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "retries": self.retries, "errors_by_kind": dict(sorted(self.errors.items())),
+                "versions_seen": dict(sorted(self.versions.items()))}
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
+
+    Output: a number >= 0, or None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+class HttpSystem:
+    """Calls one configured ``http`` system (its validated spec, see ``specs.validate_system_spec``).
+
+    ``environ``: where ``headers_from_env`` are read (default ``os.environ``), once, here. Raises
+    ConfigError naming the system, header and variable when a variable is unset or empty.
+    ``transport``: an ``httpx2`` transport (tests of error paths); default a real connection pool.
+    """
+
+    def __init__(self, spec: dict, environ: Mapping[str, str] | None = None, *, user_agent: str = "rag-eval",
+                 transport: httpx2.BaseTransport | None = None, sleep=time.sleep):
+        environ = os.environ if environ is None else environ
+        self.spec = spec
+        headers = {"User-Agent": user_agent, **spec.get("headers", {})}
+        self._secrets: list[str] = []
+        for header, var in spec.get("headers_from_env", {}).items():
+            value = environ.get(var)
+            if not value:
+                raise ConfigError(f"system {spec['name']!r}: environment variable {var} (headers_from_env.{header}) "
+                                  "is not set; expected the header's value there")
+            headers[header] = value
+            self._secrets.append(value)
+            if " " in value:  # "Bearer sk-...": the token alone must not leak either
+                self._secrets.extend(part for part in value.split(" ") if len(part) >= 8)
+        self._headers = headers
+        self._transport = transport
+        self._sleep = sleep
+        self.stats = CallStats()
+
+    def redact(self, text: str | None) -> str | None:
+        """``text`` with every secret header value (and its JSON-escaped form) replaced by ``[redacted]``."""
+        if not text:
+            return text
+        for secret in sorted(self._secrets, key=len, reverse=True):
+            text = text.replace(secret, "[redacted]").replace(json.dumps(secret)[1:-1], "[redacted]")
+        return text
+
+    def _body(self, q: dict) -> Any:
+        template = self.spec.get("request_template")
+        if template is None:
+            return {"question_id": q["question_id"], "question": q["question"], "user_groups": list(q["user_groups"])}
+        return fill_template(template, q["question_id"], q["question"], list(q["user_groups"]))
+
+    def _attempt(self, client: httpx2.Client, body: Any) -> _Attempt:
+        """One request, abandoned at ``timeout_s`` whatever phase it is in (connect, send, wait, body).
+
+        The request runs on a helper thread; the caller waits at most ``timeout_s``. An abandoned
+        request ends on its own within httpx's per-phase timeouts (also ``timeout_s``) and its result
+        is discarded."""
+        timeout = self.spec["timeout_s"]
+        start = time.monotonic()
+        future = self._attempts.submit(self._request, client, body)
+        try:
+            return future.result(timeout=timeout)
+        except FutureTimeout:
+            return _Attempt(reason=f"timeout: no complete reply within timeout_s={timeout:g} s",
+                            latency_ms=(time.monotonic() - start) * 1000.0)
+
+    def _request(self, client: httpx2.Client, body: Any) -> _Attempt:
+        timeout = self.spec["timeout_s"]
+        start = time.monotonic()
+        out = _Attempt()
+        try:
+            with client.stream("POST", self.spec["url"], json=body, headers=self._headers,
+                               timeout=httpx2.Timeout(timeout)) as resp:
+                chunks = []
+                for chunk in resp.iter_bytes():
+                    chunks.append(chunk)
+                    if time.monotonic() - start > timeout:
+                        raise httpx2.ReadTimeout("body still arriving at the deadline")
+                out.status = resp.status_code
+                out.body = b"".join(chunks).decode(resp.encoding or "utf-8", errors="replace")
+                if self.spec.get("version_header"):
+                    out.version = resp.headers.get(self.spec["version_header"])
+                out.retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+        except httpx2.TimeoutException:
+            out.reason = f"timeout: no complete reply within timeout_s={timeout:g} s"
+        except httpx2.ConnectError as exc:
+            out.reason = f"connection failed: {exc or type(exc).__name__}"
+        except httpx2.TransportError as exc:
+            out.reason = f"transport error: {type(exc).__name__}: {exc}"
+        out.latency_ms = (time.monotonic() - start) * 1000.0
+        return out
+
+    def _row(self, ctx: RunContext, q: dict, got: _Attempt) -> dict:
+        """A 2xx reply as a row, or an error row saying why it is not one."""
+        qid = q["question_id"]
+        try:
+            reply = json.loads(got.body or "")
+        except json.JSONDecodeError as exc:
+            raise ReplyError(f"system {ctx.system!r}, question {qid!r}: malformed JSON body (HTTP {got.status}, "
+                             f"{exc.msg} at position {exc.pos}): {got.body[:_SNIPPET]!r}") from None
+        if self.spec.get("response_fields"):
+            row = mapped_to_row(reply, self.spec["response_fields"], self.spec["abstain_phrases"], ctx, qid)
+        else:
+            row = record_to_row(reply, ctx, qid)
+        row["latency_ms"], row["system_version"] = got.latency_ms, got.version
+        return row
+
+    def _one(self, client: httpx2.Client, limiter: RateLimiter, ctx: RunContext, q: dict) -> dict:
+        body = self._body(q)
+        attempts = 0
+        while True:
+            limiter.wait()
+            attempts += 1
+            self.stats.count("calls")
+            got = self._attempt(client, body)
+            got.body = self.redact(got.body)
+            if got.version:
+                self.stats.count("versions", got.version)
+            retryable, reason, kind = False, got.reason, "transport"
+            if got.reason is not None:
+                retryable, kind = True, ("timeout" if got.reason.startswith("timeout") else "connection")
+            elif got.status == 429 or got.status >= 500:
+                retryable, kind = True, f"http_{got.status}"
+                reason = f"HTTP {got.status}: {(got.body or '').strip()[:_SNIPPET]!r}"
+            elif not 200 <= got.status < 300:
+                kind, reason = f"http_{got.status}", f"HTTP {got.status}: {(got.body or '').strip()[:_SNIPPET]!r}"
+            else:
+                try:
+                    return self._row(ctx, q, got)
+                except ReplyError as exc:
+                    kind = "malformed_json" if "malformed JSON" in str(exc) else "invalid_reply"
+                    self.stats.count("errors", kind)
+                    return error_row(ctx, q["question_id"], self.redact(str(exc)), got.latency_ms, got.version)
+            if retryable and attempts <= self.spec["max_retries"]:
+                delay = backoff_delay(attempts, self.spec["backoff_s"], self.spec["max_backoff_s"])
+                if got.retry_after is not None:
+                    if got.retry_after > self.spec["max_backoff_s"]:
+                        reason += (f"; Retry-After {got.retry_after:g} s is beyond max_backoff_s="
+                                   f"{self.spec['max_backoff_s']:g} s, not retried")
+                    else:
+                        delay = max(delay, got.retry_after)
+                        self.stats.count("retries")
+                        self._sleep(delay)
+                        continue
+                else:
+                    self.stats.count("retries")
+                    self._sleep(delay)
+                    continue
+            self.stats.count("errors", kind)
+            text = f"system {ctx.system!r}, question {q['question_id']!r}: {reason} (after {attempts} attempt(s))"
+            return error_row(ctx, q["question_id"], self.redact(text), got.latency_ms, got.version)
+
+    def run(self, questions: Sequence[dict], ctx: RunContext) -> list[dict]:
+        """Ask every question once (with retries); one row per question, in input order.
+
+        Input: dicts with ``question_id``, ``question``, ``user_groups`` (list of str). Output:
+        ``rag_runs`` row dicts. Never raises for a failed call (it is an error row); ``self.stats``
+        counts calls, retries and errors by kind afterwards.
+        """
+        limiter = RateLimiter(self.spec.get("rate_per_s"))
+        limits = httpx2.Limits(max_connections=2 * self.spec["concurrency"],
+                               max_keepalive_connections=self.spec["concurrency"])
+        # proxies from the environment apply to remote endpoints only: a local service is reached directly
+        loopback = httpx2.URL(self.spec["url"]).host in ("127.0.0.1", "localhost", "::1")
+        # twice the connections and helper threads of the concurrency: room for abandoned attempts
+        self._attempts = ThreadPoolExecutor(max_workers=2 * self.spec["concurrency"],
+                                            thread_name_prefix="rag-eval-http")
+        try:
+            with httpx2.Client(limits=limits, transport=self._transport, follow_redirects=False,
+                               trust_env=not loopback) as client:
+                return map_in_pool(lambda q: self._one(client, limiter, ctx, q), list(questions),
+                                   self.spec["concurrency"])
+        finally:
+            self._attempts.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,194 @@
+"""Real services for the live-system tests, on 127.0.0.1: the ``rag-eval serve-reference`` command in a
+subprocess, and a stdlib RAG endpoint with injectable faults.
+
+``RagFaultServer(answer, faults)``: ``POST /answer`` (the default contract) answers with
+``answer(question_id, question, user_groups)`` (a run-log object) unless the question id has a fault:
+
+- ``slow``: sleeps ``slow_s`` before answering (past the client's timeout);
+- ``trickle``: sends the headers at once, then the body one byte every ``slow_s / 20`` seconds;
+- ``429``: 429 with ``Retry-After: <retry_after>`` every time; ``429_once``: the first request only;
+- ``500``: 500 every time; ``500_once``: the first request only;
+- ``malformed``: 200 with a body that is not JSON;
+- ``missing_decision``: 200 with the reply minus ``decision``;
+- ``echo_auth``: 401 whose body echoes the Authorization header; ``echo_auth_200``: a 200 answer
+  whose ``answer`` quotes the Authorization header.
+
+``POST /custom`` wraps the reply in another shape (``{"data": {"hits": [{"id", "relevance"}]},
+"output": {"text", "label"}}``) for ``response_fields`` tests; ``/custom`` reads the question from
+``{"input": {"q": ...}, "id": ...}``. Every request is recorded (time, path, headers, body, fault).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound, then released): connections to it are refused."""
+    return free_port()
+
+
+class ServeReference:
+    """``python -m rag_eval_pipeline.cli serve-reference`` started for real; stopped by its pid."""
+
+    def __init__(self, config: Path, system: str, env: dict | None = None, start_timeout_s: float = 60.0):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/answer"
+        self._cmd = [sys.executable, "-m", "rag_eval_pipeline.cli", "serve-reference", "--config", str(config),
+                     "--system", system, "--port", str(self.port)]
+        self._env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+        self._timeout = start_timeout_s
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "ServeReference":
+        self.proc = subprocess.Popen(self._cmd, env=self._env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self._timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"serve-reference exited {self.proc.returncode}: {self.proc.stdout.read().decode()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1) as r:
+                    self.health = json.loads(r.read())
+                    return self
+            except OSError:
+                time.sleep(0.2)
+        self.__exit__()
+        raise RuntimeError("serve-reference did not answer within the start timeout")
+
+    def __exit__(self, *exc) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        if self.proc and self.proc.stdout:
+            self.proc.stdout.close()
+
+
+class RagFaultServer:
+    def __init__(self, answer, faults: dict[str, str] | None = None, *, slow_s: float = 3.0, retry_after: str = "1",
+                 latency_s: float = 0.0, version: str = "fault-v1"):
+        self.answer, self.faults = answer, dict(faults or {})
+        self.slow_s, self.retry_after, self.latency_s, self.version = slow_s, retry_after, latency_s, version
+        self.requests: list[dict] = []
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _send(self, status: int, body: bytes, headers: dict | None = None):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    server._handle(self, body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/answer"
+        self.custom_url = f"http://127.0.0.1:{self.port}/custom"
+
+    def _handle(self, h, body: dict) -> None:
+        custom = h.path == "/custom"
+        qid = body.get("id") if custom else body.get("question_id")
+        question = body["input"]["q"] if custom else body.get("question")
+        with self._lock:
+            n = self._seen[qid] = self._seen.get(qid, 0) + 1
+        fault = self.faults.get(qid)
+        if fault in ("429_once", "500_once") and n > 1:
+            fault = None
+        self.requests.append({"time": time.monotonic(), "path": h.path, "question_id": qid, "attempt": n,
+                              "headers": {k.lower(): v for k, v in h.headers.items()}, "body": body, "fault": fault})
+        if self.latency_s:
+            time.sleep(self.latency_s)
+        auth = h.headers.get("Authorization", "")
+        if fault == "slow":
+            time.sleep(self.slow_s)
+        elif fault in ("429", "429_once"):
+            return h._send(429, b'{"error": "slow down"}', {"Retry-After": self.retry_after})
+        elif fault in ("500", "500_once"):
+            return h._send(500, b'{"error": "internal error"}')
+        elif fault == "trickle":  # headers at once, then the body one byte at a time, slowly
+            payload = json.dumps(self.answer(qid, question, body.get("user_groups", []))).encode()
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(payload)))
+            h.end_headers()
+            try:
+                for i in range(len(payload)):
+                    h.wfile.write(payload[i:i + 1])
+                    h.wfile.flush()
+                    time.sleep(self.slow_s / 20)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
+        elif fault == "malformed":
+            return h._send(200, b'{"retrieved": [ this is not json')
+        elif fault == "echo_auth":
+            return h._send(401, json.dumps({"error": f"invalid credentials: {auth}"}).encode())
+        reply = self.answer(qid, question, body.get("user_groups", []))
+        if fault == "missing_decision":
+            reply = {k: v for k, v in reply.items() if k != "decision"}
+        if fault == "echo_auth_200" and reply.get("answer"):
+            reply = {**reply, "answer": reply["answer"] + f" (you sent {auth})"}
+        if custom:
+            reply = {"data": {"hits": [{"id": r["chunk_id"], "relevance": r["score"]} for r in reply["retrieved"]]},
+                     "output": {"text": reply.get("answer"), "label": reply["decision"]}}
+        h._send(200, json.dumps(reply).encode(), {"X-Model-Version": self.version})
+
+    def attempts(self, qid: str) -> list[dict]:
+        return [r for r in self.requests if r["question_id"] == qid]
+
+    def __enter__(self) -> "RagFaultServer":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
