@@ -18,7 +18,13 @@ from typing import Any
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError, SchemaError
-from rag_eval_pipeline.core.judges.base import JUDGEMENT_STATUSES, AnswerJudgement, Judge
+from rag_eval_pipeline.core.judges.base import (
+    JUDGEMENT_STATUSES,
+    AnswerJudgement,
+    Judge,
+    accepts_repeat,
+    judge_concurrency,
+)
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.tables import DECISIONS, SCHEMAS, VERDICTS, conform
 
@@ -111,13 +117,13 @@ def judge_runs(
     labels: list[dict[str, Any]] = []
     answers: list[dict[str, Any]] = []
     tracker = JudgingProgress(progress, total=rag_runs.height * repeats)
-    concurrency = int(getattr(judge, "concurrency", 1) or 1)
+    concurrency = judge_concurrency(judge)
     for rep in range(repeats):
         for row in fixed_rows:
             answers.append({**row, "repeat": rep})
             tracker.step()
         # Repeats after the first must reach the judge again (no cache read) to measure its noise.
-        kwargs = {"repeat": rep} if rep and getattr(judge, "accepts_repeat", False) else {}
+        kwargs = {"repeat": rep} if rep and accepts_repeat(judge) else {}
         results = _call_judge(judge, pending, concurrency, kwargs, on_result=tracker.judged)
         for (system, qid, _, answer, contexts), result in zip(pending, results):
             status, n_claims, rows = _rows_from_result(result, qid, answer, contexts)
