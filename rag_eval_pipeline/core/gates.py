@@ -226,8 +226,7 @@ class GateVerdict:
     @property
     def blocking_failures(self) -> list[str]:
         """``"system/metric: reason"`` for every blocking gate that failed and every version mismatch."""
-        out = [f"{r.system}/{r.metric}{'' if r.k is None else '_' + str(r.k)}: {r.reason}"
-               for r in self.results if r.blocking and not r.passed]
+        out = [f"{r.system}/{r.metric}: {r.reason}" for r in self.results if r.blocking and not r.passed]
         return out + list(self.errors)
 
     @property

@@ -69,8 +69,7 @@ def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, stor
 def failed_gates(gate_results: pl.DataFrame) -> list[str]:
     """``"system/metric: reason"`` of every blocking gate row that did not pass (version mismatches included)."""
     failed = gate_results.filter(pl.col("blocking") & ~pl.col("passed"))
-    return [f"{r['system']}/{r['metric']}{'' if r['k'] is None else '_' + str(r['k'])}: {r['reason']}"
-            for r in failed.iter_rows(named=True)]
+    return [f"{r['system']}/{r['metric']}: {r['reason']}" for r in failed.iter_rows(named=True)]
 
 
 @dg.asset(group_name="promotion", kinds={"json"})
