@@ -47,7 +47,12 @@ def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
         return text if len(value) <= limit else f"{repr(value[:limit])}... ({len(value)} characters)"
     if isinstance(value, (list, tuple, dict, set, frozenset)):
         # a shared-structure value (an alias bomb) has a repr of billions of characters: never build it
-        head = [shown(v, 20) for v in itertools.islice(value.items() if isinstance(value, dict) else value, 3)]
+        def item(v: object) -> str:
+            if isinstance(v, (list, tuple, dict, set, frozenset)):
+                return f"<{type(v).__name__} of {len(v)}>"
+            return shown(v, 20)
+
+        head = [item(v) for v in itertools.islice(value.items() if isinstance(value, dict) else value, 3)]
         more = ", ..." if len(value) > 3 else ""
         kind = type(value).__name__
         return f"{kind} of {len(value)} item(s) [{', '.join(head)}{more}]"[: limit + 40]
