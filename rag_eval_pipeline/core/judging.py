@@ -83,8 +83,10 @@ def judge_runs(
         raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
     _need_columns(rag_runs, "rag_runs", _RUN_COLUMNS)
     _need_columns(snapshot, "corpus_snapshot", ("chunk_id", "text"))
-    for attr in ("name", "model", "prompt_sha256"):
-        if not isinstance(getattr(judge, attr, None), str):
+    if not isinstance(judge, Judge):
+        raise TypeError(f"judge {judge!r} does not implement the Judge protocol (name, model, prompt_sha256, judge)")
+    for attr, value in (("name", judge.name), ("model", judge.model), ("prompt_sha256", judge.prompt_sha256)):
+        if not isinstance(value, str):
             raise TypeError(f"judge {judge!r} has no string attribute {attr!r}")
     texts = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
     qtext = _question_texts(questions)

@@ -115,6 +115,8 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
         "statuses": dg.MetadataValue.json(statuses), "repeats": repeats,
         # calls, prompt/completion tokens and seconds spent by a model judge (none for the rule-based one)
         "judge_stats": dg.MetadataValue.json(judge_stats(j)),
+        # the configured judge and its transport settings, and which variables overrode the file
+        "judge_settings": dg.MetadataValue.json(judge_settings_metadata(settings.config.judge)),
     })
 
 
@@ -165,6 +167,16 @@ def judge_error_share(settings: EvalSettings, judge_labels: pl.DataFrame) -> dg.
         metadata={"judge_errors": errors.height, "labels": judge_labels.height, "share": share, "limit": limit,
                   "error_claim_ids": dg.MetadataValue.json(errors["claim_id"].to_list()[:50])},
     )
+
+
+def judge_settings_metadata(judge: JudgeConfig) -> dict:
+    """The judge settings a run used, for its metadata: type and where it came from, the transport's
+    timeout_s / max_retries / backoff_s / concurrency / rate_limit_per_s, model and base URL, and the
+    environment variables that overrode the file (never the API key)."""
+    return {"type": judge.type, "type_source": judge.type_source, "model": judge.model, "base_url": judge.base_url,
+            "timeout_s": judge.timeout_s, "max_retries": judge.max_retries, "backoff_s": judge.backoff_s,
+            "concurrency": judge.concurrency, "rate_limit_per_s": judge.rate_limit_per_s,
+            "repeats": judge.repeats, "from_env": list(judge.from_env)}
 
 
 def judge_settings(config_path: str | None = None) -> JudgeConfig:
