@@ -63,7 +63,8 @@ def threshold(**limits):
     (threshold(max_abs_drop="0.05"), r"gates.thresholds\[0\].max_abs_drop must be a finite number >= 0.0, got '0.05'"),
     (threshold(max_rel_drop=math.nan), r"gates.thresholds\[0\].max_rel_drop must be a number in \[0.0, 1.0\], got nan"),
     (threshold(max_rel_drop=-1), r"gates.thresholds\[0\].max_rel_drop must be a number in \[0.0, 1.0\], got -1"),
-    (threshold(max_rel_drop="0.05"), r"gates.thresholds\[0\].max_rel_drop must be a number in \[0.0, 1.0\], got '0.05'"),
+    (threshold(max_rel_drop="0.05"),
+     r"gates.thresholds\[0\].max_rel_drop must be a number in \[0.0, 1.0\], got '0.05'"),
     (threshold(min_value=math.nan), r"gates.thresholds\[0\].min_value must be a finite number >= 0.0, got nan"),
     (threshold(min_value=-math.inf), r"gates.thresholds\[0\].min_value must be a finite number >= 0.0, got -inf"),
     (threshold(min_value=-1), r"gates.thresholds\[0\].min_value must be a finite number >= 0.0, got -1"),
@@ -81,14 +82,16 @@ def threshold(**limits):
     (lambda c: c["judge"].update(max_retries=-1), r"judge.max_retries must be an integer in \[0, 20\], got -1"),
     (lambda c: c["judge"].update(backoff_s=math.nan), r"judge.backoff_s must be a number in \[0.0, 300.0\], got nan"),
     (lambda c: c["judge"].update(api_key="sk-x"), r"judge.api_key is not read from a file"),
-    (lambda c: c["judge"].update(type="gpt"), r"judge.type 'gpt': expected one of rule_based, openai_compatible, human"),
+    (lambda c: c["judge"].update(type="gpt"),
+     r"judge.type 'gpt': expected one of rule_based, openai_compatible, human"),
     (lambda c: c["corpus"].update(chunking={"strategy": "sentences"}),
      r"corpus.chunking.strategy must be one of \('paragraphs', 'document'\)"),
     (lambda c: c["corpus"].update(splt="test"), r"unknown key\(s\) \['splt'\] in corpus"),
     (lambda c: c["systems"][0].update(name="../escape"), r"systems\[0\].name '../escape' contains '/'"),
     (lambda c: c["systems"][0].update(prompt_version=["v1", "v2"]), r"systems\[0\].prompt_version must be a string"),
     (lambda c: c.update(schedule={"cron": "nightly"}), r"schedule.cron must be a cron expression of five fields"),
-    (lambda c: c["calibration"].update(human_labels="no_such_labels.jsonl"), r"calibration.human_labels .*: file not found"),
+    (lambda c: c["calibration"].update(human_labels="no_such_labels.jsonl"),
+     r"calibration.human_labels .*: file not found"),
 ])
 def test_a_mistake_is_an_error_at_load_naming_file_and_key(tmp_path, edit, message):
     path = edited(tmp_path, edit)
