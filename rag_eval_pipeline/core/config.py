@@ -22,6 +22,7 @@ file. An inconsistent judge (a model endpoint without URL or model, an unknown j
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -86,6 +87,8 @@ JUDGE_ENV = {
 
 #: Longest name or version string stored on every row (system names, prompt_version, model).
 MAX_NAME_CHARS = 200
+#: Longest retriever / generator block of a system, as JSON (the manifest stores it on every row).
+MAX_BLOCK_CHARS = 20_000
 __all__ = [
     "CALIBRATION_LEVELS", "CHUNKING_STRATEGIES", "CORPUS_SOURCES", "DEFAULT_KAPPA_FLOOR", "DEFAULT_VIEWER_GROUPS",
     "GATE_SPLITS", "JUDGE_ENV", "JUDGE_TYPES", "MAX_NAME_CHARS", "RANKING_MODES", "SYSTEM_KINDS",
@@ -263,6 +266,10 @@ def _systems(c: _Checks, raw: dict) -> tuple[dict, ...]:
         if rk is not None and (isinstance(rk, bool) or not isinstance(rk, int) or rk < 1):
             raise c.fail(f"systems[{i}].retriever.k must be an integer >= 1, got {_show(rk)}")
         generator = c.mapping(s.get("generator"), f"systems[{i}].generator")
+        for key, block in (("retriever", retriever), ("generator", generator)):  # stored as JSON on every row
+            size = len(json.dumps(block, default=str))
+            if size > MAX_BLOCK_CHARS:
+                raise c.fail(f"systems[{i}].{key} is {size} characters as JSON; expected at most {MAX_BLOCK_CHARS}")
         threshold = generator.get("abstain_threshold")
         if threshold is not None:
             c.number(threshold, f"systems[{i}].generator.abstain_threshold", 0.0, 1.0)

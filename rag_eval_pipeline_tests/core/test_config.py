@@ -90,6 +90,8 @@ def threshold(**limits):
     (lambda c: c["systems"][0].update(name="../escape"), r"systems\[0\].name '../escape' contains '/'"),
     (lambda c: c["systems"][0].update(prompt_version=["v1", "v2"]), r"systems\[0\].prompt_version must be a string"),
     (lambda c: c.update(schedule={"cron": "nightly"}), r"schedule.cron must be a cron expression of five fields"),
+    (lambda c: c["systems"][0]["retriever"].update(stopwords=["palabra"] * 5000),
+     r"systems\[0\].retriever is \d+ characters as JSON; expected at most 20000"),
     (lambda c: c["calibration"].update(human_labels="no_such_labels.jsonl"),
      r"calibration.human_labels .*: file not found"),
 ])
