@@ -172,7 +172,8 @@ def load_yaml_text(text: str, *, source: str, line_offset: int = 0, max_aliases:
     Output: the document's value (dict, list, scalar, or None for an empty text).
     Raises :class:`YAMLInputError` naming ``source``, the file line (mark + 1 + ``line_offset``) and,
     for a repeated key, the key: on bad syntax, a repeated mapping key, more than ``max_aliases``
-    aliases, more than ``max_expanded_nodes`` values after alias expansion, or a recursive alias.
+    aliases, more than ``max_expanded_nodes`` values after alias expansion, a recursive alias, or
+    nesting deeper than Python's recursion limit allows.
     """
     loader_cls = StrictSafeLoader
     if (max_aliases, max_expanded_nodes) != (MAX_ALIASES, MAX_EXPANDED_NODES):
@@ -181,6 +182,9 @@ def load_yaml_text(text: str, *, source: str, line_offset: int = 0, max_aliases:
     loader = loader_cls(text)
     try:
         return loader.get_single_data()
+    except RecursionError:  # PyYAML composes and constructs recursively
+        raise YAMLInputError("not valid YAML: values nested too deeply; expected a few levels of mappings and lists",
+                             path=source, line=None) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

@@ -117,6 +117,11 @@ def test_too_many_aliases_and_recursive_aliases_are_refused():
         load_yaml_text("a: &a [1, *a]\n", source="x.yaml")
 
 
+def test_deep_nesting_is_an_input_error_not_a_recursion_error():
+    with pytest.raises(YAMLInputError, match="nested too deeply"):
+        load_yaml_text("a: " + "[" * 3000 + "]" * 3000, source="x.yaml")
+
+
 def test_file_limits(tmp_path):
     big = tmp_path / "big.yaml"
     big.write_text("k: " + "x" * 2000 + "\n", encoding="utf-8")

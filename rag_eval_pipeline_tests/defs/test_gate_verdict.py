@@ -98,3 +98,27 @@ def test_after_promotion_the_promoted_candidate_is_unchanged_not_a_vacuous_pass(
     assert two_runs["second_manifest"] == two_runs["first_manifest"]
     promo = two_runs["second"].asset_materializations_for_node("promotion")[0].metadata
     assert promo["unchanged_since_promotion"].value is True
+
+
+def test_a_changed_configuration_under_the_same_name_is_compared_for_real(two_runs):
+    """Only the same system, configuration and versions is "unchanged"; a new prompt version is a real candidate,
+    and a promoted baseline on another golden version is a version error, never compared."""
+    from rag_eval_pipeline.core.config import load_config
+
+    out = two_runs["out"]
+    tables = {name: pl.read_parquet(out / f"{name}.parquet") for name in
+              ("metric_summary", "question_metrics", "rag_runs", "golden_set", "corpus_snapshot", "judge_variance")}
+    stored = promotion_defs.load_baseline(promotion_defs.TableStore(base_dir=str(out)))
+    cfg = load_config(SAMPLE_DIR / "config.yaml", environ={})
+
+    def verdict(**manifest_changes):
+        promoted = core_gates.PromotedBaseline({**stored.manifest, **manifest_changes}, stored.metric_summary,
+                                               stored.question_metrics)
+        return core_gates.compute_gate_verdict(cfg, *tables.values(), promoted, n_permutations=200)
+
+    assert verdict().unchanged == ["bm25_k10"]
+    changed = verdict(prompt_version="v2")
+    assert changed.unchanged == [] and {r.status for r in changed.results if r.system == "bm25_k10"} == {"pass"}
+    other = verdict(golden_version="0" * 16)
+    assert other.results == [] and not other.passed
+    assert all("golden_version" in e and "0" * 16 in e for e in other.errors) and len(other.errors) == 2
