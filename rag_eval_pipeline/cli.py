@@ -147,6 +147,7 @@ def estimate(args: argparse.Namespace) -> int:
     _prepare_env(args)
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.core.errors import EvalError
+    from rag_eval_pipeline.core.judges.base import EstimatesCost
     from rag_eval_pipeline.core.pipeline import build_golden, build_runs, build_snapshot
     from rag_eval_pipeline.definitions import build_resources
 
@@ -171,11 +172,11 @@ def estimate(args: argparse.Namespace) -> int:
     questions = dict(zip(golden["question_id"], golden["question"]))
     items = [(questions.get(r["question_id"], ""), r["answer"], [texts[h["chunk_id"]] for h in r["retrieved"] if h["chunk_id"] in texts])
              for r in runs.iter_rows(named=True) if r["decision"] == "answer"]
-    if not hasattr(judge, "dry_run_estimate"):
+    if not isinstance(judge, EstimatesCost):
         print(f"judge {judge.name}: {len(items)} answers to judge; it makes no model calls (cost 0)")
         return 0
     est = judge.dry_run_estimate(items)
-    repeats = int(cfg.judge.get("repeats", 1))
+    repeats = cfg.judge.repeats
     print(f"judge {judge.name} ({judge.model}): {est['items']} answers, about {est['calls'] * repeats} calls and "
           f"{est['prompt_tokens_est'] * repeats:,} prompt tokens (characters / 4) for {repeats} repeat(s); "
           f"{est['cached_calls']} decomposition calls already cached. Faithfulness only: answer_quality adds "

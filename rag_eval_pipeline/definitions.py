@@ -34,7 +34,7 @@ def build_resources(config_path: str | None = None, output_dir: str | None = Non
         "settings": EvalSettings(config_path=config_path),
         "store": TableStore(base_dir=output_dir),
         "io_manager": ParquetIOManager(base_dir=output_dir),
-        "judge": judge or judging.select_judge_resource(),
+        "judge": judge or judging.select_judge_resource(config_path=config_path),
         **system_resources(),  # http_system, python_system, traces_system
     }
 

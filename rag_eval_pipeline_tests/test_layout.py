@@ -29,7 +29,7 @@ def test_asset_keys_are_pinned():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {
         "corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements",
-        "question_metrics", "metric_summary", "metric_history", "promotion", "judge_calibration", "judge_variance", "gate_results", "regression_cases", "answer_quality", "trec_files",
+        "question_metrics", "metric_summary", "metric_history", "promotion", "judge_calibration", "judge_variance", "gate_results", "gate_verdict", "regression_cases", "answer_quality", "trec_files",
         "evaluation_report",
     } <= keys
 
@@ -40,7 +40,7 @@ def test_blocking_checks_guard_the_chain():
         for cdef in defs.resolve_asset_graph().asset_check_keys
         for spec in [defs.resolve_asset_graph().get_check_spec(cdef)]
     }
-    for key in [("metric_summary", "denominators_consistent"), ("gate_results", "no_regression_against_baseline"),
+    for key in [("metric_summary", "denominators_consistent"), ("gate_verdict", "no_regression_against_baseline"),
                 ("rag_runs", "every_question_has_a_run_row"), ("golden_set", "golden_consistent_with_snapshot"),
                 ("judge_labels", "verdicts_in_allowed_set"), ("judge_calibration", "judge_calibrated_above_floor"),
                 ("corpus_snapshot", "chunk_ids_unique"), ("judge_labels", "judge_error_share"),

@@ -211,7 +211,7 @@ def test_threshold_metric_names_are_checked_when_the_config_loads(tmp_path):
     from rag_eval_pipeline.core.errors import ConfigError
     from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 
-    base = yaml.safe_load((SAMPLE_DIR / "config.yaml").read_text())
+    base = sample_config_dict()  # absolute paths: the corpus folder must exist when the file loads
 
     def load(thresholds, **sections):
         cfg = dict(base, gates=dict(base["gates"], thresholds=thresholds), **sections)

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import polars as pl
 
-from rag_eval_pipeline.core.judges.base import HOLISTIC_SCORES
+from rag_eval_pipeline.core.judges.base import HOLISTIC_SCORES, QualityJudge, ReverseQuestions, judge_concurrency
 
 QUALITY_METHODS = ("answer_relevance", "context_relevance", "correctness", "holistic")
 QUALITY_METRICS = ("answer_relevance", "answer_relevancy", "context_relevance", "answer_correctness",
@@ -32,8 +32,9 @@ _SCHEMA = {"system": pl.Utf8, "question_id": pl.Utf8, "metric": pl.Utf8, "k": pl
 
 
 def supports_quality(judge) -> bool:
-    """True when ``judge`` has every method this module calls (see ``QUALITY_METHODS``)."""
-    return all(callable(getattr(judge, m, None)) for m in QUALITY_METHODS)
+    """True when ``judge`` is a :class:`~rag_eval_pipeline.core.judges.base.QualityJudge` (it has
+    every method of ``QUALITY_METHODS``)."""
+    return isinstance(judge, QualityJudge)
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -122,11 +123,11 @@ def answer_quality_metrics(
         record("context_relevance", context_rel)
         record("answer_correctness", correctness)
         record("faithfulness_holistic_model", holistic)
-        if embed is not None and callable(getattr(judge, "reverse_questions", None)):
+        if embed is not None and isinstance(judge, ReverseQuestions):
             record("answer_relevancy", reverse)
         return out
 
-    workers = int(concurrency or getattr(judge, "concurrency", 1) or 1)
+    workers = int(concurrency or judge_concurrency(judge))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         rows = [row for result in pool.map(one, items) for row in result]
     for row in rows:

@@ -7,12 +7,20 @@ aggregate improves); the paired randomisation test follows Smucker, Allan & Cart
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
-from rag_eval_pipeline.core.config import Threshold
+from rag_eval_pipeline.core.config import EvalConfig, Threshold
 from rag_eval_pipeline.core.errors import EvalError
+from rag_eval_pipeline.core.tables import SCHEMAS
+
+#: Gate statuses that let a candidate through (``inconclusive`` too when ``block_inconclusive`` is off).
+PASSING_STATUSES = ("pass", "within_noise", "unchanged_since_promotion")
+#: Manifest fields that identify what a system ran; equal fields = the same run configuration.
+IDENTITY_FIELDS = ("system", "corpus_version", "golden_version", "retriever", "generator", "model", "prompt_version")
 
 
 class VersionMismatchError(EvalError):
@@ -27,7 +35,9 @@ class GateResult:
     ``inconclusive`` (breach, but the paired test cannot tell it from chance: fails when
     ``block_inconclusive``, the default, since a material drop on a small test split is not
     evidence of safety), ``within_noise`` (breach smaller than the judge's own resolution: passes),
-    ``not_evaluable`` (a value is null: fails closed when blocking).
+    ``not_evaluable`` (a value is null: fails closed when blocking), ``unchanged_since_promotion``
+    (the candidate is the promoted baseline itself, same system, configuration and versions: there
+    is nothing to compare, which passes but is not evidence of anything).
     """
 
     system: str
@@ -51,7 +61,7 @@ class GateResult:
 
     @property
     def passed(self) -> bool:
-        return self.status in ("pass", "within_noise") or (self.status == "inconclusive" and not self.block_inconclusive)
+        return self.status in PASSING_STATUSES or (self.status == "inconclusive" and not self.block_inconclusive)
 
 
 def check_versions(candidate: dict, baseline: dict) -> None:
@@ -178,3 +188,158 @@ def evaluate_gates(
             res.reason = f"difference {res.difference:+.4f} within thresholds"
         results.append(res)
     return results
+
+
+# ------------------------------------------------------------------------------------------------
+# the verdict of one run: every candidate against its baseline, computed once
+
+
+@dataclass(frozen=True)
+class PromotedBaseline:
+    """The promoted baseline as stored: ``manifest`` (see :func:`run_manifest`, plus ``promoted_at``
+    and ``run_id``), its ``metric_summary`` and ``question_metrics`` rows."""
+
+    manifest: Mapping[str, Any]
+    metric_summary: pl.DataFrame
+    question_metrics: pl.DataFrame
+
+
+@dataclass
+class GateVerdict:
+    """Every candidate against its baseline, as :func:`compute_gate_verdict` decides it.
+
+    ``results`` (one :class:`GateResult` per candidate and threshold), ``errors`` (version
+    mismatches, one string per candidate), ``baseline`` (name or None), ``baseline_source``
+    ("promoted", "configured" or "none": floors only), ``noise`` (metric -> the judge's minimum
+    resolution), ``unchanged`` (candidates that are the promoted baseline itself), ``promote``
+    (the configured system to promote, or None).
+    """
+
+    results: list[GateResult]
+    errors: list[str]
+    baseline: str | None
+    baseline_source: str
+    noise: dict[str, float]
+    unchanged: list[str] = field(default_factory=list)
+    promote: str | None = None
+
+    @property
+    def blocking_failures(self) -> list[str]:
+        """``"system/metric: reason"`` for every blocking gate that failed and every version mismatch."""
+        out = [f"{r.system}/{r.metric}: {r.reason}" for r in self.results if r.blocking and not r.passed]
+        return out + list(self.errors)
+
+    @property
+    def passed(self) -> bool:
+        """True when no blocking gate failed and no comparison crossed versions."""
+        return not self.blocking_failures
+
+    def frame(self) -> pl.DataFrame:
+        """The ``gate_results`` table (``core.tables.SCHEMAS``): one row per result, then one row with
+        status ``version_mismatch`` per version error."""
+        return gate_frame(self.results, self.errors)
+
+
+def run_manifest(rag_runs: pl.DataFrame, golden_set: pl.DataFrame, system: str) -> dict[str, Any]:
+    """What ``system`` ran in this evaluation: system, corpus and golden versions, retriever,
+    generator, model, prompt version (from its first ``rag_runs`` row; None each when it has none)."""
+    rows = rag_runs.filter(pl.col("system") == system).head(1).to_dicts()
+    row = rows[0] if rows else {}
+    return {
+        "system": system,
+        "corpus_version": row.get("corpus_version"),
+        "golden_version": golden_set["golden_version"][0] if golden_set.height else None,
+        "retriever": row.get("retriever"),
+        "generator": row.get("generator"),
+        "model": row.get("model"),
+        "prompt_version": row.get("prompt_version"),
+    }
+
+
+def same_run_configuration(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """True when two manifests agree on every :data:`IDENTITY_FIELDS` value (and name a system)."""
+    return bool(a.get("system")) and all(a.get(k) == b.get(k) for k in IDENTITY_FIELDS)
+
+
+def gate_frame(results: list[GateResult], errors: list[str]) -> pl.DataFrame:
+    """Gate results (and version errors, as status ``version_mismatch``) as a ``gate_results`` table."""
+    rows = [{
+        "system": r.system, "metric": r.metric, "k": r.k, "candidate": r.candidate, "baseline": r.baseline,
+        "difference": r.difference, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
+        "wins": r.wins, "ties": r.ties, "losses": r.losses, "status": r.status, "reason": r.reason,
+        "blocking": r.blocking, "passed": r.passed, "regressed_questions": r.regressed_questions,
+    } for r in results]
+    rows += [{"system": e.split(":", 1)[0], "metric": "versions", "status": "version_mismatch", "reason": e,
+              "blocking": True, "passed": False, "wins": 0, "ties": 0, "losses": 0, "regressed_questions": []}
+             for e in errors]
+    return pl.DataFrame(rows, schema=SCHEMAS["gate_results"])
+
+
+def compute_gate_verdict(
+    cfg: EvalConfig,
+    metric_summary: pl.DataFrame,
+    question_metrics: pl.DataFrame,
+    rag_runs: pl.DataFrame,
+    golden_set: pl.DataFrame,
+    corpus_snapshot: pl.DataFrame,
+    judge_variance: pl.DataFrame,
+    promoted: PromotedBaseline | None,
+    n_permutations: int = 10000,
+) -> GateVerdict:
+    """Every configured candidate against the baseline, once per run.
+
+    Inputs: this run's tables (``core.tables.SCHEMAS``), ``judge_variance`` (for the judge's noise
+    resolution) and the promoted baseline or None. The baseline is the promoted one when it exists
+    (its per-question values restricted to the current golden questions and re-aggregated, so a quick
+    subset compares like with like), else ``gates.baseline_system`` from this run; with neither,
+    only absolute floors apply. A candidate whose manifest equals the promoted one (same system,
+    configuration, corpus and golden versions) gets ``unchanged_since_promotion`` instead of a
+    vacuous pass (its floors still apply). A candidate evaluated on other golden or corpus versions
+    than the promoted baseline is a version error, never compared. Output: a :class:`GateVerdict`.
+    Seed 000 (criteria decided before results) and the paired test of :func:`evaluate_gates`.
+    """
+    from rag_eval_pipeline.core.metrics.variance import resolution_from_table
+    from rag_eval_pipeline.core.pipeline import build_summary
+
+    noise = resolution_from_table(judge_variance)
+    results: list[GateResult] = []
+    errors: list[str] = []
+    unchanged: list[str] = []
+    if promoted is not None:
+        baseline_name, source = str(promoted.manifest.get("system")), "promoted"
+    elif cfg.baseline_system:
+        baseline_name, source = cfg.baseline_system, "configured"
+    else:
+        baseline_name, source = None, "none"
+    base_summary, base_qm = metric_summary, question_metrics
+    if promoted is not None:
+        base_summary, base_qm = promoted.metric_summary, promoted.question_metrics
+        qids = golden_set["question_id"]
+        if set(base_qm["question_id"].unique()) != set(qids):
+            base_qm = base_qm.filter(pl.col("question_id").is_in(qids.to_list()))
+            base_summary = build_summary(cfg, base_qm, golden_set, corpus_snapshot)
+    for cand in cfg.candidate_systems:
+        cand_manifest = run_manifest(rag_runs, golden_set, cand)
+        if promoted is not None:
+            try:
+                check_versions(cand_manifest, promoted.manifest)
+            except VersionMismatchError as exc:
+                errors.append(f"{cand}: {exc}")
+                continue
+        thresholds = cfg.thresholds if baseline_name else [t for t in cfg.thresholds if t.min_value is not None]
+        got = evaluate_gates(
+            cand, metric_summary, question_metrics, baseline_name or cand, base_summary, base_qm, thresholds,
+            split=cfg.gate_split, seed=cfg.seed, noise_resolution=noise, alpha=cfg.alpha,
+            block_inconclusive=cfg.block_inconclusive, n_permutations=n_permutations,
+        )
+        if promoted is not None and same_run_configuration(cand_manifest, promoted.manifest):
+            unchanged.append(cand)
+            when = promoted.manifest.get("promoted_at") or "an earlier run"
+            for r in got:
+                if r.status == "pass":
+                    r.status = "unchanged_since_promotion"
+                    r.reason = (f"{cand} is the promoted baseline itself (same configuration, corpus and golden "
+                                f"versions; promoted {when}): nothing to compare")
+        results += got
+    return GateVerdict(results=results, errors=errors, baseline=baseline_name, baseline_source=source, noise=noise,
+                       unchanged=unchanged, promote=cfg.gates.promote)

@@ -18,7 +18,13 @@ from typing import Any
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError, SchemaError
-from rag_eval_pipeline.core.judges.base import JUDGEMENT_STATUSES, AnswerJudgement, Judge
+from rag_eval_pipeline.core.judges.base import (
+    JUDGEMENT_STATUSES,
+    AnswerJudgement,
+    Judge,
+    accepts_repeat,
+    judge_concurrency,
+)
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.tables import DECISIONS, SCHEMAS, VERDICTS, conform
 
@@ -77,8 +83,10 @@ def judge_runs(
         raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
     _need_columns(rag_runs, "rag_runs", _RUN_COLUMNS)
     _need_columns(snapshot, "corpus_snapshot", ("chunk_id", "text"))
-    for attr in ("name", "model", "prompt_sha256"):
-        if not isinstance(getattr(judge, attr, None), str):
+    if not isinstance(judge, Judge):
+        raise TypeError(f"judge {judge!r} does not implement the Judge protocol (name, model, prompt_sha256, judge)")
+    for attr, value in (("name", judge.name), ("model", judge.model), ("prompt_sha256", judge.prompt_sha256)):
+        if not isinstance(value, str):
             raise TypeError(f"judge {judge!r} has no string attribute {attr!r}")
     texts = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
     qtext = _question_texts(questions)
@@ -111,13 +119,13 @@ def judge_runs(
     labels: list[dict[str, Any]] = []
     answers: list[dict[str, Any]] = []
     tracker = JudgingProgress(progress, total=rag_runs.height * repeats)
-    concurrency = int(getattr(judge, "concurrency", 1) or 1)
+    concurrency = judge_concurrency(judge)
     for rep in range(repeats):
         for row in fixed_rows:
             answers.append({**row, "repeat": rep})
             tracker.step()
         # Repeats after the first must reach the judge again (no cache read) to measure its noise.
-        kwargs = {"repeat": rep} if rep and getattr(judge, "accepts_repeat", False) else {}
+        kwargs = {"repeat": rep} if rep and accepts_repeat(judge) else {}
         results = _call_judge(judge, pending, concurrency, kwargs, on_result=tracker.judged)
         for (system, qid, _, answer, contexts), result in zip(pending, results):
             status, n_claims, rows = _rows_from_result(result, qid, answer, contexts)

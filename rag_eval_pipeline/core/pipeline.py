@@ -22,8 +22,8 @@ def load_documents(cfg: EvalConfig) -> pl.DataFrame:
     (corpus.jsonl) and ``squad_v2`` (paragraphs become documents). Raises InputError from the
     source reader, ConfigError for an unknown source.
     """
-    src = cfg.corpus["source"]
-    path = cfg.resolve(cfg.corpus["path"])
+    src = cfg.corpus.source
+    path = cfg.corpus.path
     if src == "documents_dir":
         from rag_eval_pipeline.core.sources.documents import load_documents_dir
 
@@ -31,7 +31,7 @@ def load_documents(cfg: EvalConfig) -> pl.DataFrame:
     if src == "beir":
         from rag_eval_pipeline.core.sources.beir import load_beir
 
-        return load_beir(path, split=cfg.corpus.get("split", "test"))[0]
+        return load_beir(path, split=cfg.corpus.split)[0]
     if src == "squad_v2":
         from rag_eval_pipeline.core.sources.squad import load_squad_v2
 
@@ -41,9 +41,8 @@ def load_documents(cfg: EvalConfig) -> pl.DataFrame:
 
 def chunking_strategy(cfg: EvalConfig) -> tuple[str, int]:
     """Return (strategy, max_chars): datasets with document-level qrels default to one chunk per doc."""
-    chunking = cfg.corpus.get("chunking") or {}
-    default = "paragraphs" if cfg.corpus["source"] == "documents_dir" else "document"
-    return chunking.get("strategy", default), int(chunking.get("max_chars", 1200))
+    default = "paragraphs" if cfg.corpus.source == "documents_dir" else "document"
+    return cfg.corpus.chunking.strategy or default, cfg.corpus.chunking.max_chars
 
 
 def build_snapshot(cfg: EvalConfig) -> tuple[pl.DataFrame, str]:
@@ -63,21 +62,21 @@ def build_golden(cfg: EvalConfig, snapshot: pl.DataFrame) -> pl.DataFrame:
     """
     from rag_eval_pipeline.core.sources.golden import load_golden, validate_golden
 
-    src = cfg.corpus["source"]
-    if cfg.golden.get("path"):
-        gpath = cfg.resolve(cfg.golden["path"])
+    src = cfg.corpus.source
+    if cfg.golden.path is not None:
+        gpath = cfg.golden.path
         raw = load_golden(gpath)
         source = str(gpath)
     elif src == "beir":
         from rag_eval_pipeline.core.sources.beir import load_beir
 
-        path = cfg.resolve(cfg.corpus["path"])
-        raw = load_beir(path, split=cfg.corpus.get("split", "test"))[1]
+        path = cfg.corpus.path
+        raw = load_beir(path, split=cfg.corpus.split)[1]
         source = str(path)
     elif src == "squad_v2":
         from rag_eval_pipeline.core.sources.squad import load_squad_v2
 
-        path = cfg.resolve(cfg.corpus["path"])
+        path = cfg.corpus.path
         raw = load_squad_v2(path)[1]
         source = str(path)
     else:

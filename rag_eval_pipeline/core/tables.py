@@ -160,7 +160,7 @@ SCHEMAS: dict[str, pl.Schema] = {
             "wins": pl.Int64,
             "ties": pl.Int64,
             "losses": pl.Int64,
-            "status": pl.Utf8,  # pass / regression / within_noise / not_evaluable / version_mismatch
+            "status": pl.Utf8,  # core.gates.GateResult.status, or version_mismatch
             "reason": pl.Utf8,
             "blocking": pl.Boolean,
             "passed": pl.Boolean,

@@ -1,8 +1,8 @@
 """Judge trust: calibration against human labels, and the judge's own repeat-to-repeat noise.
 
 ``judge_calibration`` compares the judge's labels with hand labels named in the configuration
-(section ``calibration``: ``human_labels`` path relative to the config file, ``kappa_floor``
-(default 0.4), ``mapping``, ``level`` ("claim" default, or "response")), appends each result to
+(``core.config.CalibrationConfig``: ``human_labels``, ``kappa_floor`` (default 0.4), ``mapping``,
+``level`` ("claim" default, or "response"), all checked when the configuration loads), appends each result to
 ``calibration_history.parquet`` in the table store, and returns the calibration in force for each
 current judge key. The blocking check ``judge_calibrated_above_floor`` stops promotion when the
 judge's kappa is under the floor, null, missing or stale (seed ``004_292fd69c3d96947d.txt``: a
@@ -18,10 +18,8 @@ import json
 import dagster as dg
 import polars as pl
 
-from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.labelling import current_content_hashes
 from rag_eval_pipeline.core.metrics.calibration import (
-    LEVELS,
     calibrate_all,
     calibration_table,
     confusion_markdown,
@@ -35,35 +33,6 @@ from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
 HISTORY_FILE = "calibration_history.parquet"
-DEFAULT_KAPPA_FLOOR = 0.4
-
-
-def _section(settings: EvalSettings) -> dict | None:
-    """The ``calibration`` section of the configuration, or None when absent or empty."""
-    section = settings.config.raw.get("calibration")
-    if section in (None, {}):
-        return None
-    if not isinstance(section, dict):
-        raise ConfigError(f"{settings.config.path}: calibration must be a mapping, got {section!r}")
-    return section
-
-
-def _floor(section: dict | None, settings: EvalSettings) -> float:
-    value = (section or {}).get("kappa_floor", DEFAULT_KAPPA_FLOOR)
-    try:
-        floor = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{settings.config.path}: calibration.kappa_floor must be a number, got {value!r}") from None
-    if not -1.0 <= floor <= 1.0:
-        raise ConfigError(f"{settings.config.path}: calibration.kappa_floor must lie in [-1, 1], got {floor}")
-    return floor
-
-
-def _level(section: dict | None, settings: EvalSettings) -> str:
-    level = (section or {}).get("level", "claim")
-    if level not in LEVELS:
-        raise ConfigError(f"{settings.config.path}: calibration.level must be one of {LEVELS}, got {level!r}")
-    return level
 
 
 def _load_human_labels(path, level: str, mapping=None) -> pl.DataFrame:
@@ -115,23 +84,20 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
     calibration found was made for another judge key, ``missing`` when there is none. Each new
     result is appended to ``calibration_history.parquet`` in the table store.
     """
-    section = _section(settings)
-    level = _level(section, settings)
+    section = settings.config.calibration
+    level = section.level
     history_df = store.read(HISTORY_FILE)
     history = results_from_frame(history_df)
     current = _current_keys(judge_labels)
     fresh = []
     source = None
-    if section is not None:
-        if not section.get("human_labels"):
-            raise ConfigError(f"{settings.config.path}: calibration.human_labels is required "
-                              "in the calibration section")
-        path = settings.config.resolve(section["human_labels"])
+    if section.configured:
+        path = section.human_labels
         source = str(path)
         human = _load_human_labels(path, level, section.get("mapping"))
         hashes = _current_hashes(store, judge_labels, level)
         now = dt.datetime.now(dt.timezone.utc).isoformat()
-        fresh = calibrate_all(human, judge_labels, section.get("mapping"), level, calibrated_at=now, source=source,
+        fresh = calibrate_all(human, judge_labels, section.mapping, level, calibrated_at=now, source=source,
                               current_hashes=hashes)
         if fresh:
             new_rows = results_to_frame(fresh)
@@ -139,9 +105,9 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
             store.write(updated, HISTORY_FILE, table="calibration_history")
     table = calibration_table(history + fresh, current, levels=[level])
     md: dict = {
-        "configured": section is not None,
+        "configured": section.configured,
         "level": level,
-        "kappa_floor": _floor(section, settings),
+        "kappa_floor": section.kappa_floor,
         "human_labels": source or "none (no calibration section)",
         "history_rows": (0 if history_df is None else history_df.height) + len(fresh),
         "calibration": dg.MetadataValue.md(calibration_markdown(table)),
@@ -164,13 +130,13 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
         if row["confusion"]:
             md["confusion"] = dg.MetadataValue.md(confusion_markdown(json.loads(row["labels"]),
                                                                      json.loads(row["confusion"])))
-    if section is not None and level == "response" and judge_labels.height:
+    if section.configured and level == "response" and judge_labels.height:
         # Prediction-powered estimates of the attributable rate: the judge's rate corrected by its
         # measured bias on the hand-labelled answers (null with a reason when a set is empty).
         from rag_eval_pipeline.core.metrics.calibration import ppi_rates
 
         latest = judge_labels.filter(pl.struct(*JUDGE_KEY) == pl.struct(*JUDGE_KEY).last())
-        ppi = ppi_rates(human, latest, section.get("mapping"))
+        ppi = ppi_rates(human, latest, section.mapping)
         store.write(ppi, "ppi_estimates.parquet", table="ppi_estimates")
         md["ppi_attributable_rate"] = dg.MetadataValue.md(markdown_table(
             ["system", "judge rate", "PPI estimate", "95% CI", "labelled", "unlabelled", "note"],
@@ -191,9 +157,9 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
                             "a warning otherwise.")
 def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.DataFrame) -> dg.AssetCheckResult:
     cfg = settings.config
-    section = _section(settings)
+    section = cfg.calibration
     gated = judge_based_metrics(t.metric for t in cfg.thresholds)
-    if section is None:
+    if not section.configured:
         if gated:
             return dg.AssetCheckResult(passed=False, metadata={
                 "reason": "calibration is required: gates are set on judge-based metrics "
@@ -201,7 +167,7 @@ def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.D
                 "judge_based_gates": dg.MetadataValue.json(gated),
             })
         return dg.AssetCheckResult(passed=True, metadata={"reason": "no judge-based gate configured"})
-    floor = _floor(section, settings)
+    floor = section.kappa_floor
     failures = []
     for r in judge_calibration.iter_rows(named=True):
         who = f"{r['level']} {r['judge']}/{r['judge_model']}/{(r['prompt_sha256'] or '')[:12]}"

@@ -4,6 +4,9 @@
 import dagster as dg
 import polars as pl
 
+from rag_eval_pipeline.core.config import JudgeConfig, JudgeConfigError, load_config, resolve_judge
+from rag_eval_pipeline.core.errors import ConfigError, InputError
+from rag_eval_pipeline.core.judges.base import BindsRuns, judge_stats
 from rag_eval_pipeline.core.tables import VERDICTS
 from rag_eval_pipeline.defs.resources import EvalSettings
 
@@ -27,21 +30,20 @@ class RuleBasedJudgeResource(JudgeResource):
 
 
 class OpenAICompatibleJudgeResource(JudgeResource):
-    """A model judge behind any OpenAI-compatible endpoint (README, section Judges).
+    """A model judge behind any OpenAI-compatible endpoint (core/judges/openai_compatible.py).
 
     ``api_key`` must come from ``dg.EnvVar`` (see :func:`select_judge_resource`): Dagster then
     shows the variable's name, never its value. ``cache_path``: SQLite judge cache (None = none).
-    ``timeout_s`` (deadline of each request), ``max_retries``, ``backoff_s``: from the configuration's
-    ``judge`` section (None = default 30 s, 3, 0.5 s); RAG_EVAL_JUDGE_TIMEOUT_S,
-    RAG_EVAL_JUDGE_MAX_RETRIES and RAG_EVAL_JUDGE_BACKOFF_S override them.
+    ``timeout_s``, ``max_retries``, ``backoff_s``, ``concurrency``, ``rate_limit_per_s``: the
+    transport's settings, from ``judge.*`` of the configuration (see ``core.config.JudgeConfig``).
     """
 
     base_url: str
     model: str
     api_key: str
-    timeout_s: float | None = None
-    max_retries: int | None = None
-    backoff_s: float | None = None
+    timeout_s: float = 30.0
+    max_retries: int = 3
+    backoff_s: float = 1.0
     concurrency: int = 4
     rate_limit_per_s: float | None = None
     cache_path: str | None = None
@@ -91,9 +93,9 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
     from rag_eval_pipeline.core.judging import count_downgraded, judge_runs
 
     j = judge.get_judge()
-    if hasattr(j, "bind_runs"):  # human labels are matched to answers through the runs they label
+    if isinstance(j, BindsRuns):  # human labels are matched to answers through the runs they label
         j.bind_runs(rag_runs)
-    repeats = config.repeats or int(settings.config.judge.get("repeats", 1))
+    repeats = config.repeats or settings.config.judge.repeats
     labels, judgements = judge_runs(rag_runs, corpus_snapshot, j, repeats=repeats,
                                     questions=golden_set.select("question_id", "question"),
                                     progress=lambda p: context.log.info(progress_line(p)))
@@ -112,9 +114,9 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
     yield dg.Output(judgements, output_name="answer_judgements", metadata={
         "statuses": dg.MetadataValue.json(statuses), "repeats": repeats,
         # calls, prompt/completion tokens and seconds spent by a model judge (none for the rule-based one)
-        "judge_stats": dg.MetadataValue.json(
-            {k: v for k, v in j.stats.items() if isinstance(v, (int, float))} if isinstance(getattr(j, "stats", None), dict)
-            else {"calls": 0}),
+        "judge_stats": dg.MetadataValue.json(judge_stats(j)),
+        # the configured judge and its transport settings, and which variables overrode the file
+        "judge_settings": dg.MetadataValue.json(judge_settings_metadata(settings.config.judge)),
     })
 
 
@@ -167,35 +169,70 @@ def judge_error_share(settings: EvalSettings, judge_labels: pl.DataFrame) -> dg.
     )
 
 
-def select_judge_resource(*, timeout_s: float | None = None, max_retries: int | None = None,
-                          backoff_s: float | None = None) -> JudgeResource:
-    """The judge chosen for this deployment by RAG_EVAL_JUDGE (default: the rule-based baseline).
+def judge_settings_metadata(judge: JudgeConfig) -> dict:
+    """The judge settings a run used, for its metadata: type and where it came from, the transport's
+    timeout_s / max_retries / backoff_s / concurrency / rate_limit_per_s, model and base URL, and the
+    environment variables that overrode the file (never the API key)."""
+    return {"type": judge.type, "type_source": judge.type_source, "model": judge.model, "base_url": judge.base_url,
+            "timeout_s": judge.timeout_s, "max_retries": judge.max_retries, "backoff_s": judge.backoff_s,
+            "concurrency": judge.concurrency, "rate_limit_per_s": judge.rate_limit_per_s,
+            "repeats": judge.repeats, "from_env": list(judge.from_env)}
 
-    ``timeout_s``, ``max_retries``, ``backoff_s``: the configuration's judge transport settings for a
-    model judge (None = default; the RAG_EVAL_JUDGE_* variables override them when the judge is built).
+
+def judge_settings(config_path: str | None = None) -> JudgeConfig:
+    """The judge settings of the configuration at ``config_path`` with the environment's overrides.
+
+    Without a path (or when the file cannot be loaded for a reason outside its ``judge`` section,
+    which the run then reports when it loads the configuration), the ``judge`` section is read
+    alone, else the defaults apply; the environment overrides either way (``core.config.JUDGE_ENV``).
+    Raises JudgeConfigError (a ConfigError and ValueError) for a judge that cannot be built.
     """
-    import os
+    from pathlib import Path
 
-    kind = os.environ.get("RAG_EVAL_JUDGE", "rule_based")
-    if kind == "rule_based":
+    if config_path is None:
+        return resolve_judge(None, path=Path("<environment>"))
+    try:
+        return load_config(config_path).judge
+    except JudgeConfigError:
+        raise
+    except ConfigError:
+        from rag_eval_pipeline.core.yamlio import load_yaml
+
+        try:
+            raw = load_yaml(config_path)
+        except InputError:
+            raw = None
+        section = raw.get("judge") if isinstance(raw, dict) else None
+        try:
+            return resolve_judge(section if isinstance(section, dict) else None, path=Path(config_path))
+        except JudgeConfigError:
+            raise
+        except ConfigError:
+            return resolve_judge(None, path=Path(config_path))
+
+
+def select_judge_resource(judge: JudgeConfig | None = None, *, config_path: str | None = None) -> JudgeResource:
+    """The judge resource for ``judge`` settings (default: :func:`judge_settings` of ``config_path``).
+
+    ``judge.type`` of the configuration picks the judge; ``RAG_EVAL_JUDGE`` in the environment
+    overrides it (rule_based when neither is set). The API key is read through
+    ``dg.EnvVar("RAG_EVAL_JUDGE_API_KEY")``, never from the file. Raises JudgeConfigError (one line,
+    before any run starts) for an unknown judge name, a model endpoint without base URL or model, or
+    human labels without a label file.
+    """
+    cfg = judge if judge is not None else judge_settings(config_path)
+    if cfg.type == "rule_based":
         return RuleBasedJudgeResource()
-    if kind == "openai_compatible":
-        need = [v for v in ("RAG_EVAL_JUDGE_BASE_URL", "RAG_EVAL_JUDGE_MODEL") if not os.environ.get(v)]
-        if need:
-            raise ValueError(f"RAG_EVAL_JUDGE=openai_compatible needs {', '.join(need)} to be set")
+    if cfg.type == "openai_compatible":
         return OpenAICompatibleJudgeResource(
-            base_url=os.environ["RAG_EVAL_JUDGE_BASE_URL"],
-            model=os.environ["RAG_EVAL_JUDGE_MODEL"],
-            api_key=dg.EnvVar("RAG_EVAL_JUDGE_API_KEY"),
-            cache_path=os.environ.get("RAG_EVAL_JUDGE_CACHE") or None,
-            timeout_s=timeout_s, max_retries=max_retries, backoff_s=backoff_s,
+            base_url=cfg.base_url, model=cfg.model, api_key=dg.EnvVar("RAG_EVAL_JUDGE_API_KEY"),
+            timeout_s=cfg.timeout_s, max_retries=cfg.max_retries, backoff_s=cfg.backoff_s,
+            concurrency=cfg.concurrency, rate_limit_per_s=cfg.rate_limit_per_s,
+            cache_path=str(cfg.cache) if cfg.cache else None,
         )
-    if kind == "human":
-        path = os.environ.get("RAG_EVAL_HUMAN_LABELS")
-        if not path:
-            raise ValueError("RAG_EVAL_JUDGE=human needs RAG_EVAL_HUMAN_LABELS (path of the label file)")
-        return HumanLabelsJudgeResource(path=path)
-    raise ValueError(f"RAG_EVAL_JUDGE={kind!r}: expected one of rule_based, openai_compatible, human")
+    if cfg.type == "human":
+        return HumanLabelsJudgeResource(path=str(cfg.human_labels))
+    raise JudgeConfigError(f"judge type {cfg.type!r}: expected one of rule_based, openai_compatible, human")
 
 
 @dg.asset(group_name="judging", kinds={"polars", "parquet"})
@@ -213,7 +250,7 @@ def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, sett
         return dg.Output(pl.DataFrame(schema=_SCHEMA), metadata={
             "evaluated": False, "reason": f"judge {j.name} has no answer-relevance / context-relevance / correctness methods"})
     embed = None
-    if settings.config.judge.get("reverse_questions", False):
+    if settings.config.judge.reverse_questions:
         from rag_eval_pipeline.core.retrieval.dense import load_encoder
 
         encoder = load_encoder("all-MiniLM-L6-v2", "cpu")

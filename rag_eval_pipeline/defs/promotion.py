@@ -1,4 +1,10 @@
-"""The regression gate and ``promotion``: a candidate replaces the baseline only when every blocking check passes."""
+"""The regression gate and ``promotion``: a candidate replaces the baseline only when every blocking check passes.
+
+``gate_results`` computes the verdict once per run (``core.gates.compute_gate_verdict``); the
+report and ``regression_cases`` read that table. The blocking check sits on ``gate_verdict``, the
+small asset that decides promotion: Dagster skips everything downstream of a failed blocking check,
+so only ``promotion`` hangs below it and the report is still written on a night the gate fails.
+"""
 
 
 import datetime as dt
@@ -7,96 +13,21 @@ import json
 import dagster as dg
 import polars as pl
 
-from rag_eval_pipeline.core.gates import VersionMismatchError, check_versions, evaluate_gates
+from rag_eval_pipeline.core.gates import PromotedBaseline, compute_gate_verdict, run_manifest, same_run_configuration
 from rag_eval_pipeline.core.report.markdown import markdown_table
-from rag_eval_pipeline.core.tables import SCHEMAS
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
 BASELINE_DIR = "baseline"
 
 
-def _manifest(rag_runs: pl.DataFrame, golden_set: pl.DataFrame, system: str) -> dict:
-    rows = rag_runs.filter(pl.col("system") == system).head(1).to_dicts()
-    row = rows[0] if rows else {}
-    return {
-        "system": system,
-        "corpus_version": row.get("corpus_version"),
-        "golden_version": golden_set["golden_version"][0] if golden_set.height else None,
-        "retriever": row.get("retriever"),
-        "generator": row.get("generator"),
-        "model": row.get("model"),
-        "prompt_version": row.get("prompt_version"),
-    }
-
-
-def load_baseline(store: TableStore) -> tuple[dict, pl.DataFrame, pl.DataFrame] | None:
+def load_baseline(store: TableStore) -> PromotedBaseline | None:
     """The promoted baseline (manifest, metric_summary, question_metrics), or None before the first promotion."""
     manifest_path = store.path(BASELINE_DIR, "manifest.json")
     if not manifest_path.exists():
         return None
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    return manifest, store.read(BASELINE_DIR, "metric_summary.parquet"), store.read(BASELINE_DIR, "question_metrics.parquet")
-
-
-def run_gates(settings: EvalSettings, store: TableStore, metric_summary: pl.DataFrame, question_metrics: pl.DataFrame,
-              rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
-              judge_variance: pl.DataFrame):
-    """Every configured candidate against the baseline: (gate results, version errors, baseline name, noise, stored?).
-
-    The baseline is the promoted one when it exists (its per-question values restricted to the current golden
-    questions and re-aggregated, so a quick subset compares like with like), else the configured
-    ``gates.baseline_system`` from this run; with neither, only absolute floors apply.
-    """
-    from rag_eval_pipeline.core.metrics.variance import resolution_from_table
-    from rag_eval_pipeline.core.pipeline import build_summary
-
-    cfg = settings.config
-    noise = resolution_from_table(judge_variance)
-    stored = load_baseline(store)
-    results, errors, baseline_name = [], [], None
-    for cand in cfg.candidate_systems:
-        cand_manifest = _manifest(rag_runs, golden_set, cand)
-        if stored is not None:
-            manifest, base_summary, base_qm = stored
-            baseline_name = manifest["system"]
-            try:
-                check_versions(cand_manifest, manifest)
-            except VersionMismatchError as exc:
-                errors.append(f"{cand}: {exc}")
-                continue
-            qids = golden_set["question_id"]
-            if set(base_qm["question_id"].unique()) != set(qids):
-                base_qm = base_qm.filter(pl.col("question_id").is_in(qids.to_list()))
-                base_summary = build_summary(cfg, base_qm, golden_set, corpus_snapshot)
-        elif cfg.baseline_system:
-            baseline_name, base_summary, base_qm = cfg.baseline_system, metric_summary, question_metrics
-        else:
-            baseline_name, base_summary, base_qm = None, metric_summary, question_metrics
-        results += evaluate_gates(
-            cand, metric_summary, question_metrics, baseline_name or cand, base_summary, base_qm,
-            cfg.thresholds if baseline_name else [t for t in cfg.thresholds if t.min_value is not None],
-            split=cfg.gate_split, seed=cfg.seed, noise_resolution=noise, alpha=cfg.alpha,
-            block_inconclusive=cfg.block_inconclusive,
-        )
-    return results, errors, baseline_name, noise, stored is not None
-
-
-GATE_INS = {"question_metrics": dg.AssetIn(), "rag_runs": dg.AssetIn(), "golden_set": dg.AssetIn(),
-            "corpus_snapshot": dg.AssetIn(), "judge_variance": dg.AssetIn()}
-
-
-def gate_frame(results, errors) -> pl.DataFrame:
-    """Gate results (and version errors, as status ``version_mismatch``) as a ``gate_results`` table."""
-    rows = [{
-        "system": r.system, "metric": r.metric, "k": r.k, "candidate": r.candidate, "baseline": r.baseline,
-        "difference": r.difference, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
-        "wins": r.wins, "ties": r.ties, "losses": r.losses, "status": r.status, "reason": r.reason,
-        "blocking": r.blocking, "passed": r.passed, "regressed_questions": r.regressed_questions,
-    } for r in results]
-    rows += [{"system": e.split(":", 1)[0], "metric": "versions", "status": "version_mismatch", "reason": e,
-              "blocking": True, "passed": False, "wins": 0, "ties": 0, "losses": 0, "regressed_questions": []}
-             for e in errors]
-    return pl.DataFrame(rows, schema=SCHEMAS["gate_results"])
+    return PromotedBaseline(manifest, store.read(BASELINE_DIR, "metric_summary.parquet"),
+                            store.read(BASELINE_DIR, "question_metrics.parquet"))
 
 
 def gates_markdown(gates: pl.DataFrame) -> str:
@@ -109,33 +40,67 @@ def gates_markdown(gates: pl.DataFrame) -> str:
         for r in gates.iter_rows(named=True)])
 
 
-@dg.asset(group_name="promotion", kinds={"polars", "parquet"}, ins=GATE_INS | {"metric_summary": dg.AssetIn()})
+@dg.asset(group_name="promotion", kinds={"polars", "parquet"})
 def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
                  metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
                  golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
                  judge_variance: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    """One row per (candidate, gated metric): candidate vs baseline on the gate split, paired test, verdict."""
-    results, errors, baseline_name, noise, promoted = run_gates(
-        settings, store, metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot, judge_variance)
-    gates = gate_frame(results, errors)
+    """One row per (candidate, gated metric): candidate vs baseline on the gate split, paired test, verdict.
+
+    Computed once per run; ``gate_verdict`` (promotion), ``regression_cases`` and ``evaluation_report`` read it."""
+    cfg = settings.config
+    verdict = compute_gate_verdict(cfg, metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot,
+                                   judge_variance, load_baseline(store))
+    gates = verdict.frame()
     return dg.Output(gates, metadata={
-        "baseline": baseline_name or "none (first run: floors only)",
-        "baseline_source": "promoted" if promoted else "configured system in this run",
-        "split": settings.config.gate_split,
-        "judge_noise_resolution": dg.MetadataValue.json(noise),
+        "baseline": verdict.baseline or "none (first run: floors only)",
+        "baseline_source": {"promoted": "promoted", "configured": "configured system in this run",
+                            "none": "none"}[verdict.baseline_source],
+        "split": cfg.gate_split,
+        "unchanged_since_promotion": dg.MetadataValue.json(verdict.unchanged),
+        "judge_noise_resolution": dg.MetadataValue.json(verdict.noise),
+        "blocking_failures": len(verdict.blocking_failures),
         "gates": dg.MetadataValue.md(gates_markdown(gates)),
     })
 
 
-@dg.asset_check(asset=gate_results, blocking=True,
+def failed_gates(gate_results: pl.DataFrame) -> list[str]:
+    """``"system/metric: reason"`` of every blocking gate row that did not pass (version mismatches included)."""
+    failed = gate_results.filter(pl.col("blocking") & ~pl.col("passed"))
+    return [f"{r['system']}/{r['metric']}: {r['reason']}" for r in failed.iter_rows(named=True)]
+
+
+@dg.asset(group_name="promotion", kinds={"json"})
+def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings,
+                 gate_results: pl.DataFrame) -> dg.Output[dict]:
+    """Whether ``gates.promote`` may become the baseline: the gate table's blocking failures, and the system.
+
+    ``promote`` is null when no candidate is configured; ``unchanged_since_promotion`` when the
+    candidate is already the promoted baseline (promotion then keeps the stored one)."""
+    cfg = settings.config
+    failures = failed_gates(gate_results)
+    promote = cfg.gates.promote
+    rows = gate_results.filter(pl.col("system") == promote) if promote else gate_results.clear()
+    unchanged = rows.height > 0 and rows["status"].eq("unchanged_since_promotion").any()
+    verdict = {"promote": promote, "passed": not failures, "blocking_failures": failures,
+               "unchanged_since_promotion": bool(unchanged)}
+    return dg.Output(verdict, metadata={
+        "promote": promote or "none (no candidate configured)", "passed": not failures,
+        "blocking_failures": dg.MetadataValue.json(failures),
+        "unchanged_since_promotion": bool(unchanged),
+    })
+
+
+@dg.asset_check(asset=gate_verdict, blocking=True, additional_ins={"gate_results": dg.AssetIn()},
                 description="Every blocking gate passes: no regression beyond its threshold that the paired test calls real, "
                             "no floor breached, no comparison across golden or corpus versions.")
-def no_regression_against_baseline(gate_results: pl.DataFrame) -> dg.AssetCheckResult:
-    failed = gate_results.filter(pl.col("blocking") & ~pl.col("passed"))
+def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFrame) -> dg.AssetCheckResult:
+    failed = failed_gates(gate_results)
     return dg.AssetCheckResult(
-        passed=failed.height == 0,
+        passed=not failed,
         metadata={
-            "failed": dg.MetadataValue.json([f"{r['system']}/{r['metric']}: {r['reason']}" for r in failed.iter_rows(named=True)]),
+            "failed": dg.MetadataValue.json(failed),
+            "promote": gate_verdict.get("promote") or "none",
             "gates": dg.MetadataValue.md(gates_markdown(gate_results)),
             "regressed_questions": dg.MetadataValue.json({
                 f"{r['system']}/{r['metric']}": r["regressed_questions"][:50]
@@ -147,19 +112,37 @@ def no_regression_against_baseline(gate_results: pl.DataFrame) -> dg.AssetCheckR
 @dg.asset(group_name="promotion")
 def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
               metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
-              golden_set: pl.DataFrame, judge_calibration: pl.DataFrame, gate_results: pl.DataFrame) -> dg.Output[dict]:
-    """Store the candidate as the promoted baseline. Runs only when every blocking check upstream passed."""
+              golden_set: pl.DataFrame, judge_calibration: pl.DataFrame, gate_verdict: dict) -> dg.Output[dict]:
+    """Store ``gates.promote`` as the promoted baseline. Runs only when every blocking check upstream passed.
+
+    Nothing is written when no candidate is configured, or when the candidate is the promoted baseline
+    itself (the stored one, with its promotion time, stays). Raises ValueError, before writing, when
+    the system has no row in this run's tables (an empty baseline would fail every later gate)."""
     cfg = settings.config
-    system = (cfg.raw.get("gates") or {}).get("promote") or (cfg.candidate_systems[0] if cfg.candidate_systems else cfg.systems[0]["name"])
-    manifest = _manifest(rag_runs, golden_set, system) | {
-        "promoted_at": dt.datetime.now(dt.timezone.utc).isoformat(), "run_id": context.run_id,
-    }
-    store.write(metric_summary.filter(pl.col("system") == system), BASELINE_DIR, "metric_summary.parquet", table="metric_summary")
-    store.write(question_metrics.filter(pl.col("system") == system), BASELINE_DIR, "question_metrics.parquet", table="question_metrics")
-    store.write(rag_runs.filter(pl.col("system") == system), BASELINE_DIR, "rag_runs.parquet", table="rag_runs")
+    system = gate_verdict.get("promote")
+    stored = load_baseline(store)
+    if system is None:
+        return dg.Output({"promoted": None}, metadata={"promoted_system": "none (no candidate configured)"})
+    manifest = run_manifest(rag_runs, golden_set, system)
+    if stored is not None and same_run_configuration(manifest, stored.manifest):
+        context.log.info(f"{system} is already the promoted baseline (unchanged since promotion); kept as stored")
+        return dg.Output(dict(stored.manifest), metadata={
+            "promoted_system": system, "unchanged_since_promotion": True,
+            "promoted_at": str(stored.manifest.get("promoted_at")),
+            "corpus_version": str(manifest["corpus_version"]), "golden_version": str(manifest["golden_version"])})
+    tables = {"metric_summary": metric_summary, "question_metrics": question_metrics, "rag_runs": rag_runs}
+    parts = {name: df.filter(pl.col("system") == system) for name, df in tables.items()}
+    empty = [name for name, df in parts.items() if df.height == 0]
+    if empty:
+        raise ValueError(f"{cfg.path}: gates.promote {system!r} has no rows in {empty} of this run; "
+                         "nothing was promoted (the stored baseline is unchanged)")
+    manifest |= {"promoted_at": dt.datetime.now(dt.timezone.utc).isoformat(), "run_id": context.run_id}
+    for name, df in parts.items():
+        store.write(df, BASELINE_DIR, f"{name}.parquet", table=name)
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
     context.log.info(f"promoted {system} as the baseline")
-    return dg.Output(manifest, metadata={"promoted_system": system, "corpus_version": manifest["corpus_version"],
+    return dg.Output(manifest, metadata={"promoted_system": system, "unchanged_since_promotion": False,
+                                         "corpus_version": manifest["corpus_version"],
                                          "golden_version": manifest["golden_version"]})
 
 
@@ -169,35 +152,32 @@ REGRESSION_COLUMNS = {
 }
 
 
-@dg.asset(group_name="promotion", kinds={"polars", "parquet"}, ins=GATE_INS)
-def regression_cases(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
-                     metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
-                     golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
-                     judge_variance: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+@dg.asset(group_name="promotion", kinds={"polars", "parquet"})
+def regression_cases(context: dg.AssetExecutionContext, store: TableStore, question_metrics: pl.DataFrame,
+                     gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
 
     A case is added the first time a candidate's per-question value on a gated metric falls below the baseline's
     (seed 000: keep failures as regressions). Later runs never drop it; ``status`` says whether it still
     regresses, has recovered, or has no value now.
     """
-    results, _, _, _, _ = run_gates(settings, store, metric_summary, question_metrics, rag_runs, golden_set,
-                                    corpus_snapshot, judge_variance)
     previous = store.read("regression_cases.parquet")
     known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
     now = dt.datetime.now(dt.timezone.utc).isoformat()
     new_rows = []
     seen = {(r["system"], r["metric"], r["k"], r["question_id"]) for r in known.iter_rows(named=True)}
-    for r in results:
-        if not r.regressed_questions:
+    for r in gate_results.iter_rows(named=True):
+        if not r["regressed_questions"]:
             continue
+        system, metric, k = r["system"], r["metric"], r["k"]
         per_q = question_metrics.filter(
-            (pl.col("system") == r.system) & (pl.col("metric") == r.metric)
-            & (pl.col("k").is_null() if r.k is None else pl.col("k") == r.k)
+            (pl.col("system") == system) & (pl.col("metric") == metric)
+            & (pl.col("k").is_null() if k is None else pl.col("k") == k)
         )
         values = dict(per_q.select("question_id", "value").iter_rows())
-        for q in r.regressed_questions:
-            if (r.system, r.metric, r.k, q) not in seen:
-                new_rows.append({"system": r.system, "metric": r.metric, "k": r.k, "question_id": q,
+        for q in r["regressed_questions"]:
+            if (system, metric, k, q) not in seen:
+                new_rows.append({"system": system, "metric": metric, "k": k, "question_id": q,
                                  "value_when_found": values.get(q),
                                  "first_seen_run": context.run_id, "first_seen_at": now})
     cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known

@@ -5,10 +5,9 @@ groups (whose access the pages respect: a restricted chunk's text never appears)
 configuration section ``report: {viewer_groups: [...]}`` (default ``["customers"]``). The history is
 read from the table store, not taken as an input, so that the quick job (which leaves
 ``metric_history`` out) can still build the report; in the full job the report runs after
-``metric_history`` and includes this run. The gate results are this run's ``gate_results`` table
-when that asset has already been materialised in this run, else they are recomputed with
-``defs.promotion.run_gates`` (the same code, seed and configuration), so the report is written even on
-a night when the regression gate fails (a failing blocking check skips everything downstream of it).
+``metric_history`` and includes this run. The gate results are this run's ``gate_results`` table, an
+upstream asset; the blocking gate check sits on ``gate_verdict`` below it, so the report is written
+even on a night when the regression gate fails.
 """
 
 
@@ -18,51 +17,19 @@ import json
 import dagster as dg
 import polars as pl
 
-from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
 from rag_eval_pipeline.core.storage import write_text_atomic
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
-DEFAULT_VIEWER_GROUPS = ("customers",)
 TREND_METRICS = ("faithfulness", "recall_5", "ndcg_cut_10", "evidence_retrieved", "coverage",
                  "false_abstention_rate", "answer_without_evidence_rate", "run_error_rate")
 REPORT_FILES = ("report.md", "report.html", "trend.html")
 
 
 def viewer_groups(settings: EvalSettings) -> tuple[str, ...]:
-    """The groups the report is written for: ``report.viewer_groups`` of the configuration, default ("customers",).
-
-    Raises ConfigError (naming the file) when the section is not a mapping or the groups are not a list of strings.
-    """
-    section = settings.config.raw.get("report") or {}
-    if not isinstance(section, dict):
-        raise ConfigError(f"{settings.config.path}: report must be a mapping, got {section!r}")
-    groups = section.get("viewer_groups", list(DEFAULT_VIEWER_GROUPS))
-    if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
-        raise ConfigError(f"{settings.config.path}: report.viewer_groups must be a list of group names, got {groups!r}")
-    return tuple(groups)
-
-
-def _gate_rows(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore, tables: dict) -> tuple[list[dict] | None, str]:
-    """(gate rows, where they came from): this run's gate_results table, else a recomputation, else None."""
-    try:
-        event = context.instance.get_latest_materialization_event(dg.AssetKey("gate_results"))
-        if event is not None and event.run_id == context.run_id:
-            table = store.read("gate_results.parquet")
-            if table is not None:
-                return table.to_dicts(), "gate_results of this run"
-    except Exception as exc:  # noqa: BLE001 - fall back to recomputing
-        context.log.warning(f"could not read this run's gate_results: {type(exc).__name__}: {exc}")
-    try:
-        from rag_eval_pipeline.defs.promotion import gate_frame, run_gates
-
-        results, errors, *_ = run_gates(settings, store, tables["metric_summary"], tables["question_metrics"],
-                                        tables["rag_runs"], tables["golden_set"], tables["corpus_snapshot"],
-                                        tables["judge_variance"])
-        return gate_frame(results, errors).to_dicts(), "recomputed for the report"
-    except Exception as exc:  # noqa: BLE001 - a report without gates is better than no report
-        context.log.warning(f"gate results unavailable for the report: {type(exc).__name__}: {exc}")
-        return None, f"unavailable ({type(exc).__name__}: {exc})"
+    """The groups the report is written for: ``report.viewer_groups`` of the configuration, default ("customers",)
+    (checked when the configuration loads)."""
+    return tuple(settings.config.report.viewer_groups)
 
 
 def headline_markdown(headline: list[dict]) -> str:
@@ -91,15 +58,13 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
                       metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
                       golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                       answer_judgements: pl.DataFrame, judge_calibration: pl.DataFrame,
-                      judge_variance: pl.DataFrame) -> dg.Output[dict]:
+                      judge_variance: pl.DataFrame, gate_results: pl.DataFrame) -> dg.Output[dict]:
     """Write report.md, report.html and trend.html with the store; return their paths and the redaction counts."""
     groups = viewer_groups(settings)
     history = store.read("metric_history.parquet")
     manifest_path = store.path("baseline", "manifest.json")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
-    tables = {"metric_summary": metric_summary, "question_metrics": question_metrics, "rag_runs": rag_runs,
-              "golden_set": golden_set, "corpus_snapshot": corpus_snapshot, "judge_variance": judge_variance}
-    gates, gates_source = _gate_rows(context, settings, store, tables)
+    gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
 
     from rag_eval_pipeline.defs.calibration import _floor, _section
 

@@ -47,6 +47,7 @@ def write_config(tmp_path, calibration=None, gates=None) -> str:
         cfg["gates"] = {"thresholds": gates}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    (tmp_path / "docs").mkdir(exist_ok=True)  # the corpus folder must exist when the configuration loads
     n = len(HUMAN)
     pl.DataFrame({"system": ["sys"] * n, "question_id": [f"q{i}" for i in range(n)],
                   "claim_id": [f"q{i}:c1" for i in range(n)], "claim": ["x"] * n, "verdict": HUMAN,

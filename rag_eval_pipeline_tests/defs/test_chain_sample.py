@@ -110,6 +110,7 @@ def test_a_blocking_regression_stops_promotion(tmp_path):
     cfg["golden"]["path"] = str(SAMPLE_DIR / "golden.jsonl")
     cfg["calibration"]["human_labels"] = str(SAMPLE_DIR / cfg["calibration"]["human_labels"])
     cfg["systems"] = [s for s in cfg["systems"] if s["kind"] == "reference"]
+    cfg["gates"]["candidate_systems"] = ["bm25_k10"]  # team_rag, a candidate in the sample, is left out here
     # An absolute floor no BM25 run on the sample reaches: the gate must fail and promotion must not run.
     cfg["gates"]["thresholds"] = [{"metric": "recall_5", "min_value": 0.99}]
     path = tmp_path / "strict.yaml"
@@ -142,6 +143,7 @@ def _sample_config(tmp_path: Path, **changes) -> Path:
     cfg["golden"]["path"] = str(SAMPLE_DIR / "golden.jsonl")
     cfg["calibration"]["human_labels"] = str(SAMPLE_DIR / cfg["calibration"]["human_labels"])
     cfg["systems"] = [s for s in cfg["systems"] if s["kind"] == "reference"]
+    cfg["gates"]["candidate_systems"] = ["bm25_k10"]  # team_rag, a candidate in the sample, is left out here
     cfg.update(changes)
     path = tmp_path / f"config_{len(list(tmp_path.glob('config_*')))}.yaml"
     path.write_text(yaml.safe_dump(cfg))

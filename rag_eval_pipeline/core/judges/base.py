@@ -13,8 +13,9 @@ re-checks every quote against the retrieved text in code and downgrades an unver
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from rag_eval_pipeline.core.tables import VERDICTS
 
@@ -32,6 +33,16 @@ __all__ = [
     "ClaimVerdict",
     "AnswerJudgement",
     "Judge",
+    "BindsRuns",
+    "ReportsStats",
+    "Concurrent",
+    "AcceptsRepeat",
+    "EstimatesCost",
+    "QualityJudge",
+    "ReverseQuestions",
+    "judge_concurrency",
+    "accepts_repeat",
+    "judge_stats",
     "holistic_label",
 ]
 
@@ -88,6 +99,97 @@ class Judge(Protocol):
     prompt_sha256: str
 
     def judge(self, question: str, answer: str, contexts: list[str]) -> AnswerJudgement: ...
+
+
+# Optional capabilities. Each is a small runtime-checkable Protocol: a judge class has one when it
+# defines the members, and callers ask ``isinstance(judge, Capability)``, never ``hasattr``. A new
+# judge is one class that implements :class:`Judge` plus whichever of these it offers; a type checker
+# verifies each against its Protocol.
+
+
+@runtime_checkable
+class BindsRuns(Protocol):
+    """Matches its labels to answers through the runs (human labels): ``bind_runs(rag_runs,
+    questions=None)`` is called with the ``rag_runs`` frame (and question_id -> question text) before
+    any ``judge`` call and returns the judge."""
+
+    def bind_runs(self, rag_runs: Any, questions: Mapping[str, str] | None = None) -> Any: ...
+
+
+@runtime_checkable
+class ReportsStats(Protocol):
+    """Counts what it spent: ``stats`` is a dict snapshot (``calls``, ``prompt_tokens``,
+    ``completion_tokens``, ``seconds``, ...; numbers are recorded in the run metadata)."""
+
+    @property
+    def stats(self) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
+class Concurrent(Protocol):
+    """Can serve ``concurrency`` (int >= 1) calls at once from several threads."""
+
+    concurrency: int
+
+
+@runtime_checkable
+class AcceptsRepeat(Protocol):
+    """``judge(question, answer, contexts, *, repeat=n)`` makes repeat n a fresh judgement (no cache
+    read) when ``accepts_repeat`` is True, so repeats measure the judge's noise."""
+
+    accepts_repeat: bool
+
+    def judge(self, question: str, answer: str, contexts: list[str], *, repeat: int = 0) -> AnswerJudgement: ...
+
+
+@runtime_checkable
+class EstimatesCost(Protocol):
+    """``dry_run_estimate(items)`` over ``(question, answer, contexts)`` tuples returns a dict with
+    ``calls``, ``prompt_tokens_est``, ``cached_calls`` and ``items``, without calling anything."""
+
+    def dry_run_estimate(self, items: Iterable[Sequence]) -> dict: ...
+
+
+@runtime_checkable
+class QualityJudge(Protocol):
+    """Judges answer quality beside faithfulness (``core/answer_quality.py``):
+    ``answer_relevance`` (1..5), ``context_relevance`` (share of contexts needed, [0, 1]),
+    ``correctness`` (dict with ``n_facts`` and ``facts`` of ``{"status": "COVERED" | ...}``),
+    ``holistic`` ("YES" | "PARTIAL" | "NO")."""
+
+    def answer_relevance(self, question: str, answer: str) -> int: ...
+
+    def context_relevance(self, question: str, contexts: list[str]) -> float: ...
+
+    def correctness(self, answer: str, reference: str) -> dict: ...
+
+    def holistic(self, question: str, answer: str, contexts: list[str]) -> str: ...
+
+
+@runtime_checkable
+class ReverseQuestions(Protocol):
+    """Generates ``n`` questions an answer would answer (Ragas' answer_relevancy)."""
+
+    def reverse_questions(self, answer: str, n: int = 3) -> list[str]: ...
+
+
+def judge_concurrency(judge: object) -> int:
+    """Calls ``judge`` can serve at once: its ``concurrency`` when :class:`Concurrent` (>= 1), else 1."""
+    if isinstance(judge, Concurrent):
+        return max(1, int(judge.concurrency or 1))
+    return 1
+
+
+def accepts_repeat(judge: object) -> bool:
+    """True when ``judge`` is :class:`AcceptsRepeat` and says so (its ``judge`` takes ``repeat=``)."""
+    return isinstance(judge, AcceptsRepeat) and bool(judge.accepts_repeat)
+
+
+def judge_stats(judge: object) -> dict[str, int | float]:
+    """The numeric counters of a :class:`ReportsStats` judge (``{"calls": 0}`` for one that keeps none)."""
+    if isinstance(judge, ReportsStats) and isinstance(judge.stats, Mapping):
+        return {k: v for k, v in judge.stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {"calls": 0}
 
 
 def holistic_label(verdicts: list[str]) -> str | None:

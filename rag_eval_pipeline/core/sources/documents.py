@@ -50,6 +50,7 @@ from rag_eval_pipeline.core.corpus import DOCUMENTS_SCHEMA, conform_documents, e
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.sources._records import decode_utf8
 from rag_eval_pipeline.core.tables import CHUNK_STATUS
+from rag_eval_pipeline.core.yamlio import load_yaml_text
 
 DOC_SUFFIXES = (".md", ".txt")
 FRONT_MATTER_KEYS = ("title", "doc_type", "language", "status", "replaced_by", "acl", "valid_from", "valid_to")
@@ -107,7 +108,7 @@ def _read_one(file: Path, folder_name: str) -> tuple[dict, int | None]:
         fm_lines = lines[1:close]
         body_first_line = close + 2
         try:
-            loaded = yaml.safe_load("\n".join(fm_lines))
+            loaded = load_yaml_text("\n".join(fm_lines), source=path, line_offset=1)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 2 if mark is not None else 1
