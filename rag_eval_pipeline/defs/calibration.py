@@ -94,7 +94,7 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
     if section.configured:
         path = section.human_labels
         source = str(path)
-        human = _load_human_labels(path, level, section.get("mapping"))
+        human = _load_human_labels(path, level, section.mapping)
         hashes = _current_hashes(store, judge_labels, level)
         now = dt.datetime.now(dt.timezone.utc).isoformat()
         fresh = calibrate_all(human, judge_labels, section.mapping, level, calibrated_at=now, source=source,

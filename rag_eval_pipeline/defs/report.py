@@ -66,13 +66,11 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
 
-    from rag_eval_pipeline.defs.calibration import _floor, _section
-
     report = build_report(
         metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot, judge_labels, answer_judgements,
         calibration=judge_calibration, variance=judge_variance, gates=gates, history=history, viewer_groups=groups,
         baseline_manifest=manifest, generated_at=dt.datetime.now(dt.timezone.utc),
-        kappa_floor=_floor(_section(settings), settings),
+        kappa_floor=settings.config.calibration.kappa_floor,
     )
     md_path = write_text_atomic(report.markdown, store.path("report.md"))
     html_path = write_text_atomic(report.html, store.path("report.html"))

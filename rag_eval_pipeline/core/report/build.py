@@ -115,8 +115,6 @@ class Report:
     why_not_calibrated: str = ""
 
 
-#: The configuration's default ``calibration.kappa_floor``.
-DEFAULT_KAPPA_FLOOR = 0.4
 
 
 def judge_trust(calibration: pl.DataFrame | None, kappa_floor: float | None = DEFAULT_KAPPA_FLOOR) -> tuple[bool, str]:
