@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from rag_eval_pipeline.core.config_sections import DEFAULT_KAPPA_FLOOR
 from rag_eval_pipeline.core.errors import SchemaError
 from rag_eval_pipeline.core.report.access import ReportAccess
 from rag_eval_pipeline.core.report.bands import (
