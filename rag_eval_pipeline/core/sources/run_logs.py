@@ -107,8 +107,6 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[di
             raise f.error(f"{where}.chunk_id", f"chunk {chunk_id!r} retrieved twice for one question (also at "
                                                f"retrieved[{at}]){twin_note(first, written)}; expected each chunk once")
         seen[chunk_id] = (i, written)
-        if known_chunks is not None and chunk_id not in known_chunks:
-            raise f.error(f"{where}.chunk_id", _unknown_chunk(chunk_id, known_chunks))
         score = hit.get("score")
         if score is not None and not finite_number(score):
             raise f.error(f"{where}.score", f"got {short_repr(score)}; expected a finite number or null")
@@ -123,6 +121,10 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[di
             with_rank += 1
             rank = int(rank)
         hits.append({"chunk_id": chunk_id, "score": None if score is None else float(score), "rank": rank})
+    if known_chunks is not None:  # after the repeat check: an NFC/NFD twin is reported as a repeat first
+        for i, hit in enumerate(hits):
+            if hit["chunk_id"] not in known_chunks:
+                raise f.error(f"retrieved[{i}].chunk_id", _unknown_chunk(hit["chunk_id"], known_chunks))
     if 0 < with_rank < len(hits):
         missing = next(i for i, h in enumerate(hits) if h["rank"] is None)
         raise f.error(f"retrieved[{missing}].rank", "rank given on some hits but not on this one; expected rank on "
