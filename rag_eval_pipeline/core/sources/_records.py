@@ -38,11 +38,11 @@ def short_repr(value: Any, limit: int = _REPR_LIMIT) -> str:
     An int too long to print in full is described by its digit count. Raises nothing.
     """
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * limit:
-        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
-    try:
-        text = repr(value)
-    except ValueError:  # an int beyond sys.get_int_max_str_digits()
-        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+        try:
+            return f"an integer of {len(str(abs(value)))} digits"
+        except ValueError:  # beyond sys.get_int_max_str_digits()
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
