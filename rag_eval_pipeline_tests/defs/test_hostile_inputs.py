@@ -373,6 +373,11 @@ def _blocked(path):
         except BaseException:  # Dagster's DagsterExecutionInterruptedError included
             pass
 """,
+    "native_loop": """
+def _blocked(path):
+    _entered()
+    sum(range(10**15))  # a C loop that holds the GIL and never looks at pending signals
+""",
     "thread_pool": """
 def _blocked(path):
     from concurrent.futures import ThreadPoolExecutor
