@@ -214,26 +214,32 @@ except ProcessLookupError:
 """
 
 
+_watchdog: dict[int, subprocess.Popen] = {}  # pid -> the watchdog started by end_on_signal in that process
+
+
 def end_on_signal(grace_s: float = 3.0, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)
-                  ) -> subprocess.Popen:
+                  ) -> subprocess.Popen | None:
     """Make SIGTERM (and SIGINT) end this process, and so free its output-folder lock, within ``grace_s``
     seconds whatever it is doing.
 
     Call once from the main thread of a command-line process, before its long work. Input: the grace
     period in seconds (the process's own handling, e.g. Dagster marking the run failed, gets that
     long) and the signals to watch. Output: the watchdog process (it exits by itself when this process
-    exits). Where a signal has no Python handler (a default or ignored disposition) one is installed
+    exits); a second call in the same process returns the first one's; None, changing nothing, when
+    the signal wakeup fd is already used by someone else (an asyncio loop) or when not called from the
+    main thread. Where a signal has no Python handler (a default or ignored disposition) one is installed
     that ends the process at once with status 128 + signal number (the kernel frees the lock); Dagster
     replaces it with its own during a run, which ends the run's current step when Python code runs
     next, and whose signals the watchdog sees as well. After the grace period the watchdog
     sends SIGKILL: the kernel then drops the ``flock``, so the folder is free; the files of the folder
     stay as the atomic writes left them (each table is the old or the new version, never a mix).
-    Raises RuntimeError when called from another thread than the main one, or when the wakeup fd is
-    already used by someone else (an asyncio loop).
+    Raises OSError only when the watchdog cannot be started.
     Definition: ``signal.set_wakeup_fd`` (Python docs, "signal" module).
     """
     if threading.current_thread() is not threading.main_thread():
-        raise RuntimeError("end_on_signal must be called from the main thread")
+        return None
+    if os.getpid() in _watchdog:
+        return _watchdog[os.getpid()]
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     watchdog = subprocess.Popen(
@@ -244,12 +250,13 @@ def end_on_signal(grace_s: float = 3.0, signals: tuple[int, ...] = (signal.SIGTE
     previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
     if previous != -1:
         signal.set_wakeup_fd(previous)
-        os.close(write_end)
+        os.close(write_end)  # the watchdog reads EOF and exits
         watchdog.wait()
-        raise RuntimeError("the signal wakeup fd is already in use")
+        return None
     for signum in signals:
         if signal.getsignal(signum) in (signal.SIG_DFL, signal.SIG_IGN, None):
             signal.signal(signum, _exit_now)
+    _watchdog[os.getpid()] = watchdog
     return watchdog
 
 
