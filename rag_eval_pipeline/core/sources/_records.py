@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from rag_eval_pipeline.core.corpus import code_points, twin_note  # noqa: F401  (re-exported for the readers)
+from rag_eval_pipeline.core.corpus import twin_note  # noqa: F401  (used by the readers through this module)
 from rag_eval_pipeline.core.errors import InputError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")

@@ -279,3 +279,14 @@ def test_a_named_pipe_as_log_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)
     err = error(fifo)
     assert "named pipe" in str(err) and err.path == str(fifo)
+
+
+def test_rank_beyond_int32_in_a_parquet_log_names_the_row(tmp_path):
+    f = tmp_path / "r.parquet"
+    pl.DataFrame({"question_id": ["q1", "q2"], "decision": ["abstain", "abstain"],
+                  "retrieved": [[{"chunk_id": "a#0", "rank": 1}], [{"chunk_id": "a#0", "rank": 2**31}]]},
+                 schema={"question_id": pl.Utf8, "decision": pl.Utf8,
+                         "retrieved": pl.List(pl.Struct({"chunk_id": pl.Utf8, "rank": pl.Int64}))}).write_parquet(f)
+    err = error(f)
+    assert_names(err, f, 2, "retrieved[0].rank")
+    assert "got 2147483648" in str(err)
