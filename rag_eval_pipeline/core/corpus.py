@@ -190,7 +190,8 @@ def chunk_documents(documents: pl.DataFrame, strategy: str = "paragraphs", max_c
     document column is copied onto its chunks; ``sha256`` is the hex sha256 of the UTF-8 chunk text.
     Raises InputError (file = the document's ``source``, field ``text``) for a document whose text is
     empty after normalisation, InputError (field ``doc_id``) for a missing, duplicate (after NFC: two
-    ids that differ only in normalisation are shown with their code points) or '#'-holding doc_id, SchemaError for a frame of the wrong shape, ConfigError for a bad strategy / max_chars.
+    ids that differ only in normalisation are shown with their code points) or '#'-holding doc_id,
+    SchemaError for a frame of the wrong shape, ConfigError for a bad strategy / max_chars.
     Definition: seed 000 section 1 (freeze a versioned document set), seed 001 (stable chunk ids).
     """
     documents = conform_documents(documents)

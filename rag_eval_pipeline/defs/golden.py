@@ -1,4 +1,5 @@
-"""golden_set: the validated questions, the label-consistency check beside it, and a warning for evidence on withdrawn or replaced chunks."""
+"""golden_set: the validated questions, the label-consistency check beside it, and a warning for
+evidence on withdrawn or replaced chunks."""
 
 
 import dagster as dg
@@ -75,7 +76,8 @@ def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: p
 
 
 @dg.asset_check(asset=golden_set, blocking=False,
-                additional_ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": ["chunk_id", "status", "replaced_by"]})},
+                additional_ins={"corpus_snapshot": dg.AssetIn(
+                    metadata={"columns": ["chunk_id", "status", "replaced_by"]})},
                 description="Warns when a question's evidence (relevant ids with grade > 0, claim support) is a "
                             "withdrawn or replaced chunk: those questions form the doc_status=withdrawn / "
                             "doc_status=replaced segments of the report.")

@@ -192,7 +192,8 @@ def _read_one(file: Path, folder_name: str) -> tuple[dict, int | None]:
         raise InputError("empty document: no text after the front matter; expected at least one paragraph",
                          path=path, line=body_first_line, field="text")
     row = {
-        "doc_id": doc_id, "title": title, "text": body.strip("\n"), "source": normalise_id(f"{folder_name}/{file.name}"),
+        "doc_id": doc_id, "title": title, "text": body.strip("\n"),
+        "source": normalise_id(f"{folder_name}/{file.name}"),
         "doc_type": doc_type, "language": language, "status": status, "replaced_by": replaced_by,
         "acl": acl, "valid_from": valid_from, "valid_to": valid_to,
     }

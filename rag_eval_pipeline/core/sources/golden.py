@@ -129,8 +129,8 @@ def _relevant(value, fields: Fields) -> list[dict]:
                                                        f"<= {INT32_MAX}")
         written, chunk_id = chunk_id, normalise_id(chunk_id)
         if chunk_id in seen:
-            raise fields.error(f"relevant[{i}]", f"chunk {chunk_id!r} listed twice{twin_note(seen[chunk_id], written)}; "
-                                                 "expected each chunk once")
+            note = twin_note(seen[chunk_id], written)
+            raise fields.error(f"relevant[{i}]", f"chunk {chunk_id!r} listed twice{note}; expected each chunk once")
         seen[chunk_id] = written
         out.append({"chunk_id": chunk_id, "grade": int(grade)})
     return out
@@ -282,9 +282,10 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
     ``golden_version`` = :func:`golden_version` (a content hash of the questions, independent of row
     order).
     Raises InputError naming the source, the line (or row) and the field for: a duplicate
-    question_id (after NFC; twins are shown with their code points); an unknown answerability or split; a relevant or supporting chunk id missing from
-    the snapshot; an absent question with relevant ids or claims; an answerable question with no
-    relevant id of grade >= 1, or none its user_groups may read (acl); a claim with no supporting id.
+    question_id (after NFC; twins are shown with their code points); an unknown answerability or
+    split; a relevant or supporting chunk id missing from the snapshot; an absent question with
+    relevant ids or claims; an answerable question with no relevant id of grade >= 1, or none its
+    user_groups may read (acl); a claim with no supporting id.
     SchemaError when the frame lacks golden_raw columns.
     Definition: module docstring (seed 000 section 1, seed 001).
     """
