@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.core.errors import ConfigError
-    from rag_eval_pipeline.core.locking import OutputLock, OutputLocked
+    from rag_eval_pipeline.core.locking import OutputLock, OutputLocked, end_on_signal
 
     job = defs.resolve_job_def(args.job)
     resources = build_resources()
@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     except OutputLocked as exc:
         print(f"rag-eval: {exc}", file=sys.stderr)
         return 3
+    end_on_signal()  # SIGTERM / SIGINT end the run, and free the folder, within seconds whatever step it is in
 
     def identity(p: Path) -> tuple[int, int]:
         st = p.stat()

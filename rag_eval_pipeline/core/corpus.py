@@ -185,19 +185,24 @@ def chunk_documents(documents: pl.DataFrame, strategy: str = "paragraphs", max_c
     Input: a documents frame (:data:`DOCUMENTS_SCHEMA`, docs/CONTRACTS.md); ``strategy``,
     ``max_chars`` and ``merge_below`` as in :func:`chunk_text`.
     Output: one row per chunk, schema ``corpus_snapshot`` (core/tables.py), sorted by doc_id then
-    chunk_index; ``chunk_id`` = ``f"{doc_id}#{n}"`` with n counted from 0 within the document; every
+    chunk_index; ``doc_id`` and ``replaced_by`` in Unicode NFC (Unicode Standard Annex #15);
+    ``chunk_id`` = ``f"{doc_id}#{n}"`` with n counted from 0 within the document; every
     document column is copied onto its chunks; ``sha256`` is the hex sha256 of the UTF-8 chunk text.
     Raises InputError (file = the document's ``source``, field ``text``) for a document whose text is
-    empty after normalisation, InputError (field ``doc_id``) for a missing, duplicate or '#'-holding
-    doc_id, SchemaError for a frame of the wrong shape, ConfigError for a bad strategy / max_chars.
+    empty after normalisation, InputError (field ``doc_id``) for a missing, duplicate (after NFC: two
+    ids that differ only in normalisation are shown with their code points) or '#'-holding doc_id,
+    SchemaError for a frame of the wrong shape, ConfigError for a bad strategy / max_chars.
     Definition: seed 000 section 1 (freeze a versioned document set), seed 001 (stable chunk ids).
     """
     documents = conform_documents(documents)
     if strategy not in STRATEGIES:
         raise ConfigError(f"chunking strategy {strategy!r} is unknown; expected one of {list(STRATEGIES)}")
+    # Ids in NFC whatever the source (an NFD name from macOS and its NFC twin are one doc_id)
+    documents = documents.with_columns(pl.col("doc_id").alias("_written")).with_columns(
+        pl.col("doc_id").str.normalize("NFC"), pl.col("replaced_by").str.normalize("NFC"))
     rows: dict[str, list] = {name: [] for name in tables.SCHEMAS["corpus_snapshot"]}
-    seen: dict[str, str | None] = {}
-    for doc in documents.sort("doc_id", nulls_last=True).iter_rows(named=True):
+    seen: dict[str, tuple[str | None, str]] = {}  # NFC doc_id -> (source, doc_id as written)
+    for doc in documents.sort("doc_id", "_written", nulls_last=True).iter_rows(named=True):
         doc_id, source = doc["doc_id"], doc["source"]
         if not doc_id:
             raise InputError("document without a doc_id; expected a non-empty string", path=source, field="doc_id")
@@ -205,9 +210,10 @@ def chunk_documents(documents: pl.DataFrame, strategy: str = "paragraphs", max_c
             raise InputError(f"doc_id {doc_id!r} holds '#', which separates doc_id and chunk number in chunk ids",
                              path=source, field="doc_id")
         if doc_id in seen:
-            raise InputError(f"doc_id {doc_id!r} appears twice (also from {seen[doc_id]}); expected unique doc ids",
-                             path=source, field="doc_id")
-        seen[doc_id] = source
+            note = twin_note(seen[doc_id][1], doc["_written"])
+            raise InputError(f"doc_id {doc_id!r} appears twice (also from {seen[doc_id][0]}){note}; expected unique "
+                             "doc ids", path=source, field="doc_id")
+        seen[doc_id] = (source, doc["_written"])
         pieces = chunk_text(doc["text"] or "", strategy, max_chars, merge_below)
         if not pieces:
             raise InputError(f"document {doc_id!r} is empty; expected some text", path=source, field="text")
@@ -217,10 +223,28 @@ def chunk_documents(documents: pl.DataFrame, strategy: str = "paragraphs", max_c
             rows["text"].append(piece)
             rows["sha256"].append(hashlib.sha256(piece.encode("utf-8")).hexdigest())
             for col in DOCUMENTS_SCHEMA:
-                if col != "text":
+                if col != "text":  # doc_id and replaced_by as normalised above
                     rows[col].append(doc[col])
     snapshot = pl.DataFrame(rows, schema=tables.SCHEMAS["corpus_snapshot"])
     return tables.conform(snapshot, "corpus_snapshot")
+
+
+def code_points(value: str, limit: int = 48) -> str:
+    """The code points of a string, as ``U+0067 U+0075 U+00ED``: what tells two same-looking ids apart.
+
+    Output: at most ``limit`` code points, then ``...``. Raises nothing.
+    """
+    points = " ".join(f"U+{ord(ch):04X}" for ch in value[:limit])
+    return points + (" ..." if len(value) > limit else "")
+
+
+def twin_note(first: str, second: str) -> str:
+    """'' when two ids are written identically; otherwise a note giving both ids' code points (called
+    on ids whose NFC forms are equal, so they differ only in Unicode normalisation)."""
+    if first == second:
+        return ""
+    return (f" (the two ids differ only in Unicode normalisation: {first!r} is {code_points(first)}, "
+            f"{second!r} is {code_points(second)}; both are read as NFC)")
 
 
 def _canonical(value):

@@ -21,6 +21,11 @@ Rules:
   (``.<name>.*.tmp``, written by :mod:`rag_eval_pipeline.core.storage`) that a killed writer left:
   nobody else can be writing them.
 
+- A signal must free the folder within seconds whatever the run is doing: :func:`end_on_signal`
+  (installed by ``rag-eval run``) has a small watchdog process SIGKILL the run when SIGTERM or SIGINT
+  has not ended it after a grace period, since a step stuck in native code, or one that swallows
+  Dagster's interrupt, would otherwise hold the lock indefinitely.
+
 Nothing here imports Dagster. POSIX only (``fcntl``).
 """
 
@@ -30,7 +35,9 @@ import datetime as _dt
 import fcntl
 import json
 import os
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -170,3 +177,89 @@ class OutputLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+# The watchdog (run with ``python -I -S -c``): its stdin is the read end of a pipe whose write end is
+# this process's signal wakeup fd. Python's C-level signal handler writes the signal number there at
+# once, even while the main thread is stuck in native code or holds the GIL, so the watchdog learns of
+# the signal whatever the run is doing. EOF means the run has exited.
+_WATCHDOG = r"""
+import os, select, signal, sys, time
+pid, grace = int(sys.argv[1]), float(sys.argv[2])
+wanted = {int(s) for s in sys.argv[3].split(",")}
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    data = os.read(0, 512)
+    if not data:
+        sys.exit(0)
+    got = wanted.intersection(data)
+    if got:
+        break
+deadline = time.monotonic() + grace
+while True:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        break
+    ready, _, _ = select.select([0], [], [], left)
+    if ready and not os.read(0, 512):
+        sys.exit(0)
+name = signal.Signals(min(got)).name
+os.write(2, ("rag-eval: %s received and the run had not stopped after %g s; killed it (pid %d). Its "
+             "output folder is unlocked; tables it had not finished writing keep their previous version.\n"
+             % (name, grace, pid)).encode())
+try:
+    os.kill(pid, signal.SIGKILL)
+except ProcessLookupError:
+    pass
+"""
+
+
+_watchdog: dict[int, subprocess.Popen] = {}  # pid -> the watchdog started by end_on_signal in that process
+
+
+def end_on_signal(grace_s: float = 3.0, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)
+                  ) -> subprocess.Popen | None:
+    """Make SIGTERM (and SIGINT) end this process, and so free its output-folder lock, within ``grace_s``
+    seconds whatever it is doing.
+
+    Call once from the main thread of a command-line process, before its long work. Input: the grace
+    period in seconds (the process's own handling, e.g. Dagster marking the run failed, gets that
+    long) and the signals to watch. Output: the watchdog process (it exits by itself when this process
+    exits); a second call in the same process returns the first one's; None, changing nothing, when
+    the signal wakeup fd is already used by someone else (an asyncio loop) or when not called from the
+    main thread. Where a signal has no Python handler (a default or ignored disposition) one is installed
+    that ends the process at once with status 128 + signal number (the kernel frees the lock); Dagster
+    replaces it with its own during a run, which ends the run's current step when Python code runs
+    next, and whose signals the watchdog sees as well. After the grace period the watchdog
+    sends SIGKILL: the kernel then drops the ``flock``, so the folder is free; the files of the folder
+    stay as the atomic writes left them (each table is the old or the new version, never a mix).
+    Raises OSError only when the watchdog cannot be started.
+    Definition: ``signal.set_wakeup_fd`` (Python docs, "signal" module).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if os.getpid() in _watchdog:
+        return _watchdog[os.getpid()]
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    watchdog = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(os.getpid()), str(grace_s),
+         ",".join(str(int(s)) for s in signals)],
+        stdin=read_end, close_fds=True, start_new_session=True)
+    os.close(read_end)
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    if previous != -1:
+        signal.set_wakeup_fd(previous)
+        os.close(write_end)  # the watchdog reads EOF and exits
+        watchdog.wait()
+        return None
+    for signum in signals:
+        if signal.getsignal(signum) in (signal.SIG_DFL, signal.SIG_IGN, None):
+            signal.signal(signum, _exit_now)
+    _watchdog[os.getpid()] = watchdog
+    return watchdog
+
+
+def _exit_now(signum, frame):
+    os.write(2, f"rag-eval: stopped by {signal.Signals(signum).name}\n".encode())
+    os._exit(128 + signum)

@@ -1,9 +1,11 @@
-"""golden_set: the validated questions, and the label-consistency check beside it."""
+"""golden_set: the validated questions, the label-consistency check beside it, and a warning for
+evidence on withdrawn or replaced chunks."""
 
 
 import dagster as dg
 import polars as pl
 
+from rag_eval_pipeline.core.metrics.decisions import evidence_chunks
 from rag_eval_pipeline.core.pipeline import build_golden, quick_subset
 from rag_eval_pipeline.core.tables import ANSWERABILITY
 from rag_eval_pipeline.defs.resources import EvalSettings
@@ -69,5 +71,39 @@ def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: p
             "absent_with_relevant": absent_with[:50],
             "answerable_without_relevant": answerable_without[:50],
             "duplicate_question_ids": dupes[:50],
+        },
+    )
+
+
+@dg.asset_check(asset=golden_set, blocking=False,
+                additional_ins={"corpus_snapshot": dg.AssetIn(
+                    metadata={"columns": ["chunk_id", "status", "replaced_by"]})},
+                description="Warns when a question's evidence (relevant ids with grade > 0, claim support) is a "
+                            "withdrawn or replaced chunk: those questions form the doc_status=withdrawn / "
+                            "doc_status=replaced segments of the report.")
+def golden_evidence_is_current(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+    # The same evidence as the report's doc_status segments (core.metrics.summary.question_segments).
+    order = golden_set.select("question_id").with_row_index("_row")
+    stale = (
+        evidence_chunks(golden_set).explode("evidence").drop_nulls("evidence").rename({"evidence": "chunk_id"})
+        .join(corpus_snapshot.select("chunk_id", "status", "replaced_by").unique("chunk_id", keep="first"),
+              on="chunk_id", how="inner")
+        .filter(pl.col("status").is_in(["withdrawn", "replaced"]))
+        .join(order, on="question_id", how="left")
+        .sort("_row", "chunk_id")
+    )
+    listed = [f"{q}:{c} ({s}" + (f" by {r})" if r else ")")
+              for q, c, s, r in stale.select("question_id", "chunk_id", "status", "replaced_by").iter_rows()]
+    questions = stale["question_id"].unique(maintain_order=True).to_list()
+    return dg.AssetCheckResult(
+        passed=not listed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(f"{len(questions)} question(s) rest on withdrawn or replaced chunks (segments "
+                     "doc_status=withdrawn / doc_status=replaced)" if listed else "every evidence chunk is active"),
+        metadata={
+            "withdrawn_or_replaced_ids": listed[:100],
+            "questions": questions[:100],
+            "n_ids": len(listed),
+            "n_questions": len(questions),
         },
     )

@@ -152,3 +152,14 @@ def test_chunking_keeps_every_visible_character(text, max_chars, merge_below):
     visible = "".join(normalise_text(text).split())
     assert "".join("".join(p.split()) for p in pieces) == visible
     assert pieces == chunk_text(text, "paragraphs", max_chars=max_chars, merge_below=merge_below)
+
+
+def test_doc_ids_are_nfc_and_twins_are_duplicates_with_code_points():
+    # an NFD doc_id from any source (a BEIR corpus, a frame built by hand) is stored in NFC
+    snap = chunk_documents(docs({"doc_id": "gui\u0301a", "text": "Uno."}))
+    assert snap["doc_id"].to_list() == ["gu\u00eda"] and snap["chunk_id"].to_list() == ["gu\u00eda#0"]
+    with pytest.raises(InputError) as exc:
+        chunk_documents(docs({"doc_id": "gu\u00eda", "text": "Uno."}, {"doc_id": "gui\u0301a", "text": "Dos."}))
+    msg = str(exc.value)
+    assert exc.value.field == "doc_id" and "appears twice" in msg
+    assert "U+00ED" in msg and "U+0069 U+0301" in msg

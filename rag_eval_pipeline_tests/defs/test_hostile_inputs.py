@@ -4,13 +4,21 @@ Each case is the sample configuration with one thing broken (a golden file, a co
 materialised with every asset and check of the code location into an output folder that already
 holds a good run of the sample. A bad input must stop the chain at the asset that reads it, with an
 error that names the file, the line (or row) and the field; that asset, and everything after it,
-must keep the previous good files byte for byte. Repaired and allowed inputs must give the stated
-result.
+must keep the previous good files byte for byte (every file under the output folder, hidden ones
+included, hashed before and after). Repaired and allowed inputs must give the stated result.
+Special files that git cannot hold (a named pipe, a symbolic link loop, a file name in NFD) are made
+by the test from the case's ``make`` list. ``cli_signal`` cases start the real ``rag-eval run`` in a
+subprocess, make one step block, send SIGTERM and time the exit.
 """
 
 import filecmp
+import hashlib
 import json
+import os
 import shutil
+import signal
+import time
+import unicodedata
 from pathlib import Path
 
 import dagster as dg
@@ -19,14 +27,24 @@ import pytest
 import yaml
 
 from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.locking import OutputLock, read_owner
 from rag_eval_pipeline.core.sources.trec import read_trec_run
 from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
-from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
+from rag_eval_pipeline_tests.defs.subprocess_runs import (
+    cli_env,
+    dagster_home,
+    kill,
+    sample_config_dict,
+    start_cli,
+    visible_tables,
+    wait_for,
+)
 
 HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
 CASES = sorted(p.name for p in HOSTILE.iterdir() if (p / "case.yaml").is_file())
+NOT_THROUGH_MATERIALIZE = ("trec_run", "cli_signal")
 TEAM = "team_rag"
 
 # Judge calls seen by the counting judge of the current materialisation (in-process executor).
@@ -78,6 +96,21 @@ def _patch_log(sample_log: Path, patch: Path, out: Path) -> Path:
     return out
 
 
+def make_special_files(folder: Path, make: list[dict]) -> None:
+    """Create what git cannot hold: ``fifo`` (a named pipe), ``symlink`` (to ``target``), ``copy`` (of
+    ``from`` under another ``name``, e.g. the same file name in NFD)."""
+    for item in make:
+        path = folder / item["name"]
+        if item["kind"] == "fifo":
+            os.mkfifo(path)
+        elif item["kind"] == "symlink":
+            os.symlink(item["target"], path)
+        elif item["kind"] == "copy":
+            shutil.copyfile(folder / item["from"], path)
+        else:
+            raise AssertionError(f"unknown kind {item['kind']!r}")
+
+
 def broken_config(name: str, case: dict, tmp_path: Path) -> Path:
     """Write the sample configuration with this case's one broken input into tmp_path; return its path."""
     src = HOSTILE / name
@@ -88,8 +121,10 @@ def broken_config(name: str, case: dict, tmp_path: Path) -> Path:
     elif target == "corpus":
         corpus = tmp_path / "corpus"
         shutil.copytree(SAMPLE_DIR / "corpus", corpus)
-        for f in (src / "corpus").iterdir():
-            shutil.copyfile(f, corpus / f.name)  # overlay: add, or replace the sample file of that name
+        if (src / "corpus").is_dir():
+            for f in (src / "corpus").iterdir():
+                shutil.copyfile(f, corpus / f.name)  # overlay: add, or replace the sample file of that name
+        make_special_files(corpus, case.get("make") or [])
         cfg["corpus"]["path"] = str(corpus)
     elif target == "beir":
         cfg["corpus"] = {"source": "beir", "path": str(src / case["file"])}
@@ -131,6 +166,12 @@ def good_run(tmp_path_factory):
     return result, out
 
 
+def every_file_hash(folder: Path) -> dict[str, str]:
+    """sha256 of every file under the folder, hidden ones (the lock file) included."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def visible_files(folder: Path) -> list[Path]:
     return sorted(p.relative_to(folder) for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
 
@@ -160,13 +201,15 @@ def test_the_readme_lists_every_case():
         assert f"`{name}`" in readme, name
 
 
-@pytest.mark.parametrize("name", [c for c in CASES if load_case(c)["target"] != "trec_run"])
+@pytest.mark.timeout(120)  # a case that blocks (a FIFO read) fails here instead of hanging the suite
+@pytest.mark.parametrize("name", [c for c in CASES if load_case(c)["target"] not in NOT_THROUGH_MATERIALIZE])
 def test_hostile_input_through_the_chain(name, good_run, tmp_path):
     case = load_case(name)
     expect = case["expect"]
     good_result, good_out = good_run
     out = tmp_path / "out"
     shutil.copytree(good_out, out)
+    hashes_before = every_file_hash(out)
     result = materialize(broken_config(name, case, tmp_path), out)
 
     if expect["outcome"] == "error":
@@ -192,6 +235,7 @@ def test_hostile_input_through_the_chain(name, good_run, tmp_path):
         failing = out / f"{expect['asset']}.parquet"
         assert pl.read_parquet(failing).equals(pl.read_parquet(good_out / f"{expect['asset']}.parquet"))
         assert not [p for p in out.rglob(".*.tmp")], "temporary files left behind"
+        assert every_file_hash(out) == hashes_before
         return
 
     assert result.success == expect.get("success", True), step_errors(result)
@@ -267,7 +311,26 @@ def check_empty_retrieval(case, result, out, good_result, good_out):
     assert [a for _, a in JUDGE_CALLS if a == patched["answer"]] == []  # zero judge calls for this answer
 
 
+def check_evidence_withdrawn(case, result, out, good_result, good_out):
+    expect = case["expect"]
+    evaluations = [e for e in result.get_asset_check_evaluations() if e.check_name == expect["check"]]
+    assert len(evaluations) == 1
+    warning = evaluations[0]
+    assert not warning.passed and warning.severity == dg.AssetCheckSeverity.WARN
+    assert warning.metadata["withdrawn_or_replaced_ids"].value == expect["listed"]
+    # the question is in the withdrawn-document segment of the summary the report shows
+    summary = pl.read_parquet(out / "metric_summary.parquet")
+    assert summary.filter(pl.col("segment") == "doc_status=withdrawn").height > 0
+    golden = pl.read_parquet(out / "golden_set.parquet")
+    assert golden["question_id"].to_list() == ["q01", "q02"]  # accepted: a warning, not an error
+    # the only blocking failure is the gate's refusal to compare across golden versions
+    failed = [e.check_name for e in result.get_asset_check_evaluations()
+              if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+    assert failed == ["no_regression_against_baseline"], failed
+
+
 CHECKS_BY_CASE = {
+    "golden_evidence_withdrawn": check_evidence_withdrawn,
     "corpus_bom_crlf": check_bom_crlf,
     "corpus_changed_text": check_changed_text,
     "runs_missing_score": check_missing_score,
@@ -279,8 +342,105 @@ CHECKS_BY_CASE = {
 def test_every_non_error_case_has_a_check():
     for name in CASES:
         case = load_case(name)
-        if case["expect"]["outcome"] != "error":
+        if case["expect"]["outcome"] != "error" and case["target"] not in NOT_THROUGH_MATERIALIZE:
             assert name in CHECKS_BY_CASE, name
+
+
+def test_the_sample_warns_about_its_question_on_a_replaced_document(good_run):
+    """The sample's q26 is about the 2023 return policy (devoluciones-a1-2023.md, front matter
+    ``status: replaced``, ``replaced_by: devoluciones-a1``): both its relevant chunks are listed."""
+    result, _ = good_run
+    (warning,) = [e for e in result.get_asset_check_evaluations() if e.check_name == "golden_evidence_is_current"]
+    assert not warning.passed and warning.severity == dg.AssetCheckSeverity.WARN
+    assert warning.metadata["withdrawn_or_replaced_ids"].value == [
+        "q26:devoluciones-a1-2023#0 (replaced by devoluciones-a1)",
+        "q26:devoluciones-a1-2023#1 (replaced by devoluciones-a1)",
+    ]
+    assert warning.metadata["questions"].value == ["q26"]
+
+
+# ------------------------------------------------------------------ SIGTERM while a step is stuck
+
+# Installed with sitecustomize in the child only: the corpus reader blocks in a way that Dagster's own
+# interrupt (an exception raised in the step when Python code next runs) cannot end.
+_HOOKS = {
+    "swallow_interrupts": """
+def _blocked(path):
+    _entered()
+    while True:
+        try:
+            time.sleep(3600)
+        except BaseException:  # Dagster's DagsterExecutionInterruptedError included
+            pass
+""",
+    "native_loop": """
+def _blocked(path):
+    _entered()
+    sum(range(10**15))  # a C loop that holds the GIL and never looks at pending signals
+""",
+    "thread_pool": """
+def _blocked(path):
+    from concurrent.futures import ThreadPoolExecutor
+    _entered()
+    with ThreadPoolExecutor(max_workers=1) as pool:  # __exit__ and interpreter exit both join the worker
+        pool.submit(time.sleep, 3600).result()
+""",
+}
+_HOOK_HEADER = """
+import os, time
+import rag_eval_pipeline.core.sources.documents as _documents
+
+def _entered():
+    open(os.environ["RAG_EVAL_TEST_HOOK_MARKER"], "w").close()
+"""
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("name", [c for c in CASES if load_case(c)["target"] == "cli_signal"])
+def test_sigterm_ends_a_stuck_run_and_frees_the_folder(name, good_run, tmp_path):
+    case = load_case(name)
+    _, good_out = good_run
+    out = tmp_path / "out"
+    shutil.copytree(good_out, out)
+    before = visible_tables(out)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_HOOK_HEADER + _HOOKS[case["hook"]]
+                                            + "\n_documents.load_documents_dir = _blocked\n", encoding="utf-8")
+    marker = tmp_path / "entered"
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(sample_config(), allow_unicode=True), encoding="utf-8")
+    env = cli_env(dagster_home(tmp_path), RAG_EVAL_TEST_HOOK_MARKER=str(marker))
+    env["PYTHONPATH"] = os.pathsep.join([str(hooks), str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    proc = start_cli(config, out, env, log=tmp_path / "run.log")
+    try:
+        wait_for(marker.exists, 150, proc, "corpus_snapshot to start reading")
+        assert read_owner(out)["pid"] == proc.pid  # the stuck run holds the folder
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=case["expect"]["within_s"] + 20)
+        except Exception:
+            pass
+        took = time.monotonic() - sent
+        assert proc.poll() is not None, f"still running {took:.0f} s after SIGTERM"
+        assert took <= case["expect"]["within_s"], f"took {took:.1f} s to end after SIGTERM"
+    finally:
+        kill_group(proc)
+    log = (tmp_path / "run.log").read_text(encoding="utf-8", errors="replace")
+    assert "SIGTERM received" in log, log[-2000:]
+    lock = OutputLock(out, wait_s=0).acquire()  # free: raises OutputLocked otherwise
+    lock.release()
+    assert visible_tables(out) == before  # stopped before writing anything
+
+
+def kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if proc.poll() is None:
+        kill(proc)
 
 
 @pytest.mark.parametrize("name", [c for c in CASES if load_case(c)["target"] == "trec_run"])

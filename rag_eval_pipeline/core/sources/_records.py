@@ -6,17 +6,93 @@ Private to ``core/sources``. Every error names the file, the line (JSONL: physic
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
+import stat
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from rag_eval_pipeline.core.corpus import twin_note  # noqa: F401  (used by the readers through this module)
 from rag_eval_pipeline.core.errors import InputError
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
+#: The range of the Int32 columns (ranks, grades): a value outside it would overflow on write.
+INT32_MAX = 2**31 - 1
+_REPR_LIMIT = 80
+
+_FILE_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+               (stat.S_ISDIR, "a folder"))
+
+
+def short_repr(value: Any, limit: int = _REPR_LIMIT) -> str:
+    """``repr(value)`` cut to about ``limit`` characters (an error message never quotes a whole huge value).
+
+    Output: the repr, or its first ``limit`` characters followed by ``... (N characters)``.
+    An int too long to print in full is described by its digit count. Raises nothing.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * limit:
+        try:
+            return f"an integer of {len(str(abs(value)))} digits"
+        except ValueError:  # beyond sys.get_int_max_str_digits()
+            return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def file_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a named pipe (FIFO)", "a socket", ...), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
+
+
+def read_regular_file(path: str | Path, expected: str = "a file") -> bytes:
+    """Read the bytes of a regular file without ever blocking on a special one.
+
+    Input: a path (symbolic links are followed); ``expected`` names what should be there (for the
+    message). Output: the file's bytes. The file is opened non-blocking and checked with ``fstat``
+    before it is read, so a named pipe, socket or device is refused at once instead of waiting for a
+    writer (or reading forever).
+    Raises InputError (file, field ``file``) for a missing file, a symbolic link loop or a dangling
+    link, another OS error, or anything that is not a regular file (naming what it is).
+    """
+    p = str(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        what = "dangling symbolic link" if os.path.islink(p) else "file not found"
+        raise InputError(f"{what}; expected {expected}", path=p, field="file") from None
+    except OSError as exc:
+        reason = "symbolic link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
+        raise InputError(f"cannot be opened ({reason}); expected {expected}", path=p, field="file") from None
+    try:
+        kind = file_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise InputError(f"{kind}, not a regular file; expected {expected} (only regular files are read)",
+                             path=p, field="file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror or type(exc).__name__}); expected {expected}", path=p,
+                         field="file") from None
+    finally:
+        os.close(fd)
+
+
+def normalise_id(value: str) -> str:
+    """An identifier in Unicode normalisation form NFC (a file name saved on macOS arrives as NFD).
+
+    Input: str. Output: ``unicodedata.normalize("NFC", value)``. Definition: Unicode Standard Annex #15.
+    """
+    return unicodedata.normalize("NFC", value)
 
 
 def decode_utf8(data: bytes, path: str) -> str:
@@ -41,11 +117,15 @@ def decode_utf8(data: bytes, path: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
 def _no_duplicate_keys(pairs):
     out = {}
     for key, value in pairs:
         if key in out:
-            raise ValueError(f"key {key!r} appears twice in one object")
+            raise _DuplicateKey(f"key {short_repr(key)} appears twice in one object")
         out[key] = value
     return out
 
@@ -59,9 +139,7 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
     JSON object.
     """
     p = Path(path)
-    if not p.is_file():
-        raise InputError("file not found; expected a JSON Lines file", path=str(p))
-    data = p.read_bytes()
+    data = read_regular_file(p, "a JSON Lines file")
     text = decode_utf8(data, str(p))
     lines = text.split("\n")
     ends_with_newline = text.endswith("\n")
@@ -84,8 +162,11 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
                 f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; expected one JSON object per line",
                 path=str(p), line=lineno, field="json",
             ) from None
-        except ValueError as exc:
+        except _DuplicateKey as exc:
             raise InputError(f"{exc}; expected unique keys", path=str(p), line=lineno, field="json") from None
+        except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+            raise InputError(f"value cannot be read ({str(exc)[:200]}); expected one JSON object per line",
+                             path=str(p), line=lineno, field="json") from None
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=str(p), line=lineno,
                              field="json")
@@ -97,6 +178,8 @@ def read_parquet_rows(path: str | Path) -> list[tuple[int, dict]]:
     """Read a Parquet file as (row number from 1, row dict). Raises InputError when unreadable."""
     p = Path(path)
     if not p.is_file():
+        if p.exists() or p.is_symlink():
+            read_regular_file(p, "a Parquet file")  # raises, naming what is there instead
         raise InputError("file not found; expected a Parquet file", path=str(p))
     try:
         df = pl.read_parquet(p)
@@ -144,11 +227,11 @@ class Fields:
                 raise self.error(field, "missing; expected a string")
             return default
         if not isinstance(value, str):
-            raise self.error(field, f"expected a string, got {type(value).__name__} {value!r}")
+            raise self.error(field, f"expected a string, got {type(value).__name__} {short_repr(value)}")
         if non_empty and not value.strip():
             raise self.error(field, "empty; expected a non-empty string")
         if choices is not None and value not in choices:
-            raise self.error(field, f"unknown value {value!r}; expected one of {list(choices)}")
+            raise self.error(field, f"unknown value {short_repr(value)}; expected one of {list(choices)}")
         return value
 
     def string_list(self, field: str, *, default: list[str] | None = None, unique: bool = False) -> list[str]:
@@ -159,19 +242,25 @@ class Fields:
             raise self.error(field, f"expected a list of strings, got {type(value).__name__}")
         for i, item in enumerate(value):
             if not isinstance(item, str) or not item.strip():
-                raise self.error(f"{field}[{i}]", f"expected a non-empty string, got {item!r}")
+                raise self.error(f"{field}[{i}]", f"expected a non-empty string, got {short_repr(item)}")
         if unique:
             seen = set()
             for i, item in enumerate(value):
                 if item in seen:
-                    raise self.error(f"{field}[{i}]", f"{item!r} appears twice; expected unique values")
+                    raise self.error(f"{field}[{i}]", f"{short_repr(item)} appears twice; expected unique values")
                 seen.add(item)
         return list(value)
 
 
 def finite_number(value: Any) -> bool:
-    """True for an int or float that is finite (bool is not a number here)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    """True for an int or float that is finite as a 64-bit float (bool is not a number here; an int too
+    large for a float, such as 10**400, is not finite)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def is_int(value: Any) -> bool:
@@ -181,3 +270,9 @@ def is_int(value: Any) -> bool:
     if isinstance(value, int):
         return True
     return isinstance(value, float) and math.isfinite(value) and value.is_integer()
+
+
+def int_in_range(value: Any, low: int, high: int = INT32_MAX) -> bool:
+    """True for a whole number (see :func:`is_int`) with ``low <= value <= high`` (default high: the Int32
+    maximum, 2147483647, the range of the rank and grade columns)."""
+    return is_int(value) and low <= value <= high

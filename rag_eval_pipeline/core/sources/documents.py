@@ -3,7 +3,12 @@
 Folder layout
 -------------
 - Every ``*.md`` / ``*.txt`` file directly in the folder is one document; ``doc_id`` is the file
-  name without its extension (``return-policy.md`` → ``return-policy``). Sub-folders are not read.
+  name without its extension (``return-policy.md`` → ``return-policy``), in Unicode NFC (a name
+  saved on macOS arrives as NFD: ``guía.md`` in either form is the doc_id ``guía``, and two files
+  whose names differ only in normalisation are one doc_id twice, an error). Sub-folders are not read.
+- Only regular files are read (a symbolic link to one is followed). A named pipe, socket or device,
+  a symbolic link loop or a dangling link with a document's name is an error naming it; it is never
+  opened for a blocking read.
 - Names starting with ``.`` or ``_`` (files or folders) are ignored: use ``_notes.md`` for a file
   that must sit beside the corpus without being part of it.
 - Any other file or folder is an error naming it (a stray ``.pdf`` or ``.docx`` is not silently
@@ -48,7 +53,13 @@ import yaml
 
 from rag_eval_pipeline.core.corpus import DOCUMENTS_SCHEMA, conform_documents, empty_documents
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.sources._records import decode_utf8
+from rag_eval_pipeline.core.sources._records import (
+    decode_utf8,
+    normalise_id,
+    read_regular_file,
+    short_repr,
+    twin_note,
+)
 from rag_eval_pipeline.core.tables import CHUNK_STATUS
 from rag_eval_pipeline.core.yamlio import load_yaml_text
 
@@ -82,13 +93,13 @@ def _parse_date(value, path: str, line: int, field: str) -> _dt.date | None:
             return _dt.date.fromisoformat(value.strip())
         except ValueError:
             pass
-    raise InputError(f"got {value!r}; expected an ISO date YYYY-MM-DD", path=path, line=line, field=field)
+    raise InputError(f"got {short_repr(value)}; expected an ISO date YYYY-MM-DD", path=path, line=line, field=field)
 
 
 def _read_one(file: Path, folder_name: str) -> tuple[dict, int | None]:
     """Parse one document file. Output: (document row, line of ``replaced_by`` or None)."""
     path = str(file)
-    data = file.read_bytes()
+    data = read_regular_file(file, "a regular .md/.txt file")
     nul = data.find(b"\x00")
     if nul >= 0:
         raise InputError(
@@ -138,23 +149,24 @@ def _read_one(file: Path, folder_name: str) -> tuple[dict, int | None]:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise InputError(f"got {type(value).__name__} {value!r}; expected a string", path=path,
+            raise InputError(f"got {type(value).__name__} {short_repr(value)}; expected a string", path=path,
                              line=where(key), field=key)
         value = str(value).strip()
         return value or default
 
-    doc_id = file.stem
+    doc_id = normalise_id(file.stem)
     title = text_field("title", doc_id)
     doc_type = text_field("doc_type")
     language = text_field("language")
     if language is not None and not _LANGUAGE.match(language):
-        raise InputError(f"got {language!r}; expected a language tag such as 'es' or 'en'", path=path,
+        raise InputError(f"got {short_repr(language)}; expected a language tag such as 'es' or 'en'", path=path,
                          line=where("language"), field="language")
     status = text_field("status", "active")
     if status not in CHUNK_STATUS:
-        raise InputError(f"unknown status {status!r}; expected one of {list(CHUNK_STATUS)}", path=path,
+        raise InputError(f"unknown status {short_repr(status)}; expected one of {list(CHUNK_STATUS)}", path=path,
                          line=where("status"), field="status")
     replaced_by = text_field("replaced_by")
+    replaced_by = None if replaced_by is None else normalise_id(replaced_by)
     if status == "replaced" and replaced_by is None:
         raise InputError("status is 'replaced' but replaced_by is missing; expected the doc_id of the newer document",
                          path=path, line=where("status"), field="replaced_by")
@@ -170,7 +182,7 @@ def _read_one(file: Path, folder_name: str) -> tuple[dict, int | None]:
     elif isinstance(acl_raw, list) and all(isinstance(g, str) and g.strip() for g in acl_raw):
         acl = sorted({g.strip() for g in acl_raw})
     else:
-        raise InputError(f"got {acl_raw!r}; expected a list of group names, e.g. [support-staff]", path=path,
+        raise InputError(f"got {short_repr(acl_raw)}; expected a list of group names, e.g. [support-staff]", path=path,
                          line=where("acl"), field="acl")
     valid_from = _parse_date(meta.get("valid_from"), path, where("valid_from"), "valid_from")
     valid_to = _parse_date(meta.get("valid_to"), path, where("valid_to"), "valid_to")
@@ -181,11 +193,44 @@ def _read_one(file: Path, folder_name: str) -> tuple[dict, int | None]:
         raise InputError("empty document: no text after the front matter; expected at least one paragraph",
                          path=path, line=body_first_line, field="text")
     row = {
-        "doc_id": doc_id, "title": title, "text": body.strip("\n"), "source": f"{folder_name}/{file.name}",
+        "doc_id": doc_id, "title": title, "text": body.strip("\n"),
+        "source": normalise_id(f"{folder_name}/{file.name}"),
         "doc_type": doc_type, "language": language, "status": status, "replaced_by": replaced_by,
         "acl": acl, "valid_from": valid_from, "valid_to": valid_to,
     }
     return row, (where("replaced_by") if replaced_by else None)
+
+
+def _front_matter_lines(file: Path) -> list[str]:
+    """The front-matter lines of a document (those between the opening and closing ``---``), or []."""
+    lines = decode_utf8(read_regular_file(file), str(file)).split("\n")
+    if not lines or lines[0].strip() != "---":
+        return []
+    close = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), len(lines))
+    return lines[1:close]
+
+
+def _bad_value(file: Path, exc: ValueError) -> InputError:
+    """Locate a front-matter value that YAML recognised by its shape but could not build (a date such
+    as 2025-02-30, an hour 25): each line's value is loaded alone to find it. Output: the InputError."""
+    key, line, value = None, None, None
+    current_key = None
+    for i, raw in enumerate(_front_matter_lines(file)):
+        m = re.match(r"^(\s*)([^\s:#'\"][^:#]*?)\s*:(\s+(.*))?$", raw)
+        if m and not m.group(1):
+            current_key = m.group(2)
+        candidate = (m.group(4) or "") if m else raw.strip().removeprefix("- ")
+        try:
+            yaml.safe_load(candidate)
+        except ValueError:
+            key, line, value = (m.group(2) if m else current_key), i + 2, candidate.strip()
+            break
+        except yaml.YAMLError:
+            continue
+    what = f"got {short_repr(value)}: {exc}" if value is not None else f"a value cannot be read: {exc}"
+    hint = "expected a real calendar date YYYY-MM-DD" if value and re.match(r"^\d{4}-\d", value) else \
+        "expected a valid value (quote it to keep it as text)"
+    return InputError(f"front matter {what}; {hint}", path=str(file), line=line, field=key or "front_matter")
 
 
 def load_documents_dir(path: str | Path) -> pl.DataFrame:
@@ -196,12 +241,15 @@ def load_documents_dir(path: str | Path) -> pl.DataFrame:
     language, status, replaced_by, acl list[str], valid_from Date, valid_to Date), one row per file,
     sorted by doc_id. BOM and CRLF are repaired silently.
     Raises InputError naming the file, the line and the field, with what was expected, for: a missing
-    folder; a file with another extension or a sub-folder; a binary file (NUL byte, with its byte
-    offset); text that is not UTF-8 (byte offset); two files with the same doc_id (``a.md`` and
-    ``a.txt``); front matter that is unclosed, not YAML, not a mapping or has an unknown key; an
-    unknown status; ``replaced`` without ``replaced_by``; ``replaced_by`` on another status, pointing
-    to itself or to an unknown doc_id; a bad language tag, acl or date; an empty document; a folder
-    with no documents.
+    folder; a file with another extension or a sub-folder; an entry that is not a regular file (a
+    named pipe, socket or device: refused without blocking) or cannot be opened (a symbolic link loop,
+    a dangling link); a binary file (NUL byte, with its byte offset); text that is not UTF-8 (byte
+    offset); two files with the same doc_id (``a.md`` and ``a.txt``, or two names that differ only in
+    Unicode normalisation: the message gives both names' code points); front matter that is unclosed,
+    not YAML, not a mapping or has an unknown key; an unknown status; ``replaced`` without
+    ``replaced_by``; ``replaced_by`` on another status, pointing to itself or to an unknown doc_id; a
+    bad language tag, acl or date (an impossible date such as 2025-02-30 included); an empty
+    document; a folder with no documents.
     Definition: seed 000_1000bb13b7b4c340.txt section 1 (validity, permissions, withdrawn/replaced).
     """
     folder = Path(path)
@@ -219,9 +267,14 @@ def load_documents_dir(path: str | Path) -> pl.DataFrame:
         if entry.suffix not in DOC_SUFFIXES:
             raise InputError(f"unsupported file type {entry.suffix or '(none)'!r}; expected .md or .txt (prefix the "
                              "name with '_' to keep it here unread)", path=str(entry), field="file")
-        row, rb_line = _read_one(entry, folder.name)
+        try:
+            row, rb_line = _read_one(entry, folder.name)
+        except ValueError as exc:  # YAML built a value of a known shape and failed (a date 2025-02-30)
+            raise _bad_value(entry, exc) from None
         if row["doc_id"] in origin:
-            raise InputError(f"doc_id {row['doc_id']!r} is also defined by {origin[row['doc_id']]}; expected one "
+            first = Path(origin[row["doc_id"]])
+            raise InputError(f"doc_id {row['doc_id']!r} is also defined by {first}"
+                             f"{twin_note(first.stem, entry.stem).replace(' ids ', ' file names ')}; expected one "
                              "file per doc_id", path=str(entry), field="doc_id")
         if "#" in row["doc_id"]:
             raise InputError("file name holds '#', which separates doc_id and chunk number; expected a name "

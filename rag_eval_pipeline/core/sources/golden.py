@@ -5,11 +5,12 @@ File format (one JSON object per line, or one Parquet row per question)
 ====================  ==========================================================================
 field                 meaning
 ====================  ==========================================================================
-question_id           required, non-empty string, unique in the file
+question_id           required, non-empty string, unique in the file (ids are read as Unicode NFC:
+                      an NFD twin of an id is the same id, so a repeat)
 question              required, non-empty string
 answerability         required: ``answerable`` / ``absent`` / ``clarify``
 relevant              list of chunk ids ``"doc_id#n"`` (grade 1) or ``{"chunk_id": ..., "grade": g}``
-                      (g a whole number >= 0; 0 = judged not relevant). Default ``[]``.
+                      (g a whole number from 0 to 2147483647; 0 = judged not relevant). Default ``[]``.
 reference_answer      string or null: the answer a person who knows the content wrote
 claims                list of ``{"claim_id", "text", "supporting": [chunk ids]}``: the factual units
                       of the reference answer, each with the chunks a person checked support it.
@@ -44,7 +45,15 @@ import polars as pl
 
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.sources._records import Fields, is_int, read_records
+from rag_eval_pipeline.core.sources._records import (
+    INT32_MAX,
+    Fields,
+    int_in_range,
+    normalise_id,
+    read_records,
+    short_repr,
+    twin_note,
+)
 
 GOLDEN_RAW_SCHEMA = pl.Schema({k: v for k, v in tables.SCHEMAS["golden_set"].items() if k != "golden_version"})
 DEFAULT_USER_GROUPS = ("customers",)
@@ -74,12 +83,12 @@ def segment_tags(value, fields: Fields, field: str = "segments") -> list[str]:
             if isinstance(val, bool):
                 val = "true" if val else "false"
             elif val is None or not isinstance(val, (str, int, float)):
-                raise fields.error(f"{field}.{key}", f"got {val!r}; expected a string or number")
+                raise fields.error(f"{field}.{key}", f"got {short_repr(val)}; expected a string or number")
             tags.append(f"{key.strip()}={str(val).strip()}")
     elif isinstance(value, list):
         for i, tag in enumerate(value):
             if not isinstance(tag, str) or "=" not in tag or not tag.split("=", 1)[0].strip():
-                raise fields.error(f"{field}[{i}]", f"got {tag!r}; expected a 'key=value' string")
+                raise fields.error(f"{field}[{i}]", f"got {short_repr(tag)}; expected a 'key=value' string")
             key, val = tag.split("=", 1)
             tags.append(f"{key.strip()}={val.strip()}")
     else:
@@ -99,27 +108,30 @@ def _relevant(value, fields: Fields) -> list[dict]:
         raise fields.error("relevant", f"got {type(value).__name__}; expected a list of chunk ids or "
                                        "{chunk_id, grade} objects")
     out: list[dict] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # NFC chunk id -> id as written
     for i, item in enumerate(value):
         if isinstance(item, str):
             chunk_id, grade = item, 1
         elif isinstance(item, dict):
             extra = sorted(k for k in item if k not in ("chunk_id", "grade"))
             if extra:
-                raise fields.error(f"relevant[{i}]", f"unknown key(s) {extra}; expected chunk_id and grade")
+                raise fields.error(f"relevant[{i}]", f"unknown key(s) {short_repr(extra)}; expected chunk_id and grade")
             chunk_id, grade = item.get("chunk_id"), item.get("grade", 1)
             if grade is None:
                 grade = 1
         else:
-            raise fields.error(f"relevant[{i}]", f"got {item!r}; expected a chunk id string or "
+            raise fields.error(f"relevant[{i}]", f"got {short_repr(item)}; expected a chunk id string or "
                                                  "{chunk_id, grade} object")
         if not isinstance(chunk_id, str) or not chunk_id.strip():
-            raise fields.error(f"relevant[{i}].chunk_id", f"got {chunk_id!r}; expected a chunk id 'doc_id#n'")
-        if not is_int(grade) or grade < 0:
-            raise fields.error(f"relevant[{i}].grade", f"got {grade!r}; expected a whole number >= 0")
+            raise fields.error(f"relevant[{i}].chunk_id", f"got {short_repr(chunk_id)}; expected a chunk id 'doc_id#n'")
+        if not int_in_range(grade, 0):
+            raise fields.error(f"relevant[{i}].grade", f"got {short_repr(grade)}; expected a whole number >= 0 and "
+                                                       f"<= {INT32_MAX}")
+        written, chunk_id = chunk_id, normalise_id(chunk_id)
         if chunk_id in seen:
-            raise fields.error(f"relevant[{i}]", f"chunk {chunk_id!r} listed twice; expected each chunk once")
-        seen.add(chunk_id)
+            note = twin_note(seen[chunk_id], written)
+            raise fields.error(f"relevant[{i}]", f"chunk {chunk_id!r} listed twice{note}; expected each chunk once")
+        seen[chunk_id] = written
         out.append({"chunk_id": chunk_id, "grade": int(grade)})
     return out
 
@@ -134,32 +146,36 @@ def _claims(value, fields: Fields) -> list[dict]:
     for i, item in enumerate(value):
         where = f"claims[{i}]"
         if not isinstance(item, dict):
-            raise fields.error(where, f"got {item!r}; expected an object with claim_id, text, supporting")
+            raise fields.error(where, f"got {short_repr(item)}; expected an object with claim_id, text, supporting")
         extra = sorted(k for k in item if k not in ("claim_id", "text", "supporting"))
         if extra:
-            raise fields.error(where, f"unknown key(s) {extra}; expected claim_id, text, supporting")
+            raise fields.error(where, f"unknown key(s) {short_repr(extra)}; expected claim_id, text, supporting")
         claim_id = item.get("claim_id")
         if claim_id is None:
             claim_id = f"c{i + 1}"
         if not isinstance(claim_id, str) or not claim_id.strip():
-            raise fields.error(f"{where}.claim_id", f"got {claim_id!r}; expected a non-empty string")
+            raise fields.error(f"{where}.claim_id", f"got {short_repr(claim_id)}; expected a non-empty string")
         if claim_id in ids:
-            raise fields.error(f"{where}.claim_id", f"claim id {claim_id!r} used twice; expected unique ids")
+            raise fields.error(f"{where}.claim_id", f"claim id {short_repr(claim_id)} used twice; expected unique ids")
         ids.add(claim_id)
         text = item.get("text")
         if not isinstance(text, str) or not text.strip():
-            raise fields.error(f"{where}.text", f"got {text!r}; expected the claim as a non-empty string")
+            raise fields.error(f"{where}.text", f"got {short_repr(text)}; expected the claim as a non-empty string")
         supporting = item.get("supporting")
         if supporting is None:
             supporting = []
         if not isinstance(supporting, list):
-            raise fields.error(f"{where}.supporting", f"got {supporting!r}; expected a list of chunk ids")
+            raise fields.error(f"{where}.supporting", f"got {short_repr(supporting)}; expected a list of chunk ids")
+        first: dict[str, str] = {}  # NFC chunk id -> id as written
         for j, cid in enumerate(supporting):
             if not isinstance(cid, str) or not cid.strip():
-                raise fields.error(f"{where}.supporting[{j}]", f"got {cid!r}; expected a chunk id 'doc_id#n'")
-            if cid in supporting[:j]:
-                raise fields.error(f"{where}.supporting[{j}]", f"{cid!r} listed twice; expected each chunk once")
-        out.append({"claim_id": claim_id, "text": text, "supporting": supporting})
+                raise fields.error(f"{where}.supporting[{j}]", f"got {short_repr(cid)}; expected a chunk id 'doc_id#n'")
+            nfc = normalise_id(cid)
+            if nfc in first:
+                raise fields.error(f"{where}.supporting[{j}]", f"{nfc!r} listed twice{twin_note(first[nfc], cid)}; "
+                                                               "expected each chunk once")
+            first[nfc] = cid
+        out.append({"claim_id": claim_id, "text": text, "supporting": list(first)})
     return out
 
 
@@ -170,7 +186,7 @@ def parse_golden_record(record: dict, path: str, line: int) -> dict:
     """
     f = Fields(record, path, line)
     f.check_keys(_ALLOWED_KEYS)
-    qid = f.string("question_id", required=True, non_empty=True).strip()
+    qid = f.string("question_id", required=True, non_empty=True).strip()  # NFC in validate_golden
     question = f.string("question", required=True, non_empty=True)
     answerability = f.string("answerability", required=True, choices=tables.ANSWERABILITY)
     split = f.string("split", required=True, choices=tables.SPLITS)
@@ -195,11 +211,13 @@ def load_golden(path: str | Path) -> pl.DataFrame:
 
     Input: a ``.jsonl`` / ``.ndjson`` or ``.parquet`` path (format in the module docstring).
     Output: the golden_raw frame (the ``golden_set`` schema of core/tables.py minus ``golden_version``),
-    one row per question in file order.
-    Raises InputError naming the file, the line (Parquet: row) and the field for: a missing file;
-    bad UTF-8; a malformed JSON line or a cut-off last line; a non-object line; an unknown field; a
-    missing or empty question_id / question; an unknown answerability; a missing or unknown split; a
-    malformed relevant / claims / segments / user_groups value.
+    one row per question in file order; chunk ids in Unicode NFC, question ids as written (repeats,
+    NFC/NFD twins included, are reported by :func:`validate_golden`, with their code points).
+    Raises InputError naming the file, the line (Parquet: row) and the field for: a missing file or
+    one that is not a regular file; bad UTF-8; a malformed JSON line or a cut-off last line; a
+    non-object line; an unknown field; a missing or empty question_id; an empty question; an unknown
+    answerability; a missing or unknown split; a grade outside 0..2147483647; a malformed relevant /
+    claims / segments / user_groups value.
     Definition: seed 000_1000bb13b7b4c340.txt section 1; seed 001_6404d9485c4e62d0.txt.
     """
     p = Path(path)
@@ -240,6 +258,19 @@ def golden_version(golden_raw: pl.DataFrame) -> str:
     return h.hexdigest()
 
 
+def normalise_golden_ids(golden_raw: pl.DataFrame) -> pl.DataFrame:
+    """The same frame with ``question_id``, relevant ``chunk_id`` and claim ``supporting`` ids in Unicode NFC.
+
+    Input/output: a golden_raw (or golden_set) frame. Definition: Unicode Standard Annex #15 (NFC).
+    """
+    return golden_raw.with_columns(
+        pl.col("question_id").str.normalize("NFC"),
+        pl.col("relevant").list.eval(pl.element().struct.with_fields(pl.field("chunk_id").str.normalize("NFC"))),
+        pl.col("claims").list.eval(pl.element().struct.with_fields(
+            pl.field("supporting").list.eval(pl.element().str.normalize("NFC")))),
+    )
+
+
 def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: str | Path | None = None
                     ) -> pl.DataFrame:
     """Check a golden set against a corpus snapshot and stamp its version.
@@ -247,12 +278,14 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
     Input: a golden_raw frame (from :func:`load_golden`, ``load_beir`` or ``load_squad_v2``), the
     ``corpus_snapshot`` table, and ``source``: the file or dataset it came from (used in messages;
     when it is the JSONL file itself, rows are reported by their physical line number).
-    Output: the ``golden_set`` table (core/tables.py), same rows and order, with ``golden_version``
-    = :func:`golden_version` (a content hash of the questions, independent of row order).
+    Output: the ``golden_set`` table (core/tables.py), same rows and order, ids in Unicode NFC, with
+    ``golden_version`` = :func:`golden_version` (a content hash of the questions, independent of row
+    order).
     Raises InputError naming the source, the line (or row) and the field for: a duplicate
-    question_id; an unknown answerability or split; a relevant or supporting chunk id missing from
-    the snapshot; an absent question with relevant ids or claims; an answerable question with no
-    relevant id of grade >= 1, or none its user_groups may read (acl); a claim with no supporting id.
+    question_id (after NFC; twins are shown with their code points); an unknown answerability or
+    split; a relevant or supporting chunk id missing from the snapshot; an absent question with
+    relevant ids or claims; an answerable question with no relevant id of grade >= 1, or none its
+    user_groups may read (acl); a claim with no supporting id.
     SchemaError when the frame lacks golden_raw columns.
     Definition: module docstring (seed 000 section 1, seed 001).
     """
@@ -260,6 +293,8 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
         golden_raw = golden_raw.drop("golden_version")
     golden_raw = tables.conform(golden_raw.with_columns(pl.lit("").alias("golden_version")), "golden_set"
                                 ).drop("golden_version")
+    written_qids = golden_raw["question_id"].to_list()
+    golden_raw = normalise_golden_ids(golden_raw)
     src = str(source) if source is not None else None
     lines = _record_lines(source, golden_raw.height)
     chunk_acl = {cid: acl or [] for cid, acl in zip(snapshot["chunk_id"].to_list(), snapshot["acl"].to_list())}
@@ -275,8 +310,8 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
             hint = f"no document {doc!r} in the snapshot"
         return f"chunk {chunk_id!r} is not in the corpus snapshot ({hint}); expected an existing chunk id"
 
-    first_line: dict[str, int] = {}
-    for line, row in zip(lines, golden_raw.iter_rows(named=True)):
+    first_line: dict[str, tuple[int, int]] = {}  # question id -> (line, row index)
+    for index, (line, row) in enumerate(zip(lines, golden_raw.iter_rows(named=True))):
         def err(field: str, message: str) -> InputError:
             return InputError(f"question {row['question_id']!r}: {message}", path=src, line=line, field=field)
 
@@ -284,9 +319,10 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
         if not qid:
             raise err("question_id", "empty; expected a non-empty id")
         if qid in first_line:
-            raise err("question_id", f"duplicate question_id, first seen on line {first_line[qid]}; "
+            note = twin_note(written_qids[first_line[qid][1]], written_qids[index])
+            raise err("question_id", f"duplicate question_id, first seen on line {first_line[qid][0]}{note}; "
                                      "expected unique ids")
-        first_line[qid] = line
+        first_line[qid] = (line, index)
         if not (row["question"] or "").strip():
             raise err("question", "empty; expected the question text")
         if row["answerability"] not in tables.ANSWERABILITY:

@@ -5,12 +5,13 @@ Log schema: one JSON object per line (or one Parquet row) per question
 ==================  ===============================================================================
 field               meaning
 ==================  ===============================================================================
-question_id         required, non-empty string; each question once per log
+question_id         required, non-empty string; each question once per log (ids are compared in
+                    Unicode NFC: an NFD twin of an id is the same id)
 retrieved           required list (may be empty) of hits ``{"chunk_id", "score", "rank"}`` as the
                     system ranked them. ``chunk_id`` required (``doc_id#n`` of the evaluated
-                    snapshot); ``score`` optional, a finite number (NaN / Infinity are errors;
-                    missing → null); ``rank`` optional, a whole number >= 1, unique within the
-                    question. Give ``rank`` on every hit or on none: without it, list order is the
+                    snapshot, read as NFC); ``score`` optional, a finite number (NaN / Infinity
+                    and numbers beyond a 64-bit float are errors; missing → null); ``rank``
+                    optional, a whole number from 1 to 2147483647, unique within the question. Give ``rank`` on every hit or on none: without it, list order is the
                     rank (1, 2, ...). Hits are stored sorted by rank. A chunk may appear once.
                     A bare string is read as ``{"chunk_id": <string>}``.
 decision            required: ``answer`` / ``abstain`` / ``clarify`` / ``error``
@@ -43,7 +44,16 @@ import polars as pl
 
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.sources._records import Fields, finite_number, is_int, read_records
+from rag_eval_pipeline.core.sources._records import (
+    INT32_MAX,
+    Fields,
+    finite_number,
+    int_in_range,
+    normalise_id,
+    read_records,
+    short_repr,
+    twin_note,
+)
 
 LOG_FIELDS = ("question_id", "retrieved", "decision", "answer", "citations", "error", "system",
               "corpus_version", "golden_version", "model", "prompt_version", "retriever", "generator",
@@ -58,7 +68,7 @@ def _config_text(f: Fields, field: str) -> str | None:
         return value
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    raise f.error(field, f"got {type(value).__name__} {value!r}; expected a string or an object")
+    raise f.error(field, f"got {type(value).__name__} {short_repr(value)}; expected a string or an object")
 
 
 def _unknown_chunk(chunk_id: str, known_chunks) -> str:
@@ -79,39 +89,44 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[di
     if not isinstance(value, list):
         raise f.error("retrieved", f"got {type(value).__name__}; expected a list of {{chunk_id, score, rank}} hits")
     hits: list[dict] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[int, str]] = {}  # NFC chunk id -> (position, id as written)
     with_rank = 0
     for i, hit in enumerate(value):
         where = f"retrieved[{i}]"
         if isinstance(hit, str):
             hit = {"chunk_id": hit}
         if not isinstance(hit, dict):
-            raise f.error(where, f"got {hit!r}; expected an object {{chunk_id, score, rank}}")
+            raise f.error(where, f"got {short_repr(hit)}; expected an object {{chunk_id, score, rank}}")
         extra = sorted(k for k in hit if k not in ("chunk_id", "score", "rank"))
         if extra:
-            raise f.error(where, f"unknown key(s) {extra}; expected chunk_id, score, rank")
-        chunk_id = hit.get("chunk_id")
-        if not isinstance(chunk_id, str) or not chunk_id.strip():
-            raise f.error(f"{where}.chunk_id", f"got {chunk_id!r}; expected a chunk id 'doc_id#n'")
+            raise f.error(where, f"unknown key(s) {short_repr(extra)}; expected chunk_id, score, rank")
+        written = hit.get("chunk_id")
+        if not isinstance(written, str) or not written.strip():
+            raise f.error(f"{where}.chunk_id", f"got {short_repr(written)}; expected a chunk id 'doc_id#n'")
+        chunk_id = normalise_id(written)
         if chunk_id in seen:
+            at, first = seen[chunk_id]
             raise f.error(f"{where}.chunk_id", f"chunk {chunk_id!r} retrieved twice for one question (also at "
-                                               f"retrieved[{seen[chunk_id]}]); expected each chunk once")
-        seen[chunk_id] = i
-        if known_chunks is not None and chunk_id not in known_chunks:
-            raise f.error(f"{where}.chunk_id", _unknown_chunk(chunk_id, known_chunks))
+                                               f"retrieved[{at}]){twin_note(first, written)}; expected each chunk once")
+        seen[chunk_id] = (i, written)
         score = hit.get("score")
         if score is not None and not finite_number(score):
-            raise f.error(f"{where}.score", f"got {score!r}; expected a finite number or null")
+            raise f.error(f"{where}.score", f"got {short_repr(score)}; expected a finite number or null")
         if score is None and require_scores:
             raise f.error(f"{where}.score", "score missing, and ranking_mode 'trec_eval' orders hits by score; "
                                             "expected a finite number on every hit (or ranking_mode 'system')")
         rank = hit.get("rank")
         if rank is not None:
-            if not is_int(rank) or rank < 1:
-                raise f.error(f"{where}.rank", f"got {rank!r}; expected a whole number >= 1")
+            if not int_in_range(rank, 1):
+                raise f.error(f"{where}.rank", f"got {short_repr(rank)}; expected a whole number >= 1 and <= "
+                                               f"{INT32_MAX}")
             with_rank += 1
             rank = int(rank)
         hits.append({"chunk_id": chunk_id, "score": None if score is None else float(score), "rank": rank})
+    if known_chunks is not None:  # after the repeat check: an NFC/NFD twin is reported as a repeat first
+        for i, hit in enumerate(hits):
+            if hit["chunk_id"] not in known_chunks:
+                raise f.error(f"retrieved[{i}].chunk_id", _unknown_chunk(hit["chunk_id"], known_chunks))
     if 0 < with_rank < len(hits):
         missing = next(i for i, h in enumerate(hits) if h["rank"] is None)
         raise f.error(f"retrieved[{missing}].rank", "rank given on some hits but not on this one; expected rank on "
@@ -130,6 +145,21 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[di
     return hits
 
 
+def _citations(f: Fields) -> list[str]:
+    """The cited chunk ids, NFC, each once (an NFD twin of an earlier citation is a repeat)."""
+    written = f.string_list("citations")
+    first: dict[str, str] = {}
+    out = []
+    for j, cid in enumerate(written):
+        nfc = normalise_id(cid)
+        if nfc in first:
+            raise f.error(f"citations[{j}]", f"{nfc!r} appears twice{twin_note(first[nfc], cid)}; expected unique "
+                                             "values")
+        first[nfc] = cid
+        out.append(nfc)
+    return out
+
+
 def parse_run_record(record: dict, path: str, line: int, system: str, corpus_version: str,
                      golden_version: str, *, known_chunks=None, require_scores: bool = False) -> dict:
     """Check and normalise one log record (schema in the module docstring).
@@ -141,7 +171,7 @@ def parse_run_record(record: dict, path: str, line: int, system: str, corpus_ver
     """
     f = Fields(record, path, line)
     f.check_keys(LOG_FIELDS)
-    qid = f.string("question_id", required=True, non_empty=True).strip()
+    qid = normalise_id(f.string("question_id", required=True, non_empty=True).strip())
     logged_system = f.string("system")
     if logged_system is not None and logged_system != system:
         raise f.error("system", f"the log says system {logged_system!r} but it is imported as {system!r}; "
@@ -165,7 +195,7 @@ def parse_run_record(record: dict, path: str, line: int, system: str, corpus_ver
     if "metadata" in record and record["metadata"] is not None and not isinstance(record["metadata"], dict):
         raise f.error("metadata", f"got {type(record['metadata']).__name__}; expected an object")
     hits = _hits(f, known_chunks, require_scores)
-    citations = f.string_list("citations", unique=True)
+    citations = _citations(f)
     if known_chunks is not None:
         for j, cid in enumerate(citations):
             if cid not in known_chunks:
@@ -212,8 +242,10 @@ def load_run_log(path: str | Path, system: str, corpus_version: str, golden_vers
     Raises InputError naming the file, the line (Parquet: row) and the field for: a missing file or
     other suffix; bad UTF-8; malformed JSON or a last line cut off mid-object; an unknown field; a
     missing question_id, retrieved or decision; a question logged twice; the same chunk twice in one
-    retrieval list; a non-finite score (NaN, Infinity); a rank that is not a whole number >= 1,
-    repeated, or given on only some hits; an unknown decision; ``answer`` without answer text; an
+    retrieval list (ids are compared in Unicode NFC, and a message about two ids that differ only in
+    normalisation gives their code points); a non-finite score (NaN, Infinity, an integer beyond a
+    64-bit float); a rank that is not a whole number from 1 to 2147483647 (the Int32 column), is
+    repeated, or is given on only some hits; an unknown decision; ``answer`` without answer text; an
     ``error`` on a decision other than ``error``; a ``system``, ``corpus_version`` or
     ``golden_version`` that differs from the one being evaluated (naming both); with ``known_chunks``
     (the snapshot's chunk ids), a retrieved or cited chunk id outside it; with ``require_scores``
@@ -222,14 +254,18 @@ def load_run_log(path: str | Path, system: str, corpus_version: str, golden_vers
     """
     p = Path(path)
     rows: list[dict] = []
-    first: dict[str, int] = {}
+    first: dict[str, tuple[int, str]] = {}  # NFC question id -> (line, id as written)
     for line, record in read_records(p):
         row = parse_run_record(record, str(p), line, system, corpus_version, golden_version,
                                known_chunks=known_chunks, require_scores=require_scores)
-        if row["question_id"] in first:
-            raise InputError(f"question {row['question_id']!r} logged twice (first on line {first[row['question_id']]}); "
-                             "expected one record per question", path=str(p), line=line, field="question_id")
-        first[row["question_id"]] = line
+        qid = row["question_id"]
+        if qid in first:
+            first_line, first_written = first[qid]
+            written = str(record.get("question_id")).strip()
+            raise InputError(f"question {qid!r} logged twice (first on line {first_line})"
+                             f"{twin_note(first_written, written)}; expected one record per question",
+                             path=str(p), line=line, field="question_id")
+        first[qid] = (line, str(record.get("question_id")).strip())
         rows.append(row)
     if not rows:
         return tables.empty("rag_runs")

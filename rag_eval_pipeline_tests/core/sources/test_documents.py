@@ -208,3 +208,85 @@ def test_sample_corpus(sample_dir):
     restricted = df.filter(df["acl"].list.len() > 0)
     assert restricted["doc_id"].to_list() == ["escalado-interno"]
     assert restricted["acl"].to_list() == [["support-staff"]]
+
+
+# ------------------------------------------------------------------ special files, Unicode names, impossible dates
+
+import os  # noqa: E402
+
+
+@pytest.mark.timeout(20)  # reading a FIFO used to block forever
+def test_a_named_pipe_is_refused_at_once(tmp_path):
+    folder = tmp_path / "corpus"
+    write(folder, "a.md", FM + "Texto.\n")
+    os.mkfifo(folder / "b.md")
+    err = load_error(folder)
+    assert_names(err, folder / "b.md", None, "file")
+    assert "a named pipe (FIFO), not a regular file" in str(err) and err.line is None
+
+
+@pytest.mark.timeout(20)
+def test_a_symbolic_link_loop_is_named(tmp_path):
+    folder = tmp_path / "corpus"
+    write(folder, "a.md", FM + "Texto.\n")
+    os.symlink("loop.md", folder / "loop.md")
+    err = load_error(folder)
+    assert_names(err, folder / "loop.md", None, "file")
+    assert "symbolic link loop" in str(err)
+
+
+def test_a_dangling_link_and_a_device_are_refused(tmp_path):
+    folder = tmp_path / "corpus"
+    write(folder, "a.md", FM + "Texto.\n")
+    os.symlink("missing.md", folder / "b.md")
+    assert "dangling symbolic link" in str(load_error(folder))
+    os.remove(folder / "b.md")
+    os.symlink("/dev/zero", folder / "b.md")  # reading it would never end
+    err = load_error(folder)
+    assert "a character device, not a regular file" in str(err)
+
+
+def test_a_link_to_a_regular_file_is_read(tmp_path):
+    folder = tmp_path / "corpus"
+    target = write(tmp_path / "elsewhere", "x.md", FM + "Texto enlazado.\n")
+    write(folder, "a.md", FM + "Texto.\n")
+    os.symlink(target, folder / "b.md")
+    docs = load_documents_dir(folder)
+    assert docs["doc_id"].to_list() == ["a", "b"] and docs["text"].to_list()[1] == "Texto enlazado."
+
+
+def test_an_nfd_file_name_gives_an_nfc_doc_id(tmp_path):
+    folder = tmp_path / "corpus"
+    write(folder, "gui\u0301a-envi\u0301o.md", FM + "Texto.\n")
+    docs = load_documents_dir(folder)
+    assert docs["doc_id"].to_list() == ["gu\u00eda-env\u00edo"]
+    assert docs["source"].to_list() == ["corpus/gu\u00eda-env\u00edo.md"]
+
+
+def test_nfc_and_nfd_twins_of_one_name_are_one_doc_id_twice(tmp_path):
+    folder = tmp_path / "corpus"
+    write(folder, "gu\u00eda.md", FM + "Uno.\n")
+    write(folder, "gui\u0301a.md", FM + "Dos.\n")
+    err = load_error(folder)
+    assert err.field == "doc_id" and err.line is None
+    msg = str(err)
+    assert "differ only in Unicode normalisation" in msg
+    assert "U+0067 U+0075 U+00ED U+0061" in msg and "U+0067 U+0075 U+0069 U+0301 U+0061" in msg
+
+
+def test_replaced_by_in_nfd_points_at_the_nfc_doc_id(tmp_path):
+    folder = tmp_path / "corpus"
+    write(folder, "gu\u00eda.md", FM + "Nueva.\n")
+    write(folder, "vieja.md", "---\nstatus: replaced\nreplaced_by: gui\u0301a\n---\nVieja.\n")
+    docs = load_documents_dir(folder)
+    assert docs.filter(docs["doc_id"] == "vieja")["replaced_by"].to_list() == ["gu\u00eda"]
+
+
+@pytest.mark.parametrize("line, reason", [("valid_from: 2025-02-30", "day is out of range for month"),
+                                          ("valid_to: 2025-13-01", "month must be in 1..12")])
+def test_an_impossible_front_matter_date_names_file_line_and_key(tmp_path, line, reason):
+    folder = tmp_path / "corpus"
+    f = write(folder, "a.md", "---\ntitle: T\nlanguage: es\n" + line + "\n---\nTexto.\n")
+    err = load_error(folder)
+    assert_names(err, f, 4, line.split(":")[0])
+    assert reason in str(err) and "YYYY-MM-DD" in str(err)

@@ -240,3 +240,54 @@ def test_sample_golden_validates(sample_dir):
             assert row["claims"], row["question_id"]
         if "acl=restricted" in row["segments"] and row["answerability"] == "absent":
             assert row["user_groups"] == ["customers"]
+
+
+# ------------------------------------------------------------------ grades in range, ids in NFC
+
+@pytest.mark.parametrize("grade, shown", [(2**31, "2147483648"), (1e300, "1e+300"), (-1, "-1"), (2.5, "2.5")])
+def test_grade_outside_int32_is_refused_where_it_is_read(tmp_path, grade, shown):
+    # 2**31 used to overflow to null ("got None"), 1e300 to a bare OverflowError
+    f = write_jsonl(tmp_path / "g.jsonl", [rec(), rec("q2", relevant=[{"chunk_id": "pol#0", "grade": grade}])])
+    err = err_of(load_golden, f)
+    assert_names(err, f, 2, "relevant[0].grade")
+    assert f"got {shown};" in str(err) and "<= 2147483647" in str(err)
+
+
+def test_grade_at_the_int32_maximum_is_kept(tmp_path, snapshot):
+    f = write_jsonl(tmp_path / "g.jsonl", [rec(relevant=[{"chunk_id": "pol#0", "grade": 2147483647}])])
+    golden = validate_golden(load_golden(f), snapshot, f)
+    assert golden["relevant"][0].to_list() == [{"chunk_id": "pol#0", "grade": 2147483647}]
+
+
+@pytest.fixture(scope="module")
+def accented_snapshot() -> pl.DataFrame:
+    base = {"title": "T", "source": "corpus/x.md", "doc_type": "policy", "language": "es", "status": "active",
+            "replaced_by": None, "valid_from": None, "valid_to": None, "acl": []}
+    return chunk_documents(pl.DataFrame([{**base, "doc_id": "gu\u00eda", "text": "Envío en 24 horas."}],
+                                        schema=DOCUMENTS_SCHEMA))
+
+
+def test_nfd_ids_in_the_golden_set_resolve_to_the_nfc_snapshot(tmp_path, accented_snapshot):
+    nfd = "gui\u0301a#0"
+    f = write_jsonl(tmp_path / "g.jsonl", [rec("pregunta-gui\u0301a", relevant=[nfd],
+                                               claims=[{"text": "24 horas", "supporting": [nfd]}])])
+    golden = validate_golden(load_golden(f), accented_snapshot, f)
+    assert golden["question_id"].to_list() == ["pregunta-gu\u00eda"]
+    assert golden["relevant"][0].to_list() == [{"chunk_id": "gu\u00eda#0", "grade": 1}]
+    assert golden["claims"][0].to_list()[0]["supporting"] == ["gu\u00eda#0"]
+
+
+def test_question_ids_differing_only_in_normalisation_are_duplicates_with_code_points(tmp_path, snapshot):
+    f = write_jsonl(tmp_path / "g.jsonl", [rec("gu\u00eda"), rec("gui\u0301a")])
+    err = err_of(validate_golden, load_golden(f), snapshot, f)
+    assert_names(err, f, 2, "question_id")
+    msg = str(err)
+    assert "duplicate question_id, first seen on line 1" in msg
+    assert "U+0067 U+0075 U+00ED U+0061" in msg and "U+0067 U+0075 U+0069 U+0301 U+0061" in msg
+
+
+def test_relevant_twins_are_one_chunk_listed_twice(tmp_path):
+    f = write_jsonl(tmp_path / "g.jsonl", [rec(relevant=["gu\u00eda#0", "gui\u0301a#0"])])
+    err = err_of(load_golden, f)
+    assert_names(err, f, 1, "relevant[1]")
+    assert "listed twice" in str(err) and "U+0301" in str(err)

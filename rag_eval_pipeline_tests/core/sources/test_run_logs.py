@@ -204,3 +204,89 @@ def test_sample_team_log(sample_dir):
         assert all(h["chunk_id"] in chunk_ids for h in hits)
         assert set(cites) <= chunk_ids
     assert runs.filter(pl.col("retrieved").list.len() == 0).height >= 1
+
+
+# ------------------------------------------------------------------ values in range, ids in NFC
+
+NFC_ID = "gu\u00eda#0"   # 'guía#0' with the precomposed í (U+00ED)
+NFD_ID = "gui\u0301a#0"  # the same text with i + combining acute (U+0069 U+0301)
+
+
+def test_rank_beyond_int32_is_refused_where_it_is_read(tmp_path):
+    # 2147483648 = 2**31 does not fit the Int32 rank column (it used to become null and be written)
+    f = write(tmp_path / "r.jsonl", [rec(), rec("q2", retrieved=[{"chunk_id": "a#0", "rank": 2147483648}])])
+    err = error(f)
+    assert_names(err, f, 2, "retrieved[0].rank")
+    assert "got 2147483648" in str(err) and "<= 2147483647" in str(err)
+
+
+def test_rank_at_the_int32_maximum_is_kept_exactly(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(retrieved=[{"chunk_id": "a#0", "rank": 2147483647},
+                                                    {"chunk_id": "a#1", "rank": 1}])])
+    hits = load(f)["retrieved"][0].to_list()
+    assert [(h["chunk_id"], h["rank"]) for h in hits] == [("a#1", 1), ("a#0", 2147483647)]
+
+
+def test_score_beyond_a_float_is_refused_with_a_short_message(tmp_path):
+    f = tmp_path / "r.jsonl"
+    line = json.dumps(rec(retrieved=[{"chunk_id": "a#0", "score": 0.5, "rank": 1}])).replace("0.5", "9" * 500)
+    f.write_text(line + "\n", encoding="utf-8")
+    err = error(f)
+    assert_names(err, f, 1, "retrieved[0].score")
+    assert "an integer of 500 digits" in str(err) and len(str(err)) < 400
+
+
+def test_nfd_chunk_and_question_ids_are_read_as_nfc(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec("q\u0301", retrieved=[{"chunk_id": NFD_ID, "rank": 1}], citations=[NFD_ID])])
+    runs = load_run_log(f, "team", CV, GV, known_chunks={NFC_ID})  # the snapshot holds the NFC id
+    assert runs["question_id"].to_list() == ["q\u0301"]  # no precomposed form exists: NFC keeps it
+    assert runs["retrieved"][0].to_list()[0]["chunk_id"] == NFC_ID
+    assert runs["citations"][0].to_list() == [NFC_ID]
+
+
+def test_nfd_question_id_is_stored_as_nfc(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec("pregunta-gui\u0301a")])
+    assert load(f)["question_id"].to_list() == ["pregunta-gu\u00eda"]
+
+
+def test_nfc_and_nfd_twins_are_one_chunk_twice_with_code_points(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(retrieved=[{"chunk_id": NFC_ID, "rank": 1}, {"chunk_id": NFD_ID, "rank": 2}])])
+    err = error(f)
+    assert_names(err, f, 1, "retrieved[1].chunk_id")
+    msg = str(err)
+    assert "retrieved twice" in msg and "differ only in Unicode normalisation" in msg
+    assert "U+00ED" in msg and "U+0069 U+0301" in msg
+
+
+def test_question_logged_in_nfc_and_nfd_is_logged_twice(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec("gu\u00eda"), rec("gui\u0301a")])
+    err = error(f)
+    assert_names(err, f, 2, "question_id")
+    assert "logged twice (first on line 1)" in str(err) and "U+00ED" in str(err) and "U+0301" in str(err)
+
+
+def test_citation_twins_are_a_repeat(tmp_path):
+    f = write(tmp_path / "r.jsonl", [rec(retrieved=[], citations=[NFC_ID, NFD_ID])])
+    err = error(f)
+    assert_names(err, f, 1, "citations[1]")
+    assert "U+0069 U+0301" in str(err)
+
+
+def test_a_named_pipe_as_log_is_refused_without_blocking(tmp_path):
+    import os
+
+    fifo = tmp_path / "r.jsonl"
+    os.mkfifo(fifo)
+    err = error(fifo)
+    assert "named pipe" in str(err) and err.path == str(fifo)
+
+
+def test_rank_beyond_int32_in_a_parquet_log_names_the_row(tmp_path):
+    f = tmp_path / "r.parquet"
+    pl.DataFrame({"question_id": ["q1", "q2"], "decision": ["abstain", "abstain"],
+                  "retrieved": [[{"chunk_id": "a#0", "rank": 1}], [{"chunk_id": "a#0", "rank": 2**31}]]},
+                 schema={"question_id": pl.Utf8, "decision": pl.Utf8,
+                         "retrieved": pl.List(pl.Struct({"chunk_id": pl.Utf8, "rank": pl.Int64}))}).write_parquet(f)
+    err = error(f)
+    assert_names(err, f, 2, "retrieved[0].rank")
+    assert "got 2147483648" in str(err)
