@@ -46,7 +46,8 @@ def viewer_groups(settings: EvalSettings) -> tuple[str, ...]:
 def _gate_rows(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore, tables: dict) -> tuple[list[dict] | None, str]:
     """(gate rows, where they came from): this run's gate_results table, else a recomputation, else None."""
     try:
-        event = context.instance.get_latest_materialization_event(dg.AssetKey("gate_results"))
+        event = context.instance.get_latest_materialization_event(
+            dg.AssetKey([*context.asset_key.path[:-1], "gate_results"]))  # this suite's
         if event is not None and event.run_id == context.run_id:
             table = store.read("gate_results.parquet")
             if table is not None:
@@ -114,8 +115,8 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
 
     md: dict = {
         "summary": dg.MetadataValue.md(headline_markdown(report.headline)),
+        "report": dg.MetadataValue.md(report.markdown),  # the whole report, readable in the UI without a file link
         "report_html": dg.MetadataValue.path(str(html_path.resolve())),
-        "report_url": dg.MetadataValue.url(html_path.resolve().as_uri()),
         "report_md": dg.MetadataValue.path(str(md_path.resolve())),
         "trend_html": dg.MetadataValue.path(str(trend_path.resolve())),
         "viewer_groups": dg.MetadataValue.json(list(groups)),
@@ -126,6 +127,8 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     for r in report.headline:
         if r["value"] is not None:
             md[f"{r['system']}/{r['metric']}"] = float(r["value"])
+    if store.url_for(html_path):  # served by `rag-eval serve` at RAG_EVAL_REPORT_URL
+        md["report_url"] = dg.MetadataValue.url(store.url_for(html_path))
     return dg.Output({
         "report_md": str(md_path.resolve()), "report_html": str(html_path.resolve()),
         "trend_html": str(trend_path.resolve()), "viewer_groups": list(groups), "withheld_texts": report.withheld,

@@ -10,7 +10,9 @@ that suite's folder. Asset bodies do not name their suite.
 """
 
 
+import os
 from pathlib import Path
+from urllib.parse import quote
 
 import dagster as dg
 import polars as pl
@@ -23,6 +25,7 @@ from rag_eval_pipeline.defs.io import QUICK, SUITE_TAG, HoldsOutputLock, run_sui
 # Read by a quick evaluation from its suite's full evaluation (never written by it): the promoted
 # baseline it is compared with and the history its report's trend shows.
 SHARED_WITH_FULL = ("baseline", "metric_history.parquet")
+REPORT_URL_ENV = "RAG_EVAL_REPORT_URL"  # where `rag-eval serve` serves the output folder
 CONFIG_PATH_TAG, CONFIG_SHA_TAG, OUTPUT_TAG = "rag_eval/config_path", "rag_eval/config_sha256", "rag_eval/output_dir"
 
 
@@ -142,6 +145,18 @@ class TableStore(HoldsOutputLock, dg.ConfigurableResource):
         if parts and parts[0] in SHARED_WITH_FULL:
             prefix = prefix[:1]
         return suite_folder(self.base_dir, self.suite_dirs, prefix).joinpath(*parts)
+
+    def url_for(self, path: str | Path) -> str | None:
+        """The URL of a file under ``base_dir`` on the ``rag-eval serve`` server at RAG_EVAL_REPORT_URL
+        (``<url>/<path relative to base_dir>``); None when the variable is unset or the file lies elsewhere."""
+        base_url = os.environ.get(REPORT_URL_ENV, "").strip().rstrip("/")
+        if not base_url:
+            return None
+        try:
+            rel = Path(path).resolve().relative_to(Path(self.base_dir).resolve())
+        except ValueError:
+            return None
+        return f"{base_url}/{quote(rel.as_posix())}"
 
     def read(self, *parts: str) -> pl.DataFrame | None:
         p = self.path(*parts)
