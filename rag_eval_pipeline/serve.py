@@ -32,6 +32,8 @@ class ReportFiles(StaticFiles):
     """StaticFiles restricted to the report pages (any other name is 404, whatever exists on disk)."""
 
     async def get_response(self, path: str, scope):
+        if scope["method"] not in ("GET", "HEAD"):
+            raise HTTPException(status_code=405, headers={"Allow": "GET, HEAD"})
         if PurePosixPath(path).name not in REPORT_FILES:
             raise HTTPException(status_code=404)
         return await super().get_response(path, scope)
