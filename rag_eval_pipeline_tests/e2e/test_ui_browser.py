@@ -390,10 +390,12 @@ def test_two_suites_side_by_side_in_the_ui_and_the_report_opens_from_the_asset_p
     assert _suite_state(base, "alpha") == alpha_state
     assert _files(out / "alpha") == alpha_files
     assert {v["run"] for v in _suite_state(base, "beta").values()} == {beta_run}
+    # each suite's asset page shows its own rows: 52 questions x 3 systems in alpha, x 2 (no team_rag) in beta
     d.get(f"{base}/assets/alpha/rag_runs")
-    _expect_text(d, shots, "06_alpha_rag_runs", alpha_run[:8])
+    _expect_text(d, shots, "06_alpha_rag_runs", "Row count", "156", "team_rag")
     d.get(f"{base}/assets/beta/rag_runs")
-    _expect_text(d, shots, "07_beta_rag_runs", beta_run[:8])
+    _expect_text(d, shots, "07_beta_rag_runs", "Row count", "104", "bm25_k10")
+    assert "team_rag" not in _body(d)
 
     # the calibration check of the sample cannot block: the UI says so
     d.get(f"{base}/assets/alpha/judge_calibration?view=checks&checkDetail=judge_calibrated_above_floor")
