@@ -241,8 +241,9 @@ def run(args: argparse.Namespace) -> int:
 
     def stale(p: Path) -> bool:  # left by an earlier run: this one failed before rewriting it (or never writes it)
         return before.get(p.name) == identity(p)
-    print(f"\nrun {result.run_id} ({job.name}): {'succeeded' if result.success else 'FAILED'}")
-    print(f"suite {suite.name}: configuration {suite.config_path} (sha256 {tags['rag_eval/config_sha256'][:12]})")
+    print(f"\nrun {result.run_id} ({args.job}): {'succeeded' if result.success else 'FAILED'}")
+    print(f"suite {suite.name} (job {job.name}): configuration {suite.config_path} "
+          f"(sha256 {tags['rag_eval/config_sha256'][:12]})")
     print(f"tables: {out}")
     for p in sorted(out.glob("*.parquet")):
         print(f"  {p.name}" + ("  (from an earlier run, not rewritten by this one)" if stale(p) else ""))

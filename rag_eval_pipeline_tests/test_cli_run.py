@@ -75,7 +75,8 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     proc = _cli(["run"], env)  # the default suite: the sample
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     stdout = proc.stdout
-    assert "(sample__full_evaluation): succeeded" in stdout
+    assert "(full_evaluation): succeeded" in stdout
+    assert f"suite sample (job sample__full_evaluation): configuration {SAMPLE_DIR / 'config.yaml'}" in stdout
     status = {name: word for word, name in re.findall(r"^  (passed|warned|FAILED)\s+sample/(\S+)", stdout, flags=re.M)}
     assert sorted(status) == SAMPLE_CHECKS
     assert status.pop("judge_calibration:judge_calibrated_above_floor") == "warned"  # kappa 0.169 < 0.4, no judge gate
