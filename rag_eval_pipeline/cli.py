@@ -36,6 +36,7 @@ class UsageError(Exception):
 # --- shared helpers ---------------------------------------------------------------------------------
 
 def _dagster_home() -> None:
+    """Use the project's .dagster_home (shared with ``dagster dev``) unless DAGSTER_HOME is set."""
     if not os.environ.get("DAGSTER_HOME"):
         home = PROJECT_ROOT / ".dagster_home"
         home.mkdir(exist_ok=True)
@@ -43,6 +44,7 @@ def _dagster_home() -> None:
 
 
 def suites_file() -> Path:
+    """The suites file: $RAG_EVAL_SUITES, else data/suites.yaml."""
     return Path(os.environ.get("RAG_EVAL_SUITES") or PROJECT_ROOT / "data" / "suites.yaml")
 
 
@@ -183,6 +185,7 @@ def gate_lines(out: Path, rewritten: bool) -> list[str]:
 
 
 def promotion_line(result, suite: str, quick: bool) -> str:
+    """Whether this run promoted a baseline: the ``<suite>/promotion`` materialisation and its system."""
     if quick:
         return "promotion: none (the quick evaluation never promotes)"
     for event in result.get_asset_materialization_events():
@@ -272,6 +275,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_run(sub) -> None:
+    """Register ``rag-eval run`` and its options on the subparsers ``sub``."""
     from rag_eval_pipeline.defs.schedules import FULL, QUICK_JOB
 
     p = sub.add_parser("run", help="materialise one suite's job and print the summary, checks, gates, promotion",
@@ -335,6 +339,7 @@ def estimate(args: argparse.Namespace) -> int:
 
 
 def add_estimate(sub) -> None:
+    """Register ``rag-eval estimate`` and its options on the subparsers ``sub``."""
     p = sub.add_parser("estimate", help="dry run: judge calls and prompt tokens a suite would cost",
                        description="Count the judge calls and prompt tokens judging a suite would cost; makes no call.",
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -361,6 +366,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def add_serve(sub) -> None:
+    """Register ``rag-eval serve`` and its options on the subparsers ``sub``."""
     from rag_eval_pipeline.serve import DEFAULT_PORT
 
     p = sub.add_parser("serve", help="serve the report pages on http://127.0.0.1 (read-only) for the UI's links",
@@ -381,6 +387,7 @@ SUBCOMMANDS = [add_run, add_estimate, add_serve]  # one function per subcommand:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``rag-eval`` parser: one subparser per entry of SUBCOMMANDS; its epilog lists every usage and exit code."""
     parser = argparse.ArgumentParser(prog="rag-eval", description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

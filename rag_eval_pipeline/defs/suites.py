@@ -25,12 +25,14 @@ CALIBRATION_CHECK = "judge_calibrated_above_floor"
 
 
 def quick_note(size: int) -> str:
+    """The sentence that starts every quick asset's description (``size``: golden questions in the subset)."""
     return (f"Quick evaluation: a fixed stratified subset of {size} golden questions. Its own asset keys and "
             "folder: it never writes the full evaluation's tables, history, metadata plots or promoted baseline "
             "(it only reads the baseline). ")
 
 
 def _with_group_and_description(assets: list, group: str, note: str = "") -> list:
+    """``assets`` in asset group ``group`` (the suite), ``note`` before each description, the stage as a tag."""
     def spec_fn(spec: dg.AssetSpec) -> dg.AssetSpec:
         stage = spec.group_name or "default"
         return spec.replace_attributes(group_name=group, description=note + (spec.description or ""),
@@ -98,8 +100,10 @@ def suite_assets(suite: Suite, *, calibration_blocks: bool, quick_size: int) -> 
 
 
 def asset_keys(assets: list) -> list[dg.AssetKey]:
+    """Every asset key of ``assets`` (AssetsDefinitions), sorted by path."""
     return sorted({k for a in assets for k in a.keys}, key=lambda k: k.path)
 
 
 def check_keys(checks: list) -> list[dg.AssetCheckKey]:
+    """Every check key of ``checks`` (AssetChecksDefinitions), sorted by asset path and name."""
     return sorted({k for c in checks for k in c.check_keys}, key=lambda k: (k.asset_key.path, k.name))

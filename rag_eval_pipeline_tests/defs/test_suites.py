@@ -195,6 +195,19 @@ def test_a_run_of_one_suite_and_a_quick_run_leave_the_other_materialisations_unt
         assert calib.metadata["kappa"].value == pytest.approx(0.169, abs=0.0005)
 
 
+def test_a_run_launched_without_the_suites_tags_gets_them_when_it_starts(location, suites_dir):
+    # e.g. "Materialize" on an asset in the UI: the implicit asset job carries no job tags
+    defs, out = location
+    job = defs.resolve_implicit_global_asset_job_def()
+    with dg.instance_for_test() as instance:
+        result = job.execute_in_process(instance=instance, asset_selection=[dg.AssetKey(["beta", "corpus_snapshot"])])
+        assert result.success
+        tags = instance.get_run_by_id(result.run_id).tags
+    assert tags["rag_eval/suite"] == "beta"
+    assert tags["rag_eval/config_sha256"] == _sha(suites_dir / "beta.yaml")
+    assert tags["rag_eval/output_dir"] == str(out / "beta")
+
+
 def test_an_ad_hoc_configuration_is_its_own_suite(suites_dir, tmp_path):
     listed = load_suites(suites_dir / "suites.yaml")
     assert ad_hoc_suite(suites_dir / "alpha.yaml", listed).name == "alpha"
