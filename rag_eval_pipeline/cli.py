@@ -150,14 +150,14 @@ def check_lines(result, job) -> list[str]:
         name = f"{key.asset_key.to_user_string()}:{key.name}"
         e = evaluations.get((key.asset_key, key.name))
         if e is None:
-            status = "not run (an upstream step failed)"
+            word, note = "not run", "an upstream step failed"
         elif e.passed:
-            status = "passed"
+            word, note = "passed", ""
         elif e.severity == dg.AssetCheckSeverity.WARN:
-            status = "warned (a warning: cannot block)"
+            word, note = "warned", "a warning: cannot block"
         else:
-            status = "FAILED (blocking: stops promotion)" if spec.blocking else "FAILED (not blocking)"
-        lines.append(f"  {status.split(' (')[0]:<8} {name}" + (f"  ({status.split(' (', 1)[1]}" if " (" in status else ""))
+            word, note = "FAILED", "blocking: stops promotion" if spec.blocking else "not blocking"
+        lines.append(f"  {word:<8} {name}" + (f"  ({note})" if note else ""))
         if e is not None and not e.passed:
             details.append(f"\n{'WARNING' if e.severity == dg.AssetCheckSeverity.WARN else 'FAILED'} check {name}")
             for k, v in e.metadata.items():
@@ -266,7 +266,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"report: {report}" + (f"  (served at {url.rstrip('/')}/ by rag-eval serve)" if url else
                                      "  (rag-eval serve shows it in a browser)"))
     else:
-        print("report: not written by this run" + (f" (the one at {report} is from an earlier run)" if report.exists() else ""))
+        earlier = f" (the one at {report} is from an earlier run)" if report.exists() else ""
+        print(f"report: not written by this run{earlier}")
     if not result.success:
         for ev in result.all_events:
             if ev.is_step_failure:
@@ -287,7 +288,8 @@ def add_run(sub) -> None:
                                     "unless listed, it is its own suite (adhoc_<name>_<hash>) with its own assets, "
                                     "history and baseline")
     p.add_argument("--job", default=FULL, choices=[FULL, QUICK_JOB],
-                   help="full_evaluation (default) or quick_evaluation (a fixed subset, its own assets, never promotes)")
+                   help="full_evaluation (default) or quick_evaluation (a fixed subset, its own assets, "
+                        "never promotes)")
     p.add_argument("--output", help="the suite's output folder (default: outputs/<suite>/, or "
                                     "$RAG_EVAL_OUTPUT_DIR/<suite>/)")
     p.add_argument("--wait-s", type=float, default=0.0,

@@ -74,7 +74,8 @@ def load_suites(path: str | Path) -> list[Suite]:
         if isinstance(entry, str):
             entry = {"config": entry}
         if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected a mapping {{config: FILE, nightly: true|false}}, got {type(entry).__name__}")
+            raise ConfigError(f"{where}: expected a mapping {{config: FILE, nightly: true|false}}, "
+                              f"got {type(entry).__name__}")
         unknown = sorted(set(entry) - set(SUITE_KEYS))
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {unknown}; expected only {list(SUITE_KEYS)}")

@@ -25,7 +25,6 @@ from pydantic import PrivateAttr
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
 
-
 SUITE_TAG = "rag_eval/suite"
 QUICK = "quick"
 

@@ -136,5 +136,6 @@ def load_code_location() -> dg.Definitions:
             loaded.append(check_suite(suite))
         except ConfigError as exc:
             skipped[suite.name] = str(exc)
-            log.warning("rag_eval_pipeline: skipping %s", exc if str(exc).startswith("suite ") else f"suite {suite.name}: {exc}")
+            reason = str(exc) if str(exc).startswith("suite ") else f"suite {suite.name}: {exc}"
+            log.warning("rag_eval_pipeline: skipping %s", reason)
     return build_definitions(loaded, skipped=skipped)
