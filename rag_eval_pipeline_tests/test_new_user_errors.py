@@ -158,7 +158,7 @@ def test_run_with_a_bad_configuration_is_one_line_and_starts_no_run(tmp_path):
     path = config_with(tmp_path, lambda c: c["metrics"].update(rel_levl=2))
     out = tmp_path / "out"
     proc = _cli(tmp_path, path, out)
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode == 2 and proc.stdout == ""  # 2: a configuration error, no run started
     assert proc.stderr.strip().splitlines() == [
         f"rag-eval: {path}: unknown key(s) ['rel_levl'] in metrics; expected only ['ks', 'ranking_mode', "
         "'rel_level', 'on_duplicate', 'complete', 'bootstrap_resamples', 'small_segment_n']"]

@@ -185,7 +185,12 @@ def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.D
     # A judge below the floor blocks only when a gate rests on its numbers; otherwise the failure is a
     # warning, visible in the UI and the report, so a night is not lost to an ungated instrument.
     severity = dg.AssetCheckSeverity.ERROR if gated else dg.AssetCheckSeverity.WARN
-    return dg.AssetCheckResult(passed=not failures, severity=severity, metadata={
+    kappas = [r["kappa"] for r in judge_calibration.iter_rows(named=True) if r["kappa"] is not None]
+    said = ("; ".join(failures) + (". Blocks promotion: a gate is on a judge-based metric" if gated else
+                                   ". A warning only: no gate is on a judge-based metric")) if failures else None
+    return dg.AssetCheckResult(passed=not failures, severity=severity, description=said, metadata={
+        # the lowest current kappa as a number, so the UI plots it over runs beside the floor
+        "kappa": float(min(kappas)) if kappas else dg.MetadataValue.null(),
         "blocks_promotion": bool(gated and failures),
         "kappa_floor": floor,
         "failures": dg.MetadataValue.json(failures),

@@ -23,9 +23,10 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig, setti
     """One row per question, validated against the snapshot (ids exist, classes consistent, ids unique)."""
     cfg = settings.config
     golden = build_golden(cfg, corpus_snapshot)
-    if config.subset == "quick":
+    subset = "quick" if settings.quick else config.subset  # a quick evaluation's keys always hold the subset
+    if subset == "quick":
         golden = quick_subset(golden, cfg.quick_subset_size, cfg.seed)
-    elif config.subset != "full":
+    elif subset != "full":
         raise dg.Failure(f"golden_set config subset must be 'full' or 'quick', got {config.subset!r}")
     counts = {f"{a}/{s}": n for a, s, n in golden.group_by("answerability", "split").len().sort("answerability", "split").iter_rows()}
     return dg.Output(
@@ -33,7 +34,7 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig, setti
         metadata={
             "golden_version": golden["golden_version"][0] if golden.height else "",
             "questions": golden.height,
-            "subset": config.subset,
+            "subset": subset,
             "by_class_and_split": dg.MetadataValue.json(counts),
         },
     )

@@ -3,9 +3,13 @@
 dagster-polars does not load Parquet with polars 2.x (``scan_parquet`` lost ``rechunk``), so this
 ~40-line manager replaces it. DataFrames go to ``<base_dir>/<asset>.parquet`` (checked against the
 table's declared schema, written atomically); anything else goes to ``<base_dir>/<asset>.json``.
+A suite's assets carry its name as key prefix (``sample/metric_summary``): they go to the suite's
+folder, ``suite_dirs[suite]`` when given (``rag-eval run --output``), else ``<base_dir>/<suite>/``;
+the quick evaluation's keys (``sample/quick/...``) to ``quick/`` inside it.
 
 One writer per folder: while a run's resources are up, the IO manager (and the table store, see
-``resources.py``) holds ``<base_dir>/.rag-eval.lock`` (``core/locking.py``). A second run on the same
+``resources.py``) holds ``.rag-eval.lock`` of every suite folder the run writes (``core/locking.py``;
+``<base_dir>`` itself for unprefixed assets). A second run on the same
 folder fails at resource initialisation with a message naming the holder (pid, run id, start time),
 or waits ``lock_wait_s`` seconds first; steps of one run in other processes wait for each other.
 """
@@ -21,6 +25,32 @@ from pydantic import PrivateAttr
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
 
+SUITE_TAG = "rag_eval/suite"
+QUICK = "quick"
+
+
+def suite_folder(base_dir: str, suite_dirs: dict[str, str], prefix: tuple[str, ...] | list[str]) -> Path:
+    """The folder of an asset key prefix: ``()`` -> base_dir; ``("sample",)`` -> the sample suite's
+    folder (``suite_dirs["sample"]`` or ``base_dir/sample``); ``("sample", "quick")`` -> ``<that>/quick``."""
+    if not prefix:
+        return Path(base_dir)
+    root = Path(suite_dirs[prefix[0]]) if prefix[0] in suite_dirs else Path(base_dir, prefix[0])
+    return root.joinpath(*prefix[1:])
+
+
+def run_suites(dagster_run, known: list[str]) -> list[str]:
+    """The suites a run writes: the key prefixes of its asset (and check) selection, else its
+    ``rag_eval/suite`` tag, else every known suite (a run of the whole code location)."""
+    if dagster_run is None:
+        return list(known)
+    keys = list(dagster_run.asset_selection or []) + [c.asset_key for c in (dagster_run.asset_check_selection or [])]
+    if keys:
+        return sorted({k.path[0] for k in keys if len(k.path) > 1 and k.path[0] in known})
+    tagged = (dagster_run.tags or {}).get(SUITE_TAG)
+    if tagged:
+        return [s for s in tagged.split(",") if s in known] or list(known)
+    return list(known)
+
 
 def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: float) -> OutputLock:
     """Take the folder lock for the run being initialised (re-entrant within the process)."""
@@ -32,28 +62,43 @@ def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: flo
 
 
 class HoldsOutputLock:
-    """Mixin for resources with ``base_dir``, ``lock_wait_s`` and a ``_lock`` private attribute:
-    hold the folder's lock from resource set-up to tear-down of a run."""
+    """Mixin for resources with ``base_dir``, ``suite_dirs``, ``lock_wait_s`` and a ``_locks`` private
+    attribute: hold the lock of every folder the run writes, from resource set-up to tear-down."""
+
+    def lock_folders(self, context: dg.InitResourceContext | None) -> list[Path]:
+        """The folders this run writes: its suites' folders, or ``base_dir`` when no suite is known."""
+        known = sorted(self.suite_dirs)
+        if not known:
+            return [Path(self.base_dir)]
+        suites = run_suites(getattr(context, "dagster_run", None), known) or known
+        return [suite_folder(self.base_dir, self.suite_dirs, (s,)) for s in suites]
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        self._lock = hold_output_lock(self.base_dir, context, self.lock_wait_s)
+        self._locks = []
+        try:
+            for folder in self.lock_folders(context):
+                self._locks.append(hold_output_lock(str(folder), context, self.lock_wait_s))
+        except BaseException:
+            self.teardown_after_execution(context)
+            raise
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        for lock in reversed(self._locks or []):
+            lock.release()
+        self._locks = []
 
 
 class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
     """Stores polars DataFrames as Parquet and other values as JSON under ``base_dir``."""
 
     base_dir: str
+    suite_dirs: dict[str, str] = {}  # suite name -> its output folder (default base_dir/<suite>)
     lock_wait_s: float = 0.0  # how long a run waits for another run writing the same folder; 0 = fail at once
 
-    _lock: OutputLock | None = PrivateAttr(default=None)
+    _locks: list = PrivateAttr(default_factory=list)
 
     def _path(self, key: dg.AssetKey, suffix: str) -> Path:
-        return Path(self.base_dir).joinpath(*key.path).with_suffix(suffix)
+        return suite_folder(self.base_dir, self.suite_dirs, key.path[:-1]).joinpath(key.path[-1] + suffix)
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         if obj is None:

@@ -82,8 +82,8 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
 
     md: dict = {
         "summary": dg.MetadataValue.md(headline_markdown(report.headline)),
+        "report": dg.MetadataValue.md(report.markdown),  # the whole report, readable in the UI without a file link
         "report_html": dg.MetadataValue.path(str(html_path.resolve())),
-        "report_url": dg.MetadataValue.url(html_path.resolve().as_uri()),
         "report_md": dg.MetadataValue.path(str(md_path.resolve())),
         "trend_html": dg.MetadataValue.path(str(trend_path.resolve())),
         "viewer_groups": dg.MetadataValue.json(list(groups)),
@@ -98,6 +98,8 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
             md[f"{r['system']}/{r['metric']}"] = float(r["value"])
         if r.get("judge_errors") is not None:
             md[f"{r['system']}/{r['metric']}/judge_errors"] = int(r["judge_errors"])
+    if store.url_for(html_path):  # served by `rag-eval serve` at RAG_EVAL_REPORT_URL
+        md["report_url"] = dg.MetadataValue.url(store.url_for(html_path))
     return dg.Output({
         "report_md": str(md_path.resolve()), "report_html": str(html_path.resolve()),
         "trend_html": str(trend_path.resolve()), "viewer_groups": list(groups), "withheld_texts": report.withheld,

@@ -1,5 +1,5 @@
 """The systems under test as Dagster resources (one ``ConfigurableResource`` per live kind), and the
-sensor that starts ``quick_evaluation`` when a logged system's file or a traces source changes.
+sensor that starts a suite's ``quick_evaluation`` when a logged system's file or a traces source changes.
 
 The resources hold deployment settings only; the systems themselves are entries of the evaluation
 configuration, and the work is done by ``core/systems``. Secrets never pass through a resource's
@@ -16,7 +16,7 @@ from rag_eval_pipeline.core.errors import EvalError
 from rag_eval_pipeline.core.systems.fingerprints import changed_systems, source_fingerprints
 from rag_eval_pipeline.core.systems.runner import HttpRunner, PythonRunner, SystemUnderTest, TracesRunner
 from rag_eval_pipeline.defs.resources import EvalSettings
-from rag_eval_pipeline.defs.schedules import quick_evaluation
+from rag_eval_pipeline.defs.schedules import QUICK_JOB, job_name
 
 
 class SystemUnderTestResource(dg.ConfigurableResource):
@@ -59,20 +59,33 @@ def system_resources() -> dict:
             "traces_system": TracesSystemResource()}
 
 
-@dg.sensor(job=quick_evaluation, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.STOPPED,
-           description="Starts quick_evaluation when a logged system's log or a traces source changes content.")
-def live_sources_changed(context: dg.SensorEvaluationContext, settings: EvalSettings):
-    """Compares content fingerprints (sha256) with the cursor; the first tick only records them."""
-    try:
-        current = source_fingerprints(settings.config)
-    except EvalError as exc:
-        return dg.SkipReason(f"configuration not loaded: {exc}")
-    previous = json.loads(context.cursor) if context.cursor else None
-    context.update_cursor(json.dumps(current, sort_keys=True))
-    if previous is None:
-        return dg.SkipReason(f"recorded the content of {len(current)} logged/traces source(s)")
-    changed = changed_systems(previous, current)
-    if not changed:
-        return dg.SkipReason("no logged or traces source changed")
-    return dg.RunRequest(run_key=hashlib.sha256(json.dumps(current, sort_keys=True).encode()).hexdigest(),
-                         tags={"rag_eval/changed_systems": ",".join(changed)})
+def has_watched_sources(cfg) -> bool:
+    """Whether a configuration has a ``logged`` or ``traces`` system, whose content the sensor watches."""
+    return any(spec["kind"] in ("logged", "traces") for spec in cfg.systems)
+
+
+def live_sources_sensor(suite: str, tags: dict[str, str]) -> dg.SensorDefinition:
+    """The sensor ``<suite>__live_sources_changed`` (stopped by default): starts the suite's
+    ``quick_evaluation`` when the content (sha256) of a ``logged`` system's file or a ``traces`` source
+    changes; the first tick only records the fingerprints."""
+
+    @dg.sensor(name=f"{suite}__live_sources_changed", job_name=job_name(suite, QUICK_JOB), minimum_interval_seconds=60,
+               default_status=dg.DefaultSensorStatus.STOPPED,
+               description=f"Starts {suite}'s quick_evaluation when a logged system's log or a traces source "
+                           "changes content.")
+    def live_sources_changed(context: dg.SensorEvaluationContext, settings: EvalSettings):
+        try:
+            current = source_fingerprints(settings.config_for(suite))
+        except EvalError as exc:
+            return dg.SkipReason(f"configuration not loaded: {exc}")
+        previous = json.loads(context.cursor) if context.cursor else None
+        context.update_cursor(json.dumps(current, sort_keys=True))
+        if previous is None:
+            return dg.SkipReason(f"recorded the content of {len(current)} logged/traces source(s)")
+        changed = changed_systems(previous, current)
+        if not changed:
+            return dg.SkipReason("no logged or traces source changed")
+        return dg.RunRequest(run_key=hashlib.sha256(json.dumps(current, sort_keys=True).encode()).hexdigest(),
+                             tags={**tags, "rag_eval/changed_systems": ",".join(changed)})
+
+    return live_sources_changed

@@ -66,7 +66,8 @@ def test_report_metadata_has_headline_floats_and_links(failing_gate_run):
     assert isinstance(md["team_rag/faithfulness"].value, float)
     assert isinstance(md["bm25_k10/recall_5"].value, float)
     assert md["report_html"].value == str((out / "report.html").resolve())
-    assert md["report_url"].value.startswith("file://")
+    assert md["report"].value == (out / "report.md").read_text(encoding="utf-8")  # the whole report, in the UI
+    assert not [k for k, v in md.items() if str(getattr(v, "value", v)).startswith("file:")]  # browsers refuse them
     assert "| system | metric |" in md["summary"].value
     assert md["viewer_groups"].value == ["customers"]
 
@@ -90,8 +91,9 @@ def test_the_samples_uncalibrated_judge_reads_no_band_and_judge_errors_are_shown
 
 
 def test_quick_job_builds_the_report_without_metric_history():
-    quick = {k.to_user_string() for k in defs.resolve_job_def("quick_evaluation").asset_layer.executable_asset_keys}
-    assert "evaluation_report" in quick and "metric_history" not in quick
+    job = defs.resolve_job_def("sample__quick_evaluation")
+    quick = {k.to_user_string() for k in job.asset_layer.executable_asset_keys}
+    assert "sample/quick/evaluation_report" in quick and "sample/quick/metric_history" not in quick
 
 
 def test_viewer_groups_from_the_config(tmp_path):

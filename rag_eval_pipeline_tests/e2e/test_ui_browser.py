@@ -1,16 +1,19 @@
 """The Dagster UI and the report, driven in headless Chromium (Selenium + the Debian chromium-driver).
 
-Starts ``dagster dev`` on a free port (fresh DAGSTER_HOME with a copy of .dagster_home/dagster.yaml, outputs in a
-temporary folder), checks the asset graph, the asset checks and the nightly schedule in the UI, clicks
-"Materialize all" on the ``full_evaluation`` job (falls back to GraphQL ``launchRun`` when the click does not
-launch a run), watches the run page until it succeeds, then opens ``report.html`` from the output folder and
-checks the headline table is there and the restricted marker of the sample corpus is not.
+Starts ``dagster dev`` on a free port with two suites (fresh DAGSTER_HOME with a copy of .dagster_home/dagster.yaml,
+outputs in a temporary folder) and ``rag-eval serve`` on another (RAG_EVAL_REPORT_URL points at it). Checks that
+the suites are apart in the UI (groups, catalog), runs suite alpha by clicking "Materialize all" on its job
+(GraphQL ``launchRun`` when the click does not launch a run), then suite beta, and checks that beta's run left
+alpha's latest materialisations, checks, plotted values and files untouched; that runs carry the suite's tags;
+that the calibration check the sample cannot block says so; and opens the report from the link on the
+``evaluation_report`` asset page: the headline table is there and the restricted marker of the corpus is not.
 
 Needs: ``apt-get install -y chromium chromium-driver`` and ``pip install selenium``. Skipped when either is
 missing, except when the environment variable CI is set: then it fails. Screenshots go to
 ``$RAG_EVAL_E2E_SCREENSHOTS`` when set (else the test's temporary folder).
 """
 
+import hashlib
 import json
 import os
 import shutil
@@ -24,6 +27,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESTRICTED_MARKER = "ZX-INTERNAL-7731"  # in a support-staff chunk of the sample corpus; customers must never see it
@@ -100,9 +104,65 @@ def chromium_tools() -> tuple[str, str]:
     return _tools()
 
 
+def _start(cmd: list[str], env: dict, log_path: Path) -> subprocess.Popen:
+    log = log_path.open("wb")
+
+    def default_signals():  # an ignored SIGINT would be copied onto SIGTERM by Dagster (TECH-NOTES)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, preexec_fn=default_signals)
+    log.close()
+    return proc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _http_up(url: str, proc: subprocess.Popen, log_path: Path):
+    def up():
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args[:3]} exited with {proc.returncode}: "
+                               + log_path.read_text(errors="replace")[-3000:])
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                return r.status == 200
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
+    return up
+
+
+def _two_suites(tmp_path: Path) -> Path:
+    """alpha: the sample; beta: the sample without the logged team_rag system and without calibration."""
+    from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
+
+    d = tmp_path / "suites"
+    d.mkdir()
+    sample = sample_config_dict()
+    (d / "alpha.yaml").write_text(yaml.safe_dump(sample, allow_unicode=True), encoding="utf-8")
+    beta = dict(sample, systems=[s for s in sample["systems"] if s["name"] != "team_rag"])
+    beta.pop("calibration")
+    (d / "beta.yaml").write_text(yaml.safe_dump(beta, allow_unicode=True), encoding="utf-8")
+    (d / "suites.yaml").write_text("suites:\n  alpha: {config: alpha.yaml, nightly: true}\n"
+                                   "  beta: {config: beta.yaml, nightly: true}\n", encoding="utf-8")
+    return d / "suites.yaml"
+
+
 @pytest.fixture
 def dagster_ui(chromium_tools, tmp_path):
-    """(base URL, output folder, location name) of a ``dagster dev`` started for this test; stopped afterwards."""
+    """(base URL, output folder, location name, report server URL) of a ``dagster dev`` with two suites and a
+    ``rag-eval serve`` of its output folder, started for this test; both stopped afterwards."""
     home = tmp_path / "dagster_home"
     home.mkdir()
     src = REPO_ROOT / ".dagster_home" / "dagster.yaml"
@@ -112,52 +172,25 @@ def dagster_ui(chromium_tools, tmp_path):
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
     out = tmp_path / "outputs"
     out.mkdir()
-    port = _free_port()
+    port, serve_port = _free_port(), _free_port()
+    reports = f"http://127.0.0.1:{serve_port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_EVAL_", "DAGSTER_"))}
     env.update(DAGSTER_HOME=str(home), RAG_EVAL_OUTPUT_DIR=str(out), RAG_EVAL_JUDGE="rule_based",
-               RAG_EVAL_CONFIG=str(REPO_ROOT / "data" / "sample" / "config.yaml"))
+               RAG_EVAL_SUITES=str(_two_suites(tmp_path)), RAG_EVAL_REPORT_URL=reports)
     exe = Path(sys.executable).with_name("dagster")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "dagster"]
     cmd += ["dev", "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"]
-    log = (tmp_path / "dagster_dev.log").open("wb")
-
-    def default_signals():  # an ignored SIGINT would be copied onto SIGTERM by Dagster (TECH-NOTES)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True, preexec_fn=default_signals)
+    ui_log, serve_log = tmp_path / "dagster_dev.log", tmp_path / "serve.log"
+    proc = _start(cmd, env, ui_log)
+    server = _start([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--port", str(serve_port)], env, serve_log)
     base = f"http://127.0.0.1:{port}"
     try:
-        def up():
-            if proc.poll() is not None:
-                raise RuntimeError(f"dagster dev exited with {proc.returncode}: "
-                                   + (tmp_path / "dagster_dev.log").read_text(errors="replace")[-3000:])
-            try:
-                with urllib.request.urlopen(f"{base}/server_info", timeout=5) as r:
-                    return r.status == 200
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                return False
-
-        try:
-            _wait("dagster dev to answer HTTP", up, timeout=180, interval=1.0)
-        except AssertionError:
-            if proc.poll() is not None:
-                raise AssertionError((tmp_path / "dagster_dev.log").read_text(errors="replace")[-3000:]) from None
-            raise
-        yield base, out, _location_name(base)
+        _wait("rag-eval serve to answer HTTP", _http_up(f"{reports}/", server, serve_log), timeout=60)
+        _wait("dagster dev to answer HTTP", _http_up(f"{base}/server_info", proc, ui_log), timeout=180, interval=1.0)
+        yield base, out, _location_name(base), reports
     finally:
-        for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                proc.wait(timeout=wait_s)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        log.close()
+        _stop(server)
+        _stop(proc)
 
 
 @pytest.fixture
@@ -216,8 +249,8 @@ def _run_ids(base: str) -> set[str]:
     return {r["runId"] for r in data["runsOrError"].get("results") or []}
 
 
-def _launch_from_ui(driver, base: str, location: str, shots: Path) -> str | None:
-    """Click "Materialize all" on the full_evaluation job page; the new run's id, or None when none appeared.
+def _launch_from_ui(driver, base: str, location: str, job: str, shots: Path) -> str | None:
+    """Click "Materialize all" on a job page; the new run's id, or None when none appeared.
 
     The launch is recognised by a new run in the instance (GraphQL), not by the toast, which can come late
     while the code server builds the first execution plan.
@@ -225,7 +258,7 @@ def _launch_from_ui(driver, base: str, location: str, shots: Path) -> str | None
     from selenium.webdriver.common.by import By
 
     before = _run_ids(base)
-    driver.get(f"{base}/locations/{location}/jobs/full_evaluation")
+    driver.get(f"{base}/locations/{location}/jobs/{job}")
     button = _wait("the Materialize all button", lambda: next(
         (b for b in driver.find_elements(By.XPATH, "//button[normalize-space()='Materialize all']")
          if b.is_displayed() and b.is_enabled()), None), timeout=60)
@@ -235,13 +268,13 @@ def _launch_from_ui(driver, base: str, location: str, shots: Path) -> str | None
     try:
         new = _wait("a run launched by the click", lambda: _run_ids(base) - before, timeout=90, interval=1.0)
     except AssertionError:
-        driver.save_screenshot(str(shots / "FAILED_materialize_click.png"))
+        driver.save_screenshot(str(shots / f"FAILED_materialize_click_{job}.png"))
         return None
-    driver.save_screenshot(str(shots / "06a_launched_from_ui.png"))
+    driver.save_screenshot(str(shots / f"launched_{job}.png"))
     return sorted(new)[0]
 
 
-def _launch_with_graphql(base: str, location: str) -> str:
+def _launch_with_graphql(base: str, location: str, job: str) -> str:
     data = _graphql(base, """
         mutation Launch($params: ExecutionParams!) {
           launchRun(executionParams: $params) {
@@ -252,50 +285,25 @@ def _launch_with_graphql(base: str, location: str) -> str:
             ... on RunConfigValidationInvalid { errors { message } }
           }
         }""", {"params": {"selector": {"repositoryLocationName": location, "repositoryName": "__repository__",
-                                        "jobName": "full_evaluation"}, "runConfigData": {}}})
+                                        "jobName": job}, "runConfigData": {}}})
     result = data["launchRun"]
     assert result["__typename"] == "LaunchRunSuccess", result
     return result["run"]["runId"]
 
 
-def test_ui_shows_the_pipeline_runs_it_and_the_report_hides_restricted_text(dagster_ui, browser, tmp_path):
-    base, out, location = dagster_ui
-    shots = _shots(tmp_path)
-    d = browser
-
-    # the asset graph: the reports group draws evaluation_report with every upstream table beside it (a small
-    # graph: the UI renders only the nodes inside the viewport, so large groups are not checked name by name)
-    d.get(f"{base}/locations/{location}/asset-groups/reports")
-    _dismiss_dialogs(d)
-    _expect_text(d, shots, "01_asset_graph_reports", "evaluation_report", "corpus_snapshot", "golden_set", "rag_runs",
-                 "judge_labels", "answer_judgements", "question_metrics", "metric_summary", "metric_history",
-                 "judge_calibration", "judge_variance")
-    d.get(f"{base}/locations/{location}/asset-groups/metrics")
-    _expect_text(d, shots, "02_asset_graph_metrics", "question_metrics", "metric_summary", "metric_history",
-                 "Asset checks")
-
-    # asset checks
-    d.get(f"{base}/assets/metric_summary?view=checks")
-    _expect_text(d, shots, "03_checks_metric_summary", "denominators_consistent", "blocking")
-    d.get(f"{base}/assets/judge_labels?view=checks")
-    _expect_text(d, shots, "04_checks_judge_labels", "verdicts_in_allowed_set", "judge_error_share")
-
-    # the nightly schedule
-    d.get(f"{base}/automation")
-    _expect_text(d, shots, "05_automation", "nightly_full_evaluation")
-
-    # launch: the UI button first, GraphQL when the click launched nothing
-    run_id, how = _launch_from_ui(d, base, location, shots), "UI button"
+def _run_job(driver, base: str, location: str, job: str, shots: Path) -> str:
+    """Launch ``job`` (the UI button first, GraphQL when the click launched nothing) and wait for success."""
+    run_id, how = _launch_from_ui(driver, base, location, job, shots), "UI button"
     if run_id is None:
-        run_id, how = _launch_with_graphql(base, location), "GraphQL launchRun (the UI click launched nothing)"
-    print(f"run {run_id} launched with the {how}")
-    d.get(f"{base}/runs/{run_id}")
+        run_id, how = _launch_with_graphql(base, location, job), "GraphQL launchRun (the UI click launched nothing)"
+    print(f"{job}: run {run_id} launched with the {how}")
+    driver.get(f"{base}/runs/{run_id}")
 
     def finished():
-        title = d.title
+        title = driver.title
         if "[FAILURE]" in title or "[CANCELED]" in title:
-            d.save_screenshot(str(shots / "FAILED_run.png"))
-            raise AssertionError(f"run {run_id} ended as {title}")
+            driver.save_screenshot(str(shots / f"FAILED_run_{job}.png"))
+            raise AssertionError(f"run {run_id} of {job} ended as {title}")
         return "[SUCCESS]" in title
 
     deadline = time.monotonic() + 600
@@ -306,23 +314,115 @@ def test_ui_shows_the_pipeline_runs_it_and_the_report_hides_restricted_text(dags
         except AssertionError as exc:
             if "ended as" in str(exc) or time.monotonic() > deadline:
                 raise
-            d.refresh()
-    _expect_text(d, shots, "06_run_succeeded", "Success", "evaluation_report")
+            driver.refresh()
     status = _graphql(base, "query R($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }", {"id": run_id})
     assert status["runOrError"]["status"] == "SUCCESS"
+    return run_id
 
-    # the report, as a reader opens it
-    report = out / "report.html"
-    assert report.is_file()
-    d.get(report.resolve().as_uri())
-    _expect_text(d, shots, "07_report", "RAG evaluation report", "Summary", "faithfulness", "recall_5",
-                 "[restricted: ")
+
+ASSET_STATE = """query A($key: AssetKeyInput!) {
+  assetNodeOrError(assetKey: $key) { ... on AssetNode {
+    assetMaterializations(limit: 1) { runId metadataEntries { label ... on FloatMetadataEntry { floatValue } } }
+    assetChecksOrError { ... on AssetChecks { checks { name blocking
+      executionForLatestMaterialization { runId status evaluation { severity } } } } } } } }"""
+SUITE_ASSETS = ("corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "question_metrics", "metric_summary",
+                "metric_history", "judge_calibration", "gate_results", "promotion", "evaluation_report")
+
+
+def _suite_state(base: str, suite: str) -> dict:
+    """Per asset of the suite: the latest materialisation's run id and numeric metadata (what the UI plots),
+    and each check's latest execution (run id, status, severity)."""
+    state = {}
+    for asset in SUITE_ASSETS:
+        node = _graphql(base, ASSET_STATE, {"key": {"path": [suite, asset]}})["assetNodeOrError"]
+        mats = node["assetMaterializations"]
+        checks = (node.get("assetChecksOrError") or {}).get("checks") or []
+        state[asset] = {
+            "run": mats[0]["runId"] if mats else None,
+            "plots": sorted((e["label"], e.get("floatValue")) for e in (mats[0]["metadataEntries"] if mats else [])
+                            if "floatValue" in e),
+            "checks": sorted((c["name"], c["blocking"], json.dumps(c["executionForLatestMaterialization"], sort_keys=True))
+                             for c in checks),
+        }
+    return state
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".rag-eval.lock"}
+
+
+def test_two_suites_side_by_side_in_the_ui_and_the_report_opens_from_the_asset_page(dagster_ui, browser, tmp_path):
     from selenium.webdriver.common.by import By
 
+    base, out, location, reports = dagster_ui
+    shots = _shots(tmp_path)
+    d = browser
+
+    # each suite is its own asset group: its whole lineage in one graph, apart from the other suite's
+    d.get(f"{base}/asset-groups")
+    _dismiss_dialogs(d)
+    _expect_text(d, shots, "01_groups", "alpha", "alpha_quick", "beta", "beta_quick")
+    d.get(f"{base}/assets/alpha")
+    _expect_text(d, shots, "02_catalog_alpha", "metric_summary", "evaluation_report", "quick")
+    d.get(f"{base}/automation")
+    _expect_text(d, shots, "03_automation", "nightly_full_evaluation")
+
+    alpha_run = _run_job(d, base, location, "alpha__full_evaluation", shots)
+    _expect_text(d, shots, "04_alpha_run", "Success", "evaluation_report")
+    alpha_state, alpha_files = _suite_state(base, "alpha"), _files(out / "alpha")
+    assert {v["run"] for v in alpha_state.values()} == {alpha_run}
+
+    # the run list shows which suite, configuration and output folder each run is
+    tags = _graphql(base, "query R($id: ID!) { runOrError(runId: $id) { ... on Run { tags { key value } } } }",
+                    {"id": alpha_run})["runOrError"]["tags"]
+    tags = {t["key"]: t["value"] for t in tags}
+    config = tmp_path / "suites" / "alpha.yaml"
+    assert tags["rag_eval/suite"] == "alpha" and tags["rag_eval/config_path"] == str(config)
+    assert tags["rag_eval/config_sha256"] == hashlib.sha256(config.read_bytes()).hexdigest()
+    assert tags["rag_eval/output_dir"] == str(out / "alpha")
+    d.get(f"{base}/runs")
+    _expect_text(d, shots, "05_run_list", "rag_eval/suite", "alpha")
+
+    beta_run = _run_job(d, base, location, "beta__full_evaluation", shots)
+    assert beta_run != alpha_run
+    # suite beta's run left suite alpha's latest materialisations, checks, plotted values and files as they were
+    assert _suite_state(base, "alpha") == alpha_state
+    assert _files(out / "alpha") == alpha_files
+    assert {v["run"] for v in _suite_state(base, "beta").values()} == {beta_run}
+    # each suite's asset page shows its own rows: 52 questions x 3 systems in alpha, x 2 (no team_rag) in beta
+    d.get(f"{base}/assets/alpha/rag_runs")
+    _expect_text(d, shots, "06_alpha_rag_runs", "Row count", "156", "team_rag")
+    d.get(f"{base}/assets/beta/rag_runs")
+    _expect_text(d, shots, "07_beta_rag_runs", "Row count", "104", "bm25_k10")
+    assert "team_rag" not in _body(d)
+
+    # the calibration check of the sample cannot block: the UI says so
+    d.get(f"{base}/assets/alpha/judge_calibration?view=checks&checkDetail=judge_calibrated_above_floor")
+    _expect_text(d, shots, "08_calibration_check", "judge_calibrated_above_floor", "non-blocking asset check",
+                 "A warning only")
+    d.get(f"{base}/assets/alpha/metric_summary?view=checks&checkDetail=denominators_consistent")
+    _expect_text(d, shots, "09_denominators_check", "denominators_consistent", "This is a blocking asset check")
+
+    # the report opens from the asset page's link (served by rag-eval serve, not a file:// link)
+    d.get(f"{base}/assets/alpha/evaluation_report")
+    href = f"{reports}/alpha/report.html"
+    link = _wait("the report link on the asset page", lambda: next(
+        (a for a in d.find_elements(By.TAG_NAME, "a") if a.get_attribute("href") == href and a.is_displayed()), None),
+        timeout=60)
+    d.save_screenshot(str(shots / "10_report_link.png"))
+    assert not [a for a in d.find_elements(By.TAG_NAME, "a") if (a.get_attribute("href") or "").startswith("file:")]
+    windows = set(d.window_handles)
+    link.click()
+    new = _wait("the report to open", lambda: set(d.window_handles) - windows or (d.current_url == href and {None}),
+                timeout=30)
+    if None not in new:
+        d.switch_to.window(new.pop())
+    _expect_text(d, shots, "11_report", "RAG evaluation report", "Summary", "faithfulness", "recall_5", "[restricted: ")
+    assert d.current_url == href
     headline = d.find_elements(By.CSS_SELECTOR, "table.headline")
     assert headline and "faithfulness" in headline[0].text and "num/den" in headline[0].text
-    assert RESTRICTED_MARKER not in d.page_source
-    assert RESTRICTED_MARKER not in _body(d)
-    d.get((out / "trend.html").resolve().as_uri())
-    _expect_text(d, shots, "08_trend", "RAG evaluation trend", "faithfulness")
+    assert RESTRICTED_MARKER not in d.page_source and RESTRICTED_MARKER not in _body(d)
+    d.get(f"{reports}/alpha/trend.html")
+    _expect_text(d, shots, "12_trend", "RAG evaluation trend", "faithfulness")
     assert RESTRICTED_MARKER not in d.page_source

@@ -1,0 +1,75 @@
+"""``rag-eval serve``: the report pages of an output folder over HTTP on 127.0.0.1, read-only.
+
+Browsers refuse ``file://`` links from a web page and such links are useless through an SSH tunnel,
+so the Dagster UI links to this server instead (set ``RAG_EVAL_REPORT_URL`` to its address in the
+code location's environment). Only the report pages are served (``report.html``, ``report.md``,
+``trend.html`` of every suite folder below the served one): never the Parquet tables, which hold
+text the report withholds from its viewers. GET and HEAD only; no directory listing beyond an index
+of the report pages; paths that leave the folder (``..``, symbolic links) are refused by Starlette's
+``StaticFiles``.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+REPORT_FILES = ("report.html", "report.md", "trend.html")
+INDEX_DEPTH = 3  # <root>/<suite>/quick/report.html
+
+
+class ReportFiles(StaticFiles):
+    """StaticFiles restricted to the report pages (any other name is 404, whatever exists on disk)."""
+
+    async def get_response(self, path: str, scope):
+        if scope["method"] not in ("GET", "HEAD"):
+            raise HTTPException(status_code=405, headers={"Allow": "GET, HEAD"})
+        if PurePosixPath(path).name not in REPORT_FILES:
+            raise HTTPException(status_code=404)
+        return await super().get_response(path, scope)
+
+
+def report_pages(folder: Path) -> list[str]:
+    """Report pages under ``folder`` (at most INDEX_DEPTH levels down), as sorted POSIX relative paths."""
+    found = []
+    for depth in range(INDEX_DEPTH + 1):
+        for name in REPORT_FILES:
+            for p in folder.glob("/".join(["*"] * depth + [name])):
+                if p.is_file() and not p.is_symlink():
+                    found.append(p.relative_to(folder).as_posix())
+    return sorted(found)
+
+
+def build_app(folder: str | Path) -> Starlette:
+    """The ASGI app serving ``folder``'s report pages. Raises FileNotFoundError when it is not a folder."""
+    root = Path(folder).resolve()
+    if not root.is_dir():
+        raise FileNotFoundError(f"folder {root} not found")
+
+    async def index(request: Request) -> HTMLResponse:
+        items = "".join(f'<li><a href="{quote(p)}">{html.escape(p)}</a></li>' for p in report_pages(root))
+        return HTMLResponse(f"<!doctype html><meta charset=utf-8><title>rag-eval reports</title>"
+                            f"<h1>Reports in {html.escape(str(root))}</h1><ul>{items or '<li>none yet</li>'}</ul>")
+
+    return Starlette(routes=[Route("/", index, methods=["GET", "HEAD"]),
+                             Mount("/", app=ReportFiles(directory=root, follow_symlink=False))])
+
+
+def serve(folder: str | Path, port: int = DEFAULT_PORT) -> None:
+    """Serve ``folder`` on http://127.0.0.1:PORT until interrupted (SIGINT / SIGTERM)."""
+    import uvicorn
+
+    app = build_app(folder)
+    print(f"serving the reports in {Path(folder).resolve()} at http://{HOST}:{port}/ (read-only; Ctrl-C stops). "
+          f"For links in the Dagster UI: RAG_EVAL_REPORT_URL=http://{HOST}:{port}", flush=True)
+    uvicorn.run(app, host=HOST, port=port, log_level="warning")

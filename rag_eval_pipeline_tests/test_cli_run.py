@@ -1,0 +1,126 @@
+"""``rag-eval run`` as a person meets it, in real subprocesses: suites, exit codes, what a run prints."""
+
+import hashlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from rag_eval_pipeline.cli import format_summary
+from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
+from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config_dict
+
+SAMPLE_CHECKS = ["answer_judgements:every_answer_has_a_judgement", "corpus_snapshot:chunk_ids_unique",
+                 "gate_results:no_regression_against_baseline", "golden_set:golden_consistent_with_snapshot",
+                 "judge_calibration:judge_calibrated_above_floor", "judge_labels:judge_error_share",
+                 "judge_labels:verdicts_in_allowed_set", "metric_summary:denominators_consistent",
+                 "rag_runs:every_question_has_a_run_row"]
+
+
+def _cli(args: list[str], env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", *args], env=env, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("command", ["run", "estimate"])
+@pytest.mark.parametrize("judge_env, needle", [
+    ({"RAG_EVAL_JUDGE": "openai_compatible"}, "RAG_EVAL_JUDGE_BASE_URL"),
+    ({"RAG_EVAL_JUDGE": "openai_compatible", "RAG_EVAL_JUDGE_BASE_URL": "http://127.0.0.1:9"}, "RAG_EVAL_JUDGE_MODEL"),
+    ({"RAG_EVAL_JUDGE": "gpt4"}, "gpt4"),
+])
+def test_a_misconfigured_judge_is_one_line_and_exit_2(tmp_path, command, judge_env, needle):
+    proc = _cli([command], cli_env(dagster_home(tmp_path), RAG_EVAL_OUTPUT_DIR=str(tmp_path / "out"), **judge_env),
+                timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rag-eval: judge: ") and needle in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_suite_is_one_line_and_exit_2(tmp_path):
+    proc = _cli(["run", "--suite", "nosuch"], cli_env(dagster_home(tmp_path)), timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"rag-eval: unknown suite 'nosuch': {REPO_ROOT / 'data' / 'suites.yaml'} lists sample, scifact, squad_v2 "
+        "(or give --config FILE)"]
+
+
+def test_help_lists_every_subcommands_options_and_the_exit_codes(tmp_path):
+    proc = _cli(["--help"], cli_env(dagster_home(tmp_path)), timeout=60)
+    assert proc.returncode == 0
+    text = proc.stdout
+    for option in ("run [-h] [--suite SUITE] [--config CONFIG] [--job {full_evaluation,quick_evaluation}] "
+                   "[--output OUTPUT] [--wait-s WAIT_S]", "estimate [-h] [--suite SUITE] [--config CONFIG]",
+                   "serve [-h] [--port PORT] [--suite SUITE] [--dir DIR]"):
+        assert option in text
+    codes = re.findall(r"^\s+([0-3])\s+\S", text.split("exit codes:")[1], flags=re.M)
+    assert codes == ["0", "1", "2", "3"]
+    run_help = _cli(["run", "--help"], cli_env(dagster_home(tmp_path)), timeout=60).stdout
+    assert "exit codes:" in run_help and "--suite" in run_help and "adhoc_" in run_help
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".rag-eval.lock"}
+
+
+def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_keeps_to_its_own_folder(tmp_path):
+    out = tmp_path / "outputs"
+    env = cli_env(dagster_home(tmp_path), RAG_EVAL_OUTPUT_DIR=str(out))
+    proc = _cli(["run"], env)  # the default suite: the sample
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    stdout = proc.stdout
+    assert "(full_evaluation): succeeded" in stdout
+    assert f"suite sample (job sample__full_evaluation): configuration {SAMPLE_DIR / 'config.yaml'}" in stdout
+    status = {name: word for word, name in re.findall(r"^  (passed|warned|FAILED)\s+sample/(\S+)", stdout, flags=re.M)}
+    assert sorted(status) == SAMPLE_CHECKS
+    assert status.pop("judge_calibration:judge_calibrated_above_floor") == "warned"  # kappa 0.169 < 0.4, no judge gate
+    assert set(status.values()) == {"passed"}
+    gates = pl.read_parquet(out / "sample" / "gate_results.parquet")
+    assert f"gate verdict: pass ({gates.height} gate(s), 0 blocking failure(s);" in stdout
+    assert "promotion: promoted bm25_k10 as the baseline" in stdout  # gates.promote of the sample configuration
+    assert f"report: {out / 'sample' / 'report.html'}" in stdout
+    sample_files = _files(out / "sample")
+    assert "baseline/manifest.json" in sample_files
+
+    # an ad-hoc configuration with a gate that fails: its own folder, and the sample's files stay as they were
+    cfg = sample_config_dict()
+    cfg["gates"]["thresholds"] = [{"metric": "recall_5", "min_value": 0.99},
+                                  {"metric": "ndcg_cut_10", "min_value": 0.99}]
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    proc = _cli(["run", "--config", str(config)], env)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    folders = [p.name for p in out.iterdir() if p.name.startswith("adhoc_config_")]
+    assert len(folders) == 1
+    assert _files(out / "sample") == sample_files
+    adhoc = out / folders[0]
+    assert f"tables: {adhoc}" in proc.stdout
+    failed = pl.read_parquet(adhoc / "gate_results.parquet").filter(pl.col("blocking") & ~pl.col("passed"))
+    assert failed.height == 2
+    assert "gate verdict: FAIL (2 gate(s), 2 blocking failure(s);" in proc.stdout
+    for reason in failed["reason"]:
+        assert reason in proc.stdout  # whole, never cut
+    assert re.search(r"^  FAILED\s+adhoc_config_\w+/gate_results:no_regression_against_baseline  \(blocking",
+                     proc.stdout, flags=re.M)
+    assert "promotion: not promoted" in proc.stdout
+    assert not (adhoc / "baseline").exists()
+
+
+def test_the_summary_shows_judge_errors_beside_every_judge_based_value():
+    def row(metric, value, num, den, n, errors):
+        return {"system": "s", "split": "all", "segment": "all", "metric": metric, "k": None, "value": value,
+                "numerator": num, "denominator": den, "n": n, "ci_low": None, "ci_high": None, "ci_method": None,
+                "judge_errors": errors}
+    summary = pl.DataFrame([row("faithfulness", 0.9348, 21.5, 23.0, 34, 11), row("coverage", 0.5, 17.0, 34.0, 34, 0),
+                            row("faithfulness_holistic", 0.9, 18.0, 20.0, 34, 0)])
+    lines = {line.split()[1]: line.split() for line in format_summary(summary).splitlines()[1:]}
+    assert lines["faithfulness"][2:6] == ["0.9348", "21.5/23", "34", "11"]
+    assert lines["faithfulness_holistic"][2:6] == ["0.9000", "18/20", "34", "0"]
+    assert lines["coverage"][2:] == ["0.5000", "17/34", "34"]  # not judge-based: no count
+    assert "judge errors" in format_summary(summary).splitlines()[0]

@@ -1,0 +1,102 @@
+"""``rag-eval serve``, started for real on 127.0.0.1: it serves the report pages and refuses everything else."""
+
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rag_eval_pipeline_tests.conftest import REPO_ROOT
+from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _request(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(method, path, body=body)  # the path is sent as written (no client-side normalisation)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def served(tmp_path):
+    root = tmp_path / "outputs"
+    (root / "sample" / "quick").mkdir(parents=True)
+    (root / "sample" / "report.html").write_text("<html><body>REPORT-OF-SAMPLE</body></html>", encoding="utf-8")
+    (root / "sample" / "quick" / "report.html").write_text("QUICK-REPORT", encoding="utf-8")
+    (root / "sample" / "corpus_snapshot.parquet").write_bytes(b"PAR1 restricted chunk text")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "report.html").write_text("OUTSIDE-SECRET", encoding="utf-8")
+    (root / "link").symlink_to(outside, target_is_directory=True)
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--dir", str(root),
+                             "--port", str(port)], cwd=REPO_ROOT, env=cli_env(dagster_home(tmp_path)),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if _request(port, "GET", "/")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"rag-eval serve did not come up: {proc.stdout.read().decode(errors='replace')}")
+            time.sleep(0.2)
+        yield port, root, tmp_path
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def test_serve_gives_the_report_pages(served):
+    port, root, _ = served
+    assert _request(port, "GET", "/sample/report.html") == (200, b"<html><body>REPORT-OF-SAMPLE</body></html>")
+    assert _request(port, "GET", "/sample/quick/report.html") == (200, b"QUICK-REPORT")
+    status, index = _request(port, "GET", "/")
+    assert status == 200 and b'href="sample/report.html"' in index and b'href="sample/quick/report.html"' in index
+    assert b"parquet" not in index
+
+
+def test_serve_refuses_tables_listing_writing_and_paths_outside_its_folder(served):
+    port, root, tmp_path = served
+    assert _request(port, "GET", "/sample/corpus_snapshot.parquet")[0] == 404  # tables hold withheld text
+    assert _request(port, "GET", "/sample/")[0] == 404  # no directory listing
+    for path in ("/../outside/report.html", "/%2e%2e/outside/report.html", "/sample/..%2f..%2foutside/report.html",
+                 "/link/report.html"):
+        status, body = _request(port, "GET", path)
+        assert status in (400, 404), (path, status)
+        assert b"OUTSIDE-SECRET" not in body
+    for method in ("PUT", "POST", "DELETE"):
+        status, _ = _request(port, method, "/sample/new.html", body=b"written")
+        assert status == 405, method
+        status, _ = _request(port, method, "/sample/report.html", body=b"overwritten")
+        assert status == 405, method
+    assert not (root / "sample" / "new.html").exists()
+    assert (root / "sample" / "report.html").read_text(encoding="utf-8") == "<html><body>REPORT-OF-SAMPLE</body></html>"
+
+
+def test_serve_of_a_missing_folder_is_one_line_and_exit_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--dir", str(tmp_path / "nope")],
+                          cwd=REPO_ROOT, env=cli_env(dagster_home(tmp_path)), capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"rag-eval: folder {tmp_path / 'nope'} not found (run rag-eval run first, or give --dir)"]
