@@ -15,7 +15,8 @@ from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config_dict
 
 SAMPLE_CHECKS = ["answer_judgements:every_answer_has_a_judgement", "corpus_snapshot:chunk_ids_unique",
-                 "gate_results:no_regression_against_baseline", "golden_set:golden_consistent_with_snapshot",
+                 "gate_verdict:no_regression_against_baseline", "golden_set:golden_consistent_with_snapshot",
+                 "golden_set:golden_evidence_is_current",
                  "judge_calibration:judge_calibrated_above_floor", "judge_labels:judge_error_share",
                  "judge_labels:verdicts_in_allowed_set", "metric_summary:denominators_consistent",
                  "rag_runs:every_question_has_a_run_row"]
@@ -37,7 +38,7 @@ def test_a_misconfigured_judge_is_one_line_and_exit_2(tmp_path, command, judge_e
                 timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("rag-eval: judge: ") and needle in lines[0], proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("rag-eval: ") and needle in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
     assert not (tmp_path / "out").exists()
 
@@ -80,6 +81,7 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     status = {name: word for word, name in re.findall(r"^  (passed|warned|FAILED)\s+sample/(\S+)", stdout, flags=re.M)}
     assert sorted(status) == SAMPLE_CHECKS
     assert status.pop("judge_calibration:judge_calibrated_above_floor") == "warned"  # kappa 0.169 < 0.4, no judge gate
+    assert status.pop("golden_set:golden_evidence_is_current") == "warned"  # q26 rests on the replaced 2023 policy
     assert set(status.values()) == {"passed"}
     gates = pl.read_parquet(out / "sample" / "gate_results.parquet")
     assert f"gate verdict: pass ({gates.height} gate(s), 0 blocking failure(s);" in stdout
@@ -102,11 +104,12 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     adhoc = out / folders[0]
     assert f"tables: {adhoc}" in proc.stdout
     failed = pl.read_parquet(adhoc / "gate_results.parquet").filter(pl.col("blocking") & ~pl.col("passed"))
-    assert failed.height == 2
-    assert "gate verdict: FAIL (2 gate(s), 2 blocking failure(s);" in proc.stdout
+    # both candidates (bm25_k10, team_rag) fail both floors: no sample system reaches 0.99
+    assert failed.height == 4 and set(failed["system"]) == {"bm25_k10", "team_rag"}
+    assert "gate verdict: FAIL (4 gate(s), 4 blocking failure(s);" in proc.stdout
     for reason in failed["reason"]:
         assert reason in proc.stdout  # whole, never cut
-    assert re.search(r"^  FAILED\s+adhoc_config_\w+/gate_results:no_regression_against_baseline  \(blocking",
+    assert re.search(r"^  FAILED\s+adhoc_config_\w+/gate_verdict:no_regression_against_baseline  \(blocking",
                      proc.stdout, flags=re.M)
     assert "promotion: not promoted" in proc.stdout
     assert not (adhoc / "baseline").exists()

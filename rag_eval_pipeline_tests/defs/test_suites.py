@@ -17,13 +17,13 @@ from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
 
 CHAIN = {"corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
          "question_metrics", "metric_summary", "metric_history", "judge_calibration", "judge_variance", "gate_results",
-         "regression_cases", "promotion", "trec_files", "evaluation_report"}
+         "gate_verdict", "regression_cases", "promotion", "trec_files", "evaluation_report"}
 QUICK_CHAIN = CHAIN - {"promotion", "metric_history"}
 CHECKS = {("corpus_snapshot", "chunk_ids_unique"), ("golden_set", "golden_consistent_with_snapshot"),
           ("rag_runs", "every_question_has_a_run_row"), ("judge_labels", "verdicts_in_allowed_set"),
           ("judge_labels", "judge_error_share"), ("answer_judgements", "every_answer_has_a_judgement"),
           ("metric_summary", "denominators_consistent"), ("judge_calibration", "judge_calibrated_above_floor"),
-          ("gate_results", "no_regression_against_baseline")}
+          ("gate_verdict", "no_regression_against_baseline"), ("golden_set", "golden_evidence_is_current")}
 
 
 def _write(path: Path, cfg: dict) -> Path:
@@ -38,7 +38,8 @@ def suites_dir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("suites")
     sample = sample_config_dict()
     _write(d / "alpha.yaml", sample)
-    beta = dict(sample, systems=[s for s in sample["systems"] if s["name"] != "team_rag"])
+    beta = dict(sample, systems=[s for s in sample["systems"] if s["name"] != "team_rag"],
+                gates=dict(sample["gates"], candidate_systems=["bm25_k10"]))
     beta.pop("calibration")
     _write(d / "beta.yaml", beta)
     gamma = dict(sample, gates=dict(sample["gates"], thresholds=[{"metric": "faithfulness", "max_abs_drop": 0.05}]))

@@ -151,7 +151,8 @@ def _two_suites(tmp_path: Path) -> Path:
     d.mkdir()
     sample = sample_config_dict()
     (d / "alpha.yaml").write_text(yaml.safe_dump(sample, allow_unicode=True), encoding="utf-8")
-    beta = dict(sample, systems=[s for s in sample["systems"] if s["name"] != "team_rag"])
+    beta = dict(sample, systems=[s for s in sample["systems"] if s["name"] != "team_rag"],
+                gates=dict(sample["gates"], candidate_systems=["bm25_k10"]))
     beta.pop("calibration")
     (d / "beta.yaml").write_text(yaml.safe_dump(beta, allow_unicode=True), encoding="utf-8")
     (d / "suites.yaml").write_text("suites:\n  alpha: {config: alpha.yaml, nightly: true}\n"
