@@ -16,7 +16,7 @@ import yaml
 from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources, defs
 from rag_eval_pipeline.defs.resources import EvalSettings
-from rag_eval_pipeline.defs.systems import live_sources_changed
+from rag_eval_pipeline.defs.systems import live_sources_sensor
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems import reference_callable
 from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer, ServeReference
@@ -121,14 +121,16 @@ def test_sensor_starts_quick_evaluation_when_a_source_changes_content(tmp_path):
     cfg.pop("calibration")
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    # the code location has one sensor per suite with a logged or traces system: the sample has team_rag
+    assert "sample__live_sources_changed" in [s.name for s in defs.sensors]
+    live_sources_changed = live_sources_sensor("alpha", {"rag_eval/suite": "alpha"})
     assert live_sources_changed.default_status == dg.DefaultSensorStatus.STOPPED
-    assert [s.name for s in defs.sensors] == ["live_sources_changed"]
-    assert live_sources_changed.job_name == "quick_evaluation"
+    assert live_sources_changed.job_name == "alpha__quick_evaluation"
     cursor = None
 
     def tick():
         nonlocal cursor
-        with dg.build_sensor_context(cursor=cursor, resources={"settings": EvalSettings(config_path=str(config))}) as ctx:
+        with dg.build_sensor_context(cursor=cursor, resources={"settings": EvalSettings(suites={"alpha": str(config)})}) as ctx:
             result = live_sources_changed(ctx)
             cursor = ctx.cursor
         return result
@@ -141,6 +143,7 @@ def test_sensor_starts_quick_evaluation_when_a_source_changes_content(tmp_path):
         fh.write("\n")  # a blank line: the content changed
     request = tick()
     assert isinstance(request, dg.RunRequest) and request.tags["rag_eval/changed_systems"] == "team_rag"
+    assert request.tags["rag_eval/suite"] == "alpha"
     (traces / "b.jsonl").write_text('{"resourceSpans": []}\n', encoding="utf-8")
     request2 = tick()
     assert request2.tags["rag_eval/changed_systems"] == "team_traces" and request2.run_key != request.run_key
