@@ -21,7 +21,7 @@ CORPUS_SOURCES = ("documents_dir", "beir", "squad_v2")
 SYSTEM_KINDS = ("reference", "logged")
 RANKING_MODES = ("system", "trec_eval")
 JUDGE_TYPES = ("rule_based", "openai_compatible", "human")
-JUDGE_KEYS = ("type", "max_error_share", "repeats", "reverse_questions")
+JUDGE_KEYS = ("type", "max_error_share", "repeats", "reverse_questions", "abstention_phrases")
 CALIBRATION_KEYS = ("human_labels", "kappa_floor", "mapping", "level")
 REPORT_KEYS = ("viewer_groups",)
 

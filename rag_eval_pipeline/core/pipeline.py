@@ -174,7 +174,8 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
             "unknown_questions": len(ev.unknown_questions),
         }
     frames.append(claim_evidence_availability(runs, golden, cfg.ks))
-    frames.append(decision_question_metrics(runs, golden, snapshot))
+    frames.append(decision_question_metrics(runs, golden, snapshot,
+                                            abstention_phrases=cfg.judge.get("abstention_phrases")))
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden))
     frames.extend(extra or [])  # e.g. model-judged answer quality, already in question_metrics shape
