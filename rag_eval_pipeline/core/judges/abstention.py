@@ -9,7 +9,8 @@ it) and, by default, the decision metrics count it as an abstention.
 Rule: after folding (NFKC, case folded, accents stripped, curly apostrophes straightened, runs of
 whitespace as one space), the answer's **first sentence** contains one of the phrases of its
 language list; lists are per language (``es``, ``en``) and every list is tried, since an answer's
-language is not known. An abstention followed by an offer ("No dispongo de esa información;
+language is not known. Hedges ("I'm not sure, but ...") are not abstentions: the answer goes on to
+state a fact. An abstention followed by an offer ("No dispongo de esa información;
 contacta con soporte") is still one; a fact followed by a hedge ("El plazo es de 30 días; no
 encuentro más detalles") is not, because the first sentence states a fact.
 
@@ -33,13 +34,14 @@ DEFAULT_ABSTENTION_PHRASES: dict[str, tuple[str, ...]] = {
         "no dispongo de informacion", "no dispongo de esa informacion", "no dispongo de datos",
         "no tengo informacion", "no tengo esa informacion", "no tengo datos", "no lo se", "no se la respuesta",
         "no puedo responder", "no puedo contestar", "no puedo ayudarte con eso",
+        "no puedo darte esa informacion", "no puedo darte informacion",
         "la documentacion no dice", "la documentacion no indica", "la documentacion no menciona",
         "los documentos no dicen", "los documentos no indican", "los documentos no mencionan",
         "no aparece en la documentacion", "no consta en la documentacion", "no hay informacion",
         "no se menciona", "no se indica", "no esta documentado", "no se especifica",
     ),
     "en": (
-        "i don't know", "i do not know", "i'm not sure", "i am not sure", "i cannot find",
+        "i don't know", "i do not know", "i cannot find",
         "i can't find", "i could not find", "i couldn't find", "i have no information",
         "i don't have information", "i do not have information", "i don't have that information",
         "i do not have that information", "i don't have enough information",

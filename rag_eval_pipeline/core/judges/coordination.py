@@ -26,7 +26,7 @@ both in one sentence. :func:`split_coordinated` applies, recursively, the first 
    "Incluye el cable" + "Incluye la correa" + "Incluye la guía". An item that starts in lower case
    without a determiner gets the first item's determiner ("the cable, strap and guide").
 
-Kept whole on purpose: exceptions and conditions ("salvo en pedidos internacionales", "except",
+Ranges ("entre los días 31 y 45", "between 0 °C and 40 °C") stay whole. Kept whole on purpose: exceptions and conditions ("salvo en pedidos internacionales", "except",
 "unless", "si", "if"), which restrict the fact they follow: split off, the first part would be an
 overgeneralisation the context contradicts. Restrictive relatives (no comma) stay too, and so does
 anything inside brackets or quotes.
@@ -252,6 +252,7 @@ def _starts_verbal(text: str) -> bool:
 _CLAUSE_COMMA = re.compile(r",\s+(y|e|and|so|así que|asi que|por lo que|while|whereas|mientras que)\s+",
                            re.IGNORECASE)
 _CLAUSE_ANY = re.compile(r",?\s+(pero|but|aunque|although|though)\s+", re.IGNORECASE)
+_RANGE_OPEN = re.compile(r"\b(?:entre|between|from|de|desde)\s+(?:\S+\s+){0,3}\S*\d\S*\s*$", re.IGNORECASE)
 _CLAUSE_BARE = re.compile(r"\s+(y|e|and)\s+", re.IGNORECASE)
 _RELATIVE = re.compile(r",\s+(which|who|que|quien|quienes|lo cual|where|donde)\s+", re.IGNORECASE)
 _END = re.compile(r"[\s.!?…]+$")
@@ -326,6 +327,8 @@ def _split_clause(text: str) -> list[str] | None:
                 continue
             if bare and (len(_words(left)) < 3 or len(_words(right)) < 3):
                 continue
+            if bare and (right[:1].isdigit() or _RANGE_OPEN.search(left)):
+                continue  # "entre los días 31 y 45", "between 0 °C and 40 °C": a range, one fact
             vi = _verb_index([w for w in _words(right) if _fold(w) not in _NEGATIONS])
             if vi is None or vi > (5 if bare else 8):
                 continue  # the right side is not a clause of its own ("home and school use, ...")

@@ -22,8 +22,10 @@ states no checkable fact and is not judged; an answer made only of such claims i
 - *numeric*: ``numbers_ok`` when every number/date of the claim is in the sentence; a *number
   conflict* when the claim has one the sentence lacks and the sentence has one the claim lacks.
 - *negation*: a word of :data:`NEGATIONS` negates the next :data:`NEGATION_SCOPE` tokens up to
-  clause punctuation (NegEx, Chapman et al. 2001); claim and sentence disagree when a token they
-  share is negated on one side only.
+  clause punctuation (NegEx, Chapman et al. 2001; "not only" / "no solo" do not negate); the
+  claim is negated when it has a negated token, the sentence when a token it shares with the claim
+  is negated; they disagree when exactly one side is negated (so the passive "are not refunded by
+  Lumo" agrees with "Lumo does not refund").
 - *semantic*: cosine of the two texts' multilingual-e5-small embeddings
   (:mod:`~rag_eval_pipeline.core.judges.semantic`), computed only where it can change the verdict.
 
@@ -157,6 +159,8 @@ class Tokens:
     words: frozenset[str]
     numbers: frozenset[str]
     negated: frozenset[str]
+    language: str = "english"
+    has_negation: bool = False
 
     @property
     def content(self) -> frozenset[str]:
@@ -178,19 +182,31 @@ def _stemmer(language: str):
 
 
 @lru_cache(maxsize=200_000)
-def tokens(text: str) -> Tokens:
-    """Content tokens of ``text`` (rules in the module docstring). Never raises; cached."""
-    folded = _fold(text)
-    matches = list(_TOKEN.finditer(folded))
-    plain = [m.group("word") for m in matches if m.group("word")]
+def language_of(text: str) -> str | None:
+    """"spanish" or "english" by counting function words (:data:`_ES_MARKERS`, :data:`_EN_MARKERS`);
+    None when they tie (a name-only claim such as "Ada Lovelace escribió poemas.")."""
+    plain = re.findall(r"[^\W\d_]+", _fold(text))
     es = sum(w in _ES_MARKERS for w in plain)
     en = sum(w in _EN_MARKERS for w in plain)
-    stem = _stemmer("spanish" if es > en else "english").stemWord
+    return None if es == en else ("spanish" if es > en else "english")
+
+
+@lru_cache(maxsize=200_000)
+def tokens(text: str, language: str | None = None) -> Tokens:
+    """Content tokens of ``text`` (rules in the module docstring), stemmed for ``language``
+    ("spanish" / "english"; None: detected from the text). A claim is tokenised in the language of
+    the sentence it is compared with, so both sides share one stemmer. Never raises; cached."""
+    folded = _fold(text)
+    matches = list(_TOKEN.finditer(folded))
+    if language is None:
+        language = language_of(text) or "english"
+    stem = _stemmer(language).stemWord
     words: set[str] = set()
     numbers: set[str] = set()
     in_scope: set[str] = set()
     out_scope: set[str] = set()
     scope = 0
+    has_negation = False
     for m in matches:
         if m.group("punct") is not None:
             scope = 0
@@ -211,6 +227,7 @@ def tokens(text: str) -> Tokens:
                 nxt = folded[m.end():m.end() + 12]
                 if not _NOT_ONLY.match(nxt):  # "not only X but Y", "no solo X sino Y" assert X
                     scope = NEGATION_SCOPE
+                    has_negation = True
                 continue
             if len(w) < 2 or w in STOPWORDS:
                 scope = max(scope - 1, 0)
@@ -219,7 +236,7 @@ def tokens(text: str) -> Tokens:
             words.add(tok)
         (in_scope if scope > 0 else out_scope).add(tok)
         scope = max(scope - 1, 0)
-    return Tokens(frozenset(words), frozenset(numbers), frozenset(in_scope - out_scope))
+    return Tokens(frozenset(words), frozenset(numbers), frozenset(in_scope - out_scope), language, has_negation)
 
 
 def is_question(claim: str) -> bool:
@@ -254,7 +271,10 @@ def fixed_reason(claim: str) -> str | None:
 class Evidence:
     """What one context sentence says about one claim (module docstring): ``lexical`` and ``word``
     recall in [0, 1], ``semantic`` cosine in [-1, 1] or None when not computed, ``numbers_ok``,
-    ``number_conflict``, ``negation_flipped`` (shared tokens negated on one side only)."""
+    ``number_conflict``, ``negation_flipped`` (the negated tokens when the sides disagree),
+    ``entities_ok`` (every name of the claim is a word of the sentence's context chunk: a sentence
+    may leave its subject implicit), ``cross_lingual`` (claim
+    and sentence are in different languages)."""
 
     lexical: float
     word: float
@@ -262,46 +282,87 @@ class Evidence:
     numbers_ok: bool
     number_conflict: bool
     negation_flipped: frozenset[str]
+    entities_ok: bool = True
+    cross_lingual: bool = False
 
 
-def evidence(claim: Tokens, sentence: Tokens) -> Evidence:
-    """The lexical, numeric and negation evidence of one (claim, sentence) pair; semantic None."""
+def evidence(claim: Tokens, sentence: Tokens, *, entities_ok: bool = True, cross_lingual: bool = False) -> Evidence:
+    """The lexical, numeric and negation evidence of one (claim, sentence) pair; semantic None.
+
+    Negation is compared per side, not per token, so that voice and scope differences do not read
+    as a flip ("Lumo does not refund duties" / "duties are not refunded by Lumo"): they disagree when
+    the claim has a negated token and the sentence no negation word at all, or when a token the
+    sentence shares with the claim is negated and the claim has no negation word at all (the tokens
+    shown are that side's). ``entities_ok`` / ``cross_lingual`` are stored as given."""
     content = claim.content
     shared = content & sentence.content
     lexical = len(shared) / len(content) if content else 0.0
     word = len(claim.words & sentence.words) / len(claim.words) if claim.words else 0.0
-    flipped = frozenset(t for t in shared if (t in claim.negated) != (t in sentence.negated))
+    if claim.negated and not sentence.has_negation:
+        flipped = (claim.negated & shared) or claim.negated
+    elif sentence.negated & shared and not claim.has_negation:
+        flipped = sentence.negated & shared
+    else:
+        flipped = frozenset()
     return Evidence(
         lexical=lexical, word=word, semantic=None,
         numbers_ok=claim.numbers <= sentence.numbers,
         number_conflict=bool(claim.numbers - sentence.numbers) and bool(sentence.numbers - claim.numbers),
-        negation_flipped=flipped,
+        negation_flipped=frozenset(flipped), entities_ok=entities_ok, cross_lingual=cross_lingual,
     )
 
 
-def matches(recall: float, semantic: float | None, params: dict) -> bool:
-    """The rule's "this sentence talks about the claim": recall >= support_lexical, or recall >=
-    lexical_floor and semantic >= support_semantic (semantic None: the lexical part only)."""
+@lru_cache(maxsize=200_000)
+def entities(text: str) -> frozenset[str]:
+    """Names in ``text`` (folded): capitalised words after the first word ("Canarias", "Dock"),
+    acronyms ("UK") and letter-digit codes ("A1", "D1"). Output: a frozenset of folded strings."""
+    out = set()
+    for i, m in enumerate(re.finditer(r"[^\W_]+", text)):
+        w = m.group()
+        has_digit = any(ch.isdigit() for ch in w)
+        has_alpha = any(ch.isalpha() for ch in w)
+        if (has_digit and has_alpha) or (i > 0 and w[:1].isupper() and len(w) > 1):
+            out.add(_fold_word(w))
+    return frozenset(out)
+
+
+@lru_cache(maxsize=200_000)
+def surface_words(text: str) -> frozenset[str]:
+    """Every word of ``text`` folded (NFKC, accents stripped, case folded), unstemmed."""
+    return frozenset(_fold_word(w) for w in re.findall(r"[^\W_]+", text))
+
+
+def _fold_word(w: str) -> str:
+    t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", w).casefold())
+    return "".join(ch for ch in t if not unicodedata.combining(ch))
+
+
+def matches(recall: float, ev: Evidence, params: dict) -> bool:
+    """The rule's "this sentence says what the claim says": ``recall >= support_lexical``; or a
+    paraphrase: ``semantic >= support_semantic``, every name of the claim in the sentence, and
+    ``recall >= lexical_floor`` (waived across languages, where words cannot be shared; numbers
+    still must be)."""
     if recall >= params["support_lexical"]:
         return True
-    return semantic is not None and recall >= params["lexical_floor"] and semantic >= params["support_semantic"]
+    if ev.semantic is None or ev.semantic < params["support_semantic"] or not ev.entities_ok:
+        return False
+    return ev.cross_lingual or recall >= params["lexical_floor"]
 
 
 def decide(ev: Evidence, params: dict) -> str:
     """Verdict the rule gives on one sentence: SUPPORTED, CONTRADICTED or NOT_MENTIONED."""
-    if ev.numbers_ok and not ev.negation_flipped and matches(ev.lexical, ev.semantic, params):
+    if ev.numbers_ok and not ev.negation_flipped and matches(ev.lexical, ev, params):
         return "SUPPORTED"
-    if (ev.number_conflict or ev.negation_flipped) and matches(ev.word, ev.semantic, params):
+    if (ev.number_conflict or ev.negation_flipped) and matches(ev.word, ev, params):
         return "CONTRADICTED"
     return "NOT_MENTIONED"
 
 
 def needs_semantic(ev: Evidence, params: dict) -> bool:
     """True when the semantic score can change :func:`decide`'s verdict on this evidence."""
-    lex_only = decide(ev, params)
-    if lex_only == "SUPPORTED":
+    if decide(ev, params) == "SUPPORTED" or not ev.entities_ok:
         return False
-    return max(ev.lexical, ev.word) >= params["lexical_floor"]
+    return ev.cross_lingual or max(ev.lexical, ev.word) >= params["lexical_floor"]
 
 
 def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:
@@ -332,6 +393,7 @@ class _Sentence:
     index: int
     text: str
     tokens: Tokens
+    chunk: str = ""  # the whole context the sentence comes from (names are looked up there)
 
 
 def context_sentences(contexts: list[str], window: int = 1) -> list[_Sentence]:
@@ -343,11 +405,11 @@ def context_sentences(contexts: list[str], window: int = 1) -> list[_Sentence]:
             continue
         spans = sentence_spans(ctx)
         for si, (s, e) in enumerate(spans):
-            out.append(_Sentence(ci, si, ctx[s:e], tokens(ctx[s:e])))
+            out.append(_Sentence(ci, si, ctx[s:e], tokens(ctx[s:e]), ctx))
         if window >= 2:
             for si in range(len(spans) - 1):
                 s, e = spans[si][0], spans[si + 1][1]
-                out.append(_Sentence(ci, si, ctx[s:e], tokens(ctx[s:e])))
+                out.append(_Sentence(ci, si, ctx[s:e], tokens(ctx[s:e]), ctx))
     return out
 
 
@@ -435,7 +497,13 @@ class RuleBasedJudge:
         """Evidence of every claim (rows) against every sentence (columns). The semantic score is
         filled where :func:`needs_semantic` says it matters, or everywhere with ``all_semantic``
         (used by the fitting script); it stays None with ``semantic=False``."""
-        rows = [[evidence(tokens(c), s.tokens) for s in sentences] for c in claims]
+        rows = []
+        for c in claims:
+            own = language_of(c)
+            names = entities(c)
+            rows.append([evidence(tokens(c, s.tokens.language), s.tokens, entities_ok=names <= surface_words(s.chunk),
+                                  cross_lingual=None not in (own, language_of(s.text)) and own != language_of(s.text))
+                         for s in sentences])
         if not self.semantic:
             return rows
         pairs = [(i, j) for i, row in enumerate(rows) for j, ev in enumerate(row)
@@ -450,7 +518,7 @@ class RuleBasedJudge:
         for i, j in pairs:
             ev = rows[i][j]
             rows[i][j] = Evidence(ev.lexical, ev.word, float(sim[pos_c[i], pos_s[j]]), ev.numbers_ok,
-                                  ev.number_conflict, ev.negation_flipped)
+                                  ev.number_conflict, ev.negation_flipped, ev.entities_ok, ev.cross_lingual)
         return rows
 
     def _sentences(self, contexts: list[str]) -> list[_Sentence]:
@@ -474,14 +542,17 @@ class RuleBasedJudge:
                 sem = "n/a" if ev.semantic is None else f"{ev.semantic:.3f}"
                 if want == "SUPPORTED":
                     how = (f"lexical {ev.lexical:.2f} >= {p['support_lexical']:g}" if ev.lexical >= p["support_lexical"]
+                           else f"cross-lingual paraphrase: semantic {sem} >= {p['support_semantic']:g}, names "
+                                f"present" if ev.cross_lingual
                            else f"paraphrase: semantic {sem} >= {p['support_semantic']:g} with lexical "
-                                f"{ev.lexical:.2f} >= {p['lexical_floor']:g}")
+                                f"{ev.lexical:.2f} >= {p['lexical_floor']:g}, names present")
                     return ClaimVerdict(cid, claim, "SUPPORTED", s.text, True,
                                         f"{how} in {where}; numbers and negation agree")
                 why = []
                 if ev.number_conflict:
-                    why.append(f"numbers differ (claim {sorted(tokens(claim).numbers - s.tokens.numbers)}, "
-                               f"context {sorted(s.tokens.numbers - tokens(claim).numbers)})")
+                    ct = tokens(claim, s.tokens.language)
+                    why.append(f"numbers differ (claim {sorted(ct.numbers - s.tokens.numbers)}, "
+                               f"context {sorted(s.tokens.numbers - ct.numbers)})")
                 if ev.negation_flipped:
                     why.append(f"negation differs on {sorted(ev.negation_flipped)}")
                 return ClaimVerdict(cid, claim, "CONTRADICTED", s.text, quote_in_context(s.text, contexts),
@@ -489,7 +560,7 @@ class RuleBasedJudge:
                                     + " and ".join(why))
         j = ranked[0]
         ev, s = row[j], sentences[j]
-        missing = sorted(tokens(claim).content - s.tokens.content)
+        missing = sorted(tokens(claim, s.tokens.language).content - s.tokens.content)
         shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
         sem = "n/a" if ev.semantic is None else f"{ev.semantic:.3f}"
         return ClaimVerdict(

