@@ -109,3 +109,17 @@ def test_decision_metrics_count_abstention_text_as_abstention():
     assert kept.filter((pl.col("metric") == "coverage") & (pl.col("question_id") == "q1"))["value"][0] == 1.0
     assert kept.filter((pl.col("metric") == "abstention_text_in_answer")
                        & (pl.col("question_id") == "q1"))["value"][0] == 1.0
+
+
+def test_configuration_key_is_accepted_and_reaches_the_phrase_lists(tmp_path):
+    from rag_eval_pipeline.core.config import load_config
+
+    cfg_path = tmp_path / "config.yaml"
+    cfg_path.write_text(
+        "corpus: {source: documents_dir, path: corpus}\n"
+        "golden: {path: golden.jsonl}\n"
+        "systems: [{name: s, kind: logged, path: run.jsonl}]\n"
+        "judge: {type: rule_based, abstention_phrases: {es: ['ni idea']}}\n", encoding="utf-8")
+    cfg = load_config(cfg_path)
+    phrases = phrases_from_config(cfg.judge["abstention_phrases"])
+    assert abstention_phrase("Ni idea.", phrases) == "ni idea"
