@@ -7,11 +7,14 @@ of a language model, so that the pipeline runs with no server and no network.
 **Claims.** :func:`~rag_eval_pipeline.core.judges.claims.split_claims` (sentences, list items,
 ";"-clauses, then coordinated facts and non-restrictive relatives, each made self-contained:
 :mod:`~rag_eval_pipeline.core.judges.coordination`). A claim with no content word ("Yes.", "Sí.")
-states no checkable fact and is not judged; an answer made only of such claims is "no_claims".
+states no checkable fact and is not judged; an answer made only of such claims is "no_claims". A
+question, or a claim in the first person singular ("I love it", "creo que"), is NOT_MENTIONED:
+no context can support it.
 
 **Evidence, per claim and context sentence** (:func:`~rag_eval_pipeline.core.judges.claims.sentence_spans`):
 
-- *Tokens* (:func:`tokens`): NFKC, accents stripped, case folded, "n't" → " not"; dates, numbers
+- *Tokens* (:func:`~rag_eval_pipeline.core.judges.tokens.tokens`; a claim is tokenised in the
+  language of the sentence it is compared with): NFKC, accents stripped, case folded, "n't" → " not"; dates, numbers
   written in words and units rewritten by :func:`~rag_eval_pipeline.core.judges.numbers.normalise_quantities`
   ("quince días" → "15 day", "1 de marzo de 2024" → one date token); words of 2+ letters not in
   :data:`STOPWORDS` or :data:`NEGATIONS`, stemmed with Snowball (PyStemmer) in the text's language
@@ -27,14 +30,17 @@ states no checkable fact and is not judged; an answer made only of such claims i
   is negated; they disagree when exactly one side is negated (so the passive "are not refunded by
   Lumo" agrees with "Lumo does not refund").
 - *semantic*: cosine of the two texts' multilingual-e5-small embeddings
-  (:mod:`~rag_eval_pipeline.core.judges.semantic`), computed only where it can change the verdict.
+  (:mod:`~rag_eval_pipeline.core.judges.semantic`; claim as query, sentence as passage),
+  computed only where it can change the verdict.
 
 **The decision rule** (parameters :data:`PARAMS_FILE`, fitted by ``bench/fit_rule_based.py`` on
 public training data):
 
-- a sentence *matches* the claim when ``lexical >= support_lexical``, or when ``lexical >=
-  lexical_floor`` and ``semantic >= support_semantic`` (a paraphrase needs some shared words:
-  similarity alone cannot tell "30 días" from "15 días" or "Física" from "Química");
+- a sentence *matches* the claim when ``lexical >= support_lexical``, or (a paraphrase) when
+  ``semantic >= support_semantic``, the claim's names are in the chunk and ``lexical >=
+  lexical_floor`` (a paraphrase needs some shared words: similarity alone cannot tell "Física" from
+  "Química"); the floor is waived when claim and sentence are in different languages (Spanish /
+  English, by function words), where words cannot be shared but numbers and names still must;
 - **SUPPORTED** when a sentence matches, every number of the claim is in it and negation agrees;
   the quote is that whole sentence, verbatim, and must pass
   :func:`~rag_eval_pipeline.core.judges.quotes.quote_in_context` (for a paraphrase too: the quote
