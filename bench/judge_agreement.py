@@ -34,7 +34,7 @@ from pathlib import Path
 import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from begin_calibration import HUMAN, BeginFileError, fmt, load_begin, print_report, score  # noqa: E402
+from begin_calibration import BeginFileError, fmt, load_begin, print_report, score  # noqa: E402
 
 from rag_eval_pipeline.core.judging import judge_runs  # noqa: E402
 from rag_eval_pipeline.core.metrics.agreement import accuracy, cohen_kappa  # noqa: E402
@@ -113,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"n = {sample['n']}, agreement {sample['agreement']:.3f}, Cohen's kappa {fmt(sample['kappa'])}, "
           f"judge errors {sample['judge_errors']}, statuses {sample['statuses']}")
     print(f"kappa BEGIN {fmt(begin['kappa'])} sample {fmt(sample['kappa'])}")
-    _ = HUMAN
     return 0
 
 
