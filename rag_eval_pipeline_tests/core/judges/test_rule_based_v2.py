@@ -5,6 +5,8 @@ rule in the module docstring (parameters given explicitly where the outcome depe
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge, tokens
 from rag_eval_pipeline.core.judges.semantic import SemanticEncoder
@@ -112,3 +114,17 @@ def test_claim_is_tokenised_in_the_language_of_the_sentence():
     ctx = ["Ada Lovelace escribió notas sobre la máquina analítica."]
     j = RuleBasedJudge(0.75, semantic=False).judge("", "Ada Lovelace escribió notas.", ctx)
     assert _v(j) == ["SUPPORTED"]
+
+_TEXT = st.text(alphabet=st.sampled_from(list("abcdeñáé ÁB1,2.;:¿?¡!«»'\"\n-y no and but, which que 15 € quince ")),
+                max_size=120)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(answer=_TEXT, contexts=st.lists(_TEXT, max_size=3))
+def test_never_raises_and_every_supported_quote_is_literal(answer, contexts):
+    j = RuleBasedJudge(semantic=False).judge("", answer, contexts)
+    assert j.status in ("judged", "no_claims", "no_retrieval")
+    for c in j.claims:
+        assert c.verdict in ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED")
+        if c.verdict == "SUPPORTED":
+            assert any(c.quote in ctx for ctx in contexts)
