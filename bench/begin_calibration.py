@@ -1,21 +1,26 @@
-"""Calibrate the rule-based judge against BEGIN's human labels, response level (a script, not a test).
+"""Agreement of the embedded judge with BEGIN's human labels, on any file in BEGIN's TSV format.
 
 BEGIN (Dziri, Rashkin, Linzen & Reitter, "Evaluating Groundedness in Dialogue Systems: The BEGIN
-Benchmark", arXiv 2105.00071), Wizard-of-Wikipedia dev file in ``../shared/datasets/begin_wow``:
-430 dialogue responses, each with the knowledge snippet it should rest on and a human label
-"Fully attributable" / "Not fully attributable" (see that folder's PROVENANCE.md).
+Benchmark", arXiv 2105.00071): tab-separated, a header row, no quoting; the columns read are
+``knowledge`` (the evidence), ``response`` (the text judged), ``begin_label`` ("Fully attributable"
+/ "Not fully attributable" / "Generic") and, when present, ``model_name``. Rows labelled
+"Generic" are dropped and counted (they are neither attributable nor not).
 
-Each row becomes one run: system = the row's ``model_name``, question_id = "begin<row>", one
-retrieved chunk = ``knowledge``, answer = ``response``. :class:`RuleBasedJudge` (default
-thresholds, nothing tuned here) judges them through the pipeline path
-(``core.judging.judge_runs``), and :func:`~rag_eval_pipeline.core.metrics.calibration.calibrate`
-compares the result at response level with the default mapping: judge "attributable" iff every
-claim is SUPPORTED; "Fully attributable" → attributable, "Not fully attributable" →
-not_attributable. A response in which the judge finds no claim has no judge label and is left out
-of n (counted as "human only"). Prints n, Cohen's kappa, raw agreement (95% Wilson interval), the
-confusion matrix (rows = people, columns = judge) and per-label precision / recall.
+Each row becomes one run (one retrieved chunk = the knowledge, answer = the response) judged through
+the pipeline path (``core.judging.judge_runs``). The mapping, fixed before any figure was seen:
+judge "attributable" iff the answer is judged and every claim is SUPPORTED; anything else (a claim
+not SUPPORTED, no checkable claim, abstention wording, a judge error) is "not attributable", so n
+is every non-Generic row. People: "Fully attributable" → attributable, "Not fully attributable" →
+not attributable.
 
-Usage: python bench/begin_calibration.py [--datasets DIR]
+Prints the judge and its parameter hash, n, the dropped Generic rows, Cohen's kappa, raw agreement
+with its 95% Wilson interval, the confusion matrix (rows = people, columns = judge), per-label
+precision / recall, kappa per generating model, the speed (answers judged per second, with the
+machine's load average and CPU count) and, on the last line, kappa alone.
+
+Usage: python bench/begin_calibration.py [--file PATH] [--no-semantic]
+Default file: ``begin_wow/begin_dev_wow.tsv`` under ``RAG_EVAL_DATASETS`` or ``../shared/datasets``.
+A missing file, a missing column or an unknown label is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -30,67 +35,144 @@ from pathlib import Path
 
 import polars as pl
 
-from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
 from rag_eval_pipeline.core.judging import judge_runs
-from rag_eval_pipeline.core.metrics.calibration import calibrate, confusion_markdown
+from rag_eval_pipeline.core.metrics.agreement import accuracy, cohen_kappa, confusion_matrix, per_class_precision_recall
+from rag_eval_pipeline.core.metrics.stats import wilson_interval
 from rag_eval_pipeline.core.tables import RETRIEVED_HIT
 
 REPO = Path(__file__).resolve().parents[1]
+LABELS = ["attributable", "not_attributable"]
+HUMAN = {"Fully attributable": "attributable", "Not fully attributable": "not_attributable"}
+REQUIRED = ("knowledge", "response", "begin_label")
 
 
-def load_begin(root: Path) -> list[dict[str, str]]:
-    """The rows of ``begin_wow/begin_dev_wow.tsv`` (tab-separated, header, no quoting)."""
-    with open(root / "begin_wow" / "begin_dev_wow.tsv", encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
+class BeginFileError(ValueError):
+    """A BEGIN file that cannot be read: the message names the file, line and field."""
 
 
-def frames(rows: list[dict[str, str]]) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(corpus snapshot, rag_runs, human labels) for the BEGIN rows, one chunk per row."""
-    qids = [f"begin{i:03d}" for i in range(len(rows))]
+def load_begin(path: Path) -> tuple[list[dict[str, str]], int]:
+    """(non-Generic rows, number of Generic rows dropped) of a BEGIN TSV file.
+
+    Raises BeginFileError naming the file (and line, field) for a missing file, a missing column,
+    a row with the wrong number of fields or a label outside BEGIN's three.
+    """
+    if not path.is_file():
+        raise BeginFileError(f"{path}: file not found")
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+            if missing:
+                raise BeginFileError(f"{path}: line 1: missing column(s) {missing}; found {reader.fieldnames}")
+            rows, generic = [], 0
+            for line, row in enumerate(reader, start=2):
+                if None in row or any(row.get(c) is None for c in REQUIRED):
+                    raise BeginFileError(f"{path}: line {line}: expected {len(reader.fieldnames)} tab-separated fields")
+                label = row["begin_label"].strip()
+                if label == "Generic":
+                    generic += 1
+                    continue
+                if label not in HUMAN:
+                    raise BeginFileError(f"{path}: line {line}: field begin_label: {label!r} is not one of "
+                                         f"{sorted([*HUMAN, 'Generic'])}")
+                rows.append(row)
+    except UnicodeDecodeError as exc:
+        raise BeginFileError(f"{path}: not UTF-8 ({exc})") from exc
+    return rows, generic
+
+
+def frames(rows: list[dict[str, str]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(corpus snapshot, rag_runs) for the rows: one chunk (the knowledge) per row."""
+    qids = [f"begin{i:04d}" for i in range(len(rows))]
     snapshot = pl.DataFrame({"chunk_id": [f"{q}#0" for q in qids], "text": [r["knowledge"] for r in rows]})
     runs = pl.DataFrame(
-        [{"system": r["model_name"], "question_id": q, "retrieved": [{"chunk_id": f"{q}#0", "score": 1.0, "rank": 1}],
+        [{"system": r.get("model_name") or "begin", "question_id": q,
+          "retrieved": [{"chunk_id": f"{q}#0", "score": 1.0, "rank": 1}],
           "decision": "answer", "answer": r["response"]} for q, r in zip(qids, rows)],
         schema={"system": pl.Utf8, "question_id": pl.Utf8, "retrieved": pl.List(RETRIEVED_HIT),
                 "decision": pl.Utf8, "answer": pl.Utf8},
     )
-    human = pl.DataFrame({"system": [r["model_name"] for r in rows], "question_id": qids,
-                          "verdict": [r["begin_label"] for r in rows]})
-    return snapshot, runs, human
+    return snapshot, runs
+
+
+def judge_labels_of(labels: pl.DataFrame, answers: pl.DataFrame) -> dict[str, str]:
+    """question_id → "attributable" / "not_attributable" by the mapping of the module docstring."""
+    sup = {}
+    for qid, verdict in labels.select("question_id", "verdict").iter_rows():
+        sup[qid] = sup.get(qid, True) and verdict == "SUPPORTED"
+    return {qid: "attributable" if status == "judged" and sup.get(qid, False) else "not_attributable"
+            for qid, status in answers.select("question_id", "status").iter_rows()}
+
+
+def score(rows: list[dict[str, str]], judge) -> dict:
+    """Judge every row and compare with people. Output: dict with n, kappa (None when undefined),
+    agreement, its Wilson interval, confusion matrix, per-label precision/recall, per-model kappa,
+    statuses, seconds and answers per second."""
+    snapshot, runs = frames(rows)
+    t0 = time.perf_counter()
+    labels, answers = judge_runs(runs, snapshot, judge)
+    secs = time.perf_counter() - t0
+    pred = judge_labels_of(labels, answers)
+    qids = runs["question_id"].to_list()
+    human = [HUMAN[r["begin_label"].strip()] for r in rows]
+    judged = [pred[q] for q in qids]
+    _, matrix = confusion_matrix(human, judged, LABELS)
+    agree = accuracy(human, judged) if rows else None
+    low, high = wilson_interval(sum(h == j for h, j in zip(human, judged)), len(rows)) if rows else (None, None)
+    per_model = {}
+    for m in sorted({r.get("model_name") or "begin" for r in rows}):
+        idx = [i for i, r in enumerate(rows) if (r.get("model_name") or "begin") == m]
+        per_model[m] = (len(idx), cohen_kappa([human[i] for i in idx], [judged[i] for i in idx], LABELS))
+    return {"n": len(rows), "kappa": cohen_kappa(human, judged, LABELS) if rows else None,
+            "agreement": agree, "ci": (low, high), "confusion": matrix,
+            "per_label": per_class_precision_recall(human, judged, LABELS), "per_model": per_model,
+            "statuses": dict(Counter(answers["status"].to_list())), "seconds": secs,
+            "answers_per_s": len(rows) / secs if secs > 0 else float("inf")}
+
+
+def fmt(k: float | None) -> str:
+    return "undefined" if k is None else f"{k:.3f}"
+
+
+def print_report(res: dict, generic: int) -> None:
+    """Print the figures of :func:`score` (kappa last)."""
+    print(f"n = {res['n']} (Generic rows dropped: {generic}); answer statuses {res['statuses']}")
+    if res["agreement"] is not None:
+        print(f"raw agreement = {res['agreement']:.3f} (95% Wilson [{res['ci'][0]:.3f}, {res['ci'][1]:.3f}])")
+    print("confusion (rows = people, columns = judge):")
+    print(f"    {'':18s}" + "".join(f"{lab:>18s}" for lab in LABELS))
+    for lab, r in zip(LABELS, res["confusion"]):
+        print(f"    {lab:18s}" + "".join(f"{x:18d}" for x in r))
+    for lab, d in res["per_label"].items():
+        p = "n/a" if d["precision"] is None else f"{d['precision']:.3f}"
+        r = "n/a" if d["recall"] is None else f"{d['recall']:.3f}"
+        print(f"    {lab:18s} precision {p}  recall {r}  support {d['support']}  predicted {d['predicted']}")
+    print("kappa by generating model: " + ", ".join(f"{m} {fmt(k)} (n={n})" for m, (n, k) in res["per_model"].items()))
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("n/a",)
+    print(f"speed: {res['n']} answers judged in {res['seconds']:.1f} s = {res['answers_per_s']:.1f} answers/s "
+          f"(machine: {os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in load)})")
+    print(f"Cohen's kappa = {fmt(res['kappa'])}")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    default = Path(os.environ.get("RAG_EVAL_DATASETS", REPO.parent / "shared" / "datasets"))
-    ap.add_argument("--datasets", type=Path, default=default)
+    default = Path(os.environ.get("RAG_EVAL_DATASETS", REPO.parent / "shared" / "datasets")) / "begin_wow" / "begin_dev_wow.tsv"
+    ap.add_argument("--file", type=Path, default=default, help="a BEGIN-format TSV file")
+    ap.add_argument("--no-semantic", action="store_true", help="judge without the semantic signal")
     args = ap.parse_args(argv)
-    if not (args.datasets / "begin_wow").is_dir():
-        print(f"{args.datasets / 'begin_wow'} not found", file=sys.stderr)
+    from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
+
+    try:
+        rows, generic = load_begin(args.file)
+    except BeginFileError as exc:
+        print(str(exc), file=sys.stderr)
         return 2
-    rows = load_begin(args.datasets)
-    snapshot, runs, human = frames(rows)
-    judge = RuleBasedJudge()
-    t0 = time.perf_counter()
-    labels, answers = judge_runs(runs, snapshot, judge)
-    secs = time.perf_counter() - t0
-    res = calibrate(human, labels, None, level="response", source="begin_wow/begin_dev_wow.tsv")
-    print(f"judge {res.judge} / {res.judge_model}, prompt_sha256 {res.prompt_sha256}")
-    print(f"BEGIN WoW dev: {len(rows)} responses judged in {secs:.2f}s; human labels "
-          f"{dict(Counter(human['verdict'].to_list()))}; answer statuses {dict(Counter(answers['status'].to_list()))}")
-    print(f"mapping: judge_rule={res.mapping['judge_rule']}, human_rule={res.mapping['human_rule']}")
-    print(f"n = {res.n} (human only {res.n_human_only}, judge only {res.n_judge_only}, "
-          f"excluded human {res.n_excluded_human}, excluded judge {res.n_excluded_judge})")
-    kappa = "null (" + str(res.kappa_reason) + ")" if res.kappa is None else f"{res.kappa:.3f}"
-    print(f"Cohen's kappa = {kappa}")
-    if res.agreement is not None:
-        print(f"raw agreement = {res.agreement:.3f} "
-              f"(95% Wilson [{res.agreement_ci_low:.3f}, {res.agreement_ci_high:.3f}])")
-    print("confusion (rows = people, columns = judge):")
-    print(confusion_markdown(res.labels, res.confusion))
-    for lab, d in res.per_label.items():
-        p = "n/a" if d["precision"] is None else f"{d['precision']:.3f}"
-        r = "n/a" if d["recall"] is None else f"{d['recall']:.3f}"
-        print(f"  {lab:17s} precision {p}  recall {r}  support {d['support']}  predicted {d['predicted']}")
+    judge = RuleBasedJudge(semantic=not args.no_semantic)
+    print(f"judge {judge.name} / {judge.model}, prompt_sha256 {judge.prompt_sha256}")
+    print(f"file {args.file}")
+    res = score(rows, judge)
+    print_report(res, generic)
+    print(fmt(res["kappa"]))
     return 0
 
 

@@ -1,180 +1,118 @@
-"""How well does the embedded rule-based judge agree with labelled data? (a script, not a test)
+"""Agreement of a model judge behind any OpenAI-compatible endpoint with people (a script, not a test).
 
-Runs :class:`RuleBasedJudge` (default thresholds, support = contradiction = 0.75, fixed before
-looking at these data; nothing is tuned here) through the real pipeline path
-(``judge_runs`` → ``faithfulness_question_metrics``) over two public sets in
-``../shared/datasets``:
+Measures Cohen's kappa of :class:`~rag_eval_pipeline.core.judges.openai_compatible.OpenAICompatibleJudge`
+(temperature 0, the package's versioned prompts) at response level on two human-labelled sets:
 
-1. ``halueval_qa_generation`` (HaluEval, Li et al. 2023, arXiv 2305.11747): 500 questions, each
-   with a Wikipedia knowledge string, a faithful ``right_answer`` and a ``hallucinated_answer``.
-   Reports how often the right answer gets a strictly higher faithfulness than the hallucinated
-   one, how often they tie, how often it is lower, and how many pairs are not comparable (null).
-2. ``begin_wow`` (BEGIN, Dziri et al. 2022, arXiv 2105.00071): 430 dialogue responses with a
-   human label "Fully attributable" / "Not fully attributable" to their knowledge snippet.
-   Primary rule, chosen before running: predicted attributable ⇔ holistic label YES (every claim
-   SUPPORTED, i.e. faithfulness == 1), since the human label means *fully* attributable.
-   Secondary rule, as suggested in the task: faithfulness ≥ 0.5. An answer with no claim (null)
-   counts as not attributable. Prints accuracy, Cohen's kappa, the confusion matrix and
-   per-class precision / recall, and the majority-class accuracy for scale.
+1. BEGIN WoW dev (``begin_wow/begin_dev_wow.tsv`` under ``RAG_EVAL_DATASETS`` or
+   ``../shared/datasets``; Dziri et al., arXiv 2105.00071), scored exactly as
+   ``bench/begin_calibration.py`` scores the embedded judge (Generic rows dropped and counted; judge
+   "attributable" iff every claim is SUPPORTED);
+2. the embedded sample's 34 hand labels (``data/sample/human_labels.jsonl``) of the logged system's
+   answers, with the sample configuration's own mapping (every claim SUPPORTED → attributable; an
+   answer the judge gives no claim label is not attributable).
 
-Usage: python bench/judge_agreement.py [--datasets DIR]
+Any endpoint works: a local llama.cpp server (``python -m llama_cpp.server --model M.gguf --host
+127.0.0.1 --port 8080``), Ollama (``--base-url http://127.0.0.1:11434/v1``), vLLM (``vllm serve
+MODEL`` then ``--base-url http://127.0.0.1:8000/v1``) or a hosted API (key in the environment
+variable named by ``--api-key-env``). ``--limit N`` judges only the first N rows of each set (a
+smoke run); its kappa says nothing about the judge. Judge errors are counted, never hidden: they
+are printed, and an errored answer counts as not attributable.
+
+Usage: python bench/judge_agreement.py --base-url URL --model NAME [--api-key-env VAR]
+       [--limit N] [--concurrency C] [--timeout-s S] [--datasets DIR]
+The last line is "kappa BEGIN <k> sample <k>".
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
-import time
-from collections import Counter
 from pathlib import Path
 
 import polars as pl
 
-from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
-from rag_eval_pipeline.core.judging import count_downgraded, judge_runs
-from rag_eval_pipeline.core.metrics.agreement import (
-    accuracy,
-    cohen_kappa,
-    confusion_matrix,
-    per_class_precision_recall,
-)
-from rag_eval_pipeline.core.metrics.faithfulness import faithfulness_question_metrics
-from rag_eval_pipeline.core.tables import RETRIEVED_HIT
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from begin_calibration import BeginFileError, fmt, load_begin, print_report, score  # noqa: E402
+
+from rag_eval_pipeline.core.judging import judge_runs  # noqa: E402
+from rag_eval_pipeline.core.metrics.agreement import accuracy, cohen_kappa  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+LABELS = ["attributable", "not_attributable"]
 
 
-def _frames(items: list[tuple[str, str, str, str]]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(snapshot, rag_runs) for items (system, question_id, context, answer), one chunk each."""
-    chunks = {}
-    runs = []
-    for system, qid, context, answer in items:
-        cid = f"{qid}#0"
-        chunks[cid] = context
-        runs.append({"system": system, "question_id": qid,
-                     "retrieved": [{"chunk_id": cid, "score": 1.0, "rank": 1}],
-                     "decision": "answer", "answer": answer})
-    snapshot = pl.DataFrame({"chunk_id": list(chunks), "text": list(chunks.values())})
-    rag_runs = pl.DataFrame(runs, schema={"system": pl.Utf8, "question_id": pl.Utf8,
-                                          "retrieved": pl.List(RETRIEVED_HIT),
-                                          "decision": pl.Utf8, "answer": pl.Utf8})
-    return snapshot, rag_runs
+def sample_agreement(judge, limit: int | None = None) -> dict:
+    """Kappa of ``judge`` on the sample's hand labels (response level). Output: dict with n,
+    kappa (None when undefined), agreement, judge_errors, statuses."""
+    from rag_eval_pipeline.core import pipeline
+    from rag_eval_pipeline.core.config import load_config
 
-
-def _metric(qm: pl.DataFrame, metric: str) -> dict[tuple[str, str], float | None]:
-    sub = qm.filter(pl.col("metric") == metric)
-    return {(s, q): v for s, q, v in sub.select("system", "question_id", "value").iter_rows()}
-
-
-def _judge(items, judge):
-    snapshot, rag_runs = _frames(items)
-    t0 = time.perf_counter()
-    labels, answers = judge_runs(rag_runs, snapshot, judge)
-    qm = faithfulness_question_metrics(labels, answers)
-    return labels, answers, qm, time.perf_counter() - t0
-
-
-def halueval(root: Path, judge: RuleBasedJudge) -> None:
-    path = root / "halueval_qa_generation" / "qa_one-turn_data.json"
-    recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    items = []
-    for i, r in enumerate(recs):
-        qid = f"halu{i:03d}"
-        items.append(("right_answer", qid, r["knowledge"], r["right_answer"]))
-        items.append(("hallucinated_answer", qid, r["knowledge"], r["hallucinated_answer"]))
-    labels, answers, qm, secs = _judge(items, judge)
-    print(f"\n== HaluEval QA (generation file): {len(recs)} pairs, judged in {secs:.2f}s ==")
-    for metric in ("faithfulness", "faithfulness_holistic"):
-        vals = _metric(qm, metric)
-        higher = tie = lower = incomparable = 0
-        for i in range(len(recs)):
-            qid = f"halu{i:03d}"
-            a, b = vals[("right_answer", qid)], vals[("hallucinated_answer", qid)]
-            if a is None or b is None:
-                incomparable += 1
-            elif a > b:
-                higher += 1
-            elif a == b:
-                tie += 1
-            else:
-                lower += 1
-        n = len(recs)
-        print(f"{metric:22s} right > hallucinated {higher} ({higher / n:.1%}), tie {tie} "
-              f"({tie / n:.1%}), right < hallucinated {lower} ({lower / n:.1%}), "
-              f"not comparable {incomparable}")
-        for system in ("right_answer", "hallucinated_answer"):
-            v = [x for (s, _), x in vals.items() if s == system and x is not None]
-            print(f"    mean {metric} of {system:20s} {sum(v) / len(v):.3f} over {len(v)} answers")
-    for system in ("right_answer", "hallucinated_answer"):
-        c = Counter(labels.filter(pl.col("system") == system)["verdict"].to_list())
-        s = Counter(answers.filter(pl.col("system") == system)["status"].to_list())
-        print(f"    {system:20s} claim verdicts {dict(sorted(c.items()))}; statuses {dict(s)}")
-    print(f"    quote downgrades: {count_downgraded(labels)}")
-
-
-def begin(root: Path, judge: RuleBasedJudge) -> None:
-    path = root / "begin_wow" / "begin_dev_wow.tsv"
-    with open(path, encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh, delimiter="\t", quoting=csv.QUOTE_NONE))
-    items = [("begin", f"begin{i:03d}", r["knowledge"], r["response"]) for i, r in enumerate(rows)]
-    labels, answers, qm, secs = _judge(items, judge)
-    faith = _metric(qm, "faithfulness")
-    human = ["attributable" if r["begin_label"] == "Fully attributable" else "not_attributable"
-             for r in rows]
-    print(f"\n== BEGIN (WoW dev): {len(rows)} responses, judged in {secs:.2f}s ==")
-    print(f"human labels {dict(Counter(r['begin_label'] for r in rows))}; statuses "
-          f"{dict(Counter(answers['status'].to_list()))}; claim verdicts "
-          f"{dict(sorted(Counter(labels['verdict'].to_list()).items()))}")
-    maj = max(Counter(human).values()) / len(human)
-    print(f"majority-class accuracy (always 'not_attributable'): {maj:.3f}")
-    rules = {
-        "PRIMARY holistic == YES (faithfulness == 1)": lambda v: v is not None and v == 1.0,
-        "secondary faithfulness >= 0.5": lambda v: v is not None and v >= 0.5,
-    }
-    order = ["attributable", "not_attributable"]
-    for name, rule in rules.items():
-        pred = ["attributable" if rule(faith[("begin", f"begin{i:03d}")]) else "not_attributable"
-                for i in range(len(rows))]
-        labs, m = confusion_matrix(human, pred, order)
-        kappa = cohen_kappa(human, pred, order)
-        print(f"\n-- rule: {name}")
-        print(f"accuracy {accuracy(human, pred):.3f}   Cohen's kappa "
-              f"{'undefined' if kappa is None else f'{kappa:.3f}'}")
-        print("confusion (rows = human, columns = judge):")
-        print(f"    {'':18s}" + "".join(f"{lab:>18s}" for lab in labs))
-        for lab, r in zip(labs, m):
-            print(f"    {lab:18s}" + "".join(f"{x:18d}" for x in r))
-        for lab, d in per_class_precision_recall(human, pred, order).items():
-            p = "n/a" if d["precision"] is None else f"{d['precision']:.3f}"
-            rc = "n/a" if d["recall"] is None else f"{d['recall']:.3f}"
-            print(f"    {lab:18s} precision {p}  recall {rc}  support {d['support']}  "
-                  f"predicted {d['predicted']}")
-        per_model = Counter()
-        correct = Counter()
-        for r, h, p in zip(rows, human, pred):
-            per_model[r["model_name"]] += 1
-            correct[r["model_name"]] += h == p
-        print("    accuracy by response model: " + ", ".join(
-            f"{k} {correct[k] / per_model[k]:.3f} (n={per_model[k]})" for k in sorted(per_model)))
+    cfg = load_config(REPO / "data" / "sample" / "config.yaml")
+    snapshot, version = pipeline.build_snapshot(cfg)
+    golden = pipeline.build_golden(cfg, snapshot)
+    human_path = cfg.resolve(cfg.raw["calibration"]["human_labels"])
+    human = [json.loads(line) for line in human_path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if limit:
+        human = human[:limit]
+    systems = sorted({h["system"] for h in human})
+    runs = pipeline.build_runs(cfg, snapshot, golden, version, systems=systems)
+    keys = {(h["system"], h["question_id"]) for h in human}
+    runs = runs.filter(pl.struct("system", "question_id").map_elements(
+        lambda s: (s["system"], s["question_id"]) in keys, return_dtype=pl.Boolean))
+    labels, answers = judge_runs(runs, snapshot, judge, questions=golden.select("question_id", "question"),
+                                 abstention_phrases=cfg.judge.get("abstention_phrases"))
+    sup: dict[tuple[str, str], bool] = {}
+    for s, q, v in labels.select("system", "question_id", "verdict").iter_rows():
+        sup[(s, q)] = sup.get((s, q), True) and v == "SUPPORTED"
+    status = {(s, q): st for s, q, st in answers.select("system", "question_id", "status").iter_rows()}
+    people = [h["verdict"] for h in human]
+    judged = ["attributable" if status.get((h["system"], h["question_id"])) == "judged"
+              and sup.get((h["system"], h["question_id"]), False) else "not_attributable" for h in human]
+    return {"n": len(human), "kappa": cohen_kappa(people, judged, LABELS), "agreement": accuracy(people, judged),
+            "judge_errors": int((answers["status"] == "judge_error").sum()),
+            "statuses": answers.group_by("status").len().sort("status").rows()}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--api-key-env", default="RAG_EVAL_JUDGE_API_KEY",
+                    help="environment variable holding the API key (default RAG_EVAL_JUDGE_API_KEY; may be unset)")
+    ap.add_argument("--limit", type=int, default=None, help="judge only the first N rows of each set")
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--timeout-s", type=float, default=120.0)
     default = Path(os.environ.get("RAG_EVAL_DATASETS", REPO.parent / "shared" / "datasets"))
     ap.add_argument("--datasets", type=Path, default=default)
     args = ap.parse_args(argv)
-    judge = RuleBasedJudge()
-    print(f"judge {judge.name} / {judge.model}; support_threshold {judge.support_threshold}, "
-          f"contradiction_threshold {judge.contradiction_threshold}; prompt_sha256 "
-          f"{judge.prompt_sha256}")
-    if not args.datasets.is_dir():
-        print(f"datasets folder {args.datasets} not found", file=sys.stderr)
+    if args.limit is not None and args.limit < 1:
+        print(f"--limit must be >= 1, got {args.limit}", file=sys.stderr)
         return 2
-    halueval(args.datasets, judge)
-    begin(args.datasets, judge)
+    from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge
+
+    judge = OpenAICompatibleJudge(base_url=args.base_url, model=args.model,
+                                  api_key=os.environ.get(args.api_key_env) or "none",
+                                  timeout_s=args.timeout_s, concurrency=args.concurrency)
+    try:
+        rows, generic = load_begin(args.datasets / "begin_wow" / "begin_dev_wow.tsv")
+    except BeginFileError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if args.limit:
+        rows = rows[: args.limit]
+    print(f"judge {judge.name} at {args.base_url}, model {args.model}"
+          + (f"; --limit {args.limit}: a smoke run, its kappa means nothing" if args.limit else ""))
+    print("== BEGIN WoW dev ==")
+    begin = score(rows, judge)
+    print_report(begin, generic)
+    print(f"(judge_model {judge.model}, prompt_sha256 {judge.prompt_sha256})")
+    print("== sample hand labels ==")
+    sample = sample_agreement(judge, args.limit)
+    print(f"n = {sample['n']}, agreement {sample['agreement']:.3f}, Cohen's kappa {fmt(sample['kappa'])}, "
+          f"judge errors {sample['judge_errors']}, statuses {sample['statuses']}")
+    print(f"kappa BEGIN {fmt(begin['kappa'])} sample {fmt(sample['kappa'])}")
     return 0
 
 

@@ -28,7 +28,8 @@ QUALITY_METHODS = ("answer_relevance", "context_relevance", "correctness", "holi
 QUALITY_METRICS = ("answer_relevance", "answer_relevancy", "context_relevance", "answer_correctness",
                    "faithfulness_holistic_model")
 _SCHEMA = {"system": pl.Utf8, "question_id": pl.Utf8, "metric": pl.Utf8, "k": pl.Int32, "value": pl.Float64,
-           "numerator": pl.Float64, "denominator": pl.Float64, "status": pl.Utf8, "ranking_mode": pl.Utf8}
+           "numerator": pl.Float64, "denominator": pl.Float64, "status": pl.Utf8, "ranking_mode": pl.Utf8,
+           "error": pl.Utf8}  # the judge's failure reason on judge_error rows (kept out of question_metrics)
 
 
 def supports_quality(judge) -> bool:
@@ -59,7 +60,8 @@ def answer_quality_metrics(
     Output: question_metrics rows without ``split``; only answered runs with retrieved context are
     judged (others get no row: their faithfulness status already says why). Judge calls run on
     ``concurrency`` threads (default ``judge.concurrency`` or 1); one failing call gives that one
-    metric a null value with status ``judge_error`` and never stops the others.
+    metric a null value with status ``judge_error`` and the reason in ``error`` ("<exception
+    class>: <message>", at most 200 characters), and never stops the others.
     Raises TypeError when the judge lacks the methods (check :func:`supports_quality` first).
     """
     if not supports_quality(judge):
@@ -131,5 +133,5 @@ def answer_quality_metrics(
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         rows = [row for result in pool.map(one, items) for row in result]
     for row in rows:
-        row.pop("error", None)
+        row.setdefault("error", None)
     return pl.DataFrame(rows, schema=_SCHEMA)

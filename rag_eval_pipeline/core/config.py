@@ -68,7 +68,7 @@ METRICS_KEYS = ("ks", "ranking_mode", "rel_level", "on_duplicate", "complete", "
 GATES_KEYS = ("split", "baseline_system", "candidate_systems", "promote", "alpha", "block_inconclusive",
               "thresholds")
 JUDGE_KEYS = ("type", "max_error_share", "repeats", "reverse_questions", "timeout_s", "max_retries", "backoff_s",
-              "concurrency", "rate_limit_per_s", "base_url", "model", "cache", "human_labels")
+              "concurrency", "rate_limit_per_s", "base_url", "model", "cache", "human_labels", "abstention_phrases")
 CALIBRATION_KEYS = ("human_labels", "kappa_floor", "mapping", "level")
 REPORT_KEYS = ("viewer_groups",)
 SCHEDULE_KEYS = ("cron", "timezone")
@@ -374,6 +374,14 @@ def resolve_judge(section: Mapping[str, Any] | None, *, path: Path, environ: Map
     for key in ("base_url", "model"):
         if judge.get(key) is not None:
             out[key] = checked(c.short_text, key)
+    if judge.get("abstention_phrases") is not None:
+        from rag_eval_pipeline.core.judges.abstention import phrases_from_config
+
+        try:  # checked here, not first when judging: a bad list is an error at load
+            phrases_from_config(judge["abstention_phrases"])
+        except ConfigError as exc:
+            raise c.fail(str(exc)) from None
+        out["abstention_phrases"] = judge["abstention_phrases"]
     for key in ("cache", "human_labels"):
         if judge.get(key) is not None:
             out[key] = checked(c.file_path, key)

@@ -100,7 +100,8 @@ class JudgeConfig:
     None), ``human_labels`` (label file, required for human); the transport's ``timeout_s`` (total
     seconds per call, > 0), ``max_retries`` (extra attempts, 0..20), ``backoff_s`` (first retry
     wait in seconds, >= 0), ``concurrency`` (calls in flight, 1..256), ``rate_limit_per_s`` (None
-    or > 0); ``from_env`` lists the variables that overrode the file.
+    or > 0); ``abstention_phrases`` (language -> phrases marking an answer as an abstention, None
+    for the built-in es/en lists); ``from_env`` lists the variables that overrode the file.
     """
 
     type: str = "rule_based"
@@ -117,6 +118,7 @@ class JudgeConfig:
     backoff_s: float = 1.0
     concurrency: int = 4
     rate_limit_per_s: float | None = None
+    abstention_phrases: Mapping[str, Any] | None = None  # language -> phrases; None: the built-in lists
     from_env: tuple[str, ...] = ()
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError, SchemaError
+from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
 from rag_eval_pipeline.core.judges.base import (
     JUDGEMENT_STATUSES,
     AnswerJudgement,
@@ -31,6 +32,8 @@ from rag_eval_pipeline.core.tables import DECISIONS, SCHEMAS, VERDICTS, conform
 #: Start of the justification of a SUPPORTED verdict downgraded because its quote was not found.
 DOWNGRADE_PREFIX = "[downgraded from SUPPORTED: quote not found in the retrieved text] "
 
+#: answer_judgements status of an answer whose text abstains although its decision is "answer".
+ABSTENTION_TEXT = "abstention_text_in_answer"
 #: answer_judgements statuses set without calling the judge, by run decision.
 _DECISION_STATUS = {"abstain": "abstained", "clarify": "clarify", "error": "run_error"}
 
@@ -45,6 +48,7 @@ def judge_runs(
     *,
     questions: Mapping[str, str] | pl.DataFrame | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    abstention_phrases: Mapping[str, Any] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Judge every answer of ``rag_runs`` ``repeats`` times.
 
@@ -55,13 +59,17 @@ def judge_runs(
 
     Per run and repeat, one ``answer_judgements`` row with status:
     "abstained" / "clarify" / "run_error" for decisions abstain / clarify / error,
-    "no_retrieval" for an answer with no retrieved chunk, "no_claims" for a null/blank answer —
-    all without calling the judge, and without claim rows; otherwise the judge is called once with
+    "abstention_text_in_answer" for an answer whose text abstains although its decision is
+    ``answer`` (:func:`~rag_eval_pipeline.core.judges.abstention.abstention_phrase` with
+    ``abstention_phrases``, the configuration's ``judge.abstention_phrases``; None = the default
+    lists), "no_retrieval" for an answer with no retrieved chunk, "no_claims" for a null/blank
+    answer — all without calling the judge, and without claim rows; otherwise the judge is called once with
     the retrieved texts in rank order, and the status is "judged", "no_claims" (judge found no
     claim), "no_retrieval" / "abstained" (as the judge says), or "judge_error". A judge exception
     (or a malformed result) gives status "judge_error" and one ``judge_labels`` row with
     claim_id "<question_id>:c0" (the answer as a whole), claim = the answer, verdict JUDGE_ERROR
-    and the reason in ``error``; other answers are still judged. ``n_claims`` counts claim rows
+    and the reason in ``error``; other answers are still judged. The reason is also stored in
+    the answer's ``answer_judgements`` row (``error``; null unless the status is judge_error). ``n_claims`` counts claim rows
     (0 without claims, null when the judge failed before giving claims).
 
     ``judge_labels``: one row per claim, claim_id "<question_id>:c<n>" with n = 1, 2, ... in the
@@ -90,6 +98,7 @@ def judge_runs(
             raise TypeError(f"judge {judge!r} has no string attribute {attr!r}")
     texts = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
     qtext = _question_texts(questions)
+    phrases = phrases_from_config(abstention_phrases)
 
     # First pass: validate every run and decide which answers need the judge at all.
     fixed_rows: list[dict[str, Any]] = []  # answers settled without a judge call
@@ -107,12 +116,15 @@ def judge_runs(
         contexts = _contexts(run["retrieved"], texts, system, qid, row_no)
         answer = run["answer"]
         fixed = _DECISION_STATUS.get(decision)
+        if fixed is None and abstention_phrase(answer, phrases):
+            fixed = ABSTENTION_TEXT
         if fixed is None and not contexts:
             fixed = "no_retrieval"
         if fixed is None and not (answer and answer.strip()):
             fixed = "no_claims"
         if fixed is not None:
-            fixed_rows.append({"system": system, "question_id": qid, "status": fixed, "n_claims": 0})
+            fixed_rows.append({"system": system, "question_id": qid, "status": fixed, "n_claims": 0,
+                               "error": None})
         else:
             pending.append((system, qid, qtext.get(qid, ""), answer, contexts))
 
@@ -130,7 +142,9 @@ def judge_runs(
         for (system, qid, _, answer, contexts), result in zip(pending, results):
             status, n_claims, rows = _rows_from_result(result, qid, answer, contexts)
             base = {"system": system, "question_id": qid, "repeat": rep}
-            answers.append({**base, "status": status, "n_claims": n_claims})
+            reason = next((r["error"] for r in rows if r["verdict"] == "JUDGE_ERROR"), None) \
+                if status == "judge_error" else None
+            answers.append({**base, "status": status, "n_claims": n_claims, "error": reason})
             labels.extend({**base, **r} for r in rows)
 
     tracker.errors = sum(a["status"] == "judge_error" for a in answers)  # exact count for the final report

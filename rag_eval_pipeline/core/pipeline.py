@@ -181,7 +181,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
             "unknown_questions": len(ev.unknown_questions),
         }
     frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete))
-    frames.append(decision_question_metrics(runs, golden, snapshot))
+    frames.append(decision_question_metrics(runs, golden, snapshot, abstention_phrases=cfg.judge.abstention_phrases))
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden))
     frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)

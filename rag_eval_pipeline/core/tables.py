@@ -101,12 +101,13 @@ SCHEMAS: dict[str, pl.Schema] = {
         {
             "system": pl.Utf8,
             "question_id": pl.Utf8,
-            "status": pl.Utf8,  # judged / abstained / no_claims / no_retrieval / judge_error
+            "status": pl.Utf8,  # judged / abstained / abstention_text_in_answer / no_claims / no_retrieval / judge_error
             "n_claims": pl.Int32,
             "judge": pl.Utf8,
             "judge_model": pl.Utf8,
             "prompt_sha256": pl.Utf8,
             "repeat": pl.Int32,
+            "error": pl.Utf8,  # the judge's failure reason when status == "judge_error"
         }
     ),
     # one metric of one question for one system

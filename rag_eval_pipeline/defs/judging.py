@@ -19,9 +19,10 @@ class JudgeResource(dg.ConfigurableResource):
 
 
 class RuleBasedJudgeResource(JudgeResource):
-    """The embedded baseline judge: deterministic, offline, lexical (see core/judges/rule_based.py)."""
+    """The embedded judge: deterministic, offline; lexical, numeric, negation and semantic evidence
+    with parameters fitted on public data (see core/judges/rule_based.py)."""
 
-    support_threshold: float = 0.75  # core.judges.rule_based.DEFAULT_SUPPORT_THRESHOLD, fixed before any data was seen
+    support_threshold: float | None = None  # None: the fitted value of the judge's parameter file
 
     def get_judge(self):
         from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
@@ -98,7 +99,8 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
     repeats = config.repeats or settings.config.judge.repeats
     labels, judgements = judge_runs(rag_runs, corpus_snapshot, j, repeats=repeats,
                                     questions=golden_set.select("question_id", "question"),
-                                    progress=lambda p: context.log.info(progress_line(p)))
+                                    progress=lambda p: context.log.info(progress_line(p)),
+                                    abstention_phrases=settings.config.judge.abstention_phrases)
     verdicts = dict(labels.group_by("verdict").len().iter_rows())
     statuses = dict(judgements.group_by("status").len().iter_rows())
     generators = set(rag_runs["model"].drop_nulls().to_list())

@@ -112,6 +112,8 @@ def test_one_raising_item_does_not_abort_the_others():
     assert err["quote_found"] is False
     assert labels.filter(pl.col("question_id") != "q2")["error"].null_count() == 2
     assert labels.filter(pl.col("question_id") == "q1")["verdict"].to_list() == ["SUPPORTED"]
+    # the reason is on the answer's own row too, not only on the claim row or stderr
+    assert answers["error"].to_list() == [None, "RuntimeError: model timed out", None]
 
 
 def test_claim_ids_repeats_and_identity_columns():
@@ -123,8 +125,8 @@ def test_claim_ids_repeats_and_identity_columns():
     assert labels.filter(pl.col("repeat") == 0)["claim_id"].to_list() == ["q1:c1", "q1:c2"]
     assert sorted(set(labels["repeat"].to_list())) == [0, 1, 2]
     assert answers["repeat"].to_list() == [0, 1, 2]
-    assert set(labels["judge"]) == {"rule_based_lexical"}
-    assert set(labels["judge_model"]) == {"rule_based_lexical-v1"}
+    assert set(labels["judge"]) == {"rule_based"}
+    assert set(labels["judge_model"]) == {judge.model}
     assert set(labels["prompt_sha256"]) == {judge.prompt_sha256}
     assert labels.schema == SCHEMAS["judge_labels"]
     assert answers.schema == SCHEMAS["answer_judgements"]

@@ -37,14 +37,15 @@ def test_every_asset_and_check_passes_on_the_sample(sample_run):
     result, out = sample_run
     assert result.success
     failed = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
-    # The rule-based baseline disagrees with the sample's hand labels (see the calibration test below):
-    # with no gate on a judge-based metric that is a warning, never a blocked night.
+    # The embedded judge agrees with the sample's hand labels above the configured floor (0.4; the
+    # calibration test below recomputes kappa), so its check passes; with no gate on a judge-based
+    # metric a failing calibration would only warn.
     # q26 asks about the replaced 2023 return policy on purpose: a warning that lists its evidence ids.
-    assert sorted(failed) == ["golden_evidence_is_current", "judge_calibrated_above_floor"]
+    assert sorted(failed) == ["golden_evidence_is_current"]
     warning = [e for e in result.get_asset_check_evaluations() if e.check_name == "golden_evidence_is_current"][0]
     assert warning.severity == dg.AssetCheckSeverity.WARN
     calibration = [e for e in result.get_asset_check_evaluations() if e.check_name == "judge_calibrated_above_floor"][0]
-    assert calibration.severity == dg.AssetCheckSeverity.WARN and not calibration.metadata["blocks_promotion"].value
+    assert calibration.passed and not calibration.metadata["blocks_promotion"].value
     for table in ("corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "question_metrics", "metric_summary",
                   "metric_history"):
         assert (out / f"{table}.parquet").exists(), table

@@ -19,7 +19,8 @@ Rules, in order:
      followed by whitespace or the end of the block; closing quotes and brackets (``» ” ’ " ' )
      ]``) right after them stay with the sentence they close.
    - After ``.`` (or ``...``) the next non-space character must not be a lowercase letter, so
-     "e.g. this" or "aprox. tres" never split. Opening marks ``¿ ¡ « “ (`` and digits start a new
+     "e.g. this" or "aprox. tres" never split, except in a block with no capital letter at all
+     (lower-cased model output), where case cannot mark a sentence start. Opening marks ``¿ ¡ « “ (`` and digits start a new
      sentence.
    - A single ``.`` after an abbreviation does not end a sentence: a token in
      :data:`ABBREVIATIONS` (Sr., Sra., Dr., Dra., Mr., Prof., p. ej., e.g., i.e., cf., vs., aprox.,
@@ -35,7 +36,9 @@ Rules, in order:
 3. Spans are trimmed of surrounding whitespace and of a trailing ``;``; a span without any
    letter or digit is dropped.
 
-Limitations (by design of a baseline): compound sentences ("A and B") stay one claim; a sentence
+Coordinated facts inside a sentence ("A, y B", relative clauses, lists) are split by
+:mod:`~rag_eval_pipeline.core.judges.coordination` (``split_claims(coordinated=True)``).
+Limitations: a sentence
 starting with a lowercase letter after a period is glued to the previous one; "Vitamin C. It ..."
 does not split because "C." looks like an initial.
 """
@@ -50,7 +53,7 @@ ABBREVIATIONS: frozenset[str] = frozenset(
         # titles and forms of address (es, en)
         "sr", "sra", "srta", "sres", "sras", "dr", "dra", "drs", "mr", "mrs", "ms", "prof", "profa",
         "lic", "ing", "arq", "mtro", "mtra", "ud", "uds", "vd", "vds", "dña", "dn", "st", "sto",
-        "sta", "mt", "sgto",
+        "sta", "mt", "sgto", "jr",
         # scholarly and editorial
         "e.g", "i.e", "p.ej", "ej", "cf", "vs", "viz", "approx", "aprox", "fig", "figs", "vol",
         "vols", "pág", "págs", "pag", "pags", "pp", "núm", "nro", "eds", "ibid", "et", "al",
@@ -72,20 +75,28 @@ _ACRONYM = re.compile(r"^(?:[^\W\d_]\.)+[^\W\d_]$")
 _OPENERS_STRIP = "¿¡«“‘\"'([{"
 
 
-def split_claims(text: str | None) -> list[str]:
-    """Split an answer into claims: one per sentence, list item or ';'-clause, in text order.
+def split_claims(text: str | None, *, coordinated: bool = True) -> list[str]:
+    """Split an answer into claims: one per sentence, list item or ';'-clause, in text order, then
+    (``coordinated=True``) each sentence into its coordinated facts, relative clauses and list
+    items, made self-contained (:func:`~rag_eval_pipeline.core.judges.coordination.split_coordinated`).
 
     Input: any string (None or blank gives []). Output: list of trimmed, non-empty strings, each
-    holding at least one letter or digit, list markers removed. Never raises. Rules: module
-    docstring (every line break ends a claim; semicolons split). Source: seed
-    ``004_292fd69c3d96947d.txt`` (decompose the answer into claims before verifying them).
+    holding at least one letter or digit, list markers removed; with ``coordinated=False`` each is
+    an exact substring of ``text``. Never raises. Rules: module docstring (every line break ends a
+    claim; semicolons split). Source: seed ``004_292fd69c3d96947d.txt`` (decompose the answer into
+    claims before verifying them).
     """
     if not text:
         return []
-    return [
+    sentences = [
         text[s:e]
         for s, e in sentence_spans(text, hard_newlines=True, split_semicolons=True, split_glued=False)
     ]
+    if not coordinated:
+        return sentences
+    from rag_eval_pipeline.core.judges.coordination import split_coordinated
+
+    return [claim for sentence in sentences for claim in split_coordinated(sentence)]
 
 
 def split_sentences(text: str | None) -> list[str]:
@@ -171,6 +182,9 @@ def _blocks(text: str, hard_newlines: bool) -> list[tuple[int, int]]:
 def _cuts(text: str, start: int, end: int, semicolons: bool, glued: bool) -> list[int]:
     """Positions inside ``text[start:end]`` where a sentence ends (exclusive end offsets)."""
     cuts: list[int] = []
+    # A text with no capital letter at all (lower-cased model output) cannot mark sentence starts
+    # by case: there "word. next" ends a sentence too (abbreviations still do not).
+    lowercase_text = not any(ch.isupper() for ch in text[start:end])
     i = start
     while i < end:
         ch = text[i]
@@ -208,7 +222,7 @@ def _cuts(text: str, start: int, end: int, semicolons: bool, glued: bool) -> lis
             i = k
             continue
         if run.endswith(".") or run.endswith("…"):
-            if text[nxt].islower():
+            if text[nxt].islower() and not lowercase_text:
                 i = k
                 continue
             if run == "." and _is_abbreviation(text, start, i, text[nxt]):

@@ -25,6 +25,13 @@ On clarification questions (answerability ``clarify``): ``clarify_asked_rate``,
 with a non-error run, so the three add up to 1). ``run_error_rate`` is over every golden question
 with a run.
 
+Abstention wording (``abstention_text_in_answer``): over the non-error runs whose logged decision
+is ``answer``, 1 when the answer's text abstains ("No encuentro esa información", "I don't know";
+:func:`~rag_eval_pipeline.core.judges.abstention.abstention_phrase`). Its numerator in the summary
+is the number of re-classified answers: with ``text_abstention_is_abstention=True`` (the default)
+those answers count as ``abstain`` in every other rate (they are not answers to judge, and an
+"I don't know" to an absent question is the right behaviour, not an answer without evidence).
+
 Every row is a 0/1 indicator: ``value`` in {0.0, 1.0}, ``numerator = value``,
 ``denominator = 1.0``; or null with ``status`` saying why (first reason that applies):
 ``not_in_denominator`` (the question is not of the rate's class), ``missing_run`` (the golden
@@ -38,6 +45,7 @@ from __future__ import annotations
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
 from rag_eval_pipeline.core.tables import ANSWERABILITY, DECISIONS
 
 DECISION_METRICS: tuple[str, ...] = (
@@ -52,6 +60,7 @@ DECISION_METRICS: tuple[str, ...] = (
     "clarify_answered_rate",
     "clarify_abstained_rate",
     "run_error_rate",
+    "abstention_text_in_answer",
 )
 
 OUTPUT_COLUMNS = ("system", "question_id", "metric", "k", "value", "numerator", "denominator",
@@ -162,7 +171,9 @@ def _validate(rag_runs: pl.DataFrame, golden: pl.DataFrame) -> None:
 
 
 def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
-                              snapshot: pl.DataFrame | None = None) -> pl.DataFrame:
+                              snapshot: pl.DataFrame | None = None, *,
+                              abstention_phrases: dict | None = None,
+                              text_abstention_is_abstention: bool = True) -> pl.DataFrame:
     """Per-question 0/1 decision indicators for every system in ``rag_runs`` and every golden question.
 
     Input: ``rag_runs`` (``rag_runs`` schema; ``system``, ``question_id``, ``retrieved``,
@@ -175,7 +186,9 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
     (null); one row per system x golden question x metric, sorted by system, question_id, metric.
     Runs whose question is not golden are left out (list them with :func:`unknown_run_questions`);
     a golden question without a run of a system gets ``status == "missing_run"``.
-    Raises InputError for an answerability outside ``tables.ANSWERABILITY``, a decision outside
+    ``abstention_phrases``: the configuration's ``judge.abstention_phrases`` (None = the default
+    lists); ``text_abstention_is_abstention``: count abstaining answers as abstentions (module
+    docstring). Raises ConfigError for malformed phrase lists, InputError for an answerability outside ``tables.ANSWERABILITY``, a decision outside
     ``tables.DECISIONS``, a duplicated golden question or two runs of one system for one question.
     Source: seed ``000_1000bb13b7b4c340.txt`` (module docstring gives every definition).
     """
@@ -183,10 +196,19 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
     ev = evidence_chunks(golden, snapshot)
     questions = golden.select("question_id", "answerability").join(ev, on="question_id", how="left")
     systems = rag_runs.select("system").unique().sort("system")
-    runs = rag_runs.select(
+    phrases = phrases_from_config(abstention_phrases)
+    answers = rag_runs["answer"].to_list() if "answer" in rag_runs.columns else [None] * rag_runs.height
+    text_abstains = [d == "answer" and abstention_phrase(a, phrases) is not None
+                     for d, a in zip(rag_runs["decision"].to_list(), answers)]
+    runs = rag_runs.with_columns(pl.Series("text_abstains", text_abstains, dtype=pl.Boolean))
+    if text_abstention_is_abstention:
+        runs = runs.with_columns(
+            pl.when(pl.col("text_abstains")).then(pl.lit("abstain")).otherwise(pl.col("decision")).alias("decision"))
+    runs = runs.select(
         "system",
         "question_id",
         "decision",
+        "text_abstains",
         pl.col("retrieved").list.eval(pl.element().struct.field("chunk_id")).alias("retrieved_ids"),
         pl.lit(True).alias("has_run"),
     )
@@ -195,6 +217,7 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
         .join(runs, on=["system", "question_id"], how="left")
         .with_columns(
             pl.col("has_run").fill_null(False),
+            pl.col("text_abstains").fill_null(False),
             pl.col("retrieved_ids").fill_null(pl.lit([], pl.List(pl.Utf8))),
         )
         .with_columns(
@@ -232,6 +255,10 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
         "clarify_answered_rate": (clarify_q, [], dec == "answer"),
         "clarify_abstained_rate": (clarify_q, [], abstained),
         "run_error_rate": (always, [], dec == "error"),
+        "abstention_text_in_answer": (
+            always, [(~(pl.col("text_abstains") | (dec == "answer")), "not_in_denominator")],
+            pl.col("text_abstains"),
+        ),
     }
     frames = []
     for metric in DECISION_METRICS:

@@ -19,8 +19,10 @@ With several repeats the counts are pooled: numerator and denominator are summed
 whose status is "judged", and value = numerator / denominator.
 
 Not evaluable is not zero (project design): value, numerator and denominator are null, and
-``status`` says why — "abstained", "clarify", "run_error", "no_retrieval", "no_claims" (an answer
-with no claim is never faithfulness 1.0), "judge_error" (no verdict other than JUDGE_ERROR).
+``status`` says why — "abstained", "abstention_text_in_answer" (the decision was ``answer`` but
+the text abstains: not judged, counted as an abstention by the decision metrics), "clarify",
+"run_error", "no_retrieval", "no_claims" (an answer with no claim is never faithfulness 1.0),
+"judge_error" (no verdict other than JUDGE_ERROR).
 ``status`` is "ok" otherwise. ``k`` and ``ranking_mode`` are null. Never NaN.
 """
 
@@ -43,7 +45,8 @@ FAITHFULNESS_METRICS = (
     "judge_error_rate",
 )
 #: Which status explains a null when the repeats disagree (first present wins).
-_STATUS_PRECEDENCE = ("run_error", "abstained", "clarify", "no_retrieval", "judge_error", "no_claims")
+_STATUS_PRECEDENCE = ("run_error", "abstained", "abstention_text_in_answer", "clarify", "no_retrieval",
+                      "judge_error", "no_claims")
 
 OUTPUT_SCHEMA = pl.Schema({k: v for k, v in SCHEMAS["question_metrics"].items() if k != "split"})
 

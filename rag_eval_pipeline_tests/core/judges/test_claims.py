@@ -51,8 +51,13 @@ def test_number_abbreviation_only_before_a_digit():
 
 def test_decimals_and_thousands_do_not_split():
     text = "Pesa 3.5 kg y cuesta 3,5 euros. Tiene 1.000 páginas y 1,000 notas. Fin."
-    assert split_claims(text) == [
+    assert split_claims(text, coordinated=False) == [
         "Pesa 3.5 kg y cuesta 3,5 euros.", "Tiene 1.000 páginas y 1,000 notas.", "Fin.",
+    ]
+    # with coordinated facts split (the default), "pesa ... y cuesta ..." is two facts; the
+    # decimals still do not split anything
+    assert split_claims(text) == [
+        "Pesa 3.5 kg.", "Cuesta 3,5 euros.", "Tiene 1.000 páginas y 1,000 notas.", "Fin.",
     ]
 
 

@@ -1,0 +1,205 @@
+"""Content tokens of a claim or a context sentence, as the embedded judge compares them.
+
+NFKC, accents stripped, case folded, "n't" → " not"; dates, numbers in words and units rewritten by
+:func:`~rag_eval_pipeline.core.judges.numbers.normalise_quantities`; words of 2+ letters not in
+:data:`STOPWORDS` or :data:`NEGATIONS`, stemmed with Snowball (PyStemmer, Porter's Snowball
+algorithms for Spanish and English) in the text's language; numbers as in :func:`canonical_number`
+and dates with their year and month; each Han/kana character a token; NegEx-style negation scope
+(Chapman et al. 2001). Also the names of a text (:func:`entities`) and its plain words.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rag_eval_pipeline.core.judges.numbers import normalise_quantities
+
+#: Tokens after a negation word that it negates, stopping at clause punctuation (NegEx's window:
+#: Chapman et al., "A simple algorithm for identifying negated findings and diseases in discharge
+#: summaries", J. Biomed. Inform. 34(5), 2001).
+NEGATION_SCOPE = 5
+
+#: Function words (accents stripped, case folded) ignored when matching: Spanish and English.
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a al algo algun alguna algunas alguno algunos ante antes aquel aquella aquellas aquellos aqui
+    asi aun cada como con contra cual cuales cuando cuanto de del desde donde durante e el ella
+    ellas ello ellos en entre era eran eres es esa esas ese eso esos esta estaba estaban estado
+    estan estar estas este esto estos estoy fue fueron fui ha habia habian haber han has hasta hay
+    he la las le les lo los mas me mediante mi mis mucho muchos muy nos nosotros o os otra otras
+    otro otros para pero poco por porque pues que quien quienes se sea sean segun ser si sido
+    siempre sobre sois somos son soy su sus suya suyo tal tambien tan tanto te tenia tiene tienen
+    tras tu tus u un una unas uno unos usted ustedes vosotros y ya yo
+    about above after again against all also am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself of off on once only or other our ours ourselves out
+    over own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up upon very was we were what when where
+    which while who whom whose why will with would you your yours yourself yourselves
+    yes sure ok okay well oh si claro vale bueno yeah yep really indeed absolutely definitely
+    exactly actually basically wow haha lol hmm um uh
+    """.split()
+)
+#: Negation words (accents stripped, case folded); polarity = any of them present.
+NEGATIONS: frozenset[str] = frozenset(
+    """
+    no not never none nobody nothing neither nor without cannot
+    nunca jamas sin ningun ninguno ninguna ningunos ningunas nadie nada ni tampoco
+    """.split()
+)
+_ES_MARKERS = frozenset("el la los las de del que y en es un una por con para se al son lo".split())
+_EN_MARKERS = frozenset("the a an of and to is in it for on with are that this be by".split())
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(
+    rf"(?P<date>\bd\d{{4}}(?:m\d{{2}}(?:d\d{{2}})?)?\b)|(?P<num>\d+(?:[.,]\d+)*)|(?P<cjk>[{_CJK}])"
+    rf"|(?P<word>[^\W\d_{_CJK}]+)|(?P<punct>[,;:.!?()\[\]{{}}\"«»“”。！？，；：])"
+)
+_NOT_ONLY = re.compile(r"\s+(?:only|just|merely|solo|solamente|unicamente)\b")
+_NUMBER_ABBR = re.compile(r"\b(?:no|nº|n°|num|nos)\.\s*(?=\d)")
+_NT = re.compile(r"n['’]t\b")
+_SEP = re.compile(r"[.,]")
+
+
+def canonical_number(tok: str) -> str:
+    """Canonical form of a number token so that "3,5" == "3.5" and "1.000" == "1,000" == "1000".
+
+    Input: digits with optional "." / "," separators (``\\d+([.,]\\d+)*``). Output: a string.
+    Rules: both separators present → the last is the decimal mark, the others group thousands;
+    one separator kind, several times, every later group 3 digits → thousands ("1.234.567" →
+    "1234567"), otherwise an identifier with "." ("1.2.3"); one separator followed by exactly 3
+    digits after a non-zero 1-3 digit group → thousands ("1,000" → "1000"; so "3.500" reads as
+    3500); any other single separator → decimal mark ("3,5" → "3.5"). No rounding, no leading-zero
+    removal: the numbers of a claim must match exactly. Never raises.
+    """
+    seps = _SEP.findall(tok)
+    if not seps:
+        return tok
+    groups = _SEP.split(tok)
+    if len(set(seps)) == 2:
+        return "".join(groups[:-1]) + "." + groups[-1]
+    if len(seps) >= 2:
+        if all(len(g) == 3 for g in groups[1:]):
+            return "".join(groups)
+        return ".".join(groups)
+    a, b = groups
+    if len(b) == 3 and 1 <= len(a) <= 3 and a != "0":
+        return a + b
+    return a + "." + b
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """Content tokens of one text: ``words`` (stemmed), ``numbers`` (numbers and date tokens),
+    ``negated`` (content tokens found only inside a negation scope)."""
+
+    words: frozenset[str]
+    numbers: frozenset[str]
+    negated: frozenset[str]
+    language: str = "english"
+    has_negation: bool = False
+
+    @property
+    def content(self) -> frozenset[str]:
+        return self.words | self.numbers
+
+
+def _fold(text: str) -> str:
+    t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+    t = "".join(ch for ch in t if not unicodedata.combining(ch))
+    t = _NT.sub(" not", t.casefold())
+    return normalise_quantities(_NUMBER_ABBR.sub(" ", t))
+
+
+@lru_cache(maxsize=2)
+def _stemmer(language: str):
+    import Stemmer
+
+    return Stemmer.Stemmer(language)
+
+
+@lru_cache(maxsize=200_000)
+def language_of(text: str) -> str | None:
+    """"spanish" or "english" by counting function words (:data:`_ES_MARKERS`, :data:`_EN_MARKERS`);
+    None when they tie (a name-only claim such as "Ada Lovelace escribió poemas.")."""
+    plain = re.findall(r"[^\W\d_]+", _fold(text))
+    es = sum(w in _ES_MARKERS for w in plain)
+    en = sum(w in _EN_MARKERS for w in plain)
+    return None if es == en else ("spanish" if es > en else "english")
+
+
+@lru_cache(maxsize=200_000)
+def tokens(text: str, language: str | None = None) -> Tokens:
+    """Content tokens of ``text`` (rules in the module docstring), stemmed for ``language``
+    ("spanish" / "english"; None: detected from the text). A claim is tokenised in the language of
+    the sentence it is compared with, so both sides share one stemmer. Never raises; cached."""
+    folded = _fold(text)
+    matches = list(_TOKEN.finditer(folded))
+    if language is None:
+        language = language_of(text) or "english"
+    stem = _stemmer(language).stemWord
+    words: set[str] = set()
+    numbers: set[str] = set()
+    in_scope: set[str] = set()
+    out_scope: set[str] = set()
+    scope = 0
+    has_negation = False
+    for m in matches:
+        if m.group("punct") is not None:
+            scope = 0
+            continue
+        if m.group("date") is not None:
+            tok = m.group("date")
+            # a date also states its year and month: "born in 1935" vs "(january 8, 1935 - ...)"
+            numbers.update({tok, tok[1:5], tok[:8]})
+        elif m.group("num") is not None:
+            tok = canonical_number(m.group("num"))
+            numbers.add(tok)
+        elif m.group("cjk") is not None:
+            tok = m.group("cjk")
+            words.add(tok)
+        else:
+            w = m.group("word")
+            if w in NEGATIONS:
+                nxt = folded[m.end():m.end() + 12]
+                if not _NOT_ONLY.match(nxt):  # "not only X but Y", "no solo X sino Y" assert X
+                    scope = NEGATION_SCOPE
+                    has_negation = True
+                continue
+            if len(w) < 2 or w in STOPWORDS:
+                scope = max(scope - 1, 0)
+                continue
+            tok = stem(w)
+            words.add(tok)
+        (in_scope if scope > 0 else out_scope).add(tok)
+        scope = max(scope - 1, 0)
+    return Tokens(frozenset(words), frozenset(numbers), frozenset(in_scope - out_scope), language, has_negation)
+
+
+@lru_cache(maxsize=200_000)
+def entities(text: str) -> frozenset[str]:
+    """Names in ``text`` (folded): capitalised words after the first word ("Canarias", "Dock"),
+    acronyms ("UK") and letter-digit codes ("A1", "D1"). Output: a frozenset of folded strings."""
+    out = set()
+    for i, m in enumerate(re.finditer(r"[^\W_]+", text)):
+        w = m.group()
+        has_digit = any(ch.isdigit() for ch in w)
+        has_alpha = any(ch.isalpha() for ch in w)
+        if (has_digit and has_alpha) or (i > 0 and w[:1].isupper() and len(w) > 1):
+            out.add(_fold_word(w))
+    return frozenset(out)
+
+
+@lru_cache(maxsize=200_000)
+def surface_words(text: str) -> frozenset[str]:
+    """Every word of ``text`` folded (NFKC, accents stripped, case folded), unstemmed."""
+    return frozenset(_fold_word(w) for w in re.findall(r"[^\W_]+", text))
+
+
+def _fold_word(w: str) -> str:
+    t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", w).casefold())
+    return "".join(ch for ch in t if not unicodedata.combining(ch))

@@ -1,0 +1,211 @@
+"""Coordinated facts split into self-contained claims (core/judges/coordination.py via split_claims).
+
+Every expected list below was written by hand from the sentence (what facts it states, with the
+subject repeated where the second fact has none), before running the splitter.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rag_eval_pipeline.core.judges.claims import split_claims
+from rag_eval_pipeline.core.judges.coordination import looks_verbal, split_coordinated
+
+SPANISH = [
+    # the issue's example: two facts joined by ", y"; the exception stays with its fact
+    ("El plazo para devolver el altavoz es de 15 días desde la compra, y los gastos de envío los paga "
+     "la tienda salvo en pedidos internacionales.",
+     ["El plazo para devolver el altavoz es de 15 días desde la compra.",
+      "Los gastos de envío los paga la tienda salvo en pedidos internacionales."]),
+    ("Tarda de 7 a 10 días laborables, y el envío a Canarias es gratuito.",
+     ["Tarda de 7 a 10 días laborables.", "El envío a Canarias es gratuito."]),
+    ("El altavoz pesa 500 g y mide 20 cm.", ["El altavoz pesa 500 g.", "El altavoz mide 20 cm."]),
+    ("La batería dura 12 horas y se carga en 3 horas.",
+     ["La batería dura 12 horas.", "La batería se carga en 3 horas."]),
+    ("El envío a la península tarda de 2 a 3 días y cuesta 3,90 € por debajo de 49 €.",
+     ["El envío a la península tarda de 2 a 3 días.", "El envío a la península cuesta 3,90 € por debajo de 49 €."]),
+    ("La garantía cubre los defectos de fabricación, pero no cubre los golpes.",
+     ["La garantía cubre los defectos de fabricación.", "La garantía no cubre los golpes."]),
+    ("El reembolso se emite en 14 días, aunque puede tardar más con tarjeta.",
+     ["El reembolso se emite en 14 días.", "El reembolso puede tardar más con tarjeta."]),
+    ("La tienda abre a las 9, pero los domingos está cerrada.",
+     ["La tienda abre a las 9.", "Los domingos está cerrada."]),
+    ("El A1 tiene una garantía de tres años, que cubre los defectos de fabricación.",
+     ["El A1 tiene una garantía de tres años.", "La garantía de tres años cubre los defectos de fabricación."]),
+    ("Lumo Audio tiene un centro de servicio en Valencia, donde se reparan los altavoces.",
+     ["Lumo Audio tiene un centro de servicio en Valencia.", "Se reparan los altavoces en Valencia."]),
+    ("Incluye el cable, la correa y la guía rápida.",
+     ["Incluye el cable.", "Incluye la correa.", "Incluye la guía rápida."]),
+    ("Enviamos pedidos a la España peninsular, Baleares, Canarias, Ceuta y Melilla.",
+     ["Enviamos pedidos a la España peninsular.", "Enviamos pedidos a Baleares.", "Enviamos pedidos a Canarias.",
+      "Enviamos pedidos a Ceuta.", "Enviamos pedidos a Melilla."]),
+    ("Se puede pagar con tarjeta, PayPal o Bizum.",
+     ["Se puede pagar con tarjeta.", "Se puede pagar con PayPal.", "Se puede pagar con Bizum."]),
+    ("La caja contiene el altavoz, el cable y la funda.",
+     ["La caja contiene el altavoz.", "La caja contiene el cable.", "La caja contiene la funda."]),
+    ("El pedido llegó el lunes, y la factura llegó el martes.",
+     ["El pedido llegó el lunes.", "La factura llegó el martes."]),
+    ("El altavoz es resistente al agua, pero no flota.",
+     ["El altavoz es resistente al agua.", "El altavoz no flota."]),
+    ("La aplicación muestra el nivel de batería y permite cambiar el ecualizador.",
+     ["La aplicación muestra el nivel de batería.", "La aplicación permite cambiar el ecualizador."]),
+    ("El modo Dúo une dos altavoces, y el modo Fiesta admite hasta diez.",
+     ["El modo Dúo une dos altavoces.", "El modo Fiesta admite hasta diez."]),
+    ("Los altavoces vendidos fuera de la UE tienen un año de garantía, aunque la batería tiene 18 meses.",
+     ["Los altavoces vendidos fuera de la UE tienen un año de garantía.", "La batería tiene 18 meses."]),
+    ("La devolución es gratuita desde la península, pero los envíos desde Canarias los paga el cliente.",
+     ["La devolución es gratuita desde la península.", "Los envíos desde Canarias los paga el cliente."]),
+    ("El técnico revisa el altavoz y envía un presupuesto en 48 horas.",
+     ["El técnico revisa el altavoz.", "El técnico envía un presupuesto en 48 horas."]),
+    ("La base necesita un adaptador de 15 W y tarda 3 horas en cargar el altavoz.",
+     ["La base necesita un adaptador de 15 W.", "La base tarda 3 horas en cargar el altavoz."]),
+    ("El soporte responde en 24 horas, y los casos urgentes se escalan al nivel 2.",
+     ["El soporte responde en 24 horas.", "Los casos urgentes se escalan al nivel 2."]),
+    ("Los pedidos se envían desde Madrid, que es donde está el almacén.",
+     ["Los pedidos se envían desde Madrid.", "Madrid es donde está el almacén."]),
+    ("El cliente recibe una etiqueta prepagada, lo cual simplifica la devolución.",
+     ["El cliente recibe una etiqueta prepagada.", "Esto simplifica la devolución."]),
+    ("El firmware 2.4 añadió el modo Dúo, y el 2.5 añadió avisos de voz.",
+     ["El firmware 2.4 añadió el modo Dúo.", "El 2.5 añadió avisos de voz."]),
+    ("El grabado es gratuito en verano, pero las unidades grabadas no admiten devolución.",
+     ["El grabado es gratuito en verano.", "Las unidades grabadas no admiten devolución."]),
+    ("Aceptamos unidades abiertas siempre que no tengan golpes.",
+     ["Aceptamos unidades abiertas siempre que no tengan golpes."]),
+    # exceptions and conditions restrict their fact: one claim
+    ("Los gastos de envío los paga la tienda salvo en pedidos internacionales.",
+     ["Los gastos de envío los paga la tienda salvo en pedidos internacionales."]),
+    ("La devolución es gratuita excepto desde Canarias.", ["La devolución es gratuita excepto desde Canarias."]),
+    ("Si el pedido llegó en varios paquetes, el plazo empieza con el último.",
+     ["Si el pedido llegó en varios paquetes, el plazo empieza con el último."]),
+    # noun coordination and two-item pairs stay whole
+    ("El cable y el cargador vienen en la caja.", ["El cable y el cargador vienen en la caja."]),
+    ("Tiene 1.000 páginas y 1,000 notas.", ["Tiene 1.000 páginas y 1,000 notas."]),
+    ("Funciona con Android e iOS.", ["Funciona con Android e iOS."]),
+    ("Cuesta entre 20 y 30 euros.", ["Cuesta entre 20 y 30 euros."]),
+    # restrictive relative clause (no comma): one claim
+    ("El altavoz que compraste tiene tres años de garantía.", ["El altavoz que compraste tiene tres años de garantía."]),
+    # an open list is one claim
+    ("Vende cables, fundas, etc.", ["Vende cables, fundas, etc."]),
+    # inside brackets nothing splits
+    ("El envío (gratis y rápido) llega en 2 días.", ["El envío (gratis y rápido) llega en 2 días."]),
+    ("Pesa 3.5 kg y cuesta 3,5 euros.", ["Pesa 3.5 kg.", "Cuesta 3,5 euros."]),
+    ("Dispones de 30 días para devolverlo, y el reembolso llega en 14 días.",
+     ["Dispones de 30 días para devolverlo.", "El reembolso llega en 14 días."]),
+    ("La garantía europea dura tres años, mientras que la de fuera de la UE dura uno.",
+     ["La garantía europea dura tres años.", "La de fuera de la UE dura uno."]),
+    ("El altavoz se apaga solo tras 20 minutos, así que la batería dura más.",
+     ["El altavoz se apaga solo tras 20 minutos.", "La batería dura más."]),
+]
+
+ENGLISH = [
+    ("The speaker weighs 500 g and lasts 20 hours on a charge.",
+     ["The speaker weighs 500 g.", "The speaker lasts 20 hours on a charge."]),
+    ("The warranty covers manufacturing defects and does not cover accidental damage.",
+     ["The warranty covers manufacturing defects.", "The warranty does not cover accidental damage."]),
+    ("Lumo Audio does not refund UK import duties, but your customs office may refund them on request.",
+     ["Lumo Audio does not refund UK import duties.", "Your customs office may refund them on request."]),
+    ("The A1 has a three-year warranty, which covers manufacturing defects.",
+     ["The A1 has a three-year warranty.", "The three-year warranty covers manufacturing defects."]),
+    ("Outside the EU, claims are handled by the distributor in the country of purchase, who will ask for the receipt.",
+     ["Outside the EU, claims are handled by the distributor in the country of purchase.",
+      "The distributor in the country of purchase will ask for the receipt."]),
+    ("The speaker is sent to Valencia, where it is repaired.",
+     ["The speaker is sent to Valencia.", "It is repaired in Valencia."]),
+    ("The box contains the speaker, a USB-C cable and a strap.",
+     ["The box contains the speaker.", "The box contains a USB-C cable.", "The box contains a strap."]),
+    ("The battery lasts 12 hours, and it charges in 3 hours.",
+     ["The battery lasts 12 hours.", "It charges in 3 hours."]),
+    ("Refunds take 14 days, but card payments can take longer.",
+     ["Refunds take 14 days.", "Card payments can take longer."]),
+    ("The dock is sold separately, although it is included in the bundle.",
+     ["The dock is sold separately.", "It is included in the bundle."]),
+    ("The store opens at 9, and the warehouse opens at 7.",
+     ["The store opens at 9.", "The warehouse opens at 7."]),
+    ("Returns are free from mainland Spain, but customers pay for returns from the Canary Islands.",
+     ["Returns are free from mainland Spain.", "Customers pay for returns from the Canary Islands."]),
+    ("The app shows the battery level and controls the equaliser.",
+     ["The app shows the battery level.", "The app controls the equaliser."]),
+    ("Version 2.4 added Duo stereo mode, and version 2.5 added a low-battery voice prompt.",
+     ["Version 2.4 added Duo stereo mode.", "Version 2.5 added a low-battery voice prompt."]),
+    ("The technician inspects the speaker and sends a quote within 48 hours.",
+     ["The technician inspects the speaker.", "The technician sends a quote within 48 hours."]),
+    ("Support answers within 24 hours, while urgent cases are escalated to level 2.",
+     ["Support answers within 24 hours.", "Urgent cases are escalated to level 2."]),
+    ("The parcel must be tracked, so the customer keeps the receipt.",
+     ["The parcel must be tracked.", "The customer keeps the receipt."]),
+    ("John Grisham is an American writer, who is known for legal thrillers.",
+     ["John Grisham is an American writer.", "The American writer is known for legal thrillers."]),
+    ("The speaker is waterproof but does not float.", ["The speaker is waterproof.", "The speaker does not float."]),
+    ("Orders are shipped from Madrid, which has the main warehouse.",
+     ["Orders are shipped from Madrid.", "Madrid has the main warehouse."]),
+    ("The charger costs 19 euros, and the case costs 25 euros.",
+     ["The charger costs 19 euros.", "The case costs 25 euros."]),
+    ("The speaker was released in 2021 and was updated in 2023.",
+     ["The speaker was released in 2021.", "The speaker was updated in 2023."]),
+    ("We ship to Spain, Portugal, France and Italy.",
+     ["We ship to Spain.", "We ship to Portugal.", "We ship to France.", "We ship to Italy."]),
+    ("The kit includes the speaker, the cable, the strap and the guide.",
+     ["The kit includes the speaker.", "The kit includes the cable.", "The kit includes the strap.",
+      "The kit includes the guide."]),
+    ("The Seine flows through Paris, and the Thames flows through London.",
+     ["The Seine flows through Paris.", "The Thames flows through London."]),
+    ("The museum opened in 1990, but the library opened in 1995.",
+     ["The museum opened in 1990.", "The library opened in 1995."]),
+    ("Elvis was born in 1935 and died in 1977.", ["Elvis was born in 1935.", "Elvis died in 1977."]),
+    ("Yes, he was born in 1935 and died in 1977.", ["Yes, he was born in 1935.", "He died in 1977."]),
+    ("The dock charges the A1, and the A1 plays music while it charges.",
+     ["The dock charges the A1.", "The A1 plays music while it charges."]),
+    # exceptions and conditions restrict their fact: one claim
+    ("Shipping is free except for international orders.", ["Shipping is free except for international orders."]),
+    ("Returns are accepted unless the seal is broken.", ["Returns are accepted unless the seal is broken."]),
+    ("If the case bulges, stop using the speaker.", ["If the case bulges, stop using the speaker."]),
+    # noun coordination, pairs and ranges stay whole
+    ("Cables and speakers are accepted.", ["Cables and speakers are accepted."]),
+    ("Opened and lightly used speakers are accepted if they have no impact marks.",
+     ["Opened and lightly used speakers are accepted if they have no impact marks."]),
+    ("Charge the speaker between 0 °C and 40 °C.", ["Charge the speaker between 0 °C and 40 °C."]),
+    ("The dock charges the A1 but not other speakers.", ["The dock charges the A1 but not other speakers."]),
+    ("Rock and roll became popular in the 1950s.", ["Rock and roll became popular in the 1950s."]),
+    # restrictive relative clause (no comma): one claim
+    ("The speaker that you bought has a two-year warranty.", ["The speaker that you bought has a two-year warranty."]),
+    # inside brackets nothing splits
+    ("The warranty (three years and free repairs) starts at delivery.",
+     ["The warranty (three years and free repairs) starts at delivery."]),
+    ("It has the cable, strap, etc.", ["It has the cable, strap, etc."]),
+    ("The event is held over Memorial Day weekend in late May.",
+     ["The event is held over Memorial Day weekend in late May."]),
+    ("The speaker is light, and it is easy to carry.", ["The speaker is light.", "It is easy to carry."]),
+]
+
+
+@pytest.mark.parametrize(("sentence", "expected"), SPANISH, ids=[s[:40] for s, _ in SPANISH])
+def test_spanish_sentences(sentence, expected):
+    assert split_claims(sentence) == expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), ENGLISH, ids=[s[:40] for s, _ in ENGLISH])
+def test_english_sentences(sentence, expected):
+    assert split_claims(sentence) == expected
+
+
+def test_at_least_forty_sentences_per_language():
+    assert len(SPANISH) >= 40 and len(ENGLISH) >= 40
+
+
+def test_sentence_level_splitting_still_comes_first():
+    text = "El altavoz pesa 500 g y mide 20 cm. La garantía dura tres años."
+    assert split_claims(text) == ["El altavoz pesa 500 g.", "El altavoz mide 20 cm.", "La garantía dura tres años."]
+    assert split_claims(text, coordinated=False) == ["El altavoz pesa 500 g y mide 20 cm.", "La garantía dura tres años."]
+
+
+def test_verbs_are_recognised_by_form_and_accent():
+    assert looks_verbal("el envío llegó ayer")       # "llegó" is a verb form
+    assert not looks_verbal("el envío de la caja")   # "envío" (accented í) is the noun
+    assert looks_verbal("the speaker weighs 500 g")
+    assert not looks_verbal("the cable and the strap")
+
+
+def test_no_rule_keeps_the_sentence_as_written():
+    s = "Gracias por tu paciencia."
+    assert split_coordinated(s) == [s]
+    assert split_coordinated("") == [""]
