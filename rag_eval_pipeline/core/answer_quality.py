@@ -23,13 +23,12 @@ import numpy as np
 import polars as pl
 
 from rag_eval_pipeline.core.judges.base import HOLISTIC_SCORES, QualityJudge, ReverseQuestions, judge_concurrency
+from rag_eval_pipeline.core.tables import SCHEMAS
 
 QUALITY_METHODS = ("answer_relevance", "context_relevance", "correctness", "holistic")
 QUALITY_METRICS = ("answer_relevance", "answer_relevancy", "context_relevance", "answer_correctness",
                    "faithfulness_holistic_model")
-_SCHEMA = {"system": pl.Utf8, "question_id": pl.Utf8, "metric": pl.Utf8, "k": pl.Int32, "value": pl.Float64,
-           "numerator": pl.Float64, "denominator": pl.Float64, "status": pl.Utf8, "ranking_mode": pl.Utf8,
-           "error": pl.Utf8}  # the judge's failure reason on judge_error rows (kept out of question_metrics)
+_SCHEMA = SCHEMAS["answer_quality"]  # ``error``: the judge's failure reason (kept out of question_metrics)
 
 
 def supports_quality(judge) -> bool:

@@ -180,6 +180,7 @@ SCHEMAS: dict[str, pl.Schema] = {
             "denominator": pl.Float64,
             "status": pl.Utf8,
             "ranking_mode": pl.Utf8,
+            "error": pl.Utf8,  # the judge's failure reason on judge_error rows
         }
     ),
     # one current judge key (judge, judge_model, prompt_sha256) and calibration level

@@ -115,11 +115,16 @@ def test_configuration_key_is_accepted_and_reaches_the_phrase_lists(tmp_path):
     from rag_eval_pipeline.core.config import load_config
 
     cfg_path = tmp_path / "config.yaml"
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "golden.jsonl").write_text("", encoding="utf-8")
     cfg_path.write_text(
         "corpus: {source: documents_dir, path: corpus}\n"
         "golden: {path: golden.jsonl}\n"
         "systems: [{name: s, kind: logged, path: run.jsonl}]\n"
         "judge: {type: rule_based, abstention_phrases: {es: ['ni idea']}}\n", encoding="utf-8")
     cfg = load_config(cfg_path)
-    phrases = phrases_from_config(cfg.judge["abstention_phrases"])
+    phrases = phrases_from_config(cfg.judge.abstention_phrases)
     assert abstention_phrase("Ni idea.", phrases) == "ni idea"
+    cfg_path.write_text(cfg_path.read_text(encoding="utf-8").replace("['ni idea']", "'ni idea'"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="judge.abstention_phrases.es must be a list"):  # checked at load
+        load_config(cfg_path)
