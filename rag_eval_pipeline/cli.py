@@ -313,6 +313,7 @@ def estimate(args: argparse.Namespace) -> int:
     _dagster_home()
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.core.errors import ConfigError, EvalError
+    from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
     from rag_eval_pipeline.core.judges.base import EstimatesCost
     from rag_eval_pipeline.core.pipeline import build_golden, build_runs, build_snapshot
     from rag_eval_pipeline.core.systems.estimate import offline_systems, system_call_lines
@@ -338,8 +339,12 @@ def estimate(args: argparse.Namespace) -> int:
         return EXIT_OK
     texts = dict(zip(snapshot["chunk_id"], snapshot["text"]))
     questions = dict(zip(golden["question_id"], golden["question"]))
-    items = [(questions.get(r["question_id"], ""), r["answer"], [texts[h["chunk_id"]] for h in r["retrieved"] if h["chunk_id"] in texts])
-             for r in runs.iter_rows(named=True) if r["decision"] == "answer"]
+    phrases = phrases_from_config(cfg.judge.abstention_phrases)
+    # what judging calls the judge for: answers with a retrieval whose text does not abstain
+    items = [(questions.get(r["question_id"], ""), r["answer"],
+              [texts[h["chunk_id"]] for h in r["retrieved"] if h["chunk_id"] in texts])
+             for r in runs.iter_rows(named=True)
+             if r["decision"] == "answer" and r["retrieved"] and not abstention_phrase(r["answer"], phrases)]
     if not isinstance(judge, EstimatesCost):
         print(f"judge {judge.name}: {len(items)} answers to judge; it makes no model calls (cost 0)")
         return EXIT_OK

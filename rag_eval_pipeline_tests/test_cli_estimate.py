@@ -30,3 +30,35 @@ def test_estimate_with_the_rule_based_judge_costs_nothing(monkeypatch, capsys, t
     monkeypatch.setenv("RAG_EVAL_JUDGE", "rule_based")
     assert main(["estimate", "--config", str(SAMPLE_DIR / "config.yaml")]) == 0
     assert "makes no model calls" in capsys.readouterr().out
+
+
+def test_estimate_counts_only_answers_the_judge_is_called_for(monkeypatch, capsys, tmp_path):
+    """An answer whose text abstains and an answer without retrieval make no judge call, so they are not estimated."""
+    import json
+
+    import yaml
+
+    from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
+
+    rows = [json.loads(line) for line in (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    answered = [r for r in rows if r["decision"] == "answer" and r["retrieved"]]
+    answered[0]["answer"] = "No encuentro esa información en la documentación disponible."  # abstains in text
+    answered[1]["retrieved"] = []  # nothing retrieved: judged "no_retrieval", no call
+    log = tmp_path / "team.jsonl"
+    log.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    cfg = sample_config_dict()
+    cfg["systems"] = [{"name": "team_rag", "kind": "logged", "path": str(log)}]
+    cfg["gates"] = {"split": "test"}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    _isolate(monkeypatch, tmp_path)
+    with FaultServer(mode="ok") as srv:
+        monkeypatch.setenv("RAG_EVAL_JUDGE", "openai_compatible")
+        monkeypatch.setenv("RAG_EVAL_JUDGE_BASE_URL", srv.base_url)
+        monkeypatch.setenv("RAG_EVAL_JUDGE_MODEL", "m")
+        monkeypatch.setenv("RAG_EVAL_JUDGE_API_KEY", "sk-test-estimate")
+        assert main(["estimate", "--config", str(config)]) == 0
+        assert srv.chat_requests() == []
+    # the sample's log answers 34 questions, each with a retrieval: 34 - 2 remain to judge
+    assert f"{len(answered) - 2} answers" in capsys.readouterr().out and len(answered) == 34

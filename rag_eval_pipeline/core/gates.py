@@ -20,7 +20,8 @@ from rag_eval_pipeline.core.tables import SCHEMAS
 #: Gate statuses that let a candidate through (``inconclusive`` too when ``block_inconclusive`` is off).
 PASSING_STATUSES = ("pass", "within_noise", "unchanged_since_promotion")
 #: Manifest fields that identify what a system ran; equal fields = the same run configuration.
-IDENTITY_FIELDS = ("system", "corpus_version", "golden_version", "retriever", "generator", "model", "prompt_version")
+IDENTITY_FIELDS = ("system", "corpus_version", "golden_version", "retriever", "generator", "model", "prompt_version",
+                   "system_version")
 
 
 class VersionMismatchError(EvalError):
@@ -242,7 +243,8 @@ class GateVerdict:
 
 def run_manifest(rag_runs: pl.DataFrame, golden_set: pl.DataFrame, system: str) -> dict[str, Any]:
     """What ``system`` ran in this evaluation: system, corpus and golden versions, retriever,
-    generator, model, prompt version (from its first ``rag_runs`` row; None each when it has none)."""
+    generator, model, prompt version and, for a live system with ``version_header``, the version its
+    replies reported (``system_version``; from its first ``rag_runs`` row; None each when it has none)."""
     rows = rag_runs.filter(pl.col("system") == system).head(1).to_dicts()
     row = rows[0] if rows else {}
     return {
@@ -253,6 +255,7 @@ def run_manifest(rag_runs: pl.DataFrame, golden_set: pl.DataFrame, system: str) 
         "generator": row.get("generator"),
         "model": row.get("model"),
         "prompt_version": row.get("prompt_version"),
+        "system_version": row.get("system_version"),
     }
 
 

@@ -85,7 +85,7 @@ class AnswerJudgement:
 class Judge(Protocol):
     """What the pipeline needs from a judge.
 
-    Attributes: ``name`` (e.g. "rule_based_lexical"), ``model`` (pinned version),
+    Attributes: ``name`` (e.g. "rule_based"), ``model`` (pinned version),
     ``prompt_sha256`` (hex sha256 of the prompt or of the canonical parameter description, so that
     any change to what the judge does changes this value).
 
