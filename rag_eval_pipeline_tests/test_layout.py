@@ -3,8 +3,6 @@
 import ast
 from pathlib import Path
 
-import dagster as dg
-
 from rag_eval_pipeline.definitions import defs
 
 CORE = Path(__file__).resolve().parents[1] / "rag_eval_pipeline" / "core"

@@ -18,7 +18,6 @@ import os
 import shutil
 import signal
 import time
-import unicodedata
 from pathlib import Path
 
 import dagster as dg
@@ -29,8 +28,8 @@ import yaml
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.locking import OutputLock, read_owner
 from rag_eval_pipeline.core.sources.trec import read_trec_run
-from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
+from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import (
     cli_env,

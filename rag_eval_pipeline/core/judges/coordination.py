@@ -279,7 +279,7 @@ def _cap(s: str) -> str:
 
 def _finish(s: str, end: str) -> str:
     s = _cap(s)
-    return s + end if s and not s[-1] in ".!?…" else s
+    return s + end if s and s[-1] not in ".!?…" else s
 
 
 def split_coordinated(sentence: str) -> list[str]:

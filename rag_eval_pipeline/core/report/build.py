@@ -534,12 +534,14 @@ def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None
             errors = ({r["run_id"]: r["judge_errors"] for r in sel.iter_rows(named=True)}
                       if with_errors and is_judge_based(label) else None)
 
-            def shown(run_id: str | None, v: float | None, none_text: str) -> Cell:
+            def shown(run_id: str | None, v: float | None, none_text: str, *,
+                  errors: dict | None = errors) -> Cell:
                 if v is None:
                     return Cell(none_text, css="na" if none_text != "—" else None)
                 cell = num_cell(fmt(v))
                 if errors is not None:
-                    cell.text += f" · judge errors {errors.get(run_id) if errors.get(run_id) is not None else '?'}"
+                    count = errors.get(run_id)
+                    cell.text += f" · judge errors {count if count is not None else '?'}"
                 return cell
 
             latest = vals.get(last_two[-1])

@@ -126,7 +126,7 @@ def trend_svg(history: pl.DataFrame, metric: str | tuple[str, int | None], width
     stamp_format = "%Y-%m-%d %H:%M"
     label_px = len("2026-01-01 00:00") * _CHAR_PX + 8
     for t in _spaced_ticks(ts, x, label_px):
-        stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime(stamp_format)
+        stamp = dt.datetime.fromtimestamp(t, dt.UTC).strftime(stamp_format)
         parts.append(f'<text class="tick" x="{x(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">{escape_html(stamp)}</text>')
     parts.append(f'<text x="{ml}" y="{height - 6}">{escape_html(label)} (UTC)</text>')
     # systems sharing one value in one run: every tooltip there names them all

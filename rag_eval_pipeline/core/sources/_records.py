@@ -144,7 +144,7 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
     lines = text.split("\n")
     ends_with_newline = text.endswith("\n")
     out: list[tuple[int, dict]] = []
-    last_content = max((i for i, l in enumerate(lines) if l.strip()), default=-1)
+    last_content = max((i for i, text_line in enumerate(lines) if text_line.strip()), default=-1)
     for i, raw in enumerate(lines):
         if not raw.strip():
             continue

@@ -27,7 +27,7 @@ def rec(qid="q1", **kw) -> dict:
 
 
 def write(path: Path, lines: list) -> Path:
-    path.write_text("\n".join(l if isinstance(l, str) else json.dumps(l) for l in lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(item if isinstance(item, str) else json.dumps(item) for item in lines) + "\n", encoding="utf-8")
     return path
 
 

@@ -99,8 +99,8 @@ class TracedRag:
             row = {"name": s.name, "span_kind": a.get(KIND), "context.trace_id": f"{s.context.trace_id:032x}",
                    "context.span_id": f"{s.context.span_id:016x}",
                    "parent_id": f"{s.parent.span_id:016x}" if s.parent else None,
-                   "start_time": dt.datetime.fromtimestamp(s.start_time / 1e9, dt.timezone.utc),
-                   "end_time": dt.datetime.fromtimestamp(s.end_time / 1e9, dt.timezone.utc),
+                   "start_time": dt.datetime.fromtimestamp(s.start_time / 1e9, dt.UTC),
+                   "end_time": dt.datetime.fromtimestamp(s.end_time / 1e9, dt.UTC),
                    "status_code": s.status.status_code.name, "status_message": s.status.description}
             for k, v in a.items():
                 row[f"attributes.{k}"] = json.loads(v) if k == SpanAttributes.METADATA else v
