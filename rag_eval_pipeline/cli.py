@@ -108,7 +108,9 @@ def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
     rows = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
     order = {metric_label(m, k): i for i, (m, k) in enumerate(metrics)}
     rows = rows.with_columns(
-        pl.struct("metric", "k").map_elements(lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.Utf8).alias("label")
+        pl.struct("metric", "k")
+        .map_elements(lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.Utf8)
+        .alias("label")
     ).filter(pl.col("label").is_in(list(order)))
     rows = rows.with_columns(pl.col("label").replace_strict(order, default=99).alias("_o")).sort("system", "_o")
     has_errors = "judge_errors" in rows.columns
@@ -338,7 +340,8 @@ def estimate(args: argparse.Namespace) -> int:
         return EXIT_OK
     texts = dict(zip(snapshot["chunk_id"], snapshot["text"]))
     questions = dict(zip(golden["question_id"], golden["question"]))
-    items = [(questions.get(r["question_id"], ""), r["answer"], [texts[h["chunk_id"]] for h in r["retrieved"] if h["chunk_id"] in texts])
+    items = [(questions.get(r["question_id"], ""), r["answer"],
+              [texts[h["chunk_id"]] for h in r["retrieved"] if h["chunk_id"] in texts])
              for r in runs.iter_rows(named=True) if r["decision"] == "answer"]
     if not isinstance(judge, EstimatesCost):
         print(f"judge {judge.name}: {len(items)} answers to judge; it makes no model calls (cost 0)")
@@ -417,7 +420,8 @@ def add_serve_reference(sub) -> None:
 
 # --- entry point ------------------------------------------------------------------------------------
 
-SUBCOMMANDS = [add_run, add_estimate, add_serve, add_label, add_serve_reference]  # one function per subcommand: add yours here
+# One function per subcommand: add yours here.
+SUBCOMMANDS = [add_run, add_estimate, add_serve, add_label, add_serve_reference]
 
 
 def build_parser() -> argparse.ArgumentParser:

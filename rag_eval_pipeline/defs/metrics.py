@@ -57,8 +57,10 @@ def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult
     problems = {
         "nan_values": s.filter(pl.col("value").is_nan()),
         "null_with_denominator": s.filter(pl.col("value").is_null() & (pl.col("denominator") > 0)),
-        "value_without_denominator": s.filter(pl.col("value").is_not_null() & (pl.col("denominator").fill_null(0) == 0)),
-        "missing_counts": s.filter(pl.col("numerator").is_null() | pl.col("denominator").is_null() | pl.col("n").is_null()),
+        "value_without_denominator": s.filter(pl.col("value").is_not_null()
+                                              & (pl.col("denominator").fill_null(0) == 0)),
+        "missing_counts": s.filter(pl.col("numerator").is_null() | pl.col("denominator").is_null()
+                                   | pl.col("n").is_null()),
         "value_not_ratio": s.filter(
             pl.col("value").is_not_null()
             & ((pl.col("value") - pl.col("numerator") / pl.col("denominator")).abs() > 1e-9)

@@ -92,8 +92,8 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings,
 
 
 @dg.asset_check(asset=gate_verdict, blocking=True, additional_ins={"gate_results": dg.AssetIn()},
-                description="Every blocking gate passes: no regression beyond its threshold that the paired test calls real, "
-                            "no floor breached, no comparison across golden or corpus versions.")
+                description="Every blocking gate passes: no regression beyond its threshold that the paired test "
+                            "calls real, no floor breached, no comparison across golden or corpus versions.")
 def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFrame) -> dg.AssetCheckResult:
     failed = failed_gates(gate_results)
     return dg.AssetCheckResult(

@@ -46,8 +46,9 @@ mean over pairs: Light's kappa, R. J. Light 1971), the ceiling any judge can rea
 
 Stale labels: a label carrying ``content_sha256`` (a hash of the question, answer or claim and
 retrieved chunk texts the person saw, :func:`rag_eval_pipeline.core.labelling.content_sha256`) is
-compared with the hash of the same item now; when they differ the label is *stale*: left out of every figure, counted (``n_stale_labels``) and listed
-(``stale_labels``). Labels without a hash (older files) are used as before.
+compared with the hash of the same item now; when they differ the label is *stale*: left out of
+every figure, counted (``n_stale_labels``) and listed (``stale_labels``). Labels without a hash (older
+files) are used as before.
 
 Nothing here imports Dagster.
 """
@@ -404,8 +405,8 @@ def calibrate(
     Output: :class:`CalibrationResult`. Items on one side only are counted, not compared. With
     several people, every (item, person) label is compared with the judge's label of the item
     (``n`` counts those pairs). A hashed label whose item changed is stale: left out,
-    counted and listed (an item absent now is not compared, hence not stale). ``kappa`` is None with ``kappa_reason`` when n = 0 or when one side's
-    labels are all equal (module docstring); otherwise Cohen's kappa from
+    counted and listed (an item absent now is not compared, hence not stale). ``kappa`` is None with
+    ``kappa_reason`` when n = 0 or when one side's labels are all equal (module docstring); otherwise Cohen's kappa from
     ``agreement.cohen_kappa``. Agreement between people: :func:`inter_labeller_agreement`.
     Raises ValueError for an unknown level / bad mapping, or when ``judge_labels`` holds more
     than one judge key (use :func:`calibrate_all`); SchemaError for a missing column; InputError
@@ -772,7 +773,8 @@ def ppi_rates(
     jl = majority_vote(jl)
     judge_raw = _labels_for(jl, m["judge_rule"], item, "judge").filter(pl.col("raw").is_not_null())
     judge_mapped, _ = _map(judge_raw, "judge", m["judge"], item)
-    hl = human_labels.select("system", "question_id", "verdict").with_columns(pl.col(c).cast(pl.Utf8) for c in item + ["verdict"])
+    hl = human_labels.select("system", "question_id", "verdict").with_columns(
+        pl.col(c).cast(pl.Utf8) for c in item + ["verdict"])
     hl = hl.unique(subset=item, keep="first", maintain_order=True)  # several people: the first label of each answer
     human_raw = _labels_for(hl, m["human_rule"], item, "human").filter(pl.col("raw").is_not_null())
     human_mapped, _ = _map(human_raw, "human", m["human"], item)

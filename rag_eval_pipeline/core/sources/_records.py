@@ -154,12 +154,13 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
         except json.JSONDecodeError as exc:
             if i == last_content and not ends_with_newline:
                 raise InputError(
-                    f"the last line is cut off ({exc.msg.removesuffix(' at')} at column {exc.colno}, and the file does not end "
-                    "with a newline); expected one complete JSON object per line",
+                    f"the last line is cut off ({exc.msg.removesuffix(' at')} at column {exc.colno}, "
+                    "and the file does not end with a newline); expected one complete JSON object per line",
                     path=str(p), line=lineno, field="json",
                 ) from None
             raise InputError(
-                f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; expected one JSON object per line",
+                f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; "
+                "expected one JSON object per line",
                 path=str(p), line=lineno, field="json",
             ) from None
         except _DuplicateKey as exc:

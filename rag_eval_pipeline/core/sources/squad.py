@@ -62,7 +62,8 @@ def load_squad_v2(path: str | Path, split_seed: int = 0) -> tuple[pl.DataFrame, 
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; expected a SQuAD 2.0 JSON file",
+        raise InputError(f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; "
+                         "expected a SQuAD 2.0 JSON file",
                          path=str(p), line=exc.lineno, field="json") from None
     articles = data.get("data") if isinstance(data, dict) else None
     if not isinstance(articles, list):
