@@ -1,4 +1,5 @@
-"""core/report.py: seed-003 bands at their edges, restricted text never shown, escaping, not-evaluable nulls, trend page."""
+"""core/report.py: seed-003 bands at their edges, restricted text never shown, escaping, not-evaluable nulls,
+trend page."""
 
 from __future__ import annotations
 
@@ -241,7 +242,8 @@ def test_script_in_an_answer_is_escaped():
 
 def test_not_evaluable_is_shown_with_counts_never_as_zero():
     rep = _report()
-    line = next(md_line for md_line in rep.markdown.splitlines() if md_line.startswith("| abstention_without_evidence |"))
+    line = next(md_line for md_line in rep.markdown.splitlines()
+                if md_line.startswith("| abstention_without_evidence |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[1] == "not evaluable"
     assert cells[3] == "4" and cells[4] == "4"  # n and the not-evaluable count
@@ -356,8 +358,8 @@ def _summary_with_judge_errors(errors: int) -> pl.DataFrame:
     s = _summary(0.95).with_columns(
         pl.when(pl.col("metric") == "faithfulness").then(pl.lit(errors)).otherwise(pl.col("judge_errors"))
         .cast(pl.Int64).alias("judge_errors"))
-    seg = s.filter(pl.col("metric") == "faithfulness").with_columns(pl.lit("lang=en").alias("segment"),
-                                                                    pl.lit(errors - 1).cast(pl.Int64).alias("judge_errors"))
+    seg = s.filter(pl.col("metric") == "faithfulness").with_columns(
+        pl.lit("lang=en").alias("segment"), pl.lit(errors - 1).cast(pl.Int64).alias("judge_errors"))
     return pl.concat([s, seg]).cast(SCHEMAS["metric_summary"])
 
 

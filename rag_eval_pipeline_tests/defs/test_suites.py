@@ -243,5 +243,5 @@ def test_a_suite_whose_data_folder_is_absent_is_skipped_with_the_path(tmp_path):
     (tmp_path / "suites.yaml").write_text("suites:\n  public: {config: public.yaml}\n", encoding="utf-8")
     with pytest.raises(ConfigError) as exc:
         check_suite(load_suites(tmp_path / "suites.yaml")[0])
-    assert str(exc.value) == (f"suite public: data not found: corpus.path {(tmp_path.parent / 'nowhere' / 'scifact_beir')}"
-                              f" not found (set in {path})")
+    missing = tmp_path.parent / "nowhere" / "scifact_beir"
+    assert str(exc.value) == f"suite public: data not found: corpus.path {missing} not found (set in {path})"

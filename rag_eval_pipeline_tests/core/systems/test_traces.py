@@ -164,7 +164,8 @@ def test_unmatched_traces_and_questions_without_a_trace_are_counted(sample, tmp_
     rag(rows[4][0], "  " + rows[4][1].upper() + " ", [], with_id=False)  # text differs only in case/space
     path = tmp_path / "t.jsonl"
     rag.write_otlp_json(path)
-    run = TracesRunner(traces_spec(path, question_id_attribute="metadata.question_id")).run(golden, sample.ctx("traced"))
+    runner = TracesRunner(traces_spec(path, question_id_attribute="metadata.question_id"))
+    run = runner.run(golden, sample.ctx("traced"))
     info = run.info
     assert info["traces"] == 7 and info["unmatched_traces"] == 2
     reasons = sorted(u["reason"] for u in info["unmatched_examples"])
