@@ -156,7 +156,8 @@ def print_report(res: dict, generic: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    default = Path(os.environ.get("RAG_EVAL_DATASETS", REPO.parent / "shared" / "datasets")) / "begin_wow" / "begin_dev_wow.tsv"
+    datasets = Path(os.environ.get("RAG_EVAL_DATASETS", REPO.parent / "shared" / "datasets"))
+    default = datasets / "begin_wow" / "begin_dev_wow.tsv"
     ap.add_argument("--file", type=Path, default=default, help="a BEGIN-format TSV file")
     ap.add_argument("--no-semantic", action="store_true", help="judge without the semantic signal")
     args = ap.parse_args(argv)

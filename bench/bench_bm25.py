@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import bm25s
-import numpy as np
 import pytrec_eval
 import Stemmer
 

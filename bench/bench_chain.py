@@ -28,8 +28,8 @@ def main() -> int:
             (home / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text())
             env = dict(os.environ, DAGSTER_HOME=str(home))
             start = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--output", str(Path(tmp) / "out")],
-                                  cwd=ROOT, env=env, capture_output=True, text=True)
+            cmd = [sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--output", str(Path(tmp) / "out")]
+            proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
             times.append(time.perf_counter() - start)
             if proc.returncode != 0:
                 print(proc.stdout[-3000:], proc.stderr[-3000:])

@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rag_eval_pipeline_tests.defs.test_hostile_inputs import CASES, broken_config, load_case  # noqa: E402
 from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config  # noqa: E402
+from rag_eval_pipeline_tests.defs.test_hostile_inputs import CASES, broken_config, load_case  # noqa: E402
 
 LIMIT_S, LIMIT_BYTES = 30.0, 1 << 30
 

@@ -38,7 +38,8 @@ def main() -> int:
     ap.add_argument("--trickle-bytes", type=int, default=60)
     ap.add_argument("--no-fail", action="store_true")
     args = ap.parse_args()
-    items = [("¿Cuándo abre?", f"La biblioteca abre de lunes a viernes. Respuesta {i}.", CTX) for i in range(args.items)]
+    items = [("¿Cuándo abre?", f"La biblioteca abre de lunes a viernes. Respuesta {i}.", CTX)
+             for i in range(args.items)]
     with FaultServer("trickle", trickle_s=args.trickle_s, trickle_bytes=args.trickle_bytes) as srv:
         judge = OpenAICompatibleJudge(srv.base_url, "bench-model", "bench-key", timeout_s=args.timeout_s,
                                       max_retries=args.retries, backoff_s=0, concurrency=args.concurrency,

@@ -70,7 +70,8 @@ def generate(folder: Path, n_chunks: int, n_questions: int, seed: int = 7) -> Pa
     with open(beir / "corpus.jsonl", "w", encoding="utf-8") as fh:
         for d in range(n_chunks):
             w = corpus_vocab[words[d]]
-            sentences = [" ".join(w[3 + s * sent_len: 3 + (s + 1) * sent_len]).capitalize() + "." for s in range(n_sent)]
+            sentences = [" ".join(w[3 + s * sent_len: 3 + (s + 1) * sent_len]).capitalize() + "."
+                         for s in range(n_sent)]
             doc_sentences.append(sentences)
             fh.write(json.dumps({"_id": f"d{d}", "title": " ".join(w[:3]).title(), "text": " ".join(sentences)}) + "\n")
 
@@ -122,8 +123,9 @@ def generate(folder: Path, n_chunks: int, n_questions: int, seed: int = 7) -> Pa
             rec = {"decision": "clarify", "answer": "Which one do you mean?"}
         else:
             rec = {"decision": "abstain", "answer": "I do not know."}
-        log.append({"question_id": qid, "retrieved": [{"chunk_id": f"d{h}#0", "score": round(float(s), 4), "rank": i + 1}
-                                                      for i, (h, s) in enumerate(zip(hits, scores))],
+        retrieved = [{"chunk_id": f"d{h}#0", "score": round(float(s), 4), "rank": i + 1}
+                     for i, (h, s) in enumerate(zip(hits, scores))]
+        log.append({"question_id": qid, "retrieved": retrieved,
                     "model": "team-model-1", "prompt_version": "v1", **rec})
 
     def jsonl(path: Path, rows) -> None:
@@ -229,7 +231,8 @@ def measure(config: Path, out: Path, profile: str | None = None) -> list[dict]:
             continue
         cmd = [sys.executable, __file__, "--node", json.dumps({"config": str(config), "out": str(out), "keys": keys,
                                                                 "profile": bool(profile)})]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, PYTHONWARNINGS="ignore"))
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                              env=dict(os.environ, PYTHONWARNINGS="ignore"))
         if profile:
             print(proc.stderr[-12000:])
         line = [ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH ")]
@@ -240,7 +243,8 @@ def measure(config: Path, out: Path, profile: str | None = None) -> list[dict]:
         check_s = sum(v for k, v in m["steps"].items() if k != name)
         rows.append({"node": name, "step_s": own, "checks_s": check_s, **m})
         status = "ok" if not m["failures"] else "FAILED " + "; ".join(m["failures"])
-        print(f"  {name:<20} step {own:7.2f} s  checks {check_s:6.2f} s  peak RSS {m['peak_rss_mib']:7.0f} MiB  {status}",
+        print(f"  {name:<20} step {own:7.2f} s  checks {check_s:6.2f} s  "
+              f"peak RSS {m['peak_rss_mib']:7.0f} MiB  {status}",
               flush=True)
         if name not in m["steps"]:
             raise SystemExit(f"node {name} did not materialise: the measurement stops here")
@@ -303,7 +307,8 @@ def main() -> int:
     if len(sizes) == 2:
         q_ratio = sizes[1] / sizes[0]
         t_ratio = totals[sizes[1]] / totals[sizes[0]]
-        print(f"\nquestions x{q_ratio:.1f} -> time x{t_ratio:.2f} ({'at most linear' if t_ratio <= q_ratio * 1.1 else 'WORSE than linear'})")
+        growth = "at most linear" if t_ratio <= q_ratio * 1.1 else "WORSE than linear"
+        print(f"\nquestions x{q_ratio:.1f} -> time x{t_ratio:.2f} ({growth})")
     print(f"worst peak RSS {worst_peak / 1024:.2f} GiB (goal <= {GOAL_PEAK_GIB} GiB): "
           f"{'OK' if worst_peak / 1024 <= GOAL_PEAK_GIB else 'MISSED'}")
     return 0

@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         k_rule = kappa([human[i] for i in test], [pred_rule[i] for i in test])
         k_base = kappa([human[i] for i in test], [pred_base[i] for i in test])
         per_fold.append((k_rule, k_base))
-        print(f"fold {f + 1}: n={len(test)}  fitted { {k: float(v) for k, v in p.items()} } (train kappa {k_train:.3f}); "
+        fitted = {k: float(v) for k, v in p.items()}
+        print(f"fold {f + 1}: n={len(test)}  fitted {fitted} (train kappa {k_train:.3f}); "
               f"held-out kappa rule {k_rule:.3f}, baseline {k_base:.3f} (threshold {t:.3f})")
     k_rule = kappa(human, pred_rule)
     k_base = kappa(human, pred_base)

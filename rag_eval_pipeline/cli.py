@@ -108,7 +108,9 @@ def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
     rows = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
     order = {metric_label(m, k): i for i, (m, k) in enumerate(metrics)}
     rows = rows.with_columns(
-        pl.struct("metric", "k").map_elements(lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.Utf8).alias("label")
+        pl.struct("metric", "k")
+        .map_elements(lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.Utf8)
+        .alias("label")
     ).filter(pl.col("label").is_in(list(order)))
     rows = rows.with_columns(pl.col("label").replace_strict(order, default=99).alias("_o")).sort("system", "_o")
     has_errors = "judge_errors" in rows.columns
@@ -422,7 +424,8 @@ def add_serve_reference(sub) -> None:
 
 # --- entry point ------------------------------------------------------------------------------------
 
-SUBCOMMANDS = [add_run, add_estimate, add_serve, add_label, add_serve_reference]  # one function per subcommand: add yours here
+# One function per subcommand: add yours here.
+SUBCOMMANDS = [add_run, add_estimate, add_serve, add_label, add_serve_reference]
 
 
 def build_parser() -> argparse.ArgumentParser:

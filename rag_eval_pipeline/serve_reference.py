@@ -69,11 +69,11 @@ def build_app(config_path: str, system_name: str):
 def serve_reference(args: argparse.Namespace) -> int:
     """Run the server until interrupted (SIGINT / SIGTERM). Returns 1 with one line on stderr for a
     configuration or corpus error, 0 after a clean shutdown."""
+    from pathlib import Path
+
     import uvicorn
 
     from rag_eval_pipeline.core.errors import EvalError
-
-    from pathlib import Path
 
     config = args.config or str(Path(__file__).resolve().parents[1] / "data" / "sample" / "config.yaml")
     try:

@@ -40,8 +40,8 @@ def test_estimate_counts_only_answers_the_judge_is_called_for(monkeypatch, capsy
 
     from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
 
-    rows = [json.loads(line) for line in (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    text = (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in text.splitlines() if line.strip()]
     answered = [r for r in rows if r["decision"] == "answer" and r["retrieved"]]
     answered[0]["answer"] = "No encuentro esa información en la documentación disponible."  # abstains in text
     answered[1]["retrieved"] = []  # nothing retrieved: judged "no_retrieval", no call

@@ -3,8 +3,6 @@
 import ast
 from pathlib import Path
 
-import dagster as dg
-
 from rag_eval_pipeline.definitions import defs
 
 CORE = Path(__file__).resolve().parents[1] / "rag_eval_pipeline" / "core"
@@ -30,8 +28,9 @@ def test_asset_keys_are_pinned():
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {f"sample/{k}" for k in (
         "corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements",
-        "question_metrics", "metric_summary", "metric_history", "promotion", "judge_calibration", "judge_variance",
-        "gate_results", "gate_verdict", "regression_cases", "answer_quality", "trec_files", "evaluation_report")} <= keys
+        "question_metrics", "metric_summary", "metric_history", "promotion", "judge_calibration",
+        "judge_variance", "gate_results", "gate_verdict", "regression_cases", "answer_quality", "trec_files",
+        "evaluation_report")} <= keys
 
 
 def test_blocking_checks_guard_the_chain():

@@ -209,7 +209,6 @@ def test_threshold_metric_names_are_checked_when_the_config_loads(tmp_path):
 
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.core.errors import ConfigError
-    from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 
     base = sample_config_dict()  # absolute paths: the corpus folder must exist when the file loads
 

@@ -117,8 +117,9 @@ def evaluate_gates(
     A drop beyond ``max_abs_drop`` or ``max_rel_drop`` is a regression when the paired two-sided
     randomisation test over the questions both systems answered gives p < ``alpha`` and the drop is
     larger than the judge's noise resolution for that metric (``noise_resolution``); otherwise it is
-    ``inconclusive`` (blocking unless ``block_inconclusive`` is False). A value under ``min_value`` (over it, for lower-is-better metrics) is always a
-    regression. A null candidate or baseline value is ``not_evaluable``.
+    ``inconclusive`` (blocking unless ``block_inconclusive`` is False). A value under ``min_value``
+    (over it, for lower-is-better metrics) is always a regression. A null candidate or baseline value is
+    ``not_evaluable``.
     """
     from rag_eval_pipeline.core.metrics.stats import paired_randomisation_test
 

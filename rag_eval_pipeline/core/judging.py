@@ -69,8 +69,8 @@ def judge_runs(
     (or a malformed result) gives status "judge_error" and one ``judge_labels`` row with
     claim_id "<question_id>:c0" (the answer as a whole), claim = the answer, verdict JUDGE_ERROR
     and the reason in ``error``; other answers are still judged. The reason is also stored in
-    the answer's ``answer_judgements`` row (``error``; null unless the status is judge_error). ``n_claims`` counts claim rows
-    (0 without claims, null when the judge failed before giving claims).
+    the answer's ``answer_judgements`` row (``error``; null unless the status is judge_error).
+    ``n_claims`` counts claim rows (0 without claims, null when the judge failed before giving claims).
 
     ``judge_labels``: one row per claim, claim_id "<question_id>:c<n>" with n = 1, 2, ... in the
     judge's order; ``quote_found`` is recomputed here; an unverified SUPPORTED becomes NOT_MENTIONED

@@ -139,7 +139,7 @@ class OutputLock:
             os.close(fd)
             raise
         owner = {"pid": os.getpid(), "run_id": self.run_id, "host": socket.gethostname(),
-                 "started_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                 "started_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                  "command": " ".join(sys.argv)[:300]}
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(owner) + "\n").encode("utf-8"), 0)

@@ -117,7 +117,8 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
     Reference systems are run here (BM25/dense/hybrid + extractive answerer); logged systems are
     read from their JSONL/Parquet log; a logged chunk id outside ``snapshot`` is an InputError at its
     line, and so is a hit without a score when ``ranking_mode`` is ``trec_eval``. Logged rows for
-    questions outside ``golden`` are kept: the ``rag_runs`` asset counts and excludes them. Raises InputError for bad logs, ConfigError for unknown names.
+    questions outside ``golden`` are kept: the ``rag_runs`` asset counts and excludes them. Raises InputError
+    for bad logs, ConfigError for unknown names.
     """
     from rag_eval_pipeline.core.reference_system import run_reference_system
     from rag_eval_pipeline.core.sources.run_logs import load_run_log

@@ -20,7 +20,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from rag_eval_pipeline.core.errors import ConfigError, EvalError
 from rag_eval_pipeline.core.yamlio import load_yaml
 

@@ -72,7 +72,8 @@ SCHEMAS: dict[str, pl.Schema] = {
             "generator": pl.Utf8,
             "model": pl.Utf8,
             "prompt_version": pl.Utf8,
-            "latency_ms": pl.Float64,  # the system call's wall time (http, python) or root span (traces); null if unmeasured
+            # the system call's wall time (http, python) or root span (traces); null if unmeasured
+            "latency_ms": pl.Float64,
             "system_version": pl.Utf8,  # the reply's version header (http version_header); null otherwise
             "trace_id": pl.Utf8,  # traces: the trace this row came from (hex); null otherwise
             "decision_rule": pl.Utf8,  # traces / mapped replies: which rule set the decision; null = the system said
@@ -101,7 +102,8 @@ SCHEMAS: dict[str, pl.Schema] = {
         {
             "system": pl.Utf8,
             "question_id": pl.Utf8,
-            "status": pl.Utf8,  # judged / abstained / abstention_text_in_answer / no_claims / no_retrieval / judge_error
+            # judged / abstained / abstention_text_in_answer / no_claims / no_retrieval / judge_error
+            "status": pl.Utf8,
             "n_claims": pl.Int32,
             "judge": pl.Utf8,
             "judge_model": pl.Utf8,

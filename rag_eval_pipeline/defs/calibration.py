@@ -96,7 +96,7 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
         source = str(path)
         human = _load_human_labels(path, level, section.mapping)
         hashes = _current_hashes(store, judge_labels, level)
-        now = dt.datetime.now(dt.timezone.utc).isoformat()
+        now = dt.datetime.now(dt.UTC).isoformat()
         fresh = calibrate_all(human, judge_labels, section.mapping, level, calibrated_at=now, source=source,
                               current_hashes=hashes)
         if fresh:

@@ -28,7 +28,8 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig, setti
         golden = quick_subset(golden, cfg.quick_subset_size, cfg.seed)
     elif subset != "full":
         raise dg.Failure(f"golden_set config subset must be 'full' or 'quick', got {config.subset!r}")
-    counts = {f"{a}/{s}": n for a, s, n in golden.group_by("answerability", "split").len().sort("answerability", "split").iter_rows()}
+    by_group = golden.group_by("answerability", "split").len().sort("answerability", "split")
+    counts = {f"{a}/{s}": n for a, s, n in by_group.iter_rows()}
     return dg.Output(
         golden,
         metadata={
@@ -42,7 +43,8 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig, setti
 
 @dg.asset_check(asset=golden_set, blocking=True,
                 additional_ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": ["chunk_id"]})},
-                description="Every referenced chunk id exists; absent questions have no relevant ids; answerable ones have some.")
+                description="Every referenced chunk id exists; absent questions have no relevant ids; "
+                            "answerable ones have some.")
 def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
     # Column expressions, no Python loop over questions (10,000 questions x 200,000 chunks in well under a second).
     g = golden_set.with_row_index("_row")

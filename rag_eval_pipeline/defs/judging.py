@@ -85,7 +85,8 @@ class JudgeRunConfig(dg.Config):
     group_name="judging",
     outs={
         "judge_labels": dg.AssetOut(kinds={"polars", "parquet"}, description="One claim of one answer, judged once."),
-        "answer_judgements": dg.AssetOut(kinds={"polars", "parquet"}, description="Why each answer has (or lacks) claim labels."),
+        "answer_judgements": dg.AssetOut(kinds={"polars", "parquet"},
+                                         description="Why each answer has (or lacks) claim labels."),
     },
 )
 def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
@@ -126,8 +127,8 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
                 description="Every run row of every system has a judgement for every repeat (labels are complete).")
 def every_answer_has_a_judgement(answer_judgements: pl.DataFrame, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
     repeats = answer_judgements["repeat"].unique().to_list() or [0]
-    expected = rag_runs.select("system", "question_id").join(pl.DataFrame({"repeat": repeats}, schema={"repeat": pl.Int32}),
-                                                               how="cross")
+    repeat_frame = pl.DataFrame({"repeat": repeats}, schema={"repeat": pl.Int32})
+    expected = rag_runs.select("system", "question_id").join(repeat_frame, how="cross")
     missing = expected.join(answer_judgements.select("system", "question_id", "repeat"),
                             on=["system", "question_id", "repeat"], how="anti")
     return dg.AssetCheckResult(
@@ -146,7 +147,8 @@ def progress_line(p: dict) -> str:
             f"{p['elapsed_s']:.1f} s")
 
 
-@dg.asset_check(asset="judge_labels", blocking=True, description="Every verdict is in the allowed set; SUPPORTED always carries a verified quote.")
+@dg.asset_check(asset="judge_labels", blocking=True,
+                description="Every verdict is in the allowed set; SUPPORTED always carries a verified quote.")
 def verdicts_in_allowed_set(judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
     bad = judge_labels.filter(~pl.col("verdict").is_in(list(VERDICTS)))
     unverified = judge_labels.filter((pl.col("verdict") == "SUPPORTED") & ~pl.col("quote_found").fill_null(False))
@@ -239,7 +241,8 @@ def select_judge_resource(judge: JudgeConfig | None = None, *, config_path: str 
 
 @dg.asset(group_name="judging", kinds={"polars", "parquet"})
 def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, settings: EvalSettings,
-                   corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame, rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+                   corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
+                   rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Answer relevance, context relevance, correctness and the holistic label, from a model judge.
 
     Empty (with the reason in metadata) when the configured judge has no such methods: the rule-based
@@ -250,7 +253,8 @@ def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, sett
     j = judge.get_judge()
     if not supports_quality(j):
         return dg.Output(pl.DataFrame(schema=_SCHEMA), metadata={
-            "evaluated": False, "reason": f"judge {j.name} has no answer-relevance / context-relevance / correctness methods"})
+            "evaluated": False,
+            "reason": f"judge {j.name} has no answer-relevance / context-relevance / correctness methods"})
     embed = None
     if settings.config.judge.reverse_questions:
         from rag_eval_pipeline.core.retrieval.dense import load_encoder

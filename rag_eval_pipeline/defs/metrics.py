@@ -11,7 +11,6 @@ from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
 
-
 @dg.asset(group_name="metrics", kinds={"polars", "parquet"})
 def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
                      golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
@@ -58,8 +57,10 @@ def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult
     problems = {
         "nan_values": s.filter(pl.col("value").is_nan()),
         "null_with_denominator": s.filter(pl.col("value").is_null() & (pl.col("denominator") > 0)),
-        "value_without_denominator": s.filter(pl.col("value").is_not_null() & (pl.col("denominator").fill_null(0) == 0)),
-        "missing_counts": s.filter(pl.col("numerator").is_null() | pl.col("denominator").is_null() | pl.col("n").is_null()),
+        "value_without_denominator": s.filter(pl.col("value").is_not_null()
+                                              & (pl.col("denominator").fill_null(0) == 0)),
+        "missing_counts": s.filter(pl.col("numerator").is_null() | pl.col("denominator").is_null()
+                                   | pl.col("n").is_null()),
         "value_not_ratio": s.filter(
             pl.col("value").is_not_null()
             & ((pl.col("value") - pl.col("numerator") / pl.col("denominator")).abs() > 1e-9)
@@ -79,7 +80,7 @@ def metric_history(context: dg.AssetExecutionContext, settings: EvalSettings, st
                    judge_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Append one row per (run, system, metric, k) of the overall headline to the history table."""
     previous = store.read("metric_history.parquet")
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     judge = judge_labels.select("judge", "judge_model", "prompt_sha256").unique().head(1)
     jd = judge.to_dicts()[0] if judge.height else {"judge": None, "judge_model": None, "prompt_sha256": None}
     manifests = rag_runs.group_by("system").agg(pl.col("corpus_version").first())

@@ -92,8 +92,8 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings,
 
 
 @dg.asset_check(asset=gate_verdict, blocking=True, additional_ins={"gate_results": dg.AssetIn()},
-                description="Every blocking gate passes: no regression beyond its threshold that the paired test calls real, "
-                            "no floor breached, no comparison across golden or corpus versions.")
+                description="Every blocking gate passes: no regression beyond its threshold that the paired test "
+                            "calls real, no floor breached, no comparison across golden or corpus versions.")
 def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFrame) -> dg.AssetCheckResult:
     failed = failed_gates(gate_results)
     return dg.AssetCheckResult(
@@ -136,7 +136,7 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     if empty:
         raise ValueError(f"{cfg.path}: gates.promote {system!r} has no rows in {empty} of this run; "
                          "nothing was promoted (the stored baseline is unchanged)")
-    manifest |= {"promoted_at": dt.datetime.now(dt.timezone.utc).isoformat(), "run_id": context.run_id}
+    manifest |= {"promoted_at": dt.datetime.now(dt.UTC).isoformat(), "run_id": context.run_id}
     for name, df in parts.items():
         store.write(df, BASELINE_DIR, f"{name}.parquet", table=name)
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
@@ -163,7 +163,7 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
     """
     previous = store.read("regression_cases.parquet")
     known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
-    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    now = dt.datetime.now(dt.UTC).isoformat()
     new_rows = []
     seen = {(r["system"], r["metric"], r["k"], r["question_id"]) for r in known.iter_rows(named=True)}
     for r in gate_results.iter_rows(named=True):

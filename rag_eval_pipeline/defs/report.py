@@ -69,7 +69,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     report = build_report(
         metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot, judge_labels, answer_judgements,
         calibration=judge_calibration, variance=judge_variance, gates=gates, history=history, viewer_groups=groups,
-        baseline_manifest=manifest, generated_at=dt.datetime.now(dt.timezone.utc),
+        baseline_manifest=manifest, generated_at=dt.datetime.now(dt.UTC),
         kappa_floor=settings.config.calibration.kappa_floor,
     )
     md_path = write_text_atomic(report.markdown, store.path("report.md"))

@@ -65,7 +65,8 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
     if unknown.height:
         context.log.warning(f"{unknown.height} run rows name questions outside the golden set; they are excluded")
         runs = runs.filter(pl.col("question_id").is_in(list(known_q)))
-    decisions = {f"{s}/{d}": n for s, d, n in runs.group_by("system", "decision").len().sort("system", "decision").iter_rows()}
+    by_decision = runs.group_by("system", "decision").len().sort("system", "decision")
+    decisions = {f"{s}/{d}": n for s, d, n in by_decision.iter_rows()}
     return dg.Output(
         runs,
         metadata={
@@ -84,8 +85,8 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
                 additional_ins={"golden_set": dg.AssetIn(metadata={"columns": ["question_id"]}),
                                 "corpus_snapshot": dg.AssetIn()},
                 description="Every golden question has exactly one run row per configured system, on this corpus "
-                            "version (with metrics.complete: true a missing question is allowed, counted and scored as an "
-                            "empty retrieval, as trec_eval -c).")
+                            "version (with metrics.complete: true a missing question is allowed, counted and scored "
+                            "as an empty retrieval, as trec_eval -c).")
 def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
                                  corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
     from rag_eval_pipeline.core.corpus import corpus_version

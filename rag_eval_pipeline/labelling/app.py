@@ -36,7 +36,8 @@ header b{font-size:18px} main{max-width:1100px;margin:0 auto;padding:12px 18px}
 .q{font-size:17px;font-weight:600} .claim.current{background:#fff3c4;outline:2px solid #e0b400}
 .claims li{margin:2px 0} .chunk{border-top:1px solid #e4e6ea;padding:6px 0}
 .chunk .meta{color:#5a6070;font-size:13px} .status-withdrawn,.status-replaced{color:#a33;font-weight:600}
-.keys button{font-size:15px;margin-right:8px;padding:6px 12px} kbd{border:1px solid #999;border-radius:3px;padding:0 4px}
+.keys button{font-size:15px;margin-right:8px;padding:6px 12px}
+kbd{border:1px solid #999;border-radius:3px;padding:0 4px}
 #status{font-weight:600;margin-left:12px} .err{color:#a00} .ok{color:#176b2c} .judge{background:#eef3ff}
 input[type=text]{width:70%;font-size:14px;padding:4px}
 """
@@ -46,7 +47,8 @@ const S = JSON.parse(document.getElementById('state').textContent);
 const status = document.getElementById('status');
 function say(text, cls){ status.textContent = text; status.className = cls || ''; }
 async function post(url, body){
-  const r = await fetch(url, {method:'POST', headers:{'Content-Type':'application/json'}, body: JSON.stringify(body||{})});
+  const r = await fetch(url, {method:'POST', headers:{'Content-Type':'application/json'},
+                              body: JSON.stringify(body||{})});
   let data = {}; try { data = await r.json(); } catch(e) {}
   if (!r.ok || !data.ok) { say((data && data.error) || ('error ' + r.status), 'err'); return null; }
   return data;
@@ -56,8 +58,12 @@ async function label(i){
   say('saving ' + opt.label + ' ...');
   const note = document.getElementById('note').value;
   const q = document.getElementById('quote'); const quote = q ? q.value : null;
-  const data = await post('/api/label', {pos: S.pos, verdict: opt.raw, note: note, quote: quote, content_sha256: S.sha});
-  if (data) { say('saved: ' + opt.label + ' (' + data.done + ' / ' + data.total + ')', 'ok'); location.href = data.next; }
+  const data = await post('/api/label',
+                          {pos: S.pos, verdict: opt.raw, note: note, quote: quote, content_sha256: S.sha});
+  if (data) {
+    say('saved: ' + opt.label + ' (' + data.done + ' / ' + data.total + ')', 'ok');
+    location.href = data.next;
+  }
 }
 async function undo(){
   say('undoing ...');
@@ -67,7 +73,8 @@ async function undo(){
 document.addEventListener('mouseup', () => {
   const q = document.getElementById('quote'); if (!q) return;
   const sel = window.getSelection(); const text = sel ? sel.toString().trim() : '';
-  if (text && sel.anchorNode && sel.anchorNode.parentElement && sel.anchorNode.parentElement.closest('.ctext')) q.value = text;
+  const parent = sel && sel.anchorNode ? sel.anchorNode.parentElement : null;
+  if (text && parent && parent.closest('.ctext')) q.value = text;
 });
 document.addEventListener('keydown', (e) => {
   const t = e.target;
@@ -105,7 +112,8 @@ def _header(s: LabellingSession, prog: Progress) -> str:
 
 def _item_html(s: LabellingSession, it: LabelItem, pos: int, prog: Progress) -> str:
     parts = [f'<div class=card id=item data-system="{_e(it.system)}" data-question-id="{_e(it.question_id)}" '
-             f'data-claim-id="{_e(it.claim_id or "")}" data-pos="{pos}"><div class=meta>item {pos + 1} of {len(s.sample)} · system {_e(it.system)} · '
+             f'data-claim-id="{_e(it.claim_id or "")}" data-pos="{pos}">'
+             f'<div class=meta>item {pos + 1} of {len(s.sample)} · system {_e(it.system)} · '
              f'question {_e(it.question_id)}' + (f" · claim {_e(it.claim_id)}" if it.claim_id else "") + "</div>",
              f'<div class=q id=question>{_e(it.question)}</div></div>']
     if it.claim_id is not None:

@@ -231,7 +231,7 @@ def test_end_to_end_five_of_six():
                  _run("q2", decision="abstain", answer=None))
     labels, answers = judge_runs(runs, _snapshot(), RuleBasedJudge())
     qm = faithfulness_question_metrics(labels, answers)
-    f = qm.filter((pl.col("metric") == "faithfulness")).sort("question_id")
+    f = qm.filter(pl.col("metric") == "faithfulness").sort("question_id")
     assert f["value"].to_list()[0] == pytest.approx(5 / 6)
     assert f["numerator"].to_list() == [5.0, None] and f["denominator"].to_list() == [6.0, None]
     assert f["status"].to_list() == ["ok", "abstained"]

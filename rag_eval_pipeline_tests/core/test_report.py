@@ -1,4 +1,5 @@
-"""core/report.py: seed-003 bands at their edges, restricted text never shown, escaping, not-evaluable nulls, trend page."""
+"""core/report.py: seed-003 bands at their edges, restricted text never shown, escaping, not-evaluable nulls,
+trend page."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 
 from rag_eval_pipeline.core.errors import SchemaError
 from rag_eval_pipeline.core.report import (
-    Cell,
     BANDS,
+    Cell,
     build_report,
     find_leaks,
     interpretation_band,
@@ -133,7 +134,7 @@ def _summary(faithfulness: float = 0.8499) -> pl.DataFrame:
 
 
 def _history() -> pl.DataFrame:
-    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.UTC)
     rows = []
     for i, (a, b) in enumerate([(0.70, 0.50), (0.72, None), (0.80, 0.55)]):
         for system, v in (("sys", a), ("<b>other</b>", b)):
@@ -182,7 +183,7 @@ def test_band_of_null_is_none_and_out_of_range_raises():
 
 def test_band_is_shown_beside_faithfulness_and_ci_spanning_bands_is_said():
     rep = _report(summary=_summary(0.8499))
-    line = next(l for l in rep.markdown.splitlines() if l.startswith("| faithfulness |"))
+    line = next(md_line for md_line in rep.markdown.splitlines() if md_line.startswith("| faithfulness |"))
     assert "0.8499" in line and "0.65–0.84" in line and "room to improve" in line
     assert "spans bands" in line  # CI [0.40, 0.95] crosses from the lowest band to the top one
     top = _report(summary=_summary(0.85)).headline
@@ -241,7 +242,8 @@ def test_script_in_an_answer_is_escaped():
 
 def test_not_evaluable_is_shown_with_counts_never_as_zero():
     rep = _report()
-    line = next(l for l in rep.markdown.splitlines() if l.startswith("| abstention_without_evidence |"))
+    line = next(md_line for md_line in rep.markdown.splitlines()
+                if md_line.startswith("| abstention_without_evidence |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[1] == "not evaluable"
     assert cells[3] == "4" and cells[4] == "4"  # n and the not-evaluable count
@@ -356,8 +358,8 @@ def _summary_with_judge_errors(errors: int) -> pl.DataFrame:
     s = _summary(0.95).with_columns(
         pl.when(pl.col("metric") == "faithfulness").then(pl.lit(errors)).otherwise(pl.col("judge_errors"))
         .cast(pl.Int64).alias("judge_errors"))
-    seg = s.filter(pl.col("metric") == "faithfulness").with_columns(pl.lit("lang=en").alias("segment"),
-                                                                    pl.lit(errors - 1).cast(pl.Int64).alias("judge_errors"))
+    seg = s.filter(pl.col("metric") == "faithfulness").with_columns(
+        pl.lit("lang=en").alias("segment"), pl.lit(errors - 1).cast(pl.Int64).alias("judge_errors"))
     return pl.concat([s, seg]).cast(SCHEMAS["metric_summary"])
 
 
@@ -435,7 +437,7 @@ def _tick_labels(svg: str) -> list[tuple[float, str]]:
 
 
 def test_trend_time_labels_never_overlap():
-    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.UTC)
     # six runs within ten minutes (a busy afternoon), then one a week later
     stamps = [t0 + dt.timedelta(minutes=2 * i) for i in range(6)] + [t0 + dt.timedelta(days=7)]
     hist = pl.DataFrame([{"run_id": f"r{i}", "evaluated_at": t, "system": "sys", "metric": "faithfulness", "k": None,
@@ -457,7 +459,7 @@ def _legend_rows(svg: str) -> list[float]:
 
 
 def test_trend_legend_fits_and_systems_with_equal_values_stay_apart():
-    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.UTC)
     systems = [f"system_{i:02d}_with_a_rather_long_name" for i in range(20)]
     hist = pl.DataFrame([{"run_id": f"r{d}", "evaluated_at": t0 + dt.timedelta(days=d), "system": s,
                           "metric": "faithfulness", "k": None, "value": 0.7}  # every system the same value

@@ -21,7 +21,7 @@ _SAMPLE = {pl.Utf8: "x", pl.Int32: 1, pl.Int64: 1, pl.Float64: 0.5, pl.Boolean: 
 def _one_row(table: str) -> pl.DataFrame:
     row = {}
     for name, dtype in SCHEMAS[table].items():
-        row[name] = (dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc) if isinstance(dtype, pl.Datetime)
+        row[name] = (dt.datetime(2026, 1, 1, tzinfo=dt.UTC) if isinstance(dtype, pl.Datetime)
                      else _SAMPLE[dtype])
     return pl.DataFrame([row], schema=SCHEMAS[table])
 

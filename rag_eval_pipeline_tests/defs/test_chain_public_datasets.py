@@ -41,7 +41,8 @@ def test_scifact_bm25_reproduces_bm25s_ndcg_and_agrees_with_pytrec_eval(tmp_path
     for r in runs.iter_rows(named=True):
         run.setdefault(r["question_id"], {})[r["chunk_id"]] = float(r["score"])
     golden = pl.read_parquet(out / "golden_set.parquet")
-    qrels = {r["question_id"]: {x["chunk_id"]: int(x["grade"]) for x in r["relevant"]} for r in golden.iter_rows(named=True)}
+    qrels = {r["question_id"]: {x["chunk_id"]: int(x["grade"]) for x in r["relevant"]}
+             for r in golden.iter_rows(named=True)}
     per_q = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"}).evaluate(run)
     oracle = sum(v["ndcg_cut_10"] for v in per_q.values()) / len(qrels)
     assert ndcg["value"] == pytest.approx(oracle, abs=1e-9)
@@ -56,7 +57,8 @@ def test_squad_v2_absent_questions_and_decision_rates(tmp_path, datasets_dir):
     assert result.success
     golden = pl.read_parquet(out / "golden_set.parquet")
     assert golden.height == 626 and (golden["answerability"] == "absent").sum() == 333
-    runs = pl.read_parquet(out / "rag_runs.parquet").join(golden.select("question_id", "answerability"), on="question_id")
+    runs = pl.read_parquet(out / "rag_runs.parquet").join(golden.select("question_id", "answerability"),
+                                                          on="question_id")
     decided = dict(zip(runs["question_id"], runs["decision"]))
     cls = dict(zip(runs["question_id"], runs["answerability"]))
     absent = [q for q in decided if cls[q] == "absent"]

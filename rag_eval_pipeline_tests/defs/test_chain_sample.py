@@ -56,7 +56,8 @@ def test_every_asset_and_check_passes_on_the_sample(sample_run):
 
 
 def test_calibration_kappa_matches_a_hand_count_of_the_confusion_matrix(sample_run):
-    """Cohen's kappa recomputed here from the hand labels and the judge's claim verdicts (all SUPPORTED = attributable)."""
+    """Cohen's kappa recomputed here from the hand labels and the judge's claim verdicts
+    (all SUPPORTED = attributable)."""
     _, out = sample_run
     human = {r["question_id"]: r["verdict"] for r in _read_jsonl(SAMPLE_DIR / "human_labels.jsonl")}
     labels = pl.read_parquet(out / "judge_labels.parquet").filter(pl.col("system") == "team_rag")
@@ -102,7 +103,8 @@ def test_restricted_document_text_never_reaches_a_customer_answer_of_the_referen
     runs = pl.read_parquet(out / "rag_runs.parquet").filter(pl.col("system").str.starts_with("bm25"))
     golden = pl.read_parquet(out / "golden_set.parquet")
     customers = golden.filter(~pl.col("user_groups").list.contains("support-staff"))["question_id"]
-    leaked = runs.filter(pl.col("question_id").is_in(customers.to_list()) & pl.col("answer").str.contains("ZX-INTERNAL-7731"))
+    leaked = runs.filter(pl.col("question_id").is_in(customers.to_list())
+                         & pl.col("answer").str.contains("ZX-INTERNAL-7731"))
     assert leaked.height == 0
     retrieved = runs.filter(pl.col("question_id").is_in(customers.to_list())).explode("retrieved").unnest("retrieved")
     assert retrieved.filter(pl.col("chunk_id").str.starts_with("escalado-interno#")).height == 0
@@ -174,7 +176,8 @@ def test_a_worse_candidate_is_blocked_recorded_as_regression_cases_and_history_s
     qm = pl.read_parquet(out / "question_metrics.parquet")
     def recall5(system):
         return dict(qm.filter((pl.col("system") == system) & (pl.col("metric") == "recall") & (pl.col("k") == 5)
-                              & (pl.col("split") == "test")).drop_nulls("value").select("question_id", "value").iter_rows())
+                              & (pl.col("split") == "test"))
+                    .drop_nulls("value").select("question_id", "value").iter_rows())
     base, cand = recall5("bm25_k10"), recall5("bm25_k1")
     expected = sorted(q for q in cand if cand[q] < base[q])
     cases = pl.read_parquet(out / "regression_cases.parquet").filter(pl.col("metric") == "recall")
@@ -218,7 +221,8 @@ def test_one_system_is_re_run_and_the_others_rows_are_kept(tmp_path):
         s["generator"] = dict(s["generator"], abstain_threshold=0.9)
     changed = _sample_config(tmp_path, systems=systems)
     second = dg.materialize([*ASSETS, *CHECKS], resources=build_resources(str(changed), str(out)),
-                            selection=["rag_runs"], run_config={"ops": {"rag_runs": {"config": {"systems": ["bm25_k10"]}}}},
+                            selection=["rag_runs"],
+                            run_config={"ops": {"rag_runs": {"config": {"systems": ["bm25_k10"]}}}},
                             instance=dg.DagsterInstance.ephemeral())
     assert second.success
     after = pl.read_parquet(out / "rag_runs.parquet")

@@ -18,7 +18,6 @@ import os
 import shutil
 import signal
 import time
-import unicodedata
 from pathlib import Path
 
 import dagster as dg
@@ -29,8 +28,8 @@ import yaml
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.locking import OutputLock, read_owner
 from rag_eval_pipeline.core.sources.trec import read_trec_run
-from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
+from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import (
     cli_env,
@@ -249,13 +248,15 @@ def _snapshot(out: Path) -> pl.DataFrame:
 
 
 def check_bom_crlf(case, result, out, good_result, good_out):
-    assert metadata(result, "corpus_snapshot")["corpus_version"] == metadata(good_result, "corpus_snapshot")["corpus_version"]
+    version = metadata(result, "corpus_snapshot")["corpus_version"]
+    assert version == metadata(good_result, "corpus_snapshot")["corpus_version"]
     assert _snapshot(out).equals(_snapshot(good_out))
     assert filecmp.cmp(out / "corpus_snapshot.parquet", good_out / "corpus_snapshot.parquet", shallow=False)
 
 
 def check_changed_text(case, result, out, good_result, good_out):
-    assert metadata(result, "corpus_snapshot")["corpus_version"] != metadata(good_result, "corpus_snapshot")["corpus_version"]
+    version = metadata(result, "corpus_snapshot")["corpus_version"]
+    assert version != metadata(good_result, "corpus_snapshot")["corpus_version"]
     new = dict(_snapshot(out).select("chunk_id", "sha256").iter_rows())
     old = dict(_snapshot(good_out).select("chunk_id", "sha256").iter_rows())
     assert set(new) == set(old)
@@ -274,14 +275,17 @@ def check_changed_text(case, result, out, good_result, good_out):
 
 
 def check_missing_score(case, result, out, good_result, good_out):
-    runs = pl.read_parquet(out / "rag_runs.parquet").filter((pl.col("system") == TEAM) & (pl.col("question_id") == "q02"))
+    runs = pl.read_parquet(out / "rag_runs.parquet").filter((pl.col("system") == TEAM)
+                                                            & (pl.col("question_id") == "q02"))
     hits = runs["retrieved"][0].to_list()
     assert hits and all(h["score"] is None for h in hits)
     assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
     qm = pl.read_parquet(out / "question_metrics.parquet").filter(
-        (pl.col("system") == TEAM) & (pl.col("question_id") == "q02") & (pl.col("metric") == "recall") & (pl.col("k") == 5))
+        (pl.col("system") == TEAM) & (pl.col("question_id") == "q02")
+        & (pl.col("metric") == "recall") & (pl.col("k") == 5))
     good = pl.read_parquet(good_out / "question_metrics.parquet").filter(
-        (pl.col("system") == TEAM) & (pl.col("question_id") == "q02") & (pl.col("metric") == "recall") & (pl.col("k") == 5))
+        (pl.col("system") == TEAM) & (pl.col("question_id") == "q02")
+        & (pl.col("metric") == "recall") & (pl.col("k") == 5))
     assert qm["value"].to_list() == good["value"].to_list()  # ranking by rank: the scores were never needed
 
 
@@ -301,11 +305,14 @@ def check_empty_retrieval(case, result, out, good_result, good_out):
     golden = pl.read_parquet(out / "golden_set.parquet").filter(pl.col("question_id") == qid)
     assert golden["answerability"][0] == "answerable"
     qm = pl.read_parquet(out / "question_metrics.parquet").filter(
-        (pl.col("system") == TEAM) & (pl.col("question_id") == qid) & (pl.col("metric") == "recall") & (pl.col("k") == 5))
+        (pl.col("system") == TEAM) & (pl.col("question_id") == qid)
+        & (pl.col("metric") == "recall") & (pl.col("k") == 5))
     assert qm["value"].to_list() == [0.0] and qm["status"].to_list() == ["ok"]
-    aj = pl.read_parquet(out / "answer_judgements.parquet").filter((pl.col("system") == TEAM) & (pl.col("question_id") == qid))
+    aj = pl.read_parquet(out / "answer_judgements.parquet").filter((pl.col("system") == TEAM)
+                                                                   & (pl.col("question_id") == qid))
     assert aj["status"].to_list() == ["no_retrieval"]
-    labels = pl.read_parquet(out / "judge_labels.parquet").filter((pl.col("system") == TEAM) & (pl.col("question_id") == qid))
+    labels = pl.read_parquet(out / "judge_labels.parquet").filter((pl.col("system") == TEAM)
+                                                                  & (pl.col("question_id") == qid))
     assert labels.height == 0
     assert JUDGE_CALLS, "the judge was called for the other answers"
     assert [a for _, a in JUDGE_CALLS if a == patched["answer"]] == []  # zero judge calls for this answer
@@ -411,7 +418,8 @@ def test_sigterm_ends_a_stuck_run_and_frees_the_folder(name, good_run, tmp_path)
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(sample_config(), allow_unicode=True), encoding="utf-8")
     env = cli_env(dagster_home(tmp_path), RAG_EVAL_TEST_HOOK_MARKER=str(marker))
-    env["PYTHONPATH"] = os.pathsep.join([str(hooks), str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(hooks), str(Path(__file__).resolve().parents[2]),
+                                         env.get("PYTHONPATH", "")])
     proc = start_cli(config, out, env, log=tmp_path / "run.log")
     try:
         wait_for(marker.exists, 150, proc, "corpus_snapshot to start reading")
@@ -456,7 +464,7 @@ def test_trec_run_file(name):
     assert exc.value.line == expect["line"] and exc.value.field == expect["field"]
 
 
-# ------------------------------------------------------------------ the blocking checks, on tables that bypassed the readers
+# ---------------------------------------------------- the blocking checks, on tables that bypassed the readers
 
 def test_golden_check_catches_a_table_that_bypassed_validation(good_run):
     """The check beside golden_set (column expressions, no loop over questions) on a hand-broken table."""
@@ -515,7 +523,8 @@ def test_run_row_check_catches_missing_duplicate_and_stale_rows(good_run):
         team.filter(pl.col("question_id") == "q03"),  # q03 twice
     ]).with_columns(pl.when((pl.col("system") == "bm25_k5") & (pl.col("question_id") == "q04"))
                     .then(pl.lit("0" * 64)).otherwise(pl.col("corpus_version")).alias("corpus_version"))
-    check = every_question_has_a_run_row(settings=settings, rag_runs=broken, golden_set=golden, corpus_snapshot=snapshot)
+    check = every_question_has_a_run_row(settings=settings, rag_runs=broken, golden_set=golden,
+                                         corpus_snapshot=snapshot)
     md = {k: v.value for k, v in check.metadata.items()}
     assert not check.passed
     assert md["missing_question_ids"] == {TEAM: ["q01", "q02"]}

@@ -130,7 +130,8 @@ def test_sensor_starts_quick_evaluation_when_a_source_changes_content(tmp_path):
 
     def tick():
         nonlocal cursor
-        with dg.build_sensor_context(cursor=cursor, resources={"settings": EvalSettings(suites={"alpha": str(config)})}) as ctx:
+        resources = {"settings": EvalSettings(suites={"alpha": str(config)})}
+        with dg.build_sensor_context(cursor=cursor, resources=resources) as ctx:
             result = live_sources_changed(ctx)
             cursor = ctx.cursor
         return result

@@ -20,7 +20,8 @@ def _run(tmp_path, srv, cache=None, **settings):
     judge = OpenAICompatibleJudgeResource(base_url=srv.base_url, model="fake-judge", api_key="sk-test-not-a-secret",
                                           concurrency=4, cache_path=str(cache) if cache else None, **settings)
     return dg.materialize(
-        [*ASSETS, *CHECKS], resources=build_resources(str(SAMPLE_DIR / "config.yaml"), str(tmp_path / "out"), judge=judge),
+        [*ASSETS, *CHECKS],
+        resources=build_resources(str(SAMPLE_DIR / "config.yaml"), str(tmp_path / "out"), judge=judge),
         selection=["corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
                    "question_metrics", "metric_summary"],
         raise_on_error=False, instance=dg.DagsterInstance.ephemeral())

@@ -98,7 +98,8 @@ def test_quick_job_builds_the_report_without_metric_history():
 
 def test_viewer_groups_from_the_config(tmp_path):
     assert viewer_groups(EvalSettings(config_path=str(_config(tmp_path)))) == ("customers",)
-    assert viewer_groups(EvalSettings(config_path=str(_config(tmp_path, report={"viewer_groups": ["a", "b"]})))) == ("a", "b")
+    two_groups = _config(tmp_path, report={"viewer_groups": ["a", "b"]})
+    assert viewer_groups(EvalSettings(config_path=str(two_groups))) == ("a", "b")
     with pytest.raises(ConfigError, match="viewer_groups"):
         viewer_groups(EvalSettings(config_path=str(_config(tmp_path, report={"viewer_groups": "customers"}))))
 

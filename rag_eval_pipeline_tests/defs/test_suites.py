@@ -102,7 +102,7 @@ def test_the_nightly_schedule_launches_one_run_per_nightly_suite(location, suite
     defs, out = location
     schedule = defs.resolve_schedule_def("nightly_full_evaluation")
     assert schedule.cron_schedule == "0 2 * * *" and schedule.execution_timezone == "UTC"
-    tick = dt.datetime(2026, 3, 4, 2, 0, tzinfo=dt.timezone.utc)
+    tick = dt.datetime(2026, 3, 4, 2, 0, tzinfo=dt.UTC)
     with dg.instance_for_test() as instance:
         data = schedule.evaluate_tick(dg.build_schedule_context(instance=instance, scheduled_execution_time=tick))
     requests = sorted(data.run_requests, key=lambda r: r.tags["rag_eval/suite"])
@@ -243,5 +243,5 @@ def test_a_suite_whose_data_folder_is_absent_is_skipped_with_the_path(tmp_path):
     (tmp_path / "suites.yaml").write_text("suites:\n  public: {config: public.yaml}\n", encoding="utf-8")
     with pytest.raises(ConfigError) as exc:
         check_suite(load_suites(tmp_path / "suites.yaml")[0])
-    assert str(exc.value) == (f"suite public: data not found: corpus.path {(tmp_path.parent / 'nowhere' / 'scifact_beir')}"
-                              f" not found (set in {path})")
+    missing = tmp_path.parent / "nowhere" / "scifact_beir"
+    assert str(exc.value) == f"suite public: data not found: corpus.path {missing} not found (set in {path})"

@@ -37,7 +37,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
 
 def _tools() -> tuple[str, str]:
-    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
+                   None)
     driver = shutil.which("chromedriver")
     missing = None
     if not browser or not driver:
@@ -71,7 +72,8 @@ def _wait(what: str, fn, timeout: float, interval: float = 0.5):
         except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
             last = exc
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" + (f" (last error: {last!r})" if last else ""))
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}"
+                         + (f" (last error: {last!r})" if last else ""))
 
 
 def _env(tmp_path: Path) -> dict:
@@ -255,7 +257,8 @@ def test_label_five_undo_restart_kill_and_calibrate(evaluated, browser, tmp_path
         _wait_progress(d, f"5 / {N}")
         server.stop(signal.SIGKILL)
         lines = _new_lines(labels_path, original)
-        assert [(r["system"], r["question_id"], r["verdict"]) for r in lines] == kept + [(system, qid, "not_attributable")]
+        got = [(r["system"], r["question_id"], r["verdict"]) for r in lines]
+        assert got == kept + [(system, qid, "not_attributable")]
         server.start()
         d.get(server.base + "/")
         _wait_progress(d, f"5 / {N}")

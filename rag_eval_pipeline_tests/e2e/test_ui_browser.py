@@ -45,7 +45,8 @@ def _missing(reason: str):
 
 
 def _tools() -> tuple[str, str]:
-    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
+                   None)
     driver = shutil.which("chromedriver")
     if not browser or not driver:
         _missing("chromium and chromedriver are not installed (apt-get install -y chromium chromium-driver)")
@@ -83,7 +84,8 @@ def _wait(what: str, fn, timeout: float, interval: float = 0.5):
         except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
             last = exc
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}" + (f" (last error: {last!r})" if last else ""))
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}"
+                         + (f" (last error: {last!r})" if last else ""))
 
 
 def _location_name(base: str) -> str:
@@ -342,7 +344,8 @@ def _suite_state(base: str, suite: str) -> dict:
             "run": mats[0]["runId"] if mats else None,
             "plots": sorted((e["label"], e.get("floatValue")) for e in (mats[0]["metadataEntries"] if mats else [])
                             if "floatValue" in e),
-            "checks": sorted((c["name"], c["blocking"], json.dumps(c["executionForLatestMaterialization"], sort_keys=True))
+            "checks": sorted((c["name"], c["blocking"],
+                              json.dumps(c["executionForLatestMaterialization"], sort_keys=True))
                              for c in checks),
         }
     return state

@@ -185,7 +185,8 @@ def test_resume_skips_labelled_items_and_offers_stale_ones_again(tmp_path, serve
     base = serve(s)
     url, page = get(base + "/")
     assert url.endswith("/item/0") and "<span id=progress>1 / 3</span>" in page and "stale" in page
-    code, body = post(base + "/api/label", {"pos": 0, "verdict": "CONTRADICTED", "content_sha256": first.content_sha256})
+    code, body = post(base + "/api/label",
+                      {"pos": 0, "verdict": "CONTRADICTED", "content_sha256": first.content_sha256})
     assert code == 200 and body["done"] == 2 and body["next"] == "/item/2"  # the second is skipped: labelled
     lines = [json.loads(x) for x in (tmp_path / "labels.jsonl").read_text().splitlines()]
     assert [(r["annotator"], r["verdict"]) for r in lines] == [("alice", "CONTRADICTED"), ("alice", "NOT_MENTIONED"),

@@ -238,7 +238,8 @@ class FaultServer:
         prompt = "\n".join(str(m.get("content") or "") for m in messages if isinstance(m, dict))
         mode = self._pick_mode(prompt)
         with self._lock:
-            self.requests.append({"method": "POST", "path": h.path, "headers": {k.lower(): v for k, v in h.headers.items()},
+            self.requests.append({"method": "POST", "path": h.path,
+                                  "headers": {k.lower(): v for k, v in h.headers.items()},
                                   "body": body if self.record_bodies else None, "mode": mode,
                                   "time": time.time()})
         if self.latency_s > 0:

@@ -20,8 +20,8 @@ Rules, in order:
      ]``) right after them stay with the sentence they close.
    - After ``.`` (or ``...``) the next non-space character must not be a lowercase letter, so
      "e.g. this" or "aprox. tres" never split, except in a block with no capital letter at all
-     (lower-cased model output), where case cannot mark a sentence start. Opening marks ``¿ ¡ « “ (`` and digits start a new
-     sentence.
+     (lower-cased model output), where case cannot mark a sentence start. Opening marks ``¿ ¡ « “ (``
+     and digits start a new sentence.
    - A single ``.`` after an abbreviation does not end a sentence: a token in
      :data:`ABBREVIATIONS` (Sr., Sra., Dr., Dra., Mr., Prof., p. ej., e.g., i.e., cf., vs., aprox.,
      pág., núm., fig., vol., ...), any one-letter token (initials "J. K. Rowling", the "p." of

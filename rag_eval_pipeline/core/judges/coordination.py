@@ -26,16 +26,16 @@ both in one sentence. :func:`split_coordinated` applies, recursively, the first 
    "Incluye el cable" + "Incluye la correa" + "Incluye la guía". An item that starts in lower case
    without a determiner gets the first item's determiner ("the cable, strap and guide").
 
-Ranges ("entre los días 31 y 45", "between 0 °C and 40 °C") stay whole. Kept whole on purpose: exceptions and conditions ("salvo en pedidos internacionales", "except",
-"unless", "si", "if"), which restrict the fact they follow: split off, the first part would be an
-overgeneralisation the context contradicts. Restrictive relatives (no comma) stay too, and so does
-anything inside brackets or quotes.
+Ranges ("entre los días 31 y 45", "between 0 °C and 40 °C") stay whole. Kept whole on purpose:
+exceptions and conditions ("salvo en pedidos internacionales", "except", "unless", "si", "if"), which
+restrict the fact they follow: split off, the first part would be an overgeneralisation the context
+contradicts. Restrictive relatives (no comma) stay too, and so does anything inside brackets or quotes.
 
 Verbs are recognised without a tagger: English auxiliaries and modals, "-ed" words and "-s" words
 after a subject; Spanish forms of :data:`SPANISH_VERBS` (present, preterite, imperfect, future and
-conditional, third person, written with their accents: "envío" is a noun, "envió" a verb) and a clitic ("se", "le", "les", "me", "te", "nos" before a word) or
-"no" before a word. So a verb missing from the list is not seen (then the sentence is not split):
-the splitter errs towards keeping claims whole.
+conditional, third person, written with their accents: "envío" is a noun, "envió" a verb) and a
+clitic ("se", "le", "les", "me", "te", "nos" before a word) or "no" before a word. So a verb missing
+from the list is not seen (then the sentence is not split): the splitter errs towards keeping claims whole.
 """
 
 from __future__ import annotations
@@ -168,8 +168,8 @@ def _verb_index(words: list[str]) -> int | None:
             # pronoun before a verb (an article or name follows it)
             p_ = _fold(words[i - 1])
             n_ = _fold(words[i + 1]) if i + 1 < len(words) else ""
-            if p_ in DETERMINERS and not (p_ in ("la", "las", "los", "lo") and (n_ in DETERMINERS or
-                                                                                 words[i + 1:i + 2] and words[i + 1][:1].isupper())):
+            next_is_name = words[i + 1:i + 2] and words[i + 1][:1].isupper()
+            if p_ in DETERMINERS and not (p_ in ("la", "las", "los", "lo") and (n_ in DETERMINERS or next_is_name)):
                 continue
         if raw.casefold() in _ES_FORMS:
             return i
@@ -279,7 +279,7 @@ def _cap(s: str) -> str:
 
 def _finish(s: str, end: str) -> str:
     s = _cap(s)
-    return s + end if s and not s[-1] in ".!?…" else s
+    return s + end if s and s[-1] not in ".!?…" else s
 
 
 def split_coordinated(sentence: str) -> list[str]:

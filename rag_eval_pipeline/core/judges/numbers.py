@@ -244,7 +244,8 @@ def _parse_number(words, i: int, text: str) -> tuple[int, float, bool]:
 
 
 def _followed_by_unit(words, i: int) -> bool:
-    return i + 1 < len(words) and words[i + 1].group() in UNITS and words[i + 1].group() not in ("m", "s", "g", "h", "v", "w")
+    return (i + 1 < len(words) and words[i + 1].group() in UNITS
+            and words[i + 1].group() not in ("m", "s", "g", "h", "v", "w"))
 
 
 def normalise_units(text: str) -> str:

@@ -34,6 +34,7 @@ key with the repeat). Failed calls are not stored.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -274,7 +275,7 @@ class OpenAICompatibleJudge:
             batch = claims[start:start + self.claims_per_call]
             try:
                 out = self._call("claim_verification", {"contexts": ctx, "claims": batch}, repeat,
-                                 lambda o, n=len(batch): validate_verification(o, n))
+                                 functools.partial(validate_verification, n=len(batch)))
             except JudgeCallError as e:
                 verdicts += [ClaimVerdict(f"c{start + i}", c, "JUDGE_ERROR", None, False,
                                           "claim verification failed", error=str(e))

@@ -157,7 +157,8 @@ def validate_questions(obj: Any, n: int) -> dict:
 
 
 def validate_context_relevance(obj: Any, n: int) -> dict:
-    """``{"chunks": [{id, needed: bool}]}`` for ids 1..n → ``{"needed": [bool] * n}`` in id order. Raises AttemptError."""
+    """``{"chunks": [{id, needed: bool}]}`` for ids 1..n → ``{"needed": [bool] * n}`` in id order.
+    Raises AttemptError."""
     entries = _by_id(_get(obj, "chunks", list, "chunks"), n, "chunks")
     needed = []
     for i, e in enumerate(entries, start=1):
@@ -171,7 +172,8 @@ def validate_context_relevance(obj: Any, n: int) -> dict:
 
 
 def validate_correctness(obj: Any) -> dict:
-    """``{"facts": [{fact, status COVERED|MISSING|CONTRADICTED, justification}]}`` → the same, trimmed. Raises AttemptError."""
+    """``{"facts": [{fact, status COVERED|MISSING|CONTRADICTED, justification}]}`` → the same, trimmed.
+    Raises AttemptError."""
     facts = []
     for i, f in enumerate(_get(obj, "facts", list, "facts"), start=1):
         fact = _get(f, "fact", str, f"facts[{i}]").strip()

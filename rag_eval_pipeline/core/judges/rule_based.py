@@ -89,7 +89,9 @@ PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v2.json"
 PARAM_KEYS = ("support_lexical", "support_semantic", "lexical_floor")
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
 #: retrieved context can support it.
-_FIRST_PERSON = re.compile(r"(?:^|[^\w'])(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|yo|creo que|me gusta|me encanta)(?=$|[^\w'])")
+_FIRST_PERSON = re.compile(r"(?:^|[^\w'])"
+                           r"(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|yo|creo que|me gusta|me encanta)"
+                           r"(?=$|[^\w'])")
 _FIRST_PERSON_I = re.compile(r"(?:^|[^\w'])i\s+'(?:m|ve|d|ll)\b")  # tokenised "I 'm"
 
 

@@ -1,16 +1,21 @@
-"""Agreement between two raters (a judge and people): confusion matrix, Cohen's kappa, per-class
-precision / recall.
+"""Agreement between two raters (a judge and people, or two people): confusion matrix, Cohen's
+kappa, per-class precision / recall, and the agreement between several labellers.
 
 Seed ``004_292fd69c3d96947d.txt``: calibrate a judge against human labels and measure the
 agreement before trusting its numbers. Cohen's kappa: J. Cohen, "A coefficient of agreement for
 nominal scales", Educational and Psychological Measurement 20(1), 1960:
 kappa = (p_o - p_e) / (1 - p_e), with p_o the observed agreement and p_e the agreement expected
-from the two raters' marginal label frequencies. Pure Python; no scipy / sklearn.
+from the two raters' marginal label frequencies. Several labellers: the mean of the pairwise
+Cohen's kappas (Light's kappa, R. J. Light 1971). Pure Python (polars only to read the labels of
+:func:`inter_labeller_agreement`); no scipy / sklearn.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import Any
+
+import polars as pl
 
 
 def _check(a: Sequence[Hashable], b: Sequence[Hashable]) -> None:
@@ -94,3 +99,77 @@ def accuracy(reference: Sequence[Hashable], predicted: Sequence[Hashable]) -> fl
     :func:`confusion_matrix` for different lengths or empty input."""
     _check(reference, predicted)
     return sum(x == y for x, y in zip(reference, predicted)) / len(reference)
+
+
+def kappa_or_reason(a: list[str], b: list[str], labels: list[str], who_a: str, who_b: str
+                     ) -> tuple[float | None, str | None]:
+    """Cohen's kappa between label lists ``a`` and ``b`` (equal length, non-empty), or None with the
+    reason when it measures nothing: one side gives every item the same label, so kappa is undefined
+    or identically 0 whatever the other's quality. ``who_a`` / ``who_b`` name the raters in the
+    reason ("people" / "the judge" get their own wording). Output: ``(kappa in [-1, 1] or None,
+    reason or None)``. Raises ValueError as :func:`confusion_matrix`. Source: J. Cohen (1960)."""
+    if len(set(a)) == 1 and who_a == "people":
+        return None, (f"people gave every item the label {a[0]!r}: kappa undefined (no variation to agree on); "
+                      "label a sample with both outcomes")
+    if len(set(a)) == 1:
+        return None, f"{who_a} gave every item the label {a[0]!r}: kappa undefined (a constant rater)"
+    if len(set(b)) == 1 and who_b == "the judge":
+        return None, (f"the judge gave every item the label {b[0]!r}: kappa undefined (a constant rater has kappa 0 "
+                      "whatever its quality)")
+    if len(set(b)) == 1:
+        return None, f"{who_b} gave every item the label {b[0]!r}: kappa undefined (a constant rater)"
+    kappa = cohen_kappa(a, b, labels)
+    if kappa is None:  # pragma: no cover - p_e == 1 needs both sides constant, handled above
+        return None, "kappa undefined (chance agreement is 1)"
+    return kappa, None
+
+
+
+def inter_labeller_agreement(human_mapped: pl.DataFrame, item: Sequence[str], labels: Sequence[str]
+                             ) -> dict[str, Any]:
+    """Agreement between people on the items two or more of them labelled.
+
+    Input: one calibrated ``label`` per (item, ``annotator``) (columns ``item`` + annotator +
+    label), the label set. Output: {"labellers": sorted names, "human_kappa": Cohen's kappa for two
+    people, Light's kappa (the mean of the pairwise Cohen's kappas, R. J. Light 1971) for more, or
+    None, "human_kappa_reason": why None, "human_kappa_n": items labelled by at least two people,
+    "human_pairs": [{a, b, n, kappa, agreement, reason}] per pair with common items}. A pair's
+    kappa is None (with the reason) when one person gave every common item the same label.
+    Source: J. Cohen (1960); R. J. Light, Psychological Bulletin 76(5), 1971. Never raises.
+    """
+    item = list(item)
+    names = sorted(set(human_mapped["annotator"].to_list())) if human_mapped.height else []
+    out: dict[str, Any] = {"labellers": names, "human_kappa": None, "human_kappa_n": 0, "human_pairs": []}
+    if len(names) < 2:
+        out["human_kappa_reason"] = ("one labeller only: agreement between people needs two people labelling the "
+                                     "same items" if names else "no hand labels")
+        return out
+    by_person = {a: {tuple(r[:-1]): r[-1] for r in human_mapped.filter(pl.col("annotator") == a)
+                     .select(*item, "label").rows()} for a in names}
+    counts: dict[tuple, int] = {}
+    for d in by_person.values():
+        for k in d:
+            counts[k] = counts.get(k, 0) + 1
+    out["human_kappa_n"] = sum(1 for c in counts.values() if c >= 2)
+    kappas = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            common = sorted(set(by_person[a]) & set(by_person[b]))
+            if not common:
+                continue
+            la, lb = [by_person[a][k] for k in common], [by_person[b][k] for k in common]
+            kappa, reason = kappa_or_reason(la, lb, list(labels), repr(a), repr(b))
+            agree = sum(x == y for x, y in zip(la, lb)) / len(common)
+            out["human_pairs"].append({"a": a, "b": b, "n": len(common), "kappa": kappa, "agreement": agree,
+                                       "reason": reason})
+            if kappa is not None:
+                kappas.append(kappa)
+    if not out["human_pairs"]:
+        out["human_kappa_reason"] = "no item is labelled by two people"
+    elif not kappas:
+        out["human_kappa_reason"] = "; ".join(f"{p['a']} vs {p['b']}: {p['reason']}" for p in out["human_pairs"])
+    else:
+        out["human_kappa"] = sum(kappas) / len(kappas)
+        out["human_kappa_reason"] = None
+    return out
+

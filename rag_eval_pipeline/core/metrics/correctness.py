@@ -72,10 +72,12 @@ def correctness_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame) -
             scores = token_scores(r["answer"], r["reference_answer"])
         if scores is None:
             for m in ("answer_token_f1", "reference_token_recall"):
-                rows.append(base | {"metric": m, "value": None, "numerator": None, "denominator": None, "status": status})
+                rows.append(base | {"metric": m, "value": None, "numerator": None, "denominator": None,
+                                    "status": status})
             continue
         f1, recall, common, _, n_ref = scores
-        rows.append(base | {"metric": "answer_token_f1", "value": f1, "numerator": f1, "denominator": 1.0, "status": "ok"})
+        rows.append(base | {"metric": "answer_token_f1", "value": f1, "numerator": f1, "denominator": 1.0,
+                            "status": "ok"})
         rows.append(base | {"metric": "reference_token_recall", "value": recall, "numerator": float(common),
                             "denominator": float(n_ref), "status": "ok"})
     schema = {"system": pl.Utf8, "question_id": pl.Utf8, "metric": pl.Utf8, "k": pl.Int32, "value": pl.Float64,

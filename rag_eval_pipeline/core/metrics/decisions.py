@@ -188,8 +188,9 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
     a golden question without a run of a system gets ``status == "missing_run"``.
     ``abstention_phrases``: the configuration's ``judge.abstention_phrases`` (None = the default
     lists); ``text_abstention_is_abstention``: count abstaining answers as abstentions (module
-    docstring). Raises ConfigError for malformed phrase lists, InputError for an answerability outside ``tables.ANSWERABILITY``, a decision outside
-    ``tables.DECISIONS``, a duplicated golden question or two runs of one system for one question.
+    docstring). Raises ConfigError for malformed phrase lists, InputError for an answerability outside
+    ``tables.ANSWERABILITY``, a decision outside ``tables.DECISIONS``, a duplicated golden question or two
+    runs of one system for one question.
     Source: seed ``000_1000bb13b7b4c340.txt`` (module docstring gives every definition).
     """
     _validate(rag_runs, golden)

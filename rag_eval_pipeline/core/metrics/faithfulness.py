@@ -110,7 +110,8 @@ def faithfulness_question_metrics(
             if label is not None:
                 scores.append(HOLISTIC_SCORES[label])
 
-        def add(metric: str, num: float | None, den: float | None, status: str) -> None:
+        def add(metric: str, num: float | None, den: float | None, status: str, *,
+                system: str = system, qid: str = qid) -> None:
             ok_ = status == "ok"
             rows.append({
                 "system": system, "question_id": qid, "metric": metric, "k": None,

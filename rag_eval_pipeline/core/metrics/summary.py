@@ -20,8 +20,8 @@ import numpy as np
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError, SchemaError
-from rag_eval_pipeline.core.metrics.decisions import DECISION_METRICS, evidence_chunks, readable_expr
 from rag_eval_pipeline.core.metrics import stats
+from rag_eval_pipeline.core.metrics.decisions import DECISION_METRICS, evidence_chunks, readable_expr
 from rag_eval_pipeline.core.metrics.stats import wilson_arrays
 from rag_eval_pipeline.core.tables import SCHEMAS, conform
 

@@ -32,7 +32,8 @@ from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.core.report.trend import trend_plot, trend_svg
 
 __all__ = [
-    "BANDED_METRICS", "BANDS", "Block", "Cell", "DECISION_METRICS", "HEADLINE_METRICS", "LEAK_WINDOW", "LOWER_IS_BETTER",
+    "BANDED_METRICS", "BANDS", "Block", "Cell", "DECISION_METRICS", "HEADLINE_METRICS", "LEAK_WINDOW",
+    "LOWER_IS_BETTER",
     "METRIC_NOTES", "PREVIEW_CHARS", "SEGMENT_METRICS", "Band", "Report", "ReportAccess", "build_report",
     "find_leaks", "interpretation_band", "markdown_table", "metric_label", "readable_by", "trend_plot", "trend_svg",
 ]

@@ -141,7 +141,8 @@ class ReportAccess:
         text = chunk["text"] or ""
         if chunk_id in self.restricted:
             self.hidden_previews += 1
-            return Cell("[restricted]", css="restricted"), Cell(f"[restricted: {len(text)} chars hidden]", css="restricted")
+            return (Cell("[restricted]", css="restricted"),
+                    Cell(f"[restricted: {len(text)} chars hidden]", css="restricted"))
         prev = text if len(text) <= PREVIEW_CHARS else text[:PREVIEW_CHARS].rstrip() + " …"
         return Cell(chunk["title"] or ""), Cell(prev)
 

@@ -48,7 +48,8 @@ METRIC_NOTES: dict[str, str] = {
     "coverage": "answered share of the answerable and absent questions",
     "answer_without_evidence_rate": "absent questions answered anyway (lower is better)",
     "false_abstention_rate": "answerable questions the system abstained on (lower is better)",
-    "abstention_with_evidence": "abstentions on answerable questions with the evidence in the context: a generator miss",
+    "abstention_with_evidence": ("abstentions on answerable questions with the evidence in the context: "
+                                 "a generator miss"),
     "abstention_without_evidence": "abstentions on answerable questions without the evidence: a retrieval failure",
     "faithfulness": "SUPPORTED claims / judged claims, per answer, averaged",
     "faithfulness_holistic": "whole-answer score YES 1 / PARTIAL 0.5 / NO 0, averaged",

@@ -62,7 +62,7 @@ def fmt_count(v: float | None) -> str:
 def fmt_when(t: Any) -> str:
     """A datetime as "YYYY-MM-DD HH:MM UTC" (converted to UTC when it has a zone); anything else as ``str``."""
     if isinstance(t, dt.datetime):
-        t = t.astimezone(dt.timezone.utc) if t.tzinfo else t
+        t = t.astimezone(dt.UTC) if t.tzinfo else t
         return t.strftime("%Y-%m-%d %H:%M UTC")
     return str(t)
 

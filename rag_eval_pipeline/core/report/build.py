@@ -103,8 +103,8 @@ class Report:
     table: system, metric, value (float or None), numerator, denominator, n, n_not_evaluable, ci_low,
     ci_high, judge_errors (int for a judge-based metric, None otherwise), band (the band's label; "judge
     not calibrated" when the judge is not calibrated; None when no band applies). ``judge_calibrated``
-    says whether the judge passed calibration (:func:`judge_trust`), ``why_not_calibrated`` why not. ``withheld`` counts texts withheld by the access rule, ``restricted_chunks`` the
-    chunk previews hidden.
+    says whether the judge passed calibration (:func:`judge_trust`), ``why_not_calibrated`` why not.
+    ``withheld`` counts texts withheld by the access rule, ``restricted_chunks`` the chunk previews hidden.
     """
 
     markdown: str
@@ -183,12 +183,12 @@ def build_report(
     judge-error count beside every judge-based value, the interpretation band beside faithfulness,
     read only when the judge passed calibration (else "judge not calibrated") and never "healthy"
     with judge errors); retrieval failures and abstentions side by side, with the context-window
-    misses (evidence retrieved only below the generator's ``context_k``); a per-segment breakdown; the worst questions (lowest faithfulness, answered-absent,
-    false abstention, run errors) with question, decision, answer, claims with verdict and quote, and
-    chunk previews; the judge's calibration and noise; the baseline comparison; the history. A null
-    value is shown as "not evaluable" with its counts, never as 0. Every text is escaped
-    (``html.escape`` in both renderings); restricted text is withheld by the rule in the module
-    docstring.
+    misses (evidence retrieved only below the generator's ``context_k``); a per-segment breakdown; the
+    worst questions (lowest faithfulness, answered-absent, false abstention, run errors) with question,
+    decision, answer, claims with verdict and quote, and chunk previews; the judge's calibration and
+    noise; the baseline comparison; the history. A null value is shown as "not evaluable" with its
+    counts, never as 0. Every text is escaped (``html.escape`` in both renderings); restricted text is
+    withheld by the rule in the module docstring.
 
     Raises SchemaError when a required table is None or misses a column; ValueError when
     ``worst_n`` < 0. Definitions: ``docs/METRICS.md`` (bands, retrieval failure versus abstention).
@@ -403,11 +403,12 @@ def _segments(summary: pl.DataFrame, systems: list[str]) -> list[Block]:
         for s in segments:
             if (system, s) not in n_by:
                 continue
-            rows.append([s, num_cell(str(n_by[(system, s)]))] + [value_cell(by_key.get((system, s, m, k)), is_judge_based(m))
-                                                                 for m, k in metrics])
+            rows.append([s, num_cell(str(n_by[(system, s)]))]
+                        + [value_cell(by_key.get((system, s, m, k)), is_judge_based(m)) for m, k in metrics])
         if rows:
             blocks.append(heading(system, 3))
-            blocks.append(Block("table", headers=["segment", "n", *[metric_label(m, k) for m, k in metrics]], rows=rows))
+            headers = ["segment", "n", *[metric_label(m, k) for m, k in metrics]]
+            blocks.append(Block("table", headers=headers, rows=rows))
     return blocks
 
 
@@ -426,19 +427,22 @@ def _judge_trust(calibration: pl.DataFrame | None, variance: pl.DataFrame | None
         for r in calibration.iter_rows(named=True):
             state = "missing" if r.get("missing") else ("stale" if r.get("stale") else "current")
             css = "na" if state != "current" else None
-            kappa = fmt(r.get("kappa"), 3) if r.get("kappa") is not None else f"null ({r.get('kappa_reason') or 'no reason given'})"
+            kappa = (fmt(r.get("kappa"), 3) if r.get("kappa") is not None
+                     else f"null ({r.get('kappa_reason') or 'no reason given'})")
             agree = "—" if r.get("agreement") is None else (
                 f"{r['agreement']:.3f}" + ("" if r.get("agreement_ci_low") is None else
                                            f" [{r['agreement_ci_low']:.3f}, {r['agreement_ci_high']:.3f}]"))
             rows.append([r.get("level") or "", f"{r.get('judge')} / {r.get('judge_model')}",
-                         short_sha(r.get("prompt_sha256")), Cell(state, css=css), num_cell(str(r.get("n") if r.get("n") is not None else "—")),
+                         short_sha(r.get("prompt_sha256")), Cell(state, css=css),
+                         num_cell(str(r.get("n") if r.get("n") is not None else "—")),
                          Cell(kappa, css=None if r.get("kappa") is not None else "na"), agree,
                          r.get("calibrated_at") or "—"])
         blocks.append(Block("table", headers=["level", "judge / model", "prompt", "calibration", "n", "Cohen's kappa",
                                               "agreement [95% CI]", "calibrated at"], rows=rows))
         if any(r.get("missing") or r.get("stale") for r in calibration.iter_rows(named=True)):
-            blocks.append(Block("note", text="A judge not calibrated against people for this exact model and prompt "
-                                             "gives numbers nobody has checked: read judge-based metrics as provisional."))
+            blocks.append(Block("note", text="A judge not calibrated against people for this exact model and "
+                                             "prompt gives numbers nobody has checked: read judge-based metrics "
+                                             "as provisional."))
     if variance is None or not variance.height:
         blocks.append(para("No judge-variance table.", css="na"))
         return blocks
@@ -454,10 +458,11 @@ def _judge_trust(calibration: pl.DataFrame | None, variance: pl.DataFrame | None
     blocks.append(Block("table", headers=["system", "repeats", "flipped / items", "flip rate", "faithfulness min–max",
                                           "resolution"], rows=rows))
     rule = next((r.get("rule") for r in variance.iter_rows(named=True) if r.get("rule")), None)
-    blocks.append(Block("note", text="Resolution: the smallest faithfulness difference the judge can tell from its own "
-                                     "noise" + (f" ({rule})" if rule else "") + ". A difference below it is noise; with "
-                                     "one repeat the noise is unknown: judge again (2 or more repeats) before acting on a "
-                                     "small change. Definitions: " + definition_ref("judge_variance") + "."))
+    blocks.append(Block("note", text="Resolution: the smallest faithfulness difference the judge can tell from its "
+                                     "own noise" + (f" ({rule})" if rule else "") + ". A difference below it is "
+                                     "noise; with one repeat the noise is unknown: judge again (2 or more repeats) "
+                                     "before acting on a small change. Definitions: "
+                                     + definition_ref("judge_variance") + "."))
     return blocks
 
 
@@ -497,7 +502,8 @@ def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary
             errors = _gate_judge_errors(summary, str(g.get("system")), str(g.get("metric")), k)
             candidate.text += f" · judge errors {'?' if errors is None else errors}"
         rows.append([g.get("system") or "", metric_label(str(g.get("metric")), k), candidate,
-                     num_cell(fmt(g.get("baseline"))) if g.get("baseline") is not None else Cell("not evaluable", css="na"),
+                     (num_cell(fmt(g.get("baseline"))) if g.get("baseline") is not None
+                      else Cell("not evaluable", css="na")),
                      num_cell(f"{diff:+.4f}") if diff is not None else Cell("—", css="na"),
                      num_cell(fmt(p)) if p is not None else Cell("—"), wtl,
                      Cell(status, css=f"status-{status}"), g.get("reason") or ""])
@@ -534,12 +540,14 @@ def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None
             errors = ({r["run_id"]: r["judge_errors"] for r in sel.iter_rows(named=True)}
                       if with_errors and is_judge_based(label) else None)
 
-            def shown(run_id: str | None, v: float | None, none_text: str) -> Cell:
+            def shown(run_id: str | None, v: float | None, none_text: str, *,
+                  errors: dict | None = errors) -> Cell:
                 if v is None:
                     return Cell(none_text, css="na" if none_text != "—" else None)
                 cell = num_cell(fmt(v))
                 if errors is not None:
-                    cell.text += f" · judge errors {errors.get(run_id) if errors.get(run_id) is not None else '?'}"
+                    count = errors.get(run_id)
+                    cell.text += f" · judge errors {count if count is not None else '?'}"
                 return cell
 
             latest = vals.get(last_two[-1])

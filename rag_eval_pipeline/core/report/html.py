@@ -41,14 +41,15 @@ def render_html(blocks: list[Block]) -> str:
         elif b.kind == "quote":
             out.append(f"<blockquote{cls}>{escape_html(b.text)}</blockquote>")
         elif b.kind == "table":
-            head = ("<thead><tr>" + "".join(f"<th>{escape_html(h).replace('_', '_<wbr>')}</th>" for h in b.headers) + "</tr></thead>"
-                    if any(b.headers) else "")
+            head = ("<thead><tr>" + "".join(f"<th>{escape_html(h).replace('_', '_<wbr>')}</th>" for h in b.headers)
+                    + "</tr></thead>" if any(b.headers) else "")
             out.append(f"<table{cls}>{head}<tbody>")
             for row in b.rows:
                 cells = []
                 for c in row:
                     c = c if isinstance(c, Cell) else Cell(str(c))
-                    attrs = (f' class="{escape_html(c.css)}"' if c.css else "") + (f' title="{escape_html(c.title)}"' if c.title else "")
+                    attrs = ((f' class="{escape_html(c.css)}"' if c.css else "")
+                             + (f' title="{escape_html(c.title)}"' if c.title else ""))
                     cells.append(f"<td{attrs}>{escape_html(c.text)}</td>")
                 out.append("<tr>" + "".join(cells) + "</tr>")
             out.append("</tbody></table>")
@@ -57,7 +58,8 @@ def render_html(blocks: list[Block]) -> str:
         elif b.kind == "svg":
             out.append(f'<figure>{b.svg}<figcaption>{escape_html(b.text)}</figcaption></figure>')
         elif b.kind == "link":
-            out.append(f'<p>{escape_html(b.text)} <a href="{escape_html(b.href or "")}">{escape_html(b.href or "")}</a></p>')
+            href = escape_html(b.href or "")
+            out.append(f'<p>{escape_html(b.text)} <a href="{href}">{href}</a></p>')
     return "\n".join(out)
 
 

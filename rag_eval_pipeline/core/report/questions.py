@@ -25,7 +25,8 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
     per_q = question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(
         ["faithfulness", "answer_without_evidence_rate", "false_abstention_rate", "abstention_with_evidence",
          "run_error_rate"]))
-    vals = {(r["system"], r["question_id"], r["metric"]): (r["value"], r["status"]) for r in per_q.iter_rows(named=True)}
+    vals = {(r["system"], r["question_id"], r["metric"]): (r["value"], r["status"])
+            for r in per_q.iter_rows(named=True)}
     runs = {(r["system"], r["question_id"]): r for r in rag_runs.iter_rows(named=True)}
     gold = {r["question_id"]: r for r in golden.iter_rows(named=True)}
     min_rep = judge_labels.group_by("system", "question_id").agg(pl.col("repeat").min().alias("_r"))
@@ -42,7 +43,8 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
         chosen: dict[str, list[str]] = {}
         for value, q in faith[:worst_n]:
             errors = sum(c["verdict"] == "JUDGE_ERROR" for c in claims_by.get((system, q), []))
-            chosen.setdefault(q, []).append(f"faithfulness {value:.2f}" + (f" ({errors} judge errors)" if errors else ""))
+            chosen.setdefault(q, []).append(f"faithfulness {value:.2f}"
+                                            + (f" ({errors} judge errors)" if errors else ""))
         failures: list[tuple[str, str]] = []
         for (s, q, m), (v, _st) in sorted(vals.items()):
             if s != system or v != 1.0:
@@ -68,8 +70,8 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
             selected.append((system, q, reasons))
         selected_more = max(0, len(faith) - worst_n), max(0, len(failures) - worst_n)
         if any(selected_more):
-            selected.append((system, "", [f"{selected_more[0]} more low-faithfulness and {selected_more[1]} more failed "
-                                          "questions not shown"]))
+            selected.append((system, "", [f"{selected_more[0]} more low-faithfulness and {selected_more[1]} "
+                                          "more failed questions not shown"]))
 
     # register every text that may be shown, for the leak check
     for system, q, _ in selected:
@@ -104,7 +106,8 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
     return render
 
 
-def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess, where: EvidenceRank | None = None) -> list[Block]:
+def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess,
+          where: EvidenceRank | None = None) -> list[Block]:
     blocks = [heading(f"{q} — {'; '.join(reasons)}", 4)]
     g = g or {}
     run = run or {}
@@ -143,7 +146,8 @@ def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess, where: Ev
     blocks.append(Block("table", headers=["", ""], rows=facts, css="meta"))
     blocks.append(para("Answer:"))
     if run.get("answer") is None:
-        shown = Cell({"abstain": "(no answer: the system abstained)", "clarify": "(no answer: it asked for clarification)",
+        shown = Cell({"abstain": "(no answer: the system abstained)",
+                      "clarify": "(no answer: it asked for clarification)",
                       "error": "(no answer: the run failed)"}.get(run.get("decision"), "(no answer)"), css="na")
     else:
         shown = acc.show(run.get("answer"), answer_reason)
@@ -167,11 +171,13 @@ def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess, where: Ev
             cid = h["chunk_id"]
             title, prev = acc.preview(cid)
             status = (acc.chunks.get(cid) or {}).get("status") or "?"
-            ev = "" if cid not in evidence else ("evidence" + (f" (grade {evidence[cid]})" if evidence[cid] is not None else ""))
+            ev = "" if cid not in evidence else (
+                "evidence" + (f" (grade {evidence[cid]})" if evidence[cid] is not None else ""))
             if ev and where is not None and where.context_k is not None and (h["rank"] or 0) > where.context_k:
                 ev += ", below the context window"
             rows.append([num_cell(str(h["rank"])), cid, title, status, ev, "cited" if cid in cited else "", prev])
-        blocks.append(Block("table", headers=["rank", "chunk", "title", "status", "golden", "cited", "preview"], rows=rows))
+        blocks.append(Block("table", headers=["rank", "chunk", "title", "status", "golden", "cited", "preview"],
+                            rows=rows))
     else:
         blocks.append(para("No chunk retrieved."))
     missing_ev = [c for c in evidence if c not in {h["chunk_id"] for h in retrieved}]

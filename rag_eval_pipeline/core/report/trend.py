@@ -116,7 +116,8 @@ def trend_svg(history: pl.DataFrame, metric: str | tuple[str, int | None], width
     def y(v: float) -> float:
         return mt + ph - (v - lo) / (hi - lo) * ph
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" '
              f'role="img" aria-label="{escape_html(label)} trend">',
              f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" fill="#fafbfc" stroke="#d5d9e0"/>']
     for i in range(6):
@@ -126,8 +127,9 @@ def trend_svg(history: pl.DataFrame, metric: str | tuple[str, int | None], width
     stamp_format = "%Y-%m-%d %H:%M"
     label_px = len("2026-01-01 00:00") * _CHAR_PX + 8
     for t in _spaced_ticks(ts, x, label_px):
-        stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime(stamp_format)
-        parts.append(f'<text class="tick" x="{x(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">{escape_html(stamp)}</text>')
+        stamp = dt.datetime.fromtimestamp(t, dt.UTC).strftime(stamp_format)
+        parts.append(f'<text class="tick" x="{x(t):.1f}" y="{mt + ph + 16}" text-anchor="middle">'
+                     f'{escape_html(stamp)}</text>')
     parts.append(f'<text x="{ml}" y="{height - 6}">{escape_html(label)} (UTC)</text>')
     # systems sharing one value in one run: every tooltip there names them all
     sharing: dict[tuple[str, float], list[str]] = {}
@@ -192,7 +194,8 @@ def trend_plot(history: pl.DataFrame, metrics: Sequence[str | tuple[str, int | N
         if not svg:
             parts.append('<p class="na">No history for this metric.</p>')
             continue
-        parts.append(f"<figure>{svg}<figcaption>{escape_html(METRIC_NOTES.get(label.rsplit('_', 1)[0] if label not in METRIC_NOTES else label, ''))}</figcaption></figure>")
+        note = METRIC_NOTES.get(label.rsplit('_', 1)[0] if label not in METRIC_NOTES else label, '')
+        parts.append(f"<figure>{svg}<figcaption>{escape_html(note)}</figcaption></figure>")
         rows = [r for r in history.sort("evaluated_at", "system").iter_rows(named=True)
                 if metric_label(r["metric"], r["k"]) == label]
         table = Block("table", headers=["evaluated at", "system", "value", "num/den", "n", "run"], rows=[

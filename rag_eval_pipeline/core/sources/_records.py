@@ -144,7 +144,7 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
     lines = text.split("\n")
     ends_with_newline = text.endswith("\n")
     out: list[tuple[int, dict]] = []
-    last_content = max((i for i, l in enumerate(lines) if l.strip()), default=-1)
+    last_content = max((i for i, text_line in enumerate(lines) if text_line.strip()), default=-1)
     for i, raw in enumerate(lines):
         if not raw.strip():
             continue
@@ -154,12 +154,13 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
         except json.JSONDecodeError as exc:
             if i == last_content and not ends_with_newline:
                 raise InputError(
-                    f"the last line is cut off ({exc.msg.removesuffix(' at')} at column {exc.colno}, and the file does not end "
-                    "with a newline); expected one complete JSON object per line",
+                    f"the last line is cut off ({exc.msg.removesuffix(' at')} at column {exc.colno}, "
+                    "and the file does not end with a newline); expected one complete JSON object per line",
                     path=str(p), line=lineno, field="json",
                 ) from None
             raise InputError(
-                f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; expected one JSON object per line",
+                f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; "
+                "expected one JSON object per line",
                 path=str(p), line=lineno, field="json",
             ) from None
         except _DuplicateKey as exc:

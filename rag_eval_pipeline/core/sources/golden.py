@@ -312,7 +312,7 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
 
     first_line: dict[str, tuple[int, int]] = {}  # question id -> (line, row index)
     for index, (line, row) in enumerate(zip(lines, golden_raw.iter_rows(named=True))):
-        def err(field: str, message: str) -> InputError:
+        def err(field: str, message: str, *, row: dict = row, line: int = line) -> InputError:
             return InputError(f"question {row['question_id']!r}: {message}", path=src, line=line, field=field)
 
         qid = row["question_id"]

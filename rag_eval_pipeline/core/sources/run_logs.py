@@ -11,8 +11,9 @@ retrieved           required list (may be empty) of hits ``{"chunk_id", "score",
                     system ranked them. ``chunk_id`` required (``doc_id#n`` of the evaluated
                     snapshot, read as NFC); ``score`` optional, a finite number (NaN / Infinity
                     and numbers beyond a 64-bit float are errors; missing → null); ``rank``
-                    optional, a whole number from 1 to 2147483647, unique within the question. Give ``rank`` on every hit or on none: without it, list order is the
-                    rank (1, 2, ...). Hits are stored sorted by rank. A chunk may appear once.
+                    optional, a whole number from 1 to 2147483647, unique within the question.
+                    Give ``rank`` on every hit or on none: without it, list order is the rank
+                    (1, 2, ...). Hits are stored sorted by rank. A chunk may appear once.
                     A bare string is read as ``{"chunk_id": <string>}``.
 decision            required: ``answer`` / ``abstain`` / ``clarify`` / ``error``
 answer              the final text shown to the user (required, non-empty, when decision is
@@ -138,8 +139,9 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[di
         first: dict[int, int] = {}
         for i, hit in enumerate(hits):
             if hit["rank"] in first:
-                raise f.error(f"retrieved[{i}].rank", f"rank {hit['rank']} repeated (also retrieved[{first[hit['rank']]}]); "
-                                                      "expected distinct ranks")
+                raise f.error(f"retrieved[{i}].rank",
+                              f"rank {hit['rank']} repeated (also retrieved[{first[hit['rank']]}]); "
+                              "expected distinct ranks")
             first[hit["rank"]] = i
         hits.sort(key=lambda h: h["rank"])
     return hits

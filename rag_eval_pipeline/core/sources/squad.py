@@ -38,7 +38,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 def squad_split(question_id: str, split_seed: int = 0) -> str:
     """``dev`` or ``test`` for a question id: parity of the first 8 hex digits of
     sha256(f"{split_seed}:{question_id}"). Deterministic; about 50/50."""
-    digest = hashlib.sha256(f"{split_seed}:{question_id}".encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(f"{split_seed}:{question_id}".encode()).hexdigest()
     return "dev" if int(digest[:8], 16) % 2 == 0 else "test"
 
 
@@ -62,7 +62,8 @@ def load_squad_v2(path: str | Path, split_seed: int = 0) -> tuple[pl.DataFrame, 
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; expected a SQuAD 2.0 JSON file",
+        raise InputError(f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; "
+                         "expected a SQuAD 2.0 JSON file",
                          path=str(p), line=exc.lineno, field="json") from None
     articles = data.get("data") if isinstance(data, dict) else None
     if not isinstance(articles, list):

@@ -136,7 +136,7 @@ def _time_ns(value: Any) -> int | None:
         return None
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return int(value.timestamp() * 1_000_000) * 1000
     if isinstance(value, (int, float)):
         return int(value)

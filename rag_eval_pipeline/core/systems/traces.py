@@ -136,7 +136,8 @@ class _ChunkMapper:
         chunks = self.per_doc.get(doc_id, [])
         if len(chunks) == 1:
             return chunks[0]
-        hint = (f"document {doc_id!r} has {len(chunks)} chunks" if chunks else f"no document {doc_id!r} in the snapshot")
+        hint = (f"document {doc_id!r} has {len(chunks)} chunks" if chunks
+                else f"no document {doc_id!r} in the snapshot")
         raise InputError(f"{where}: document.id {doc_id!r} is not a chunk id of the snapshot ({hint}); expected "
                          "'doc_id#n', the id of a one-chunk document, or an entry in chunk_map",
                          field=f"{DOCS}.document.id")
@@ -213,7 +214,8 @@ def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir
                 why = ("no input.value on the root span" if not text else
                        f"input.value matches {len(found)} golden questions" if found else
                        f"input.value {text[:80]!r} matches no golden question")
-                unmatched.append({"trace_id": trace_id, "reason": (f"no {qattr} attribute and " if qattr else "") + why})
+                unmatched.append({"trace_id": trace_id,
+                                  "reason": (f"no {qattr} attribute and " if qattr else "") + why})
                 continue
             qid, how = found[0], "text"
         if qid in chosen:
@@ -246,7 +248,8 @@ def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir
 
 def _row(spec: dict, ctx: RunContext, qid: str, root: Span, group: list[Span], mapper: _ChunkMapper) -> dict:
     where = f"{root.source}, trace {root.trace_id}"
-    retrievers = [s for s in group if str(s.attributes.get(KIND, "")).upper() == OpenInferenceSpanKindValues.RETRIEVER.value]
+    retrievers = [s for s in group
+                  if str(s.attributes.get(KIND, "")).upper() == OpenInferenceSpanKindValues.RETRIEVER.value]
     hits: list[dict] = []
     if retrievers:
         span = max(retrievers, key=lambda s: (s.start_ns or 0))
@@ -301,7 +304,8 @@ def _row(spec: dict, ctx: RunContext, qid: str, root: Span, group: list[Span], m
         elif decision == "error":
             error = root.status_message or "the trace reports decision 'error'"
     elif root.status_code == "ERROR":
-        decision, rule, error = "error", "span_status", f"root span status ERROR: {root.status_message or '(no message)'}"
+        decision, rule = "error", "span_status"
+        error = f"root span status ERROR: {root.status_message or '(no message)'}"
     else:
         decision, rule, error = decide(answer, spec["abstain_phrases"])
     llm = [s for s in group if str(s.attributes.get(KIND, "")).upper() == OpenInferenceSpanKindValues.LLM.value]

@@ -68,7 +68,8 @@ def test_guillemets_and_closing_quotes_stay_with_their_sentence():
 
 
 def test_list_items_markers_removed():
-    text = "Requisitos:\n- DNI en vigor\n* Foto reciente. En color.\n1. Pagar la tasa\n2) Firmar\n• Esperar\n(a) Recoger"
+    text = ("Requisitos:\n- DNI en vigor\n* Foto reciente. En color.\n1. Pagar la tasa\n2) Firmar\n• Esperar\n"
+            "(a) Recoger")
     assert split_claims(text) == [
         "Requisitos:", "DNI en vigor", "Foto reciente.", "En color.", "Pagar la tasa", "Firmar",
         "Esperar", "Recoger",

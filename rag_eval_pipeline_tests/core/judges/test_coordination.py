@@ -83,7 +83,8 @@ SPANISH = [
     ("Funciona con Android e iOS.", ["Funciona con Android e iOS."]),
     ("Cuesta entre 20 y 30 euros.", ["Cuesta entre 20 y 30 euros."]),
     # restrictive relative clause (no comma): one claim
-    ("El altavoz que compraste tiene tres años de garantía.", ["El altavoz que compraste tiene tres años de garantía."]),
+    ("El altavoz que compraste tiene tres años de garantía.",
+     ["El altavoz que compraste tiene tres años de garantía."]),
     # an open list is one claim
     ("Vende cables, fundas, etc.", ["Vende cables, fundas, etc."]),
     # inside brackets nothing splits
@@ -195,7 +196,8 @@ def test_at_least_forty_sentences_per_language():
 def test_sentence_level_splitting_still_comes_first():
     text = "El altavoz pesa 500 g y mide 20 cm. La garantía dura tres años."
     assert split_claims(text) == ["El altavoz pesa 500 g.", "El altavoz mide 20 cm.", "La garantía dura tres años."]
-    assert split_claims(text, coordinated=False) == ["El altavoz pesa 500 g y mide 20 cm.", "La garantía dura tres años."]
+    assert split_claims(text, coordinated=False) == ["El altavoz pesa 500 g y mide 20 cm.",
+                                                     "La garantía dura tres años."]
 
 
 def test_verbs_are_recognised_by_form_and_accent():

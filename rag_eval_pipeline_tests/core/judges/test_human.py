@@ -189,8 +189,8 @@ def test_human_labels_through_judge_runs(tmp_path):
 
 
 def test_two_people_on_one_claim_and_the_page_fields(tmp_path):
-    bea = {**ROWS[0], "annotator": "bea", "verdict": "NOT_MENTIONED", "quote": "", "labelled_at": "2026-12-01T08:00:00+00:00",
-           "content_sha256": "F" * 64, "note": "paraphrase?"}
+    bea = {**ROWS[0], "annotator": "bea", "verdict": "NOT_MENTIONED", "quote": "",
+           "labelled_at": "2026-12-01T08:00:00+00:00", "content_sha256": "F" * 64, "note": "paraphrase?"}
     path = tmp_path / "two.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [ROWS[0], bea]), encoding="utf-8")
     from rag_eval_pipeline.core.judges.human import read_human_label_rows

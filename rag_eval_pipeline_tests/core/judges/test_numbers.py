@@ -68,7 +68,8 @@ LEX = RuleBasedJudge(semantic=False)
 
 def test_number_in_words_supports_and_contradicts():
     ctx = ["El plazo de devolución es de 15 días desde la entrega."]
-    assert LEX.judge("", "El plazo de devolución es de quince días desde la entrega.", ctx).claims[0].verdict == "SUPPORTED"
+    quince = LEX.judge("", "El plazo de devolución es de quince días desde la entrega.", ctx)
+    assert quince.claims[0].verdict == "SUPPORTED"
     other = ["El plazo de devolución es de 30 días desde la entrega."]
     c = LEX.judge("", "El plazo de devolución es de quince días desde la entrega.", other).claims[0]
     assert c.verdict == "CONTRADICTED"
@@ -77,8 +78,10 @@ def test_number_in_words_supports_and_contradicts():
 
 def test_dates_compare_across_formats_and_state_their_year():
     ctx = ["La oferta terminó el 01/03/2024 en todas las tiendas."]
-    assert LEX.judge("", "La oferta terminó el 1 de marzo de 2024 en todas las tiendas.", ctx).claims[0].verdict == "SUPPORTED"
-    assert LEX.judge("", "La oferta terminó el 2 de marzo de 2024 en todas las tiendas.", ctx).claims[0].verdict == "CONTRADICTED"
+    same_day = LEX.judge("", "La oferta terminó el 1 de marzo de 2024 en todas las tiendas.", ctx)
+    assert same_day.claims[0].verdict == "SUPPORTED"
+    next_day = LEX.judge("", "La oferta terminó el 2 de marzo de 2024 en todas las tiendas.", ctx)
+    assert next_day.claims[0].verdict == "CONTRADICTED"
     born = ["Elvis Presley (January 8, 1935 – August 16, 1977) was an American singer."]
     assert LEX.judge("", "Elvis Presley was an American singer born in 1935.", born).claims[0].verdict == "SUPPORTED"
 

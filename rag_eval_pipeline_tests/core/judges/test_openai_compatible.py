@@ -286,7 +286,8 @@ def test_settings_in_use_are_in_the_stats(server, monkeypatch):
     j.transport.sleep = waits = []  # type: ignore[assignment]
     j.transport.sleep = waits.append
     j.judge(QUESTION, ANSWER, CTX)
-    assert waits == [0.02] and len(server.chat_requests()) == 2  # 1 + max_retries requests, backoff from the environment
+    # 1 + max_retries requests, backoff from the environment
+    assert waits == [0.02] and len(server.chat_requests()) == 2
 
 
 def test_connection_refused_is_connection_error():

@@ -98,8 +98,10 @@ def test_negation_is_compared_per_side_not_per_token():
     ctx = ["Import duties paid on delivery in the United Kingdom are not refunded by Lumo Audio."]
     lex = RuleBasedJudge(0.75, semantic=False)
     # passive in the context, active in the claim: both negated, no disagreement
-    assert _v(lex.judge("", "Lumo Audio does not refund import duties paid in the United Kingdom.", ctx)) == ["SUPPORTED"]
-    assert _v(lex.judge("", "Lumo Audio refunds import duties paid on delivery in the United Kingdom.", ctx)) == ["CONTRADICTED"]
+    negated = lex.judge("", "Lumo Audio does not refund import duties paid in the United Kingdom.", ctx)
+    assert _v(negated) == ["SUPPORTED"]
+    affirmed = lex.judge("", "Lumo Audio refunds import duties paid on delivery in the United Kingdom.", ctx)
+    assert _v(affirmed) == ["CONTRADICTED"]
 
 
 def test_not_only_is_no_negation():

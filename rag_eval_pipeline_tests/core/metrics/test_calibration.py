@@ -298,7 +298,8 @@ def test_ppi_rates_worked_by_hand():
     judge = pl.DataFrame({"system": ["s"] * 5, "question_id": list(verdicts), "claim_id": [f"{q}:c1" for q in verdicts],
                           "verdict": list(verdicts.values()), "repeat": [0] * 5,
                           "judge": ["j"] * 5, "judge_model": ["m"] * 5, "prompt_sha256": ["p"] * 5})
-    human = pl.DataFrame({"system": ["s", "s"], "question_id": ["q1", "q2"], "verdict": ["attributable", "not_attributable"]})
+    human = pl.DataFrame({"system": ["s", "s"], "question_id": ["q1", "q2"],
+                          "verdict": ["attributable", "not_attributable"]})
     got = {r["system"]: r for r in ppi_rates(human, judge).iter_rows(named=True)}
     assert set(got) == {"s"}
     assert got["s"]["estimate"] == pytest.approx(1 / 6)
@@ -310,8 +311,8 @@ def test_ppi_rates_worked_by_hand():
 def test_ppi_rates_null_with_reason_when_nothing_is_unlabelled():
     from rag_eval_pipeline.core.metrics.calibration import ppi_rates
 
-    judge = pl.DataFrame({"system": ["s"], "question_id": ["q1"], "claim_id": ["q1:c1"], "verdict": ["SUPPORTED"], "repeat": [0],
-                          "judge": ["j"], "judge_model": ["m"], "prompt_sha256": ["p"]})
+    judge = pl.DataFrame({"system": ["s"], "question_id": ["q1"], "claim_id": ["q1:c1"], "verdict": ["SUPPORTED"],
+                          "repeat": [0], "judge": ["j"], "judge_model": ["m"], "prompt_sha256": ["p"]})
     human = pl.DataFrame({"system": ["s"], "question_id": ["q1"], "verdict": ["attributable"]})
     row = ppi_rates(human, judge).row(0, named=True)
     assert row["estimate"] is None and row["ci_low"] is None and row["reason"]
@@ -349,7 +350,8 @@ def test_three_labellers_lights_kappa_by_hand():
     r = calibrate(people(alice=ALICE, bob=BOB, carol=CAROL), j)
     # alice-bob 0.6; alice-carol p_o 0.9, p_e 0.5 -> 0.8; bob-carol p_o 0.7, p_e 0.5 -> 0.4; mean 0.6
     assert [(p["a"], p["b"], p["kappa"]) for p in r.human_pairs] == [
-        ("alice", "bob", pytest.approx(0.6)), ("alice", "carol", pytest.approx(0.8)), ("bob", "carol", pytest.approx(0.4))]
+        ("alice", "bob", pytest.approx(0.6)), ("alice", "carol", pytest.approx(0.8)),
+        ("bob", "carol", pytest.approx(0.4))]
     assert r.human_kappa == pytest.approx(0.6)
 
 

@@ -76,7 +76,7 @@ def test_hidden_and_underscore_files_are_ignored(tmp_path):
 
 
 def test_not_utf8_names_the_byte_offset(tmp_path):
-    f = write(tmp_path / "c", "latin.md", "Línea uno\n".encode("utf-8") + "año".encode("latin-1"))
+    f = write(tmp_path / "c", "latin.md", "Línea uno\n".encode() + "año".encode("latin-1"))
     err = load_error(tmp_path / "c")
     assert_names(err, f, 2, "encoding")
     assert "byte offset 12" in str(err) and "UTF-8" in str(err)

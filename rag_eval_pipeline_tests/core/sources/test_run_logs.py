@@ -27,7 +27,8 @@ def rec(qid="q1", **kw) -> dict:
 
 
 def write(path: Path, lines: list) -> Path:
-    path.write_text("\n".join(l if isinstance(l, str) else json.dumps(l) for l in lines) + "\n", encoding="utf-8")
+    text = "\n".join(item if isinstance(item, str) else json.dumps(item) for item in lines) + "\n"
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -64,7 +65,8 @@ def test_reads_a_log(tmp_path):
     assert runs["golden_version"].unique().to_list() == [GV]
     row = runs.row(0, named=True)
     assert row["retriever"] == '{"k":5,"type":"bm25"}' and row["model"] == "m1"
-    assert row["retrieved"] == [{"chunk_id": "a#0", "score": 0.9, "rank": 1}, {"chunk_id": "a#1", "score": 0.5, "rank": 2}]
+    assert row["retrieved"] == [{"chunk_id": "a#0", "score": 0.9, "rank": 1},
+                                {"chunk_id": "a#1", "score": 0.5, "rank": 2}]
     assert runs.row(1, named=True)["retrieved"] == []
     assert runs.row(2, named=True)["error"] == "timeout"
 
@@ -72,7 +74,8 @@ def test_reads_a_log(tmp_path):
 def test_rank_defaults_to_list_order_and_hits_sort_by_rank(tmp_path):
     f = write(tmp_path / "r.jsonl", [
         rec(retrieved=[{"chunk_id": "b#0"}, "c#0"]),
-        rec("q2", retrieved=[{"chunk_id": "x#0", "score": 0.1, "rank": 3}, {"chunk_id": "y#0", "score": 0.9, "rank": 1}]),
+        rec("q2", retrieved=[{"chunk_id": "x#0", "score": 0.1, "rank": 3},
+                             {"chunk_id": "y#0", "score": 0.9, "rank": 1}]),
     ])
     runs = load(f)
     assert runs.row(0, named=True)["retrieved"] == [{"chunk_id": "b#0", "score": None, "rank": 1},

@@ -58,7 +58,7 @@ class ServeReference:
         self._timeout = start_timeout_s
         self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "ServeReference":
+    def __enter__(self) -> ServeReference:
         self.proc = subprocess.Popen(self._cmd, env=self._env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self._timeout
         while time.monotonic() < deadline:
@@ -184,7 +184,7 @@ class RagFaultServer:
     def attempts(self, qid: str) -> list[dict]:
         return [r for r in self.requests if r["question_id"] == qid]
 
-    def __enter__(self) -> "RagFaultServer":
+    def __enter__(self) -> RagFaultServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
         self._thread.start()
         return self

@@ -34,6 +34,7 @@ def test_p50_p95_with_linear_interpolation_and_null_when_nothing_was_measured():
         assert (r["numerator"], r["denominator"], r["n"], r["n_not_evaluable"]) == (r["value"], 1.0, 5, 1)
         assert (r["ci_low"], r["ci_high"], r["ci_method"]) == (None, None, "none")
     down = s.filter((pl.col("system") == "down") & (pl.col("split") == "all")).to_dicts()
-    assert [(r["value"], r["numerator"], r["denominator"], r["n_not_evaluable"]) for r in down] == [(None, 0.0, 0.0, 2)] * 2
+    got = [(r["value"], r["numerator"], r["denominator"], r["n_not_evaluable"]) for r in down]
+    assert got == [(None, 0.0, 0.0, 2)] * 2
     check = denominators_consistent(metric_summary=s)
     assert check.passed

@@ -99,8 +99,8 @@ class TracedRag:
             row = {"name": s.name, "span_kind": a.get(KIND), "context.trace_id": f"{s.context.trace_id:032x}",
                    "context.span_id": f"{s.context.span_id:016x}",
                    "parent_id": f"{s.parent.span_id:016x}" if s.parent else None,
-                   "start_time": dt.datetime.fromtimestamp(s.start_time / 1e9, dt.timezone.utc),
-                   "end_time": dt.datetime.fromtimestamp(s.end_time / 1e9, dt.timezone.utc),
+                   "start_time": dt.datetime.fromtimestamp(s.start_time / 1e9, dt.UTC),
+                   "end_time": dt.datetime.fromtimestamp(s.end_time / 1e9, dt.UTC),
                    "status_code": s.status.status_code.name, "status_message": s.status.description}
             for k, v in a.items():
                 row[f"attributes.{k}"] = json.loads(v) if k == SpanAttributes.METADATA else v
@@ -164,7 +164,8 @@ def test_unmatched_traces_and_questions_without_a_trace_are_counted(sample, tmp_
     rag(rows[4][0], "  " + rows[4][1].upper() + " ", [], with_id=False)  # text differs only in case/space
     path = tmp_path / "t.jsonl"
     rag.write_otlp_json(path)
-    run = TracesRunner(traces_spec(path, question_id_attribute="metadata.question_id")).run(golden, sample.ctx("traced"))
+    runner = TracesRunner(traces_spec(path, question_id_attribute="metadata.question_id"))
+    run = runner.run(golden, sample.ctx("traced"))
     info = run.info
     assert info["traces"] == 7 and info["unmatched_traces"] == 2
     reasons = sorted(u["reason"] for u in info["unmatched_examples"])
