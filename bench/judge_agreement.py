@@ -52,7 +52,7 @@ def sample_agreement(judge, limit: int | None = None) -> dict:
     cfg = load_config(REPO / "data" / "sample" / "config.yaml")
     snapshot, version = pipeline.build_snapshot(cfg)
     golden = pipeline.build_golden(cfg, snapshot)
-    human_path = cfg.resolve(cfg.raw["calibration"]["human_labels"])
+    human_path = cfg.calibration.human_labels
     human = [json.loads(line) for line in human_path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if limit:
         human = human[:limit]

@@ -488,8 +488,8 @@ def _calibration(c: _Checks, raw: dict) -> CalibrationConfig:
     if not labels:
         raise c.fail("calibration.human_labels is required in the calibration section")
     labels_path = c.file_path(labels, "calibration.human_labels")
-    if not labels_path.is_file():
-        raise c.fail(f"calibration.human_labels {labels_path}: file not found")
+    if labels_path.exists() and not labels_path.is_file():  # absent is allowed: `rag-eval label` creates it
+        raise c.fail(f"calibration.human_labels {labels_path}: not a regular file; expected a label file")
     mapping = section.get("mapping")
     if mapping is not None:
         c.mapping(mapping, "calibration.mapping")

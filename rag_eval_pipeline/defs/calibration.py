@@ -14,12 +14,14 @@ repeated judging.
 
 import datetime as dt
 import json
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.labelling import current_content_hashes
 from rag_eval_pipeline.core.metrics.calibration import (
+    LABEL_FILE_SCHEMA,
     calibrate_all,
     calibration_table,
     confusion_markdown,
@@ -37,7 +39,10 @@ HISTORY_FILE = "calibration_history.parquet"
 
 def _load_human_labels(path, level: str, mapping=None) -> pl.DataFrame:
     """Hand labels for ``level``, validated line by line (``core.metrics.calibration.read_label_file``:
-    errors name the file, line and field), with annotator and content hash."""
+    errors name the file, line and field), with annotator and content hash; none when the file does not
+    exist yet (nothing labelled: the calibration is then missing, not an error)."""
+    if not Path(path).exists():
+        return pl.DataFrame(schema=LABEL_FILE_SCHEMA)
     return read_label_file(path, level, mapping)
 
 

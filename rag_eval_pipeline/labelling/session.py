@@ -37,10 +37,10 @@ class Progress:
     stale: set[tuple[str, ...]]  # items whose label by this labeller no longer matches what is shown
 
 
-def calibration_section(cfg: EvalConfig) -> dict[str, Any]:
-    """The configuration's ``calibration`` section; ConfigError when it or its ``human_labels`` is missing."""
-    section = cfg.raw.get("calibration")
-    if not isinstance(section, dict) or not section.get("human_labels"):
+def calibration_section(cfg: EvalConfig):
+    """The configuration's typed ``calibration`` section; ConfigError when it or its ``human_labels`` is missing."""
+    section = cfg.calibration
+    if not section.configured or section.human_labels is None:
         raise ConfigError(f"{cfg.path}: calibration.human_labels is not set: the labelling page appends to that "
                           "file (add a calibration section with human_labels: labels.jsonl)")
     return section
@@ -48,8 +48,7 @@ def calibration_section(cfg: EvalConfig) -> dict[str, Any]:
 
 def viewer_groups_of(cfg: EvalConfig) -> tuple[str, ...]:
     """``report.viewer_groups`` of the configuration (default ``[customers]``, as the report)."""
-    groups = (cfg.raw.get("report") or {}).get("viewer_groups", list(DEFAULT_VIEWER_GROUPS))
-    return (groups,) if isinstance(groups, str) else tuple(groups or ())
+    return tuple(cfg.report.viewer_groups)
 
 
 class LabellingSession:
@@ -67,15 +66,15 @@ class LabellingSession:
         self.cfg, self.output_dir = cfg, Path(output_dir)
         self.labeller, self.n, self.show_judge = labeller, n, show_judge
         section = calibration_section(cfg)
-        self.level = section.get("level", "claim")
+        self.level = section.level
         if self.level not in ("claim", "response"):
             raise ConfigError(f"{cfg.path}: calibration.level must be 'claim' or 'response', got {self.level!r}")
-        self.mapping = section.get("mapping")
+        self.mapping = section.mapping
         try:
             self.options = label_options(self.level, self.mapping)
         except ValueError as exc:
             raise ConfigError(f"{cfg.path}: {exc}") from None
-        self.labels_path = cfg.resolve(section["human_labels"])
+        self.labels_path = section.human_labels
         self.file = LabelFile(self.labels_path, self.level, self.mapping)
         self.groups = tuple(groups) if groups is not None else viewer_groups_of(cfg)
         tables = {}

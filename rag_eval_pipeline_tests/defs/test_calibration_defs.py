@@ -141,6 +141,16 @@ def test_no_section_passes_without_judge_gates(tmp_path):
     assert table["missing"].to_list() == [True]
 
 
+def test_a_label_file_not_yet_written_is_a_missing_calibration_not_an_error(tmp_path):
+    # `rag-eval label` creates the file: before the first label the configuration loads and nothing is calibrated
+    cfg = write_config(tmp_path, {"human_labels": "not_yet.jsonl", "kappa_floor": 0.4},
+                       gates=[{"metric": "faithfulness", "max_abs_drop": 0.05}])
+    result, out = run(tmp_path, cfg, labels(JUDGE))
+    assert not check_of(result).passed  # a judge-based gate without any hand label blocks
+    table = pl.read_parquet(out / "judge_calibration.parquet")
+    assert table["kappa"].to_list() == [None] and (table["missing"][0] or table["n"][0] in (None, 0))
+
+
 def test_no_section_fails_with_a_judge_gate(tmp_path):
     cfg = write_config(tmp_path, None, gates=[{"metric": "faithfulness", "max_abs_drop": 0.05}])
     result, _ = run(tmp_path, cfg, labels(JUDGE))
@@ -196,6 +206,7 @@ def test_stale_hand_labels_are_counted_and_listed(tmp_path):
            "systems": [{"name": "A", "kind": "reference"}, {"name": "B", "kind": "reference"}],
            "calibration": {"human_labels": "labels.jsonl", "level": "response"}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    (tmp_path / "docs").mkdir(exist_ok=True)
 
     @dg.asset(name="judge_labels")
     def judge_labels_stub() -> pl.DataFrame:

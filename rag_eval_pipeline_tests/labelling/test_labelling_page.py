@@ -38,6 +38,7 @@ def evaluation(tmp_path, level="claim"):
            "systems": [{"name": "A", "kind": "reference"}, {"name": "B", "kind": "reference"}],
            "calibration": {"human_labels": "labels.jsonl", "level": level}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    (tmp_path / "docs").mkdir(exist_ok=True)  # the corpus folder must exist when the configuration loads
     return load_config(tmp_path / "config.yaml"), out
 
 

@@ -82,6 +82,7 @@ DECISION_METRICS: tuple[str, ...] = (
     "clarify_answered_rate",
     "clarify_abstained_rate",
     "run_error_rate",
+    "abstention_text_in_answer",
 )
 #: Claim-level faithfulness (Ragas' ``faithfulness``) and the judge's error counts beside it.
 FAITHFULNESS_METRICS = (
