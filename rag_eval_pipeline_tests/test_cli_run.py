@@ -80,7 +80,7 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     assert f"suite sample (job sample__full_evaluation): configuration {SAMPLE_DIR / 'config.yaml'}" in stdout
     status = {name: word for word, name in re.findall(r"^  (passed|warned|FAILED)\s+sample/(\S+)", stdout, flags=re.M)}
     assert sorted(status) == SAMPLE_CHECKS
-    assert status.pop("judge_calibration:judge_calibrated_above_floor") == "warned"  # kappa 0.169 < 0.4, no judge gate
+    assert status.pop("judge_calibration:judge_calibrated_above_floor") == "passed"  # the embedded judge clears 0.4
     assert status.pop("golden_set:golden_evidence_is_current") == "warned"  # q26 rests on the replaced 2023 policy
     assert set(status.values()) == {"passed"}
     gates = pl.read_parquet(out / "sample" / "gate_results.parquet")

@@ -51,15 +51,16 @@ def test_the_verdict_is_computed_once_per_run(two_runs):
 def test_report_regression_list_and_promotion_read_the_one_verdict():
     graph = defs.resolve_asset_graph()
 
-    def parents(key):
-        return {k.to_user_string() for k in graph.get(dg.AssetKey(key)).parent_keys}
+    def parents(key):  # the sample suite's assets: keys sample/<asset>
+        return {k.path[-1] for k in graph.get(dg.AssetKey(["sample", key])).parent_keys}
 
     for reader in ("regression_cases", "evaluation_report", "gate_verdict"):
         assert "gate_results" in parents(reader), reader
     assert "gate_verdict" in parents("promotion")
     # the blocking gate check guards promotion only: the report and the regression list are not below it
     assert "gate_verdict" not in parents("evaluation_report") | parents("regression_cases")
-    spec = graph.get_check_spec(dg.AssetCheckKey(dg.AssetKey("gate_verdict"), "no_regression_against_baseline"))
+    spec = graph.get_check_spec(dg.AssetCheckKey(dg.AssetKey(["sample", "gate_verdict"]),
+                                                 "no_regression_against_baseline"))
     assert spec.blocking
 
 
