@@ -15,8 +15,11 @@ import filecmp
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -30,7 +33,7 @@ from rag_eval_pipeline.core.locking import OutputLock, read_owner
 from rag_eval_pipeline.core.sources.trec import read_trec_run
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
-from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import (
     cli_env,
     dagster_home,
@@ -43,7 +46,7 @@ from rag_eval_pipeline_tests.defs.subprocess_runs import (
 
 HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
 CASES = sorted(p.name for p in HOSTILE.iterdir() if (p / "case.yaml").is_file())
-NOT_THROUGH_MATERIALIZE = ("trec_run", "cli_signal")
+NOT_THROUGH_MATERIALIZE = ("trec_run", "cli_signal", "config")
 TEAM = "team_rag"
 
 # Judge calls seen by the counting judge of the current materialisation (in-process executor).
@@ -462,6 +465,39 @@ def test_trec_run_file(name):
     assert f"/{expect['file']}" in msg and f"line {expect['line']}," in msg and f"field {expect['field']!r}" in msg, msg
     assert expect["message"] in msg
     assert exc.value.line == expect["line"] and exc.value.field == expect["field"]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", [c for c in CASES if load_case(c)["target"] == "config"])
+def test_a_configuration_that_would_switch_a_gate_off_or_exhaust_memory_is_refused_at_load(name, good_run, tmp_path):
+    """The real ``rag-eval run --config``: exit 2 within seconds, one line naming the file (and line) and the
+    key, and the output folder of the previous run byte-identical."""
+    case, expect = load_case(name), load_case(name)["expect"]
+    _, good_out = good_run
+    out = tmp_path / "out"
+    shutil.copytree(good_out, out)
+    before = every_file_hash(out)
+    cfg = _merge(sample_config(), case.get("config") or {})
+    if case.get("system_prompt_version_chars"):
+        cfg["systems"][0]["prompt_version"] = "v" * case["system_prompt_version_chars"]
+    config = tmp_path / "broken_config.yaml"
+    config.write_text(yaml.safe_dump(cfg, allow_unicode=True, sort_keys=False) + case.get("append", ""),
+                      encoding="utf-8")
+    env = cli_env(dagster_home(tmp_path))
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--config", str(config),
+                           "--output", str(out)], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=90)
+    took = time.monotonic() - started
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and len(lines[0]) < 1000, proc.stderr[-3000:]  # one line, never a value's whole repr
+    assert str(config) in lines[0] and expect["message"] in lines[0], lines[0]
+    if expect.get("key"):
+        assert expect["key"] in lines[0], lines[0]
+    if expect.get("names_line"):
+        assert re.search(r"line \d+", lines[0]), lines[0]
+    assert took < 30, f"took {took:.1f} s to refuse"
+    assert every_file_hash(out) == before  # nothing written, nothing lost
 
 
 # ---------------------------------------------------- the blocking checks, on tables that bypassed the readers
