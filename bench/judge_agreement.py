@@ -62,7 +62,7 @@ def sample_agreement(judge, limit: int | None = None) -> dict:
     runs = runs.filter(pl.struct("system", "question_id").map_elements(
         lambda s: (s["system"], s["question_id"]) in keys, return_dtype=pl.Boolean))
     labels, answers = judge_runs(runs, snapshot, judge, questions=golden.select("question_id", "question"),
-                                 abstention_phrases=cfg.judge.get("abstention_phrases"))
+                                 abstention_phrases=cfg.judge.abstention_phrases)
     sup: dict[tuple[str, str], bool] = {}
     for s, q, v in labels.select("system", "question_id", "verdict").iter_rows():
         sup[(s, q)] = sup.get((s, q), True) and v == "SUPPORTED"
