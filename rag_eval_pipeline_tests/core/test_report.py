@@ -331,7 +331,7 @@ def _faithfulness_line(markdown: str) -> str:
 
 @pytest.mark.parametrize("calibration, floor, why", [
     (None, 0.4, "no calibration against human labels"),
-    (_calibration(0.169), 0.4, "κ 0.169 below the floor 0.4"),  # the sample's rule-based judge
+    (_calibration(0.169), 0.4, "κ 0.169 below the floor 0.4"),  # a judge below the floor (the sample's reaches 0.518)
     (_calibration(0.8, stale=True), 0.4, "another judge"),
     (_calibration(None, missing=True), 0.4, "no calibration for this judge"),
     (_calibration(0.5), 0.6, "κ 0.500 below the floor 0.6"),
