@@ -1,4 +1,4 @@
-"""Parquet IO for every asset: one small IO manager over polars + pyarrow.
+"""Parquet IO for every asset: one small IO manager over polars.
 
 dagster-polars does not load Parquet with polars 2.x (``scan_parquet`` lost ``rechunk``), so this
 ~40-line manager replaces it. DataFrames go to ``<base_dir>/<asset>.parquet`` (checked against the
