@@ -163,3 +163,40 @@ def test_the_summary_shows_judge_errors_beside_every_judge_based_value():
     assert lines["faithfulness_holistic"][2:6] == ["0.9000", "18/20", "34", "0"]
     assert lines["coverage"][2:] == ["0.5000", "17/34", "34"]  # not judge-based: no count
     assert "judge errors" in format_summary(summary).splitlines()[0]
+
+
+@pytest.mark.timeout(180)
+def test_sigterm_during_a_step_says_interrupted_not_a_dagster_error(tmp_path):
+    import os
+    import signal
+    import time
+
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    # the corpus step waits in Python: Dagster's interrupt ends it when SIGTERM arrives
+    (hooks / "sitecustomize.py").write_text(
+        "import os, time\nimport rag_eval_pipeline.core.sources.documents as _documents\n"
+        "def _waits(path):\n    open(os.environ['RAG_EVAL_TEST_HOOK_MARKER'], 'w').close()\n    time.sleep(600)\n"
+        "_documents.load_documents_dir = _waits\n", encoding="utf-8")
+    marker, log = tmp_path / "entered", tmp_path / "run.log"
+    env = cli_env(dagster_home(tmp_path), RAG_EVAL_TEST_HOOK_MARKER=str(marker))
+    env["PYTHONPATH"] = os.pathsep.join([str(hooks), str(REPO_ROOT), env.get("PYTHONPATH", "")])
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--output", str(tmp_path / "o")],
+                                cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 150
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")[-2000:]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    stdout = log.read_text(encoding="utf-8", errors="replace")
+    assert proc.returncode == 1, stdout[-2000:]
+    assert "interrupted (SIGTERM or Ctrl-C): the run stopped before step corpus_snapshot finished" in stdout
+    assert "DagsterExecutionInterruptedError" not in stdout
