@@ -450,7 +450,8 @@ def add_serve(sub) -> None:
                                    "one) on 127.0.0.1, read-only; never the tables. Set RAG_EVAL_REPORT_URL to its "
                                    "address where the code location runs, and the report asset links to it.",
                        epilog=SERVE_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--port", type=port_number, default=DEFAULT_PORT, help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT})")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                   help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT})")
     p.add_argument("--suite", help="serve only this suite's folder (default: every suite, outputs/ or "
                                    "$RAG_EVAL_OUTPUT_DIR)")
     p.add_argument("--dir", help="serve this folder instead")
