@@ -301,3 +301,7 @@ def test_the_console_logger_cuts_the_stack_trace_only_of_a_users_mistake(monkeyp
     monkeypatch.delenv("RAG_EVAL_TRACEBACKS")
     bug = formatted(_failure_record(KeyError("question_id")))  # a bug in the pipeline's own code
     assert "Stack Trace:" in bug and "KeyError" in bug
+    # only rag-eval run gives its jobs this logger: the code location's jobs (the Dagster UI) keep Dagster's own
+    from rag_eval_pipeline.definitions import defs
+
+    assert not defs.resolve_job_def("sample__full_evaluation").has_specified_loggers

@@ -128,7 +128,8 @@ class _CutStackTraces(logging.Formatter):
                    "name": dg.Field(str, is_required=False, default_value="dagster")},
     description="Dagster's colored console logger (stderr), without the stack trace of a step that failed on the "
                 "user's input or configuration (an InputError, ConfigError ... : the message names file, line and "
-                "field); RAG_EVAL_TRACEBACKS=1 keeps it. Any other failure keeps its stack trace.",
+                "field) or of an interrupted step; RAG_EVAL_TRACEBACKS=1 keeps it. Any other failure keeps its "
+                "stack trace.",
 )
 def cli_console_logger(init_context) -> logging.Logger:
     """The console logger of ``rag-eval run``'s jobs. Output: a ``logging.Logger`` writing to stderr."""
