@@ -28,6 +28,25 @@ EXIT_CODES = """exit codes:
   2  usage or configuration error, before any run starts: a bad option, an unknown suite, a configuration
      that does not load, a suite whose data folder is absent, a misconfigured judge (RAG_EVAL_JUDGE ...)
   3  another run is writing the same output folder (rag-eval run --wait-s N waits for it)"""
+ESTIMATE_EXIT_CODES = """exit codes:
+  0  the estimate was printed
+  1  bad input data (corpus, golden set, a run log): the message names the file, line and field
+  2  usage or configuration error: a bad option, an unknown suite, a configuration that does not load,
+     a misconfigured judge (RAG_EVAL_JUDGE ...)"""
+SERVE_EXIT_CODES = """exit codes:
+  0  stopped cleanly (Ctrl-C or SIGTERM)
+  2  usage error: a bad option, an unknown suite, a folder that does not exist, a port in use"""
+LABEL_EXIT_CODES = """exit codes:
+  0  stopped cleanly (Ctrl-C or SIGTERM)
+  1  a data mistake: the suite's tables are not written yet (rag-eval run first), a bad label file,
+     nothing to label for your groups
+  2  usage or configuration error: a bad option, an unknown suite, a configuration that does not load or
+     has no calibration section, a port in use"""
+SERVE_REFERENCE_EXIT_CODES = """exit codes:
+  0  stopped cleanly (Ctrl-C or SIGTERM)
+  1  bad corpus data: the message names the file, line and field
+  2  usage or configuration error: a bad option, a configuration that does not load, a system that is
+     unknown or not of kind reference, a port in use"""
 
 
 class UsageError(Exception):
@@ -72,6 +91,19 @@ def resolve_suite(suite_name: str | None, config: str | None):
             return suite
     raise UsageError(f"unknown suite {name!r}: {suites_file()} lists {', '.join(s.name for s in listed)}"
                      " (or give --config FILE)")
+
+
+def suite_folder(suite, output: str | None) -> Path:
+    """The output folder of ``suite`` (absolute): ``--output`` (the suite's own folder) when given, else
+    ``$RAG_EVAL_OUTPUT_DIR/<suite>``, else ``outputs/<suite>`` in the project."""
+    if output:
+        return Path(output).resolve()
+    return Path(output_root(), suite.name).resolve()
+
+
+def output_root() -> Path:
+    """The folder holding every suite's output folder: $RAG_EVAL_OUTPUT_DIR, else ``outputs/`` in the project."""
+    return Path(os.environ.get("RAG_EVAL_OUTPUT_DIR") or PROJECT_ROOT / "outputs")
 
 
 def judge_resource(config_path=None):
@@ -167,7 +199,9 @@ def check_lines(result, job) -> list[str]:
             details.append(f"\n{'WARNING' if e.severity == dg.AssetCheckSeverity.WARN else 'FAILED'} check {name}")
             for k, v in e.metadata.items():
                 text = str(getattr(v, "value", v))
-                if text not in ("[]", "{}", ""):
+                if "\n" in text.strip():  # a Markdown table: from its own line
+                    details.append(f"  {k}:\n" + "\n".join("    " + line for line in text.strip().splitlines()))
+                elif text not in ("[]", "{}", ""):
                     details.append(f"  {k}: {text}")
     return lines + details
 
@@ -190,15 +224,31 @@ def gate_lines(out: Path, rewritten: bool) -> list[str]:
 
 
 def promotion_line(result, suite: str, quick: bool) -> str:
-    """Whether this run promoted a baseline: the ``<suite>/promotion`` materialisation and its system."""
+    """Whether this run promoted a baseline, read from the ``<suite>/promotion`` materialisation's metadata:
+    promoted, kept (the candidate is already the promoted baseline: nothing written), no candidate
+    configured, or not promoted (the asset did not run)."""
     if quick:
         return "promotion: none (the quick evaluation never promotes)"
     for event in result.get_asset_materialization_events():
         if event.asset_key is not None and event.asset_key.path == [suite, "promotion"]:
-            md = event.materialization.metadata
-            system = getattr(md.get("promoted_system"), "value", md.get("promoted_system"))
+            md = {k: getattr(v, "value", v) for k, v in event.materialization.metadata.items()}
+            system = md.get("promoted_system")
+            if md.get("unchanged_since_promotion") is True:
+                return (f"promotion: kept: {system} is already the promoted baseline (unchanged since promotion at "
+                        f"{md.get('promoted_at')}; nothing written)")
+            if "unchanged_since_promotion" not in md:  # promotion writes it whenever a candidate is configured
+                return "promotion: none (no candidate configured: gates.promote is not set)"
             return f"promotion: promoted {system} as the baseline"
     return "promotion: not promoted (a blocking check failed or a step failed)"
+
+
+def interrupted(error) -> bool:
+    """Whether a step's ``SerializableErrorInfo`` chain is Dagster's interrupt (SIGTERM or SIGINT during the step)."""
+    while error is not None:
+        if error.cls_name == "DagsterExecutionInterruptedError":
+            return True
+        error = error.cause or error.context
+    return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -210,7 +260,7 @@ def run(args: argparse.Namespace) -> int:
     from rag_eval_pipeline.core.errors import ConfigError
     from rag_eval_pipeline.core.locking import OutputLock, OutputLocked, end_on_signal
     from rag_eval_pipeline.defs.location import build_definitions, check_suite
-    from rag_eval_pipeline.defs.schedules import QUICK_JOB, job_name
+    from rag_eval_pipeline.defs.schedules import CLI_LOGGER_DEFS, QUICK_JOB, job_name
 
     suite = resolve_suite(args.suite, args.config)
     try:  # a bad configuration is one line here, not a failed run with a stack trace in its log
@@ -218,12 +268,12 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     judge = judge_resource(suite.config_path)
-    root = os.environ.get("RAG_EVAL_OUTPUT_DIR") or str(PROJECT_ROOT / "outputs")
-    suite_dir = Path(args.output or Path(root, suite.name)).resolve()
-    defs = build_definitions([loaded], output_dir=str(Path(root).resolve()), suite_dirs={suite.name: str(suite_dir)},
-                             judge=judge)
+    suite_dir = suite_folder(suite, args.output)
+    defs = build_definitions([loaded], output_dir=str(output_root().resolve()),
+                             suite_dirs={suite.name: str(suite_dir)}, judge=judge)
     quick = args.job == QUICK_JOB
-    job = defs.resolve_job_def(job_name(suite.name, args.job))
+    # the CLI's console logger: no stack trace on stderr for a user's input mistake (the UI keeps its event log)
+    job = defs.resolve_job_def(job_name(suite.name, args.job)).with_logger_defs(CLI_LOGGER_DEFS)
     out = suite_dir / "quick" if quick else suite_dir
     tags = {**defs.resources["settings"].run_tags([suite.name]), "rag_eval/trigger": "rag-eval run"}
     run_id = str(uuid.uuid4())
@@ -242,7 +292,8 @@ def run(args: argparse.Namespace) -> int:
     before = {p.name: identity(p) for p in out.glob("*") if p.is_file()}  # to tell this run's files from older ones
     try:
         with dg.DagsterInstance.get() as instance:
-            result = job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id, tags=tags)
+            result = job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id, tags=tags,
+                                            run_config={"loggers": {"console": {"config": {"log_level": "DEBUG"}}}})
     finally:
         lock.release()
     failed_checks = [e for e in result.get_asset_check_evaluations()
@@ -276,7 +327,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"report: not written by this run{earlier}")
     if not result.success:
         for ev in result.all_events:
-            if ev.is_step_failure:
+            if ev.is_step_failure and interrupted(ev.event_specific_data.error):
+                print(f"\ninterrupted (SIGTERM or Ctrl-C): the run stopped before step {ev.step_key} finished")
+            elif ev.is_step_failure:
                 print(f"\nstep {ev.step_key} failed: {step_error_text(ev.event_specific_data.error)[:2000]}")
     return EXIT_OK if result.success and not failed_checks else EXIT_FAILED
 
@@ -363,7 +416,7 @@ def add_estimate(sub) -> None:
     """Register ``rag-eval estimate`` and its options on the subparsers ``sub``."""
     p = sub.add_parser("estimate", help="dry run: judge calls and prompt tokens a suite would cost",
                        description="Count the judge calls and prompt tokens judging a suite would cost; makes no call.",
-                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=ESTIMATE_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--suite", help=f"a suite listed in data/suites.yaml (default: {DEFAULT_SUITE})")
     p.add_argument("--config", help="an evaluation YAML instead of a listed suite (default: $RAG_EVAL_CONFIG)")
     p.add_argument("--output", help=argparse.SUPPRESS)
@@ -378,24 +431,27 @@ def serve(args: argparse.Namespace) -> int:
 
     if args.dir and args.suite:
         raise UsageError("give --suite or --dir, not both")
-    root = Path(os.environ.get("RAG_EVAL_OUTPUT_DIR") or PROJECT_ROOT / "outputs")
+    root = output_root()
     folder = Path(args.dir) if args.dir else (root / resolve_suite(args.suite, None).name if args.suite else root)
     if not folder.is_dir():
         raise UsageError(f"folder {folder.resolve()} not found (run rag-eval run first, or give --dir)")
+    if not server.port_free(args.port):
+        raise UsageError(server.port_in_use_message(args.port))
     server.serve(folder, port=args.port)
     return EXIT_OK
 
 
 def add_serve(sub) -> None:
     """Register ``rag-eval serve`` and its options on the subparsers ``sub``."""
-    from rag_eval_pipeline.serve import DEFAULT_PORT
+    from rag_eval_pipeline.serve import DEFAULT_PORT, port_number
 
     p = sub.add_parser("serve", help="serve the report pages on http://127.0.0.1 (read-only) for the UI's links",
                        description="Serve report.html, report.md and trend.html of the output folder (every suite, or "
                                    "one) on 127.0.0.1, read-only; never the tables. Set RAG_EVAL_REPORT_URL to its "
                                    "address where the code location runs, and the report asset links to it.",
-                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT})")
+                       epilog=SERVE_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                   help=f"TCP port on 127.0.0.1 (default {DEFAULT_PORT})")
     p.add_argument("--suite", help="serve only this suite's folder (default: every suite, outputs/ or "
                                    "$RAG_EVAL_OUTPUT_DIR)")
     p.add_argument("--dir", help="serve this folder instead")
@@ -409,7 +465,9 @@ def add_label(sub) -> None:
     from rag_eval_pipeline.labelling import cli as label_cli
 
     p = sub.add_parser("label", help="a local page for the hand labels judge calibration needs",
-                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description="Serve a local page (127.0.0.1) for hand-labelling a sample of the judge's labels "
+                                   "of one suite; the labels go to its calibration.human_labels file.",
+                       epilog=LABEL_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     label_cli.add_arguments(p)
     p.set_defaults(func=label_cli.main)
 
@@ -418,7 +476,7 @@ def add_serve_reference(sub) -> None:
     """Register ``rag-eval serve-reference`` (the reference system over HTTP) on the subparsers ``sub``."""
     from rag_eval_pipeline import serve_reference
 
-    serve_reference.add_parser(sub)
+    serve_reference.add_parser(sub, epilog=SERVE_REFERENCE_EXIT_CODES)
     sub.choices["serve-reference"].set_defaults(func=serve_reference.serve_reference)
 
 
@@ -442,7 +500,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``rag-eval``. Returns the process exit status (see EXIT_CODES)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the subcommand's usage, not the top level's: the option was given to it
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        subparsers.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args)
     except UsageError as exc:

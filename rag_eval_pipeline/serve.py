@@ -11,7 +11,9 @@ of the report pages; paths that leave the folder (``..``, symbolic links) are re
 
 from __future__ import annotations
 
+import argparse
 import html
+import socket
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
@@ -26,6 +28,35 @@ HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 REPORT_FILES = ("report.html", "report.md", "trend.html")
 INDEX_DEPTH = 3  # <root>/<suite>/quick/report.html
+
+
+def port_number(text: str) -> int:
+    """An argparse ``type``: a TCP port 1..65535 from its text. Raises ArgumentTypeError (argparse: exit 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port {port} is outside 1..65535")
+    return port
+
+
+def port_free(port: int, host: str = HOST) -> bool:
+    """Whether a server could listen on ``host:port`` now: a bind test with SO_REUSEADDR, as uvicorn binds.
+
+    Input: a port 1..65535. Output: False when another socket listens there (or binding is refused)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_in_use_message(port: int, host: str = HOST) -> str:
+    """The one line a command prints when its port is taken."""
+    return f"port {port} on {host} is in use (another server listens there); pick another with --port"
 
 
 class ReportFiles(StaticFiles):

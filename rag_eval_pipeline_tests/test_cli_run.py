@@ -1,6 +1,7 @@
 """``rag-eval run`` as a person meets it, in real subprocesses: suites, exit codes, what a run prints."""
 
 import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -65,6 +66,29 @@ def test_help_lists_every_subcommands_options_and_the_exit_codes(tmp_path):
     assert "exit codes:" in run_help and "--suite" in run_help and "adhoc_" in run_help
 
 
+@pytest.mark.parametrize("command, codes", [
+    ("run", ["0", "1", "2", "3"]),  # 3: another run holds the output folder
+    ("estimate", ["0", "1", "2"]),
+    ("serve", ["0", "2"]),  # a server: stopped, or a usage mistake (a port in use included)
+    ("label", ["0", "1", "2"]),
+    ("serve-reference", ["0", "1", "2"]),
+])
+def test_each_subcommands_help_lists_its_own_exit_codes(tmp_path, command, codes):
+    proc = _cli([command, "--help"], cli_env(dagster_home(tmp_path)), timeout=60)
+    assert proc.returncode == 0
+    head, _, epilog = proc.stdout.partition("exit codes:")
+    assert re.findall(r"^\s+([0-9])\s+\S", epilog, flags=re.M) == codes, epilog
+    description = head.split("options:")[0].split("\n\n", 1)[1].strip()  # the text between usage and options
+    assert len(description) > 40, head
+
+
+def test_an_unknown_option_of_a_subcommand_prints_that_subcommands_usage(tmp_path):
+    proc = _cli(["run", "--jbo", "x"], cli_env(dagster_home(tmp_path)), timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("usage: rag-eval run [-h] [--suite SUITE]"), proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == "rag-eval run: error: unrecognized arguments: --jbo x"
+
+
 def _files(folder: Path) -> dict[str, str]:
     return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".rag-eval.lock"}
@@ -87,6 +111,15 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     assert f"gate verdict: pass ({gates.height} gate(s), 0 blocking failure(s);" in stdout
     assert "promotion: promoted bm25_k10 as the baseline" in stdout  # gates.promote of the sample configuration
     assert f"report: {out / 'sample' / 'report.html'}" in stdout
+    manifest = json.loads((out / "sample" / "baseline" / "manifest.json").read_text(encoding="utf-8"))
+
+    # the same run again: bm25_k10 is already the promoted baseline; it is kept, not promoted again
+    proc = _cli(["run"], env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "promotion: promoted" not in proc.stdout
+    assert (f"promotion: kept: bm25_k10 is already the promoted baseline (unchanged since promotion at "
+            f"{manifest['promoted_at']}; nothing written)") in proc.stdout
+    assert json.loads((out / "sample" / "baseline" / "manifest.json").read_text(encoding="utf-8")) == manifest
     sample_files = _files(out / "sample")
     assert "baseline/manifest.json" in sample_files
 
@@ -113,6 +146,9 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
                      proc.stdout, flags=re.M)
     assert "promotion: not promoted" in proc.stdout
     assert not (adhoc / "baseline").exists()
+    # the failed gate check's Markdown table starts on its own line, indented under its key
+    table = re.search(r"^  gates:\n    (\| system \| metric \|.*)$", proc.stdout, flags=re.M)
+    assert table, proc.stdout[-3000:]
 
 
 def test_the_summary_shows_judge_errors_beside_every_judge_based_value():
@@ -127,3 +163,40 @@ def test_the_summary_shows_judge_errors_beside_every_judge_based_value():
     assert lines["faithfulness_holistic"][2:6] == ["0.9000", "18/20", "34", "0"]
     assert lines["coverage"][2:] == ["0.5000", "17/34", "34"]  # not judge-based: no count
     assert "judge errors" in format_summary(summary).splitlines()[0]
+
+
+@pytest.mark.timeout(180)
+def test_sigterm_during_a_step_says_interrupted_not_a_dagster_error(tmp_path):
+    import os
+    import signal
+    import time
+
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    # the corpus step waits in Python: Dagster's interrupt ends it when SIGTERM arrives
+    (hooks / "sitecustomize.py").write_text(
+        "import os, time\nimport rag_eval_pipeline.core.sources.documents as _documents\n"
+        "def _waits(path):\n    open(os.environ['RAG_EVAL_TEST_HOOK_MARKER'], 'w').close()\n    time.sleep(600)\n"
+        "_documents.load_documents_dir = _waits\n", encoding="utf-8")
+    marker, log = tmp_path / "entered", tmp_path / "run.log"
+    env = cli_env(dagster_home(tmp_path), RAG_EVAL_TEST_HOOK_MARKER=str(marker))
+    env["PYTHONPATH"] = os.pathsep.join([str(hooks), str(REPO_ROOT), env.get("PYTHONPATH", "")])
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--output", str(tmp_path / "o")],
+                                cwd=REPO_ROOT, env=env, stdout=sink, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
+    try:
+        deadline = time.monotonic() + 150
+        while not marker.exists():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")[-2000:]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    stdout = log.read_text(encoding="utf-8", errors="replace")
+    assert proc.returncode == 1, stdout[-2000:]
+    assert "interrupted (SIGTERM or Ctrl-C): the run stopped before step corpus_snapshot finished" in stdout
+    assert "DagsterExecutionInterruptedError" not in stdout

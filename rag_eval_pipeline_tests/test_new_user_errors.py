@@ -226,3 +226,82 @@ def test_threshold_metric_names_are_checked_when_the_config_loads(tmp_path):
         load([], judge={"type": "rule_based", "repeat": 3})
     with pytest.raises(ConfigError, match=r"unknown key\(s\) \['viewer_group'\] in report"):
         load([], report={"viewer_group": ["x"]})
+
+
+# --- no stack trace on stderr for a user's data mistake ---------------------------------------------
+
+def _hostile_golden_run(tmp_path, **env):
+    from rag_eval_pipeline_tests.defs.test_hostile_inputs import broken_config, load_case
+
+    name = "golden_duplicate_question_id"  # q01 twice: line 4, field question_id
+    config = broken_config(name, load_case(name), tmp_path)
+    return subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--config", str(config),
+                           "--output", str(tmp_path / "out")], env=cli_env(dagster_home(tmp_path), **env),
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_bad_golden_line_is_one_clean_error_without_a_stack_trace(tmp_path):
+    proc = _hostile_golden_run(tmp_path)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    golden = "rag_eval_pipeline_tests/fixtures/hostile/golden_duplicate_question_id/golden.jsonl"
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("step golden_set failed: ")]
+    assert len(failed) == 1 and "InputError: file " in failed[0] and golden in failed[0]
+    assert "line 4, field 'question_id': " in failed[0] and "first seen on line 1" in failed[0]
+    assert "Traceback" not in proc.stderr and "Stack Trace" not in proc.stderr
+    assert "STEP_FAILURE" in proc.stderr and "line 4, field 'question_id'" in proc.stderr  # the event log stays
+
+
+def test_rag_eval_tracebacks_keeps_the_stack_trace(tmp_path):
+    proc = _hostile_golden_run(tmp_path, RAG_EVAL_TRACEBACKS="1")
+    assert proc.returncode == 1
+    assert "Stack Trace:" in proc.stderr and "in validate_golden" in proc.stderr
+
+
+def _failure_record(exc: BaseException):
+    """A log record as Dagster's log manager hands it to a logger: the event's error and its text."""
+    import logging
+    from types import SimpleNamespace
+
+    from dagster._utils.error import serializable_error_info_from_exc_info
+
+    try:
+        try:
+            raise exc
+        except BaseException as inner:
+            raise RuntimeError("Error occurred while executing op") from inner
+    except RuntimeError:
+        error = serializable_error_info_from_exc_info(sys.exc_info())
+    event = SimpleNamespace(event_specific_data=SimpleNamespace(error=error))
+    record = logging.LogRecord("dagster", logging.ERROR, __file__, 1,
+                               'STEP_FAILURE - Execution of step "x" failed.\n\n' + error.to_string(), None, None)
+    record.dagster_meta = {"dagster_event": event}
+    return record
+
+
+def test_the_console_logger_cuts_the_stack_trace_only_of_a_users_mistake(monkeypatch):
+    import logging
+
+    import dagster as dg
+
+    from rag_eval_pipeline.defs.schedules import cli_console_logger
+
+    def formatted(record, **env) -> str:
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        logger = cli_console_logger.logger_fn(dg.build_init_logger_context({"log_level": "DEBUG", "name": "t"}))
+        (handler,) = [h for h in logger.handlers if isinstance(h, logging.StreamHandler)]
+        return handler.format(record)
+
+    user = _failure_record(InputError("duplicate question_id", path="g.jsonl", line=4, field="question_id"))
+    text = formatted(user)
+    assert "file g.jsonl, line 4, field 'question_id': duplicate question_id" in text
+    assert "Stack Trace" not in text and "File \"" not in text
+    assert "Stack Trace:" in user.msg  # the record itself is unchanged: other handlers see it whole
+    assert "Stack Trace" in formatted(_failure_record(ConfigError("c.yaml: bad")), RAG_EVAL_TRACEBACKS="1")
+    monkeypatch.delenv("RAG_EVAL_TRACEBACKS")
+    bug = formatted(_failure_record(KeyError("question_id")))  # a bug in the pipeline's own code
+    assert "Stack Trace:" in bug and "KeyError" in bug
+    # only rag-eval run gives its jobs this logger: the code location's jobs (the Dagster UI) keep Dagster's own
+    from rag_eval_pipeline.definitions import defs
+
+    assert not defs.resolve_job_def("sample__full_evaluation").has_specified_loggers

@@ -100,3 +100,16 @@ def test_serve_of_a_missing_folder_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"rag-eval: folder {tmp_path / 'nope'} not found (run rag-eval run first, or give --dir)"]
+
+
+def test_serve_on_a_port_in_use_is_one_line_and_exit_2(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--dir", str(tmp_path),
+                               "--port", str(port)], cwd=REPO_ROOT, env=cli_env(dagster_home(tmp_path)),
+                              capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr  # a usage mistake, not 3 (another run holds the folder)
+    assert proc.stderr.strip().splitlines() == [
+        f"rag-eval: port {port} on 127.0.0.1 is in use (another server listens there); pick another with --port"]

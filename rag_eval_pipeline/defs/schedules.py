@@ -3,12 +3,14 @@
 Jobs are named ``<suite>__full_evaluation`` and ``<suite>__quick_evaluation`` (Dagster's own ``__``
 separator for prefixed names) and carry the suite's run tags. The schedule ``nightly_full_evaluation``
 launches one run per nightly suite (each run selects that suite's assets and checks), so a suite that
-fails blocks only itself.
+fails blocks only itself. ``cli_console_logger`` is the console logger ``rag-eval run`` gives its jobs.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 
 import dagster as dg
 
@@ -68,3 +70,74 @@ def nightly_schedule(nightly: dict[str, tuple[list, list]], tags_for) -> dg.Sche
                                 tags={**tags_for(suite), "rag_eval/trigger": NIGHTLY})
 
     return nightly_full_evaluation
+
+
+# --- the command line's console logger --------------------------------------------------------------
+
+TRACEBACKS_ENV = "RAG_EVAL_TRACEBACKS"
+_STACK_TRACE = re.compile(r"\n?Stack Trace:\n(?:[ \t]+.*(?:\n|$))*")
+# Not a bug in our code: the user's data or configuration (EvalError), or a stop signal.
+_NOT_A_BUG = {"dagster._core.errors.DagsterExecutionInterruptedError"}
+
+
+def _user_error_names() -> set[str]:
+    """Qualified names of every EvalError subclass (InputError, ConfigError, ...) imported so far."""
+    from rag_eval_pipeline.core.errors import EvalError
+
+    names, todo = set(), [EvalError]
+    while todo:
+        cls = todo.pop()
+        names.add(f"{cls.__module__}.{cls.__qualname__}")
+        todo.extend(cls.__subclasses__())
+    return names
+
+
+def caused_by_user_mistake(error) -> bool:
+    """Whether a Dagster ``SerializableErrorInfo`` chain (``cause`` / ``context``) holds an EvalError (bad input
+    or configuration: the user's to fix) or an interrupt, i.e. not a bug in the pipeline's own code.
+
+    The chain's messages read ``module.Class: text``; an error whose class is any other exception is a bug."""
+    known = _user_error_names() | _NOT_A_BUG
+    while error is not None:
+        if error.message.split(":", 1)[0].strip() in known:
+            return True
+        error = error.cause or error.context
+    return False
+
+
+class _CutStackTraces(logging.Formatter):
+    """Wraps a handler's formatter: a failure event caused by a user's mistake loses its "Stack Trace:" blocks
+    (the error messages of the chain stay); every other record is formatted unchanged."""
+
+    def __init__(self, inner: logging.Formatter):
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event") if isinstance(meta, dict) else None
+        error = getattr(getattr(event, "event_specific_data", None), "error", None)
+        if error is not None and isinstance(record.msg, str) and caused_by_user_mistake(error):
+            record = logging.makeLogRecord(record.__dict__)  # a copy: other handlers see the record unchanged
+            record.msg = _STACK_TRACE.sub("", record.msg)
+        return self.inner.format(record)
+
+
+@dg.logger(
+    config_schema={"log_level": dg.Field(str, is_required=False, default_value="INFO"),
+                   "name": dg.Field(str, is_required=False, default_value="dagster")},
+    description="Dagster's colored console logger (stderr), without the stack trace of a step that failed on the "
+                "user's input or configuration (an InputError, ConfigError ... : the message names file, line and "
+                "field) or of an interrupted step; RAG_EVAL_TRACEBACKS=1 keeps it. Any other failure keeps its "
+                "stack trace.",
+)
+def cli_console_logger(init_context) -> logging.Logger:
+    """The console logger of ``rag-eval run``'s jobs. Output: a ``logging.Logger`` writing to stderr."""
+    logger = dg.colored_console_logger.logger_fn(init_context)
+    if os.environ.get(TRACEBACKS_ENV, "") not in ("1", "true", "yes"):
+        for handler in logger.handlers:
+            handler.setFormatter(_CutStackTraces(handler.formatter or logging.Formatter()))
+    return logger
+
+
+CLI_LOGGER_DEFS = {"console": cli_console_logger}

@@ -5,6 +5,7 @@ the sensor and ``rag-eval estimate``."""
 import json
 import re
 import secrets
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -165,9 +166,24 @@ def test_estimate_counts_system_calls_and_makes_none(monkeypatch, capsys, tmp_pa
     assert "system bm25_k5_py (python): 52 calls for a full run;" in out
 
 
-def test_serve_reference_refuses_a_system_it_cannot_serve(capsys):
-    assert main(["serve-reference", "--config", str(SAMPLE_DIR / "config.yaml"), "--system", "team_rag"]) == 1
+def test_serve_reference_refuses_a_system_it_cannot_serve(capsys, tmp_path):
+    """Usage and configuration mistakes are exit 2, as for rag-eval run; one line on stderr."""
+    assert main(["serve-reference", "--config", str(SAMPLE_DIR / "config.yaml"), "--system", "team_rag"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "team_rag" in err[0] and "kind 'logged'" in err[0]
-    assert main(["serve-reference", "--config", str(SAMPLE_DIR / "config.yaml"), "--system", "nope"]) == 1
+    assert main(["serve-reference", "--config", str(SAMPLE_DIR / "config.yaml"), "--system", "nope"]) == 2
     assert "no system named 'nope'" in capsys.readouterr().err
+    assert main(["serve-reference", "--config", str(LIVE_CONFIG), "--system", "bm25_k5_http"]) == 2  # kind: http
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "kind 'http'" in err[0]
+    assert main(["serve-reference", "--config", str(tmp_path / "missing.yaml"), "--system", "bm25_k5"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["serve-reference", "--config", str(SAMPLE_DIR / "config.yaml"), "--system", "bm25_k5",
+                     "--port", str(port)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"rag-eval serve-reference: port {port} on 127.0.0.1 is in use (another server listens there); "
+                   "pick another with --port"]

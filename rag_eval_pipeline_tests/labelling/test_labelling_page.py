@@ -6,6 +6,7 @@ blindness, access control, refusals and the end page on a tiny hand-made evaluat
 
 import json
 import socket
+import subprocess
 import threading
 import time
 import urllib.error
@@ -17,7 +18,6 @@ import yaml
 
 from rag_eval_pipeline.core.config import load_config
 from rag_eval_pipeline.labelling.app import build_app
-from rag_eval_pipeline.labelling.cli import suite_paths
 from rag_eval_pipeline.labelling.session import LabellingSession
 from rag_eval_pipeline_tests.core.test_labelling import SECRET, tables
 
@@ -136,35 +136,92 @@ def test_rag_eval_label_mistakes_are_one_line(tmp_path, capsys):
 
     cfg, out = evaluation(tmp_path)
     (out / "rag_runs.parquet").unlink()
-    assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a"]) == 1
+    assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a"]) == 1  # data: no table
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "rag_runs" in err and "rag-eval run" in err
+    assert err.count("\n") == 0 and "rag_runs" in err and f"rag-eval run --config {cfg.path} --output {out}" in err
     cfg, out = evaluation(tmp_path / "x")
     (tmp_path / "x" / "labels.jsonl").write_text('{"system": "A", "question_id": "q1", "claim_id": "q1:c1", '
                                                  '"claim": "c", "verdict": "PERHAPS"}\n')
-    assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a"]) == 1
+    assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a"]) == 1  # data: a bad label
     err = capsys.readouterr().err.strip()
     assert "line 1" in err and "'verdict'" in err and str(tmp_path / "x" / "labels.jsonl") in err
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
+        port = busy.getsockname()[1]
         (tmp_path / "x" / "labels.jsonl").unlink()
         assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a",
-                     "--port", str(busy.getsockname()[1])]) == 1
-    assert "in use" in capsys.readouterr().err
-    assert main(["label", "--suite", "nope", "--labeller", "a"]) == 1
-    assert "suite" in capsys.readouterr().err
+                     "--port", str(port)]) == 2  # usage: a port in use
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and f"port {port} on 127.0.0.1 is in use" in err
+    assert main(["label", "--suite", "nope", "--labeller", "a"]) == 2  # usage: an unknown suite
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "unknown suite 'nope'" in err
+    assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a", "--n", "0"]) == 2
+    (tmp_path / "x" / "config.yaml").write_text(yaml.safe_dump({**yaml.safe_load(
+        (tmp_path / "x" / "config.yaml").read_text()), "calibration": None}), encoding="utf-8")
+    assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a"]) == 2  # configuration
+    assert "calibration" in capsys.readouterr().err
 
 
-def test_suite_lookup(tmp_path):
-    (tmp_path / "configs").mkdir()
-    (tmp_path / "suites.yaml").write_text("suites:\n  sci:\n    config: configs/sci.yaml\n    nightly: true\n")
-    cfg, out = suite_paths("sci", tmp_path / "suites.yaml", output_root=tmp_path / "outputs")
-    assert cfg == (tmp_path / "configs" / "sci.yaml").resolve() and out == (tmp_path / "outputs" / "sci").resolve()
-    with pytest.raises(ValueError, match="no suite named 'other'"):
-        suite_paths("other", tmp_path / "suites.yaml")
-    with pytest.raises(ValueError, match="does not exist"):
-        suite_paths("sci", tmp_path / "missing.yaml")
+def _busy_port():
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    return busy
+
+
+def test_label_finds_the_tables_where_rag_eval_run_writes_them(tmp_path, capsys, monkeypatch):
+    """``--config FILE`` without ``--output``: the ad-hoc suite's folder under $RAG_EVAL_OUTPUT_DIR (as ``rag-eval
+    run --config FILE`` writes it), not the root; ``--suite`` through $RAG_EVAL_SUITES. A session that finds its
+    tables goes on to the port, so a busy port (exit 2) proves the tables were found; absent tables are exit 1."""
+    from rag_eval_pipeline.cli import main
+    from rag_eval_pipeline.core.suites import ad_hoc_suite
+
+    cfg, out = evaluation(tmp_path / "e")
+    root = tmp_path / "outputs"
+    monkeypatch.setenv("RAG_EVAL_OUTPUT_DIR", str(root))
+    monkeypatch.delenv("RAG_EVAL_CONFIG", raising=False)
+    suite_dir = root / ad_hoc_suite(cfg.path).name  # the folder rag-eval run --config FILE writes
+    assert main(["label", "--config", str(cfg.path), "--labeller", "a"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert f"file {suite_dir / 'rag_runs.parquet'}" in err
+    assert f"rag-eval run --config {cfg.path} --output {suite_dir}" in err  # the command that writes them there
+    out.rename(suite_dir.parent.mkdir(parents=True) or suite_dir)
+    with _busy_port() as busy:
+        port = str(busy.getsockname()[1])
+        assert main(["label", "--config", str(cfg.path), "--labeller", "a", "--port", port]) == 2
+        assert "is in use" in capsys.readouterr().err
+        # a listed suite: its own folder under the root
+        (tmp_path / "suites.yaml").write_text(f"suites:\n  mine:\n    config: {cfg.path}\n", encoding="utf-8")
+        monkeypatch.setenv("RAG_EVAL_SUITES", str(tmp_path / "suites.yaml"))
+        assert main(["label", "--suite", "mine", "--labeller", "a", "--port", port]) == 1
+        assert f"file {root / 'mine' / 'rag_runs.parquet'}" in capsys.readouterr().err
+        suite_dir.rename(root / "mine")
+        assert main(["label", "--suite", "mine", "--labeller", "a", "--port", port]) == 2
+        assert "is in use" in capsys.readouterr().err
+        # --output is the suite's own folder, as for rag-eval run
+        assert main(["label", "--suite", "mine", "--output", str(root / "mine"), "--labeller", "a",
+                     "--port", port]) == 2
+        assert "is in use" in capsys.readouterr().err
+
+
+def test_the_label_files_lock_is_ignored_by_git(tmp_path):
+    from rag_eval_pipeline.core.labelling import LabelFile
+    from rag_eval_pipeline_tests.conftest import REPO_ROOT
+
+    (tmp_path / "human_labels.jsonl").write_text("", encoding="utf-8")
+    LabelFile(tmp_path / "human_labels.jsonl", "claim").rows()  # takes the lock: the file appears beside the labels
+    (lock,) = [p.name for p in tmp_path.iterdir() if p.name != "human_labels.jsonl"]
+    assert lock == ".human_labels.jsonl.lock"
+    for folder in ("data/sample", "data/labels"):
+        proc = subprocess.run(["git", "check-ignore", "-q", "--no-index", f"{folder}/{lock}"], cwd=REPO_ROOT,
+                              capture_output=True, timeout=30)
+        if proc.returncode == 128:
+            pytest.skip("not a git checkout")
+        assert proc.returncode == 0, f"{folder}/{lock} is not ignored"
+    assert subprocess.run(["git", "check-ignore", "-q", "--no-index", "data/sample/human_labels.jsonl"],
+                          cwd=REPO_ROOT, timeout=30).returncode == 1  # the labels themselves are not
 
 
 def test_resume_skips_labelled_items_and_offers_stale_ones_again(tmp_path, serve):
