@@ -366,16 +366,16 @@ def estimate(args: argparse.Namespace) -> int:
     judge (``RAG_EVAL_JUDGE``) for its estimate; makes no judge call.
     """
     _dagster_home()
-    from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.core.errors import ConfigError, EvalError
     from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
     from rag_eval_pipeline.core.judges.base import EstimatesCost
     from rag_eval_pipeline.core.pipeline import build_golden, build_runs, build_snapshot
     from rag_eval_pipeline.core.systems.estimate import offline_systems, system_call_lines
+    from rag_eval_pipeline.defs.location import check_suite
 
     suite = resolve_suite(args.suite, args.config)
-    try:
-        cfg = load_config(suite.config_path)
+    try:  # as `run` checks it: the same one line for a suite whose data is absent
+        cfg = check_suite(suite).config
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     judge = judge_resource(suite.config_path).get_judge()

@@ -200,3 +200,16 @@ def test_sigterm_during_a_step_says_interrupted_not_a_dagster_error(tmp_path):
     assert proc.returncode == 1, stdout[-2000:]
     assert "interrupted (SIGTERM or Ctrl-C): the run stopped before step corpus_snapshot finished" in stdout
     assert "DagsterExecutionInterruptedError" not in stdout
+
+
+@pytest.mark.parametrize("command", ["run", "estimate"])
+def test_a_suite_whose_data_is_absent_is_the_same_one_line_in_run_and_estimate(tmp_path, command):
+    cfg = sample_config_dict()
+    cfg["corpus"]["path"] = str(tmp_path / "no_such_corpus")
+    config = tmp_path / "public.yaml"
+    config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    proc = _cli([command, "--config", str(config)], cli_env(dagster_home(tmp_path),
+                                                              RAG_EVAL_OUTPUT_DIR=str(tmp_path / "out")), timeout=120)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "data not found: corpus.path" in lines[0] and "no_such_corpus not found" in lines[0], lines
