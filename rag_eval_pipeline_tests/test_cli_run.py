@@ -212,4 +212,5 @@ def test_a_suite_whose_data_is_absent_is_the_same_one_line_in_run_and_estimate(t
                                                               RAG_EVAL_OUTPUT_DIR=str(tmp_path / "out")), timeout=120)
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "data not found: corpus.path" in lines[0] and "no_such_corpus not found" in lines[0], lines
+    assert len(lines) == 1, lines
+    assert "data not found: corpus.path" in lines[0] and "no_such_corpus not found" in lines[0], lines

@@ -23,11 +23,10 @@ import numpy as np
 import polars as pl
 
 from rag_eval_pipeline.core.judges.base import HOLISTIC_SCORES, QualityJudge, ReverseQuestions, judge_concurrency
+from rag_eval_pipeline.core.metrics.names import QUALITY_METRICS as QUALITY_METRICS  # re-exported
 from rag_eval_pipeline.core.tables import SCHEMAS
 
 QUALITY_METHODS = ("answer_relevance", "context_relevance", "correctness", "holistic")
-QUALITY_METRICS = ("answer_relevance", "answer_relevancy", "context_relevance", "answer_correctness",
-                   "faithfulness_holistic_model")
 _SCHEMA = SCHEMAS["answer_quality"]  # ``error``: the judge's failure reason (kept out of question_metrics)
 
 

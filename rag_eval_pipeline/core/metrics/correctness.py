@@ -17,7 +17,8 @@ from collections import Counter
 
 import polars as pl
 
-CORRECTNESS_METRICS = ("answer_token_f1", "reference_token_recall")
+from rag_eval_pipeline.core.metrics.names import CORRECTNESS_METRICS as CORRECTNESS_METRICS  # re-exported
+
 _ARTICLES = re.compile(r"\b(a|an|the|el|la|los|las|un|una|unos|unas|lo)\b")
 _PUNCT = set(string.punctuation) | {"¿", "¡", "«", "»", "“", "”", "‘", "’", "…", "–", "—"}
 

@@ -46,22 +46,8 @@ import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
+from rag_eval_pipeline.core.metrics.names import DECISION_METRICS  # declared once, in the registry
 from rag_eval_pipeline.core.tables import ANSWERABILITY, DECISIONS
-
-DECISION_METRICS: tuple[str, ...] = (
-    "coverage",
-    "answer_without_evidence_rate",
-    "false_abstention_rate",
-    "clarify_on_binary_rate",
-    "evidence_retrieved",
-    "abstention_with_evidence",
-    "abstention_without_evidence",
-    "clarify_asked_rate",
-    "clarify_answered_rate",
-    "clarify_abstained_rate",
-    "run_error_rate",
-    "abstention_text_in_answer",
-)
 
 OUTPUT_COLUMNS = ("system", "question_id", "metric", "k", "value", "numerator", "denominator",
                   "status", "ranking_mode")

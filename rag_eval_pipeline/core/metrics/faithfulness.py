@@ -35,15 +35,9 @@ import polars as pl
 from rag_eval_pipeline.core.errors import InputError, SchemaError
 from rag_eval_pipeline.core.judges.base import HOLISTIC_SCORES, holistic_label
 from rag_eval_pipeline.core.judging import DOWNGRADE_PREFIX
+from rag_eval_pipeline.core.metrics.names import FAITHFULNESS_METRICS as FAITHFULNESS_METRICS  # re-exported
 from rag_eval_pipeline.core.tables import SCHEMAS, VERDICTS
 
-FAITHFULNESS_METRICS = (
-    "faithfulness",
-    "faithfulness_holistic",
-    "contradicted_claim_rate",
-    "quote_downgrade_rate",
-    "judge_error_rate",
-)
 #: Which status explains a null when the repeats disagree (first present wins).
 _STATUS_PRECEDENCE = ("run_error", "abstained", "abstention_text_in_answer", "clarify", "no_retrieval",
                       "judge_error", "no_claims")

@@ -42,10 +42,11 @@ def test_registry_holds_the_names_each_metric_module_writes() -> None:
     from rag_eval_pipeline.core.metrics.decisions import DECISION_METRICS
     from rag_eval_pipeline.core.metrics.faithfulness import FAITHFULNESS_METRICS
 
-    assert names.DECISION_METRICS == DECISION_METRICS
-    assert names.FAITHFULNESS_METRICS == FAITHFULNESS_METRICS
-    assert names.CORRECTNESS_METRICS == CORRECTNESS_METRICS
-    assert names.QUALITY_METRICS == QUALITY_METRICS
+    # one declaration: each metric module takes its names from the registry, none keeps a second list
+    assert names.DECISION_METRICS is DECISION_METRICS
+    assert names.FAITHFULNESS_METRICS is FAITHFULNESS_METRICS
+    assert names.CORRECTNESS_METRICS is CORRECTNESS_METRICS
+    assert names.QUALITY_METRICS is QUALITY_METRICS
     # the pipeline computes the default retrieval measures only: a gate on mrr@10 would never be evaluated
     assert "recip_rank_cut" not in names.PIPELINE_METRICS and "ndcg" not in names.PIPELINE_METRICS
     assert {"recall", "ndcg_cut", "map", "claim_evidence_availability", "coverage"} <= names.PIPELINE_METRICS
