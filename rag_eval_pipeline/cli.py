@@ -27,7 +27,15 @@ EXIT_CODES = """exit codes:
   1  a step failed or a blocking check failed
   2  usage or configuration error, before any run starts: a bad option, an unknown suite, a configuration
      that does not load, a suite whose data folder is absent, a misconfigured judge (RAG_EVAL_JUDGE ...)
-  3  another run is writing the same output folder (rag-eval run --wait-s N waits for it)"""
+  3  another run is writing the same output folder (rag-eval run --wait-s N waits for it)
+  137  SIGTERM or Ctrl-C and the run did not stop within 3 s: the watchdog killed it (the folder stays as it was)"""
+ALL_EXIT_CODES = """exit codes (rag-eval COMMAND --help lists each command's own):
+  0  run: succeeded, every blocking check passed; estimate: printed; serve, label, serve-reference: stopped
+  1  run: a step or a blocking check failed; estimate, label, serve-reference: bad input data (file, line, field)
+  2  any command: a usage or configuration mistake, before anything starts (a bad option, an unknown suite, a
+     configuration that does not load, a suite whose data is absent, a misconfigured judge, a port in use)
+  3  run: another run is writing the same output folder
+  137  run: stopped by the SIGTERM watchdog"""
 ESTIMATE_EXIT_CODES = """exit codes:
   0  the estimate was printed
   1  bad input data (corpus, golden set, a run log): the message names the file, line and field
@@ -385,7 +393,7 @@ def estimate(args: argparse.Namespace) -> int:
         offline = offline_systems(cfg)  # live systems are not called by a dry run
         runs = build_runs(cfg, snapshot, golden, version, offline) if offline else None
     except EvalError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"rag-eval: {exc}", file=sys.stderr)
         return EXIT_FAILED
     for line in system_call_lines(cfg, golden):
         print(line)
@@ -494,7 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in SUBCOMMANDS:
         add(sub)
     usage = "\n".join("  " + " ".join(p.format_usage().split()[1:]) for p in sub.choices.values())
-    parser.epilog = f"commands and their options (rag-eval COMMAND --help for each):\n{usage}\n\n{EXIT_CODES}"
+    parser.epilog = f"commands and their options (rag-eval COMMAND --help for each):\n{usage}\n\n{ALL_EXIT_CODES}"
     return parser
 
 

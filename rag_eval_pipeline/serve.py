@@ -96,11 +96,23 @@ def build_app(folder: str | Path) -> Starlette:
                              Mount("/", app=ReportFiles(directory=root, follow_symlink=False))])
 
 
-def serve(folder: str | Path, port: int = DEFAULT_PORT) -> None:
-    """Serve ``folder`` on http://127.0.0.1:PORT until interrupted (SIGINT / SIGTERM)."""
+def run_until_stopped(app, port: int, **uvicorn_options) -> None:
+    """Run ``app`` with uvicorn on 127.0.0.1:``port`` until SIGINT or SIGTERM; either ends it with status 0.
+
+    uvicorn handles both signals while it serves, then re-raises the one it caught; with the default
+    SIGTERM handler that re-raise would end the process with status 143 after a clean shutdown.
+    """
+    import signal
+
     import uvicorn
 
+    signal.signal(signal.SIGTERM, lambda *_: None)  # what uvicorn restores and re-raises into: a no-op
+    uvicorn.run(app, host=HOST, port=port, **uvicorn_options)
+
+
+def serve(folder: str | Path, port: int = DEFAULT_PORT) -> None:
+    """Serve ``folder`` on http://127.0.0.1:PORT until interrupted (SIGINT / SIGTERM)."""
     app = build_app(folder)
     print(f"serving the reports in {Path(folder).resolve()} at http://{HOST}:{port}/ (read-only; Ctrl-C stops). "
           f"For links in the Dagster UI: RAG_EVAL_REPORT_URL=http://{HOST}:{port}", flush=True)
-    uvicorn.run(app, host=HOST, port=port, log_level="warning")
+    run_until_stopped(app, port, log_level="warning")

@@ -88,10 +88,10 @@ def serve_reference(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     except EvalError as exc:
         return fail(str(exc), 1)
-    import uvicorn
+    from rag_eval_pipeline.serve import run_until_stopped
 
     print(f"serving system {args.system} at http://127.0.0.1:{args.port}/answer", file=sys.stderr, flush=True)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    run_until_stopped(app, args.port, log_level="warning", access_log=False)
     return 0
 
 

@@ -60,14 +60,14 @@ def test_help_lists_every_subcommands_options_and_the_exit_codes(tmp_path):
                    "[--output OUTPUT] [--wait-s WAIT_S]", "estimate [-h] [--suite SUITE] [--config CONFIG]",
                    "serve [-h] [--port PORT] [--suite SUITE] [--dir DIR]"):
         assert option in text
-    codes = re.findall(r"^\s+([0-3])\s+\S", text.split("exit codes:")[1], flags=re.M)
-    assert codes == ["0", "1", "2", "3"]
+    codes = re.findall(r"^\s+([0-9]+)\s+\S", text.split("exit codes")[1], flags=re.M)
+    assert codes == ["0", "1", "2", "3", "137"]  # every command's codes (137: the SIGTERM watchdog, run only)
     run_help = _cli(["run", "--help"], cli_env(dagster_home(tmp_path)), timeout=60).stdout
     assert "exit codes:" in run_help and "--suite" in run_help and "adhoc_" in run_help
 
 
 @pytest.mark.parametrize("command, codes", [
-    ("run", ["0", "1", "2", "3"]),  # 3: another run holds the output folder
+    ("run", ["0", "1", "2", "3", "137"]),  # 3: another run holds the output folder; 137: the SIGTERM watchdog
     ("estimate", ["0", "1", "2"]),
     ("serve", ["0", "2"]),  # a server: stopped, or a usage mistake (a port in use included)
     ("label", ["0", "1", "2"]),
@@ -77,7 +77,7 @@ def test_each_subcommands_help_lists_its_own_exit_codes(tmp_path, command, codes
     proc = _cli([command, "--help"], cli_env(dagster_home(tmp_path)), timeout=60)
     assert proc.returncode == 0
     head, _, epilog = proc.stdout.partition("exit codes:")
-    assert re.findall(r"^\s+([0-9])\s+\S", epilog, flags=re.M) == codes, epilog
+    assert re.findall(r"^\s+([0-9]+)\s+\S", epilog, flags=re.M) == codes, epilog
     description = head.split("options:")[0].split("\n\n", 1)[1].strip()  # the text between usage and options
     assert len(description) > 40, head
 

@@ -56,9 +56,10 @@ def served(tmp_path):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"rag-eval serve did not come up: {proc.stdout.read().decode(errors='replace')}")
             time.sleep(0.2)
-        yield port, root, tmp_path
+        yield port, root, tmp_path, proc
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        if proc.poll() is None:  # a test may have stopped it already
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -66,8 +67,15 @@ def served(tmp_path):
             proc.wait(timeout=10)
 
 
+def test_sigterm_stops_serve_cleanly_with_status_0(served):
+    port, _, _, proc = served
+    assert _request(port, "GET", "/")[0] == 200
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=20) == 0  # not 143: the signal uvicorn re-raises after its clean shutdown
+
+
 def test_serve_gives_the_report_pages(served):
-    port, root, _ = served
+    port, root, _, _ = served
     assert _request(port, "GET", "/sample/report.html") == (200, b"<html><body>REPORT-OF-SAMPLE</body></html>")
     assert _request(port, "GET", "/sample/quick/report.html") == (200, b"QUICK-REPORT")
     status, index = _request(port, "GET", "/")
@@ -76,7 +84,7 @@ def test_serve_gives_the_report_pages(served):
 
 
 def test_serve_refuses_tables_listing_writing_and_paths_outside_its_folder(served):
-    port, root, tmp_path = served
+    port, root, tmp_path, _ = served
     assert _request(port, "GET", "/sample/corpus_snapshot.parquet")[0] == 404  # tables hold withheld text
     assert _request(port, "GET", "/sample/")[0] == 404  # no directory listing
     for path in ("/../outside/report.html", "/%2e%2e/outside/report.html", "/sample/..%2f..%2foutside/report.html",

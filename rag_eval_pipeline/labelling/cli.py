@@ -74,9 +74,9 @@ def main(args: argparse.Namespace) -> int:
                     f"in {session.output_dir}", EXIT_DATA)
     if not port_free(args.port):
         return fail(port_in_use_message(args.port), EXIT_USAGE)
-    import uvicorn
+    from rag_eval_pipeline.serve import run_until_stopped
 
     print(f"labelling {len(session.sample)} items ({session.level} level) of suite {suite.name} as {labeller}: "
           f"http://127.0.0.1:{args.port}/  (labels go to {session.labels_path}; Ctrl-C stops)", flush=True)
-    uvicorn.run(build_app(session), host="127.0.0.1", port=args.port, log_level="warning")
+    run_until_stopped(build_app(session), args.port, log_level="warning")
     return 0
