@@ -15,15 +15,15 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import polars as pl
 import pytest
+
+from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESTRICTED_MARKER = "ZX-INTERNAL-7731"  # in a support-staff chunk of the sample corpus; customers must never see it
@@ -55,25 +55,7 @@ def _tools() -> tuple[str, str]:
     return browser, driver
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
-
-def _wait(what: str, fn, timeout: float, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            value = fn()
-            if value:
-                return value
-        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
-            last = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}"
-                         + (f" (last error: {last!r})" if last else ""))
 
 
 def _env(tmp_path: Path) -> dict:
@@ -109,7 +91,7 @@ class LabelServer:
 
     def __init__(self, tmp_path: Path, config: Path, out: Path):
         self.tmp_path, self.config, self.out = tmp_path, config, out
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = None
 
@@ -126,7 +108,7 @@ class LabelServer:
                 raise RuntimeError((self.tmp_path / "label_server.log").read_text(errors="replace")[-2000:])
             with urllib.request.urlopen(f"{self.base}/healthz", timeout=2) as r:
                 return r.status == 200
-        _wait("the labelling page to answer", up, timeout=60, interval=0.3)
+        wait_until("the labelling page to answer", up, timeout=60, interval=0.3)
 
     def stop(self, sig=signal.SIGTERM) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -179,7 +161,7 @@ def _item(d) -> tuple[str, str, int]:
     def read():
         el = d.find_element(By.ID, "item")
         return el.get_attribute("data-system"), el.get_attribute("data-question-id"), int(el.get_attribute("data-pos"))
-    return _wait("the item on the page", read, timeout=20, interval=0.2)
+    return wait_until("the item on the page", read, timeout=20, interval=0.2)
 
 
 def _progress(d) -> str:
@@ -200,7 +182,7 @@ def _press(d, key: str) -> None:
 
 def _wait_progress(d, text: str) -> None:
     try:
-        _wait(f"progress {text!r}", lambda: _progress(d) == text, timeout=20, interval=0.2)
+        wait_until(f"progress {text!r}", lambda: _progress(d) == text, timeout=20, interval=0.2)
     except AssertionError:
         raise AssertionError(f"progress {text!r} not shown; the page shows {_progress(d)!r}") from None
 
@@ -219,7 +201,7 @@ def test_label_five_undo_restart_kill_and_calibrate(evaluated, browser, tmp_path
     server.start()
     try:
         d.get(server.base + "/")
-        _wait("the first item", lambda: d.find_elements("id", "item"), timeout=20)
+        wait_until("the first item", lambda: d.find_elements("id", "item"), timeout=20)
         assert _progress(d) == f"0 / {N}"
         assert "blind" in d.find_element("tag name", "header").text
         plan = ["1", "2", "1", "2", "1"]  # response level: 1 = attributable, 2 = not_attributable
@@ -307,7 +289,7 @@ def test_claim_level_quote_from_a_selection(browser, tmp_path):
         _wait_progress(d, "0 / 3")
         assert d.find_elements(By.ID, "claim") and not d.find_elements(By.ID, "judge")
         _press(d, "1")  # SUPPORTED with no quote
-        _wait("the refusal", lambda: "quote" in d.find_element(By.ID, "status").text, timeout=10, interval=0.2)
+        wait_until("the refusal", lambda: "quote" in d.find_element(By.ID, "status").text, timeout=10, interval=0.2)
         assert _progress(d) == "0 / 3"
         d.execute_script("""
             const el = document.querySelector('.ctext'); const r = document.createRange();

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RESTRICTED_MARKER = "ZX-INTERNAL-7731"  # in a support-staff chunk of the sample corpus; customers must never see it
@@ -57,11 +58,6 @@ def _tools() -> tuple[str, str]:
     return browser, driver
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _graphql(base: str, query: str, variables: dict | None = None) -> dict:
     body = json.dumps({"query": query, "variables": variables or {}}).encode()
@@ -73,19 +69,6 @@ def _graphql(base: str, query: str, variables: dict | None = None) -> dict:
     return out["data"]
 
 
-def _wait(what: str, fn, timeout: float, interval: float = 0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            value = fn()
-            if value:
-                return value
-        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
-            last = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}"
-                         + (f" (last error: {last!r})" if last else ""))
 
 
 def _location_name(base: str) -> str:
@@ -97,7 +80,7 @@ def _location_name(base: str) -> str:
               if e["loadStatus"] == "LOADED" and e["locationOrLoadError"]["__typename"] == "RepositoryLocation"]
         return ok[0] if ok else None
 
-    return _wait("the code location to load", loaded, timeout=180, interval=1.0)
+    return wait_until("the code location to load", loaded, timeout=180, interval=1.0)
 
 
 @pytest.fixture
@@ -177,7 +160,7 @@ def dagster_ui(chromium_tools, tmp_path):
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
     out = tmp_path / "outputs"
     out.mkdir()
-    port, serve_port = _free_port(), _free_port()
+    port, serve_port = free_port(), free_port()
     reports = f"http://127.0.0.1:{serve_port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_EVAL_", "DAGSTER_"))}
     env.update(DAGSTER_HOME=str(home), RAG_EVAL_OUTPUT_DIR=str(out), RAG_EVAL_JUDGE="rule_based",
@@ -190,8 +173,9 @@ def dagster_ui(chromium_tools, tmp_path):
     server = _start([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--port", str(serve_port)], env, serve_log)
     base = f"http://127.0.0.1:{port}"
     try:
-        _wait("rag-eval serve to answer HTTP", _http_up(f"{reports}/", server, serve_log), timeout=60)
-        _wait("dagster dev to answer HTTP", _http_up(f"{base}/server_info", proc, ui_log), timeout=180, interval=1.0)
+        wait_until("rag-eval serve to answer HTTP", _http_up(f"{reports}/", server, serve_log), timeout=60)
+        wait_until("dagster dev to answer HTTP", _http_up(f"{base}/server_info", proc, ui_log), timeout=180,
+                   interval=1.0)
         yield base, out, _location_name(base), reports
     finally:
         _stop(server)
@@ -231,7 +215,8 @@ def _body(driver) -> str:
 
 def _expect_text(driver, shots: Path, name: str, *needles: str, timeout: float = 60) -> None:
     try:
-        _wait(f"{list(needles)} on {driver.current_url}", lambda: all(n in _body(driver) for n in needles), timeout)
+        wait_until(f"{list(needles)} on {driver.current_url}", lambda: all(n in _body(driver) for n in needles),
+                   timeout)
     except AssertionError:
         driver.save_screenshot(str(shots / f"FAILED_{name}.png"))
         missing = [n for n in needles if n not in _body(driver)]
@@ -264,14 +249,14 @@ def _launch_from_ui(driver, base: str, location: str, job: str, shots: Path) -> 
 
     before = _run_ids(base)
     driver.get(f"{base}/locations/{location}/jobs/{job}")
-    button = _wait("the Materialize all button", lambda: next(
+    button = wait_until("the Materialize all button", lambda: next(
         (b for b in driver.find_elements(By.XPATH, "//button[normalize-space()='Materialize all']")
          if b.is_displayed() and b.is_enabled()), None), timeout=60)
     time.sleep(2.0)  # let the graph finish loading the job's assets
     _dismiss_dialogs(driver)
     button.click()
     try:
-        new = _wait("a run launched by the click", lambda: _run_ids(base) - before, timeout=90, interval=1.0)
+        new = wait_until("a run launched by the click", lambda: _run_ids(base) - before, timeout=90, interval=1.0)
     except AssertionError:
         driver.save_screenshot(str(shots / f"FAILED_materialize_click_{job}.png"))
         return None
@@ -314,7 +299,7 @@ def _run_job(driver, base: str, location: str, job: str, shots: Path) -> str:
     deadline = time.monotonic() + 600
     while True:
         try:
-            _wait(f"run {run_id} to succeed", finished, timeout=20, interval=1.0)
+            wait_until(f"run {run_id} to succeed", finished, timeout=20, interval=1.0)
             break
         except AssertionError as exc:
             if "ended as" in str(exc) or time.monotonic() > deadline:
@@ -413,15 +398,16 @@ def test_two_suites_side_by_side_in_the_ui_and_the_report_opens_from_the_asset_p
     # the report opens from the asset page's link (served by rag-eval serve, not a file:// link)
     d.get(f"{base}/assets/alpha/evaluation_report")
     href = f"{reports}/alpha/report.html"
-    link = _wait("the report link on the asset page", lambda: next(
+    link = wait_until("the report link on the asset page", lambda: next(
         (a for a in d.find_elements(By.TAG_NAME, "a") if a.get_attribute("href") == href and a.is_displayed()), None),
         timeout=60)
     d.save_screenshot(str(shots / "10_report_link.png"))
     assert not [a for a in d.find_elements(By.TAG_NAME, "a") if (a.get_attribute("href") or "").startswith("file:")]
     windows = set(d.window_handles)
     link.click()
-    new = _wait("the report to open", lambda: set(d.window_handles) - windows or (d.current_url == href and {None}),
-                timeout=30)
+    new = wait_until("the report to open",
+                     lambda: set(d.window_handles) - windows or (d.current_url == href and {None}),
+                     timeout=30)
     if None not in new:
         d.switch_to.window(new.pop())
     _expect_text(d, shots, "11_report", "RAG evaluation report", "Summary", "faithfulness", "recall_5", "[restricted: ")
