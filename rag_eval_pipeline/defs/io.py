@@ -11,7 +11,8 @@ One writer per folder: while a run's resources are up, the IO manager (and the t
 ``resources.py``) holds ``.rag-eval.lock`` of every suite folder the run writes (``core/locking.py``;
 ``<base_dir>`` itself for unprefixed assets). A second run on the same
 folder fails at resource initialisation with a message naming the holder (pid, run id, start time),
-or waits ``lock_wait_s`` seconds first; steps of one run in other processes wait for each other.
+or waits ``lock_wait_s`` seconds first; steps of one run in other processes (multiprocess or Celery
+executor) hold the folder together.
 """
 
 
@@ -53,8 +54,10 @@ def run_suites(dagster_run, known: list[str]) -> list[str]:
 
 
 def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: float) -> OutputLock:
-    """Take the folder lock for the run being initialised (re-entrant within the process)."""
-    lock = OutputLock(base_dir, run_id=getattr(context, "run_id", None), wait_s=wait_s).acquire()
+    """Take the folder lock for the run being initialised (re-entrant within the process), shared with the
+    run's other step processes (its steps on other executors' processes run side by side; another run waits)."""
+    run_id = getattr(context, "run_id", None)
+    lock = OutputLock(base_dir, run_id=run_id, wait_s=wait_s, shared=run_id is not None).acquire()
     if lock.removed_temp_files and context.log is not None:
         context.log.warning(f"removed {len(lock.removed_temp_files)} temporary file(s) left in {base_dir} by a "
                             f"killed write: {lock.removed_temp_files[:5]}")

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from scipy.stats import norm
 
 # Resampling is done in blocks whose index matrix holds at most this many elements, so memory
 # stays bounded (about 32 MB per block) whatever the number of questions or resamples.
@@ -34,6 +33,8 @@ def _check_confidence(confidence: float) -> float:
 
 
 def _z(confidence: float) -> float:
+    from scipy.stats import norm  # ~1 s of imports: only where an interval is computed
+
     return float(norm.ppf(1.0 - (1.0 - confidence) / 2.0))
 
 
