@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -10,11 +11,12 @@ from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.defs.executors import executor_from_env
 from rag_eval_pipeline.defs.location import build_definitions, check_suite
 from rag_eval_pipeline.defs.schedules import FULL, QUICK_JOB, job_name
-from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
+from rag_eval_pipeline_tests.conftest import REPO_ROOT
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home
+from rag_eval_pipeline_tests.deploy.sample import sample_suites_file
 from rag_eval_pipeline_tests.deploy.tables import table_differences
 
-DAGSTER = str(REPO_ROOT.parent / "main" / ".venv" / "bin" / "dagster")
+DAGSTER = str(Path(sys.executable).parent / "dagster")
 
 
 def _sample_defs(tmp_path, executor=None):
@@ -57,18 +59,12 @@ def _step_pids(home, run_id: str) -> dict[str, int]:
 
 
 @pytest.mark.slow
-def test_the_sample_under_the_multiprocess_executor_writes_the_in_process_tables(tmp_path):
+def test_the_sample_under_the_multiprocess_executor_writes_the_in_process_tables(tmp_path, inprocess_sample):
     """``rag-eval run`` (in process) and ``dagster job execute`` with the multiprocess executor, both on the sample:
     every Parquet table equal, row by row, except the run-specific columns named in ``tables.py``."""
+    inproc_out, inproc_home = inprocess_sample
     home = dagster_home(tmp_path)
-    suites = tmp_path / "suites.yaml"
-    suites.write_text(f"suites:\n  sample:\n    config: {SAMPLE_DIR / 'config.yaml'}\n    nightly: true\n",
-                      encoding="utf-8")
-    env = cli_env(home, RAG_EVAL_SUITES=str(suites), RAG_EVAL_OUTPUT_DIR=str(tmp_path / "mp"))
-    inproc = subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--config",
-                             str(SAMPLE_DIR / "config.yaml"), "--output", str(tmp_path / "inproc")],
-                            env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
-    assert inproc.returncode == 0, inproc.stdout[-3000:] + inproc.stderr[-3000:]
+    env = cli_env(home, RAG_EVAL_SUITES=str(sample_suites_file(tmp_path)), RAG_EVAL_OUTPUT_DIR=str(tmp_path / "mp"))
     run_config = tmp_path / "multiprocess.yaml"
     run_config.write_text("execution:\n  config:\n    multiprocess:\n      max_concurrent: 2\n", encoding="utf-8")
     mp = subprocess.run([DAGSTER, "job", "execute", "-m", "rag_eval_pipeline.definitions",
@@ -77,14 +73,13 @@ def test_the_sample_under_the_multiprocess_executor_writes_the_in_process_tables
     assert mp.returncode == 0, mp.stdout[-3000:] + mp.stderr[-3000:]
 
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        runs = instance.get_runs()
-    assert len(runs) == 2 and {r.job_name for r in runs} == {"sample__full_evaluation"}
-    cli_run = [r for r in runs if r.tags.get("rag_eval/trigger") == "rag-eval run"][0]
-    mp_run = [r for r in runs if r.run_id != cli_run.run_id][0]
-    assert mp_run.is_success and cli_run.is_success
+        (mp_run,) = instance.get_runs()
+    with dg.DagsterInstance.from_config(str(inproc_home)) as instance:
+        (cli_run,) = instance.get_runs()
+    assert mp_run.is_success and mp_run.job_name == cli_run.job_name == "sample__full_evaluation"
     # where the steps ran: all in the CLI's one process; one fresh process per step under multiprocess
-    cli_pids, mp_pids = _step_pids(home, cli_run.run_id), _step_pids(home, mp_run.run_id)
+    cli_pids, mp_pids = _step_pids(inproc_home, cli_run.run_id), _step_pids(home, mp_run.run_id)
     assert len(cli_pids) >= 20 and len(set(cli_pids.values())) == 1
     assert set(mp_pids) == set(cli_pids) and len(set(mp_pids.values())) == len(mp_pids)
 
-    assert table_differences(tmp_path / "inproc", tmp_path / "mp" / "sample") == []
+    assert table_differences(inproc_out, tmp_path / "mp" / "sample") == []
