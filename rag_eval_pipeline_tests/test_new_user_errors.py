@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 import yaml
 
-from rag_eval_pipeline.cli import step_error_text
+from rag_eval_pipeline.cli.run_output import step_error_text
 from rag_eval_pipeline.core.config import Threshold, load_config
 from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.gates import evaluate_gates
