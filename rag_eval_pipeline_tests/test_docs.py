@@ -22,6 +22,7 @@ _FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+_HTML_ID = re.compile(r"<a id=\"([^\"]+)\"></a>")
 
 
 def slug(heading: str) -> str:
@@ -32,8 +33,9 @@ def slug(heading: str) -> str:
 
 
 def anchors(markdown: str) -> set[str]:
-    """Every heading anchor of a Markdown text (fenced code left out)."""
-    return {slug(h) for h in _HEADING.findall(_FENCE.sub("", markdown))}
+    """Every anchor of a Markdown text: heading slugs and ``<a id="...">`` (fenced code left out)."""
+    text = _FENCE.sub("", markdown)
+    return {slug(h) for h in _HEADING.findall(text)} | set(_HTML_ID.findall(text))
 
 
 def broken_links(path: Path) -> list[str]:
@@ -80,6 +82,17 @@ def test_the_link_check_finds_a_missing_file_and_a_missing_anchor(tmp_path: Path
     ]
 
 
+def test_every_metric_the_report_links_has_its_anchor_in_the_metrics_page() -> None:
+    from rag_eval_pipeline.core.metrics import names
+    from rag_eval_pipeline.core.report.bands import DEFINITIONS_DOC, definition_ref
+
+    page = anchors((ROOT / DEFINITIONS_DOC).read_text(encoding="utf-8"))
+    metrics = set(names.MEASURES) | set(names.PIPELINE_METRICS) | {"latency_ms_p50", "latency_ms_p95"}
+    assert "recall" in metrics and "coverage" in metrics and "faithfulness" in metrics
+    missing = sorted(m for m in metrics if definition_ref(m).partition("#")[2] not in page)
+    assert missing == []
+
+
 def test_the_readme_stays_short_and_keeps_its_two_commands() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200
@@ -94,7 +107,7 @@ def test_the_readme_stays_short_and_keeps_its_two_commands() -> None:
 #: How the internal guides were cited: their file names' hashes, their folder, "seed 004", "seed guide".
 GUIDE_REFERENCE = re.compile(
     r"1000bb13b7b4c340|6404d9485c4e62d0|467b844feab73551|9cfbf16fe7b371c5|292fd69c3d96947d"
-    r"|seeds/|(?<![a-z])seeds? ?0\d\d|\bseed ?guides?\b|\bseeds? ``",
+    r"|seeds/|(?<![a-z])seeds? ?0\d\d|\bseed ?guides?\b|\bseeds? ``|\bthe seed's\b",
     re.I,
 )
 _TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".txt", ".json", ".jsonl", ".cfg", ".ini", ".html"}
@@ -114,15 +127,15 @@ def repository_text_files() -> list[Path]:
     return out
 
 
-def guide_references(paths: list[Path]) -> list[str]:
-    """``"path:line: text"`` for every line that cites an internal guide."""
+def guide_references(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """``"path:line: text"`` (path relative to ``root``) for every line that cites an internal guide."""
     hits = []
     for path in paths:
         if path == Path(__file__).resolve():
             continue  # the patterns above
         for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             if GUIDE_REFERENCE.search(line):
-                hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()[:120]}")
+                hits.append(f"{path.relative_to(root)}:{n}: {line.strip()[:120]}")
     return hits
 
 
@@ -134,15 +147,9 @@ def test_no_file_cites_the_internal_guides() -> None:
 
 def test_the_guide_check_finds_each_form_of_citation(tmp_path: Path) -> None:
     lines = ["Definition: seed 004 (claims).", "see 000_1000bb13b7b4c340.txt", "../shared/seeds/x",
-             "the seed guides' worked examples", "Seed ``003_x.txt``", "def test_seed002_case():",
+             "the seed guides' worked examples", "Seed ``003_x.txt``", "def test_seed002_case():", "the seed's rule",
              "seed: 0 seeds the bootstrap", "split_seed for the dev/test split", "a guide document"]
     f = tmp_path / "x.py"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    found = {int(h.split(":")[1]) for h in guide_references_outside_root(f)}
-    assert found == {1, 2, 3, 4, 5, 6}
-
-
-def guide_references_outside_root(path: Path) -> list[str]:
-    """:func:`guide_references` for a file outside the repository (the check's own test)."""
-    return [f"{path.name}:{n}: {line}" for n, line in
-            enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if GUIDE_REFERENCE.search(line)]
+    found = {int(h.split(":")[1]) for h in guide_references([f], root=tmp_path)}
+    assert found == {1, 2, 3, 4, 5, 6, 7}
