@@ -38,6 +38,19 @@ MARKER = "RAG_EVAL_TEST_DEPLOYMENT"
 TEST_VISIBILITY_TIMEOUT_S = 30
 
 
+def service_commands(web_host: str, web_port: int, celery_config: str, worker_name: str | None = None) -> dict:
+    """The command of each Dagster service, as ``deploy/docker-compose.yaml`` runs it and as this test starts it
+    (from the repository root, the virtual environment's bin first on PATH). ``worker_name``: ``-n NAME`` (the
+    test names its two workers; compose lets each replica name itself)."""
+    name = ["-n", worker_name] if worker_name else []
+    return {
+        "webserver": ["dagster-webserver", "-h", web_host, "-p", str(web_port), "-w", "workspace.yaml"],
+        "daemon": ["dagster-daemon", "run", "-w", "workspace.yaml"],
+        "worker": ["dagster-celery", "worker", "start", "-A", "dagster_celery.app", "-y", celery_config, *name,
+                   "--", "--concurrency=1"],
+    }
+
+
 def missing_tools() -> str | None:
     """Why the deployment cannot start here (None when everything is installed)."""
     if not (PG_BIN / "initdb").exists():
@@ -134,11 +147,12 @@ class Deployment:
         path = self.logs / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def commands(self, worker_name: str | None = None) -> dict:
+        return service_commands("127.0.0.1", self.web_port, self.env["RAG_EVAL_CELERY_CONFIG"], worker_name)
+
     def start_worker(self, index: int) -> subprocess.Popen:
         """``dagster-celery worker start`` named ``w<index>``, one step at a time (one pool process)."""
-        return self._start(f"w{index}", [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app",
-                                         "-y", self.env["RAG_EVAL_CELERY_CONFIG"], "-n", f"w{index}",
-                                         "--", "--concurrency=1"])
+        return self._start(f"w{index}", self.commands(f"w{index}")["worker"])
 
     def start(self) -> Deployment:
         self.logs.mkdir(parents=True)
@@ -158,9 +172,8 @@ class Deployment:
                               "--appendonly", "no", "--dir", str(self.root / "redis")])
         for i in range(1, self.workers + 1):
             self.start_worker(i)
-        self._start("daemon", [str(BIN / "dagster-daemon"), "run", "-w", str(REPO_ROOT / "workspace.yaml")])
-        self._start("webserver", [str(BIN / "dagster-webserver"), "-h", "127.0.0.1", "-p", str(self.web_port),
-                                  "-w", str(REPO_ROOT / "workspace.yaml")])
+        self._start("daemon", self.commands()["daemon"])
+        self._start("webserver", self.commands()["webserver"])
         for i in range(1, self.workers + 1):
             wait_until(f"worker w{i} to be ready", lambda i=i: self._alive(f"w{i}") and " ready." in self.log(f"w{i}"),
                        timeout=240, interval=1.0)
