@@ -39,6 +39,7 @@ from rag_eval_pipeline.core.metrics.retrieval import (
     COUNT_MEASURES,
     CUT_MEASURES,
     RANKING_MODES,
+    UNCUT_MEASURES,
     parse_measure,
     retrieval_question_metrics,
     trec_eval_aggregate,
@@ -184,11 +185,10 @@ def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, comple
     run = run.with_columns(pl.lit(runid).alias("system"))
 
     ks = sorted({k for m, cut in chosen.items() if m in CUT_MEASURES for k in cut or ()})
-    wanted = [m for m in chosen if m in CUT_MEASURES or m in ("num_ret", "num_rel", "num_rel_ret", "map",
-                                                              "Rprec", "recip_rank", "ndcg")]
+    wanted = [m for m in chosen if m in CUT_MEASURES or m in UNCUT_MEASURES]
     if "gm_map" in chosen and "map" not in wanted:
         wanted.append("map")
-    for m in ("num_ret", "num_rel", "num_rel_ret"):
+    for m in COUNT_MEASURES:
         if m not in wanted:
             wanted.append(m)  # cheap, and keeps every evaluated topic visible in per_question
     try:
