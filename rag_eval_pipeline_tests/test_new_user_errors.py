@@ -159,8 +159,9 @@ def test_run_with_a_bad_configuration_is_one_line_and_starts_no_run(tmp_path):
     out = tmp_path / "out"
     proc = _cli(tmp_path, path, out)
     assert proc.returncode == 2 and proc.stdout == ""  # 2: a configuration error, no run started
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "rel_levl:" in text)
     assert proc.stderr.strip().splitlines() == [
-        f"rag-eval: {path}: unknown key(s) ['rel_levl'] in metrics; expected only ['ks', 'ranking_mode', "
+        f"rag-eval: {path}, line {line}: unknown key(s) ['rel_levl'] in metrics; expected only ['ks', 'ranking_mode', "
         "'rel_level', 'on_duplicate', 'complete', 'bootstrap_resamples', 'small_segment_n']"]
     assert not list(out.glob("*.parquet"))
 
