@@ -435,7 +435,9 @@ def env_keys(cls: type) -> dict[str, str]:
 def _type_text(tp: Any) -> str:
     optional, tp = _optional(tp)
     origin, args = _origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if origin in (typing.Union, types.UnionType):
+        text = " or ".join(_type_text(a) for a in args)
+    elif dataclasses.is_dataclass(tp):
         text = "mapping"
     elif origin is tuple:
         text = f"list of {_type_text(args[0]) if args else 'values'}"
@@ -450,6 +452,16 @@ def _type_text(tp: Any) -> str:
     return text + (" or null" if optional else "")
 
 
+def _default_text(value: Any) -> str:
+    import json
+
+    if value is None:
+        return "null"
+    if isinstance(value, (bool, int, float, str)):
+        return f"`{json.dumps(value) if isinstance(value, bool) else value}`"
+    return f"`{json.dumps(_plain(value), ensure_ascii=False)}`"
+
+
 def describe(cls: type) -> list[dict[str, str]]:
     """One row per key of section ``cls``: ``key``, ``type``, ``default`` (``required`` when none),
     ``doc`` (with the range, choices and variable appended). For documentation tables and the test
@@ -457,11 +469,10 @@ def describe(cls: type) -> list[dict[str, str]]:
     rows = []
     for f, tp, k in fields_of(cls):
         if f.default is not MISSING:
-            default = "null" if f.default is None else (f"`{f.default}`" if not isinstance(f.default, bool)
-                                                        else f"`{str(f.default).lower()}`")
+            default = _default_text(f.default)
         elif f.default_factory is not MISSING:
             d = f.default_factory()
-            default = "(see doc)" if dataclasses.is_dataclass(d) else f"`{_plain(d) if d != () else []}`"
+            default = "its keys' defaults" if dataclasses.is_dataclass(d) else _default_text(d)
         else:
             default = "required"
         notes = [k.doc] if k.doc else []

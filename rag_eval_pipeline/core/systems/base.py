@@ -123,6 +123,7 @@ class SystemKind:
     attempts: Callable[[Any], int] = _one_attempt
     watches: Callable[[Any], tuple[str, ...]] = _no_paths
     estimate_note: str | None = None
+    example: Mapping[str, Any] = field(default_factory=dict)
     order: int = 100
 
 

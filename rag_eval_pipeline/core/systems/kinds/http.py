@@ -113,6 +113,8 @@ class HttpRunner:
 
 
 KIND = register(SystemKind(
+    example={"name": "team_rag_live", "kind": "http", "url": "https://rag.internal.example/answer",
+             "headers_from_env": {"Authorization": "MY_RAG_TOKEN"}, "version_header": "X-Model-Version"},
     name="http", section=HttpSystemConfig, run=run, order=30, makes_calls=True,
     attempts=lambda s: 1 + s.max_retries,
     doc="Calls your RAG endpoint once per golden question: POST JSON {question_id, question, user_groups}, and "

@@ -32,6 +32,7 @@ def run(spec: LoggedSystem, golden: pl.DataFrame, ctx: RunContext, deployment: D
 
 
 KIND = register(SystemKind(
+    example={"name": "team_rag", "kind": "logged", "path": "runs/team_rag.jsonl"},
     name="logged", section=LoggedSystem, run=run, order=20, watches=lambda s: (str(s.path),),
     doc="Reads the answers your RAG system already gave, one JSON object per line (or one Parquet row) per "
         "question: retrieved chunk ids with scores and ranks, the decision, the answer and its citations. A "

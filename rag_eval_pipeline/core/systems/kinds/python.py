@@ -56,6 +56,7 @@ class PythonRunner:
 
 
 KIND = register(SystemKind(
+    example={"name": "team_rag_inproc", "kind": "python", "callable": "team_rag.service:answer", "concurrency": 4},
     name="python", section=PythonSystemConfig, run=run, order=40, makes_calls=True,
     doc="Calls a Python function of yours once per golden question, in the run's process: "
         "function(question_id, question, user_groups) returns one run-log object, checked like an HTTP reply. "

@@ -128,6 +128,8 @@ def run(spec: ReferenceSystem, golden: pl.DataFrame, ctx: RunContext, deployment
 
 
 KIND = register(SystemKind(
+    example={"name": "bm25_k5", "kind": "reference", "retriever": {"type": "bm25", "language": "spanish", "k": 5},
+             "generator": {"abstain_threshold": 0.5}},
     name="reference", section=ReferenceSystem, run=run, order=10,
     doc="The built-in RAG, run in process: BM25 (bm25s + PyStemmer), dense (sentence-transformers) or hybrid "
         "(reciprocal rank fusion) retrieval over the chunks the question's user_groups may read, then a "

@@ -48,6 +48,8 @@ class TracesRunner:
 
 
 KIND = register(SystemKind(
+    example={"name": "team_rag_traces", "kind": "traces", "path": "traces/",
+             "question_id_attribute": "metadata.question_id"},
     name="traces", section=TracesSystemConfig, run=run, order=50, watches=lambda s: (str(s.path),),
     estimate_note="reads its trace files",
     doc="Reads the OpenTelemetry traces your system already collects (OpenInference conventions): an OTLP JSON "
