@@ -12,10 +12,10 @@ is given, then the ``all`` block. Per-query lines leave out ``runid``, ``num_q``
 Measures (``-m``, repeatable, several words after one ``-m``; trec_eval syntax
 ``name[.cutoff,cutoff...]``, the printed form ``name_cutoff`` such as ``ndcg_cut_10``, or a readable
 alias such as ``ndcg@10``): ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``, ``map``,
-``gm_map``, ``Rprec``, ``recip_rank``, ``P``, ``recall``, ``ndcg`` (full depth, ``m_ndcg.c``, default
+``gm_map``, ``Rprec``, ``bpref``, ``recip_rank``, ``P``, ``recall``, ``ndcg`` (full depth, ``m_ndcg.c``, default
 gains only), ``ndcg_cut``, ``success``, plus this package's ``F1`` and ``recip_rank_cut``; the
 nicknames ``official`` (the default) and ``all_trec`` select the subset of trec_eval's sets that is
-implemented here (``bpref``, ``iprec_at_recall``, ``infAP`` and the others are not; a note on
+implemented here (``iprec_at_recall``, ``infAP`` and the others are not; a note on
 stderr lists what a nickname left out). Default cutoffs are trec_eval's: 5..1000 for P, recall and
 ndcg_cut, 1,5,10 for success. The default ranking mode is trec_eval's (``--mode trec_eval``).
 ``-c`` averages over every qrels topic (missing topics score 0), ``-l N`` sets the relevance
@@ -58,6 +58,7 @@ PRINT_ORDER: dict[str, tuple[int, ...] | None] = {
     "map": None,
     "gm_map": None,
     "Rprec": None,
+    "bpref": None,
     "recip_rank": None,
     "P": LONG_CUTOFFS,
     "recall": LONG_CUTOFFS,
@@ -69,11 +70,11 @@ PRINT_ORDER: dict[str, tuple[int, ...] | None] = {
 }
 NICKNAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # nickname: (implemented members, trec_eval members not implemented here)
-    "official": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
-                  "recip_rank", "P"), ("bpref", "iprec_at_recall")),
-    "all_trec": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+    "official": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                  "recip_rank", "P"), ("iprec_at_recall",)),
+    "all_trec": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
                   "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "success"),
-                 ("bpref", "iprec_at_recall", "relstring", "infAP", "gm_bpref", "Rprec_mult", "utility",
+                 ("iprec_at_recall", "relstring", "infAP", "gm_bpref", "Rprec_mult", "utility",
                   "11pt_avg", "binG", "G", "ndcg_rel", "Rndcg", "map_cut", "relative_P", "set_P",
                   "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp",
                   "rbp_resid", "unj")),

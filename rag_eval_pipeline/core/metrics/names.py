@@ -74,6 +74,8 @@ metric("map", "retrieval", "mean average precision", f"{TREC_EVAL}, m_map.c",
        needs_relevant=True)
 metric("Rprec", "retrieval", "relevant chunks in the top num_rel / num_rel", f"{TREC_EVAL}, m_Rprec.c",
        needs_relevant=True)
+metric("bpref", "retrieval", "share of the top num_rel judged non-relevant chunks ranked below each relevant one",
+       f"{TREC_EVAL}, m_bpref.c; Buckley & Voorhees, SIGIR 2004", needs_relevant=True, default=False)
 metric("recip_rank", "retrieval", "1 / rank of the first relevant chunk", f"{TREC_EVAL}, m_recip_rank.c",
        needs_relevant=True)
 metric("ndcg", "retrieval", "nDCG over the whole ranking", f"{TREC_EVAL}, m_ndcg.c", default=False)
