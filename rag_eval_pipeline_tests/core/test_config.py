@@ -182,7 +182,8 @@ def test_the_environment_overrides_the_judge_section(tmp_path):
 
 
 @pytest.mark.parametrize("env, message", [
-    ({"RAG_EVAL_JUDGE": "gpt4"}, r"^RAG_EVAL_JUDGE='gpt4': expected one of rule_based, openai_compatible, human$"),
+    ({"RAG_EVAL_JUDGE": "gpt4"},
+     r"^RAG_EVAL_JUDGE='gpt4': expected one of rule_based, openai_compatible, human, python$"),
     ({"RAG_EVAL_JUDGE": "openai_compatible"},
      r"^RAG_EVAL_JUDGE=openai_compatible needs RAG_EVAL_JUDGE_BASE_URL, RAG_EVAL_JUDGE_MODEL to be set"),
     ({"RAG_EVAL_JUDGE": "openai_compatible", "RAG_EVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"},
