@@ -15,11 +15,14 @@ import zoneinfo
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
 from rag_eval_pipeline.core.sections import Key, key
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.base import SystemSpec
 
 CALIBRATION_LEVELS = ("claim", "response")  # as core.metrics.calibration.LEVELS (a test keeps them equal)
 CHUNKING_STRATEGIES = ("paragraphs", "document")  # as core.corpus.STRATEGIES (a test keeps them equal)
@@ -320,7 +323,7 @@ class EvalConfig:
     path: Path
     corpus: CorpusConfig
     golden: GoldenConfig
-    systems: tuple[Any, ...]
+    systems: tuple[SystemSpec, ...]
     metrics: MetricsConfig
     judge: JudgeConfig
     gates: GatesConfig
@@ -356,7 +359,7 @@ class EvalConfig:
         p = Path(p)
         return p if p.is_absolute() else (self.path.parent / p).resolve()
 
-    def system(self, name: str) -> Any:
+    def system(self, name: str) -> SystemSpec:
         """The typed section of the system named ``name`` (its kind's class); ConfigError if none."""
         for s in self.systems:
             if s.name == name:
