@@ -264,13 +264,14 @@ def _read(value: Any, tp: Any, k: Key, at: At) -> Any:
             return None
         raise at.error(f"must be set, got {shown(value)}")
     origin, args = _origin(tp)
-    if origin in (typing.Union, types.UnionType):  # the first alternative that reads the value
+    if origin in (typing.Union, types.UnionType):
+        # the first alternative whose shape fits the value reads it (and its refusal is the message)
         for arm in args:
             try:
-                return read_value(value, arm, k, at)
-            except SectionError:
+                return _read(value, arm, k, at)
+            except _WrongType:
                 continue
-        raise at.error(f"must be {' or '.join(_type_text(a) for a in args)}, got {shown(value)}")
+        raise _WrongType(" or ".join(_type_text(a) for a in args))
     if dataclasses.is_dataclass(tp):
         out: Any = parse_section(tp, value, at)
     elif tp is bool:
