@@ -70,8 +70,9 @@ def step_error_text(error) -> str:
 # --- rag-eval run -----------------------------------------------------------------------------------
 
 def check_lines(result, job) -> list[str]:
-    """One line per check of the job: passed / warned / FAILED (blocking or not) / not run; then, for each
-    check that did not pass, its metadata in full (never cut)."""
+    """One line per check of the job: passed / warned / FAILED (blocking or not) / not run, followed by the
+    check's one-line ``summary`` metadata when it has one (the calibration check: κ, floor, n, and the state
+    when it did not pass); then, for each check that did not pass, its metadata in full (never cut)."""
     import dagster as dg
 
     graph = job.asset_layer.asset_graph
@@ -89,7 +90,8 @@ def check_lines(result, job) -> list[str]:
             word, note = "warned", "a warning: cannot block"
         else:
             word, note = "FAILED", "blocking: stops promotion" if spec.blocking else "not blocking"
-        lines.append(f"  {word:<8} {name}" + (f"  ({note})" if note else ""))
+        said = getattr(e.metadata.get("summary"), "value", None) if e is not None else None
+        lines.append(f"  {word:<8} {name}" + (f"  ({note})" if note else "") + (f"  — {said}" if said else ""))
         if e is not None and not e.passed:
             details.append(f"\n{'WARNING' if e.severity == dg.AssetCheckSeverity.WARN else 'FAILED'} check {name}")
             for k, v in e.metadata.items():

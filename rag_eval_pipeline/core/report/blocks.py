@@ -33,6 +33,7 @@ class Block:
     css: str | None = None
     svg: str = ""  # raw SVG markup built by this module (every text inside already escaped)
     href: str | None = None  # kind "link": a relative link shown after ``text``
+    anchor: str | None = None  # kind "group": the HTML id other pages link to (``report.html#<anchor>``)
 
 
 def heading(text: str, level: int = 2) -> Block:
