@@ -120,6 +120,22 @@ def gate_lines(out: Path, rewritten: bool) -> list[str]:
                      for r in failed.iter_rows(named=True)]
 
 
+def verdict_line(decision_path: Path | None) -> str:
+    """The run's verdict as the report states it (``decision.json`` of this run), with its blocking failures
+    one per line; "not decided" when this run did not write the decision (a step failed before the report)."""
+    import json
+
+    from rag_eval_pipeline.core.report.decision import verdict_word
+
+    if decision_path is None:
+        return "verdict: not decided (the run stopped before its report; see the failed step below)"
+    d = json.loads(decision_path.read_text(encoding="utf-8"))
+    lines = [f"verdict: {verdict_word(d['verdict'])} — {d['why']} (comparison split {d['split']}; "
+             f"judge calibration {d['calibration']['line']})"]
+    lines += [f"  blocking failure: {f}" for f in d["blocking_failures"]]
+    return "\n".join(lines)
+
+
 def promotion_line(result, suite: str, quick: bool) -> str:
     """Whether this run promoted a baseline, read from the ``<suite>/promotion`` materialisation's metadata:
     promoted, kept (the candidate is already the promoted baseline: nothing written), no candidate

@@ -87,7 +87,8 @@ class CalibrationStatus:
             return self.figures()
         effect = ("blocks promotion (gates on " + ", ".join(self.judge_based_gates) + ")" if self.blocks
                   else "a warning (no judge-based gate)")
-        return f"{self.state.replace('_', ' ')}: {self.state_words}; {self.figures()}; {effect}"
+        why = "" if self.state == "below_floor" else f"{self.state_words}; "  # the figures say "below floor"
+        return f"{self.state.replace('_', ' ')}: {why}{self.figures()}; {effect}"
 
     @property
     def state_words(self) -> str:
