@@ -49,8 +49,12 @@ def render_html(blocks: list[Block]) -> str:
                 for c in row:
                     c = c if isinstance(c, Cell) else Cell(str(c))
                     attrs = ((f' class="{escape_html(c.css)}"' if c.css else "")
-                             + (f' title="{escape_html(c.title)}"' if c.title else ""))
-                    cells.append(f"<td{attrs}>{escape_html(c.text)}</td>")
+                             + (f' title="{escape_html(c.title)}"' if c.title else "")
+                             + (f' data-sort="{escape_html(c.sort)}"' if c.sort is not None else ""))
+                    text = escape_html(c.text)
+                    if c.href:
+                        text = f'<a href="{escape_html(c.href)}">{text}</a>'
+                    cells.append(f"<td{attrs}>{text}</td>")
                 out.append("<tr>" + "".join(cells) + "</tr>")
             out.append("</tbody></table>")
         elif b.kind == "group":
