@@ -42,9 +42,9 @@ header{background:#23324a;color:#fff;padding:8px 18px;display:flex;flex-wrap:wra
 header b{font-size:18px} main{max-width:1100px;margin:0 auto;padding:12px 18px;box-sizing:border-box}
 main.item{max-width:1440px;display:grid;grid-template-columns:minmax(0,1fr) minmax(280px,380px);gap:0 18px;
 align-items:start}
-#panel{position:sticky;top:8px;max-height:calc(100vh - 16px);overflow:auto;box-sizing:border-box}
+#panel{position:sticky;top:8px;max-height:calc(100vh - 40px);overflow:auto;box-sizing:border-box}
 #panel h2{font-size:16px;margin:2px 0 4px} dl.defs{margin:6px 0} dl.defs dt{font-weight:600;margin-top:6px}
-dl.defs dd{margin:0 0 2px 0;font-size:13px;color:#30343c}
+dl.defs dd{margin:0 0 2px 0;font-size:13px;color:#30343c} #panel .meta{font-size:13px;color:#5a6070}
 @media (max-width:900px){main.item{grid-template-columns:minmax(0,1fr)}
 #panel{top:auto;bottom:0;max-height:48vh;box-shadow:0 -2px 8px rgba(0,0,0,.15)}}
 details.chunk>summary{cursor:pointer;list-style-position:outside} details.chunk:not([open])>summary{color:#5a6070}
