@@ -6,9 +6,10 @@
 ``calibration_history.parquet`` in the table store, and returns the calibration in force for each
 current judge key. The blocking check ``judge_calibrated_above_floor`` stops promotion when the
 judge's kappa is under the floor, null, missing or stale (a judge not calibrated against people
-measures nothing anyone has checked; recalibrate when the judge model or prompt changes), and warns
-for the same reasons in a suite whose gates use no judge-based metric: missing or stale never passes
-(``core.metrics.calibration_status``). ``judge_variance`` reports flip rates and the minimum resolution from
+measures nothing you can trust, Zheng et al., NeurIPS 2023; recalibrate when the judge model or prompt
+changes), and warns for the same reasons in a suite whose gates use no judge-based metric: missing or
+stale never passes (``core.metrics.calibration_status``). ``judge_variance`` reports flip rates and the
+minimum resolution from
 repeated judging.
 """
 
