@@ -29,19 +29,6 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]+", "-", text).strip("-.")[:80] or "side"
 
 
-def _table(path: Path):
-    import polars as pl
-
-    from rag_eval_pipeline.core.errors import InputError
-
-    if not path.exists():
-        return None
-    try:
-        return pl.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a damaged file
-        raise InputError(f"{path}: cannot read the Parquet table ({type(exc).__name__}: {exc})") from None
-
-
 def compare(args: argparse.Namespace) -> int:
     """``rag-eval compare``: resolve both sides, compare, write the pages, print the headline. Exit codes: see
     ``cli/exit_codes.py``."""
@@ -50,7 +37,7 @@ def compare(args: argparse.Namespace) -> int:
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.core.errors import ConfigError, InputError
     from rag_eval_pipeline.core.report.compare import build_comparison
-    from rag_eval_pipeline.core.report.compare_sides import SideError, parse_side, resolve_side
+    from rag_eval_pipeline.core.report.compare_sides import SideError, parse_side, read_table, resolve_side
     from rag_eval_pipeline.core.storage import write_text_atomic
 
     if args.questions < 0 or args.permutations < 1:
@@ -73,9 +60,9 @@ def compare(args: argparse.Namespace) -> int:
             sides[i] = resolve_side(specs[i], folder, other.system if other is not None else None)
         a, b = sides
         tables = {}
+        folders = list(dict.fromkeys([folder, a.folder, b.folder]))  # the suite's, then each side's
         for name in ("golden_set", "corpus_snapshot"):
-            frames = [t for t in (_table(f / f"{name}.parquet") for f in dict.fromkeys([folder, a.folder, b.folder]))
-                      if t is not None]
+            frames = [t for t in (read_table(f / f"{name}.parquet") for f in folders) if t is not None]
             tables[name] = (pl.concat(frames, how="diagonal_relaxed").unique(
                 subset="question_id" if name == "golden_set" else "chunk_id", keep="first") if frames else None)
         if tables["corpus_snapshot"] is None:

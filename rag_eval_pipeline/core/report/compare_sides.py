@@ -98,7 +98,9 @@ def parse_side(text: str) -> SideSpec:
     return SideSpec(kind, value, system, text)
 
 
-def _read(path: Path) -> pl.DataFrame | None:
+def read_table(path: Path) -> pl.DataFrame | None:
+    """The Parquet table at ``path``, or None when the file does not exist. Raises InputError naming the file
+    when it exists but cannot be read."""
     if not path.exists():
         return None
     try:
@@ -147,14 +149,14 @@ def _first(df: pl.DataFrame | None, column: str) -> str | None:
 
 
 def _from_folder(spec: SideSpec, folder: Path, default: str | None, label: str, archive: Path | None = None) -> Side:
-    tables = {name: _read(folder / f"{name}.parquet")
+    tables = {name: read_table(folder / f"{name}.parquet")
               for name in ("metric_summary", "question_metrics", "rag_runs", "judge_labels")}
     summary = _need(tables["metric_summary"], folder / "metric_summary.parquet", "the metric summary")
     system = _pick_system(spec, _systems(summary), default, str(folder))
     judge = tables["judge_labels"]
     notes = []
     if judge is None and archive is not None:
-        judge = _read(archive / "judge_labels.parquet")
+        judge = read_table(archive / "judge_labels.parquet")
     if judge is None:
         notes.append("the judge's claim labels were not kept: no verdicts shown")
     qm = _only(tables["question_metrics"], system)
@@ -167,7 +169,7 @@ def _from_folder(spec: SideSpec, folder: Path, default: str | None, label: str, 
 
 def _history_run(spec: SideSpec, folder: Path) -> tuple[str, dt.datetime, pl.DataFrame]:
     path = folder / "metric_history.parquet"
-    history = _need(_read(path), path, "the metric history (a full evaluation writes it)")
+    history = _need(read_table(path), path, "the metric history (a full evaluation writes it)")
     runs = history.group_by("run_id").agg(pl.col("evaluated_at").max()).sort("evaluated_at")
     if spec.kind == "night":
         day = dt.date.fromisoformat(spec.value)
