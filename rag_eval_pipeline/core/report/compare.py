@@ -4,11 +4,11 @@ both retrievals, the judge's verdicts and the citations.
 
 A and B are two :class:`~rag_eval_pipeline.core.report.compare_sides.Side` (a system of the latest run, the
 promoted baseline, a past night, another output folder). The difference is B − A; "better" and "worse"
-follow each metric's direction (lower is better for the error and abstention rates,
-``core.report.bands.LOWER_IS_BETTER``). The paired test and its interval are the gates' own
-(:func:`core.gates.paired_comparison`: a two-sided paired randomisation test over the questions both sides
-have a value for, Smucker, Allan & Carterette, CIKM 2007; percentile bootstrap interval of the mean
-difference, Efron & Tibshirani 1993). Texts go through the report's access policy
+follow each metric's direction (lower is better for the error, abstention and latency measures: the metric
+registry's ``higher_is_better``, ``core.metrics.names.LOWER_IS_BETTER``). The paired test and its interval
+are the gates' own (:func:`core.gates.paired_comparison`: a two-sided paired randomisation test over the
+questions both sides have a value for, Smucker, Allan & Carterette, CIKM 2007; percentile bootstrap interval
+of the mean difference, Efron & Tibshirani 1993). Texts go through the report's access policy
 (:mod:`rag_eval_pipeline.core.report.access`): a restricted chunk's text never appears. The page is
 self-contained (inline CSS, one small inline script that sorts the question table when a header is
 clicked; the table is already sorted by the largest change without it). Nothing here imports Dagster.
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from rag_eval_pipeline.core.gates import paired_comparison
-from rag_eval_pipeline.core.metrics.names import COUNT_MEASURES, trec_name
+from rag_eval_pipeline.core.metrics.names import COUNT_MEASURES, LOWER_IS_BETTER, METRICS, trec_name
 from rag_eval_pipeline.core.report.access import ReportAccess
-from rag_eval_pipeline.core.report.bands import HEADLINE_METRICS, LOWER_IS_BETTER, METRIC_NOTES, definition_ref
+from rag_eval_pipeline.core.report.bands import HEADLINE_METRICS, METRIC_NOTES, definition_ref
 from rag_eval_pipeline.core.report.blocks import Block, Cell, fmt, fmt_count, heading, num_cell, para
 from rag_eval_pipeline.core.report.compare_sides import Side
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html, toc
@@ -61,8 +61,16 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
 
 
 def higher_is_better(metric: str) -> bool:
-    """False for the metrics where lower is better (``core.report.bands.LOWER_IS_BETTER``), True otherwise."""
+    """False for the metrics where lower is better (the registry's ``higher_is_better``), True otherwise."""
     return metric not in LOWER_IS_BETTER
+
+
+def ranks_questions(metric: str) -> bool:
+    """Whether a per-question metric takes part in ordering the questions: every metric on a 0-1 scale, so not
+    trec_eval's counts (num_ret, num_rel, num_rel_ret) nor the latency family (milliseconds)."""
+    if metric in COUNT_MEASURES:
+        return False
+    return not (metric in METRICS and METRICS.get(metric).family == "latency")
 
 
 @dataclass(frozen=True)
@@ -193,7 +201,7 @@ def question_changes(a: Side, b: Side, split: str, metrics: Sequence[str] | None
     """The questions whose per-question values differ between A and B, and how many were compared unchanged.
 
     Inputs: the sides, ``split``, ``metrics`` (metric labels to compare, e.g. ["recall_5", "faithfulness"];
-    None = every per-question metric except trec_eval's counts num_ret, num_rel, num_rel_ret). A metric counts
+    None = every per-question metric on a 0-1 scale: :func:`ranks_questions`). A metric counts
     for a question when both sides have a value. Output: ([QuestionChange], unchanged count), regressions
     first sorted by their largest drop (largest first), then improvements by their largest gain, ties by
     question id. Empty when a side kept no per-question values."""
@@ -202,13 +210,13 @@ def question_changes(a: Side, b: Side, split: str, metrics: Sequence[str] | None
         return [], 0
     cols = ["question_id", "metric", "k", "value"]
     joined = (qa.select(cols).join(qb.select(cols), on=["question_id", "metric", "k"], suffix="_b", nulls_equal=True)
-              .drop_nulls(["value", "value_b"]).filter(~pl.col("metric").is_in(list(COUNT_MEASURES))))
+              .drop_nulls(["value", "value_b"]))
     by_q: dict[str, QuestionChange] = {}
     compared: set[str] = set()
     wanted = set(metrics) if metrics else None
     for r in joined.iter_rows(named=True):
         label = trec_name(r["metric"], r["k"])
-        if wanted is not None and label not in wanted:
+        if (label not in wanted) if wanted is not None else not ranks_questions(r["metric"]):
             continue
         compared.add(r["question_id"])
         delta = r["value_b"] - r["value"]
