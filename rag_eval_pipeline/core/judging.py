@@ -139,7 +139,7 @@ def judge_runs(
             tracker.step()
         # Repeats after the first must reach the judge again (no cache read) to measure its noise.
         kwargs = {"repeat": rep} if rep and accepts_repeat(judge) else {}
-        results = _call_judge(judge, pending, concurrency, kwargs, on_result=tracker.judged)
+        results = _call_judge_by_question(judge, pending, concurrency, kwargs, on_result=tracker.judged)
         for (system, qid, _, answer, contexts), result in zip(pending, results):
             status, n_claims, rows = _rows_from_result(result, qid, answer, contexts)
             base = {"system": system, "question_id": qid, "repeat": rep}
@@ -232,6 +232,19 @@ def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
         if on_result is not None:
             last = out[-1]
             on_result(isinstance(last, Exception) or getattr(last, "status", None) == "judge_error")
+    return out
+
+
+def _call_judge_by_question(judge: Judge, pending: list, concurrency: int, kwargs: dict,
+                            on_result: Callable[[bool], None] | None = None) -> list:
+    """:func:`_call_judge` with the systems' answers to one question judged one after the other (rag_runs is
+    in system order), so the judge's per-text caches reuse one question's retrieved passages across systems;
+    the results come back in ``pending``'s order."""
+    order = sorted(range(len(pending)), key=lambda i: pending[i][1])  # stable: system order within a question
+    results = _call_judge(judge, [pending[i] for i in order], concurrency, kwargs, on_result=on_result)
+    out: list = [None] * len(pending)
+    for i, result in zip(order, results):
+        out[i] = result
     return out
 
 

@@ -4,13 +4,15 @@ What may differ between two runs of the same evaluation, and nothing else:
 
 - ``metric_history``: ``run_id`` (Dagster's run id) and ``evaluated_at`` (when the run wrote it);
 - ``judge_calibration`` / ``calibration_history``: ``calibrated_at`` (when the calibration was computed);
-- ``regression_cases``: ``first_seen_run`` / ``first_seen_at`` (the run that first saw the case, and when).
+- ``regression_cases``: ``first_seen_run`` / ``first_seen_at`` (the run that first saw the case, and when);
+- the run archive's folder name, ``history/<run id>/`` (compared as ``history/<run>/``: one run per folder here).
 
 Every other column of every Parquet table, in every row and in the same row order, must be equal.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import polars as pl
@@ -25,7 +27,8 @@ def parquet_tables(folder: Path) -> dict[str, pl.DataFrame]:
         if any(part.startswith(".") for part in p.relative_to(folder).parts):
             continue
         df = pl.read_parquet(p)
-        out[str(p.relative_to(folder))] = df.drop([c for c in df.columns if c in RUN_SPECIFIC_COLUMNS])
+        name = re.sub(r"^history/[^/]+/", "history/<run>/", p.relative_to(folder).as_posix())
+        out[name] = df.drop([c for c in df.columns if c in RUN_SPECIFIC_COLUMNS])
     return out
 
 

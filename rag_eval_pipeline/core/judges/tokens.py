@@ -17,6 +17,15 @@ from functools import lru_cache
 
 from rag_eval_pipeline.core.judges.numbers import normalise_quantities
 
+#: Entries kept by the per-text caches below (least recently used first out). A cache entry of a whole
+#: context chunk (:func:`surface_words`) weighs ~5 KB, one of a sentence or claim (:func:`tokens`) ~1 KB:
+#: at 200,000 entries each they held ~1.5 GB once a suite had judged 40,000 questions (bench/bench_scale.py,
+#: the judge step's peak memory growing with the number of distinct chunks judged). These sizes keep the
+#: reuse that matters, within one answer and between the systems' answers to one question (judged one after
+#: the other: core/judging.py), in ~60 MB.
+TEXT_CACHE_SIZE = 32_768
+CHUNK_CACHE_SIZE = 4_096
+
 #: Tokens after a negation word that it negates, stopping at clause punctuation (NegEx's window:
 #: Chapman et al., "A simple algorithm for identifying negated findings and diseases in discharge
 #: summaries", J. Biomed. Inform. 34(5), 2001).
@@ -122,7 +131,7 @@ def _stemmer(language: str):
     return Stemmer.Stemmer(language)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def language_of(text: str) -> str | None:
     """"spanish" or "english" by counting function words (:data:`_ES_MARKERS`, :data:`_EN_MARKERS`);
     None when they tie (a name-only claim such as "Ada Lovelace escribió poemas.")."""
@@ -132,7 +141,7 @@ def language_of(text: str) -> str | None:
     return None if es == en else ("spanish" if es > en else "english")
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def tokens(text: str, language: str | None = None) -> Tokens:
     """Content tokens of ``text`` (rules in the module docstring), stemmed for ``language``
     ("spanish" / "english"; None: detected from the text). A claim is tokenised in the language of
@@ -180,7 +189,7 @@ def tokens(text: str, language: str | None = None) -> Tokens:
     return Tokens(frozenset(words), frozenset(numbers), frozenset(in_scope - out_scope), language, has_negation)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def entities(text: str) -> frozenset[str]:
     """Names in ``text`` (folded): capitalised words after the first word ("Canarias", "Dock"),
     acronyms ("UK") and letter-digit codes ("A1", "D1"). Output: a frozenset of folded strings."""
@@ -194,7 +203,7 @@ def entities(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=CHUNK_CACHE_SIZE)
 def surface_words(text: str) -> frozenset[str]:
     """Every word of ``text`` folded (NFKC, accents stripped, case folded), unstemmed."""
     return frozenset(_fold_word(w) for w in re.findall(r"[^\W_]+", text))
