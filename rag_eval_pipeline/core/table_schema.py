@@ -50,8 +50,9 @@ DOCS_PAGE = "docs/tables.md"
 
 
 def list_of(item: pa.DataType) -> pa.DataType:
-    """An Arrow list of ``item`` (``large_list``, as polars writes lists)."""
-    return pa.large_list(item)
+    """An Arrow list of ``item``: ``large_list``, as polars holds lists, with its values named ``element``,
+    as Parquet's list type names them (so a file read back with pyarrow has exactly the declared schema)."""
+    return pa.large_list(pa.field("element", item))
 
 
 def struct(**fields: pa.DataType) -> pa.DataType:
@@ -273,10 +274,10 @@ def reference_markdown() -> str:
     """The column reference of every table (the generated block of ``docs/tables.md``)."""
     parts = []
     for spec in TABLES:
-        deps = ", ".join(spec.depends_on)
+        deps = ", ".join(f"`rag_eval.{d}_version`" if d != "judge" else "`rag_eval.judge`" for d in spec.depends_on)
         head = "| column | type | null | meaning |\n|---|---|---|---|\n"
         parts.append(f"### `{spec.name}` (version {spec.version})\n\nOne row is {spec.description}. "
-                     f"Its files record the versions of: {deps}.\n\n{head}"
+                     f"Its files record {deps}.\n\n{head}"
                      + "".join(f"| `{f.name}` | `{f.type}` | {'yes' if f.nullable else 'no'} | "
                                f"{spec.describe(f.name).replace('|', '/')} |\n" for f in spec.schema))
     return "\n".join(parts)
