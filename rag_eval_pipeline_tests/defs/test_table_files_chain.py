@@ -63,8 +63,9 @@ def _meta(path: Path) -> dict[str, str]:
 def test_every_parquet_file_of_a_run_carries_its_metadata(sample) -> None:
     folder, full, quick = sample
     files = _files(folder)
-    # the tables of both runs and the promoted baseline
-    assert {p.relative_to(folder).parent.as_posix() for p in files} == {".", "quick", "baseline"}
+    # the tables of both runs, the promoted baseline and the full run's per-question archive
+    assert {p.relative_to(folder).parent.as_posix() for p in files} == {".", "quick", "baseline",
+                                                                        f"history/{full.run_id}"}
     assert len(files) >= 30
     snapshot_md = [e.materialization.metadata for e in full.get_asset_materialization_events()
                    if e.asset_key == dg.AssetKey(["sample", "corpus_snapshot"])][0]
@@ -228,5 +229,34 @@ def test_rag_eval_label_refuses_a_table_of_another_version_in_one_line(sample, t
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"rag-eval label: file {out / 'judge_labels.parquet'}: table 'judge_labels' has schema version 3, this "
+        "pipeline reads version 1: written by a newer release (0.1.0); read it with that release or re-run the "
+        "evaluation"]
+
+
+def test_rag_eval_compare_migrates_an_older_table_and_refuses_a_newer_one(sample, tmp_path) -> None:
+    folder, _, _ = sample
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+
+    def compare() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "compare", f"dir:{copy}:bm25_k5",
+                               f"dir:{copy}:bm25_k10", "--permutations", "50", "--out", str(tmp_path / "pages")],
+                              cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+    question_metrics = copy / "question_metrics.parquet"
+    pl.read_parquet(question_metrics).write_parquet(question_metrics)  # as written before schema versions
+    proc = compare()
+    assert proc.returncode == 0, proc.stderr
+    # one line per side (both sides read this folder)
+    assert [line for line in proc.stderr.splitlines() if "migrated on read" in line] == 2 * [
+        f"file {question_metrics}: table 'question_metrics' has schema version 0, this pipeline reads version 1 "
+        "(written before schema versions): migrated on read (its columns already match); the next write stores "
+        "version 1"]
+    _rewrite(copy / "metric_summary.parquet", schema_version="5")
+    proc = compare()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"rag-eval compare: file {copy / 'metric_summary.parquet'}: table 'metric_summary' has schema version 5, this "
         "pipeline reads version 1: written by a newer release (0.1.0); read it with that release or re-run the "
         "evaluation"]
