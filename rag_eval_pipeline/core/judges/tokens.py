@@ -203,3 +203,22 @@ def surface_words(text: str) -> frozenset[str]:
 def _fold_word(w: str) -> str:
     t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", w).casefold())
     return "".join(ch for ch in t if not unicodedata.combining(ch))
+
+
+@lru_cache(maxsize=200_000)
+def stem_surfaces(text: str, language: str) -> dict[str, str]:
+    """Stem → the first folded surface word of ``text`` that has it (content words only, as in
+    :func:`tokens` with ``language``): the word to embed when a stem must be compared by meaning."""
+    stem = _stemmer(language).stemWord
+    out: dict[str, str] = {}
+    for m in _TOKEN.finditer(_fold(text)):
+        w = m.group("word")
+        if w is None or len(w) < 2 or w in STOPWORDS or w in NEGATIONS:
+            continue
+        out.setdefault(stem(w), w)
+    return out
+
+
+def stem_word(word: str, language: str) -> str:
+    """The Snowball stem of one folded word in ``language``."""
+    return _stemmer(language).stemWord(word)
