@@ -8,16 +8,17 @@ Signals, per (claim, sentence) pair (tokens from :mod:`~rag_eval_pipeline.core.j
   conflict* when the claim has one the sentence lacks and the sentence has one the claim lacks.
 - *negation*: compared per side (NegEx scope, Chapman et al. 2001), see :func:`evidence`.
 - *semantic*: cosine of the two texts' embeddings (claim as query, sentence as passage).
-- **extra details**: the claim's content words that the sentence does not state — absent from the
-  sentence and without a *literal counterpart* there (a sentence word sharing its first four
-  letters, or all but the last letter of a short word: "gratis" / "gratuito"). A word of the
-  passage's topic counts as stated — a name anywhere in the chunk, any word of the chunk's first
-  sentence or of the sentence just before (a sentence may leave its subject and topic implicit); a
-  unit ("días", "hours") must be in the sentence itself, as must every number and date. Each
-  remaining extra word may still be excused by a *word-level entailment signal*: its best cosine,
-  over the sentence's words that the claim does not use, of single-word embeddings (the same
-  encoder, passage side) is at least ``word_counterpart`` — a substitution ("coste" / "precio"),
-  not an addition. An extra unit or name is never excused.
+- **extra details**: the claim's content words that the evidence does not state. A word is stated
+  when the sentence has it or a *literal counterpart* of it (a sentence word sharing its first four
+  letters, or all but the last letter of a short word: "gratis" / "gratuito"), or when the
+  sentence's passage (its chunk) has it: the passage is the evidence, and a sentence leaves its
+  passage's subject and topic implicit (``extra_scope`` "passage"; "neighbours" narrows this to the
+  chunk's first sentence and the sentence before). A unit ("días", "hours") must be in the sentence
+  itself, as must every number and date (``numbers_ok``). Each remaining extra word may still be
+  excused by a *word-level entailment signal*: its best cosine, over the sentence's words that the
+  claim does not use, of single-word embeddings (the same encoder, passage side) is at least
+  ``word_counterpart`` — a substitution ("coste" / "precio"), not an addition. An extra unit or name
+  is never excused.
 
 **The decision rule** (parameters fitted by ``bench/fit_rule_based.py`` on public data):
 
@@ -90,9 +91,9 @@ def extra_words(claim: Tokens, sentence: Tokens, names_in_chunk: frozenset[str] 
                 around: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], int]:
     """(extra stems in sorted order, how many are units or names) of a (claim, sentence) pair: claim
     words absent from the sentence with no literal counterpart among the sentence's other words;
-    a name held by the chunk, or a word of ``around`` (the passage's first sentence and the sentence
-    before: the topic a sentence may leave implicit), is not extra; a unit always must be in the
-    sentence. ``claim_names`` are the claim's names as stems."""
+    a name held by the chunk, or a word of ``around`` (the words the sentence may leave implicit, see
+    the module docstring), is not extra; a unit always must be in the sentence. ``claim_names`` are
+    the claim's names as stems."""
     missing = claim.words - sentence.words
     if not missing:
         return (), 0

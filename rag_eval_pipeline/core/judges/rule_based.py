@@ -110,9 +110,11 @@ PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
 #: retrieved context can support it.
 _FIRST_PERSON = re.compile(r"(?:^|[^\w'])"
-                           r"(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|yo|creo que|me gusta|me encanta)"
-                           r"(?=$|[^\w'])")
-_FIRST_PERSON_I = re.compile(r"(?:^|[^\w'])i\s+'(?:m|ve|d|ll)\b")  # tokenised "I 'm"
+                           r"(i|i'm|i've|i'd|i'll|me|my|mine|myself|yo|creo que|me gusta|me encanta)"
+                           r"(?=$|[^\w'])", re.IGNORECASE)
+_FIRST_PERSON_I = re.compile(r"(?:^|[^\w'])i\s+'(?:m|ve|d|ll)\b", re.IGNORECASE)  # tokenised "I 'm"
+#: Quoted spans (titles: "I Will Always Love You", «Yo, Claudio»): not the speaker's words.
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|‘[^’]*’")
 
 
 def is_question(claim: str) -> bool:
@@ -128,9 +130,27 @@ def checkable_claims(answer: str | None) -> list[str]:
 
 
 def first_person(claim: str) -> bool:
-    """True when ``claim`` speaks in the first person singular ("I think", "my", "creo que")."""
-    t = unicodedata.normalize("NFKC", claim).casefold().replace("’", "'")
-    return bool(_FIRST_PERSON.search(t) or _FIRST_PERSON_I.search(t))
+    """True when ``claim`` speaks in the first person singular ("I think", "my", "creo que"). Not
+    first person: words inside quotes (a title, "I Found You"); a capitalised "Me", "My", "Yo" inside
+    the sentence (a title or a name: "Show Me Love", "Yo Gotti"); "I" after a capitalised word (a
+    numeral: "World War I", "Elizabeth I")."""
+    t = _QUOTED.sub(" ", unicodedata.normalize("NFKC", claim).replace("’", "'"))
+    if _FIRST_PERSON_I.search(t):
+        return True
+    for m in _FIRST_PERSON.finditer(t):
+        word = m.group(1)
+        start = m.start(1)
+        before = t[:start].rstrip()
+        sentence_start = not before or before[-1] in ".!?¿¡:;(\"'«“-"
+        prev = re.findall(r"[^\W\d_]+", before)[-1:] if before else []
+        if word[0] == "I" and word[:1] == "I" and (len(word) == 1 or word[1] == "'"):
+            if prev and prev[0][:1].isupper() and not sentence_start:
+                continue  # "World War I": a numeral
+            return True
+        if word[:1].isupper() and not sentence_start:
+            continue  # "Show Me Love", "Yo Gotti": a title or a name
+        return True
+    return False
 
 
 def fixed_reason(claim: str) -> str | None:
@@ -163,6 +183,9 @@ def _check_params(params: dict, where: str) -> None:
             raise ValueError(f"{where}: parameter {key!r} must be a number in [{low:g}, 1], got {v!r}")
     if params["support_lexical"] <= 0:
         raise ValueError(f"{where}: parameter 'support_lexical' must be > 0")
+    if params.get("extra_scope", "passage") not in ("passage", "neighbours"):
+        raise ValueError(f"{where}: parameter 'extra_scope' must be 'passage' or 'neighbours', "
+                         f"got {params['extra_scope']!r}")
 
 
 @dataclass(frozen=True)
@@ -172,34 +195,38 @@ class _Sentence:
     text: str
     tokens: Tokens
     chunk: str = ""  # the whole context the sentence comes from (names are looked up there)
-    around: frozenset[str] = frozenset()  # words of the chunk's first and the previous sentence
+    around: frozenset[str] = frozenset()  # words the sentence may leave implicit (context_sentences)
 
 
-def context_sentences(contexts: list[str], window: int = 1) -> list[_Sentence]:
+def context_sentences(contexts: list[str], window: int = 1, scope: str = "passage") -> list[_Sentence]:
     """Candidate evidence spans: every sentence of every context and, with ``window`` = 2, every
     pair of adjacent sentences of one context (an exact substring too, so it can be quoted). Each
-    carries ``around``: the words of its chunk's first sentence and of the sentence before it (the
-    passage's topic, which a sentence may leave implicit). Split and tokenised once per chunk text."""
+    carries ``around``, the words a sentence may leave implicit: with ``scope`` "passage" every word
+    of its chunk (the passage is the evidence); with "neighbours" the words of the chunk's first
+    sentence and of the sentence before it. Split and tokenised once per chunk text."""
     out = []
     for ci, ctx in enumerate(contexts or []):
         if not ctx:
             continue
-        for si, text, toks, around in _chunk_sentences(ctx, window):
-            out.append(_Sentence(ci, si, text, toks, ctx, around))
+        for si, text, toks, near, whole in _chunk_sentences(ctx, window):
+            out.append(_Sentence(ci, si, text, toks, ctx, whole if scope == "passage" else near))
     return out
 
 
 @lru_cache(maxsize=50_000)
-def _chunk_sentences(ctx: str, window: int) -> tuple[tuple[int, str, Tokens, frozenset[str]], ...]:
+def _chunk_sentences(ctx: str, window: int):
     spans = sentence_spans(ctx)
-    toks = [tokens(ctx[s:e]) for s, e in spans]
+    lang = language_of(ctx)  # a sentence without function words takes its chunk's language
+    toks = [tokens(ctx[s:e], language_of(ctx[s:e]) or lang) for s, e in spans]
     first = toks[0].words if toks else frozenset()
-    out = [(si, ctx[s:e], toks[si], first | (toks[si - 1].words if si else frozenset()))
+    whole = frozenset().union(*(t.words for t in toks)) if toks else frozenset()
+    out = [(si, ctx[s:e], toks[si], first | (toks[si - 1].words if si else frozenset()), whole)
            for si, (s, e) in enumerate(spans)]
     if window >= 2:
         for si in range(len(spans) - 1):
             s, e = spans[si][0], spans[si + 1][1]
-            out.append((si, ctx[s:e], tokens(ctx[s:e]), first | (toks[si - 1].words if si else frozenset())))
+            out.append((si, ctx[s:e], tokens(ctx[s:e], language_of(ctx[s:e]) or lang),
+                        first | (toks[si - 1].words if si else frozenset()), whole))
     return tuple(out)
 
 
@@ -507,7 +534,8 @@ class RuleBasedJudge:
         return np.eye(len(queries)), sim.T
 
     def _sentences(self, contexts: list[str]) -> list[_Sentence]:
-        return context_sentences(contexts, int(self.params.get("sentence_window", 1)))
+        return context_sentences(contexts, int(self.params.get("sentence_window", 1)),
+                                 str(self.params.get("extra_scope", "passage")))
 
     def _verdict(self, cid: str, claim: str, row: list[Evidence], sentences: list[_Sentence],
                  contexts: list[str]) -> ClaimVerdict:

@@ -143,3 +143,39 @@ def test_judge_runs_uses_batches_and_isolates_a_failing_item():
 def test_workers_must_be_positive(workers):
     with pytest.raises(ValueError, match="workers"):
         RuleBasedJudge(workers=workers)
+
+
+def test_neighbours_scope_is_narrower_than_the_passage():
+    # "cuero" is in the chunk's third sentence only: stated for the passage scope, an extra detail
+    # for the neighbours scope (first sentence and the one before the matching sentence)
+    ctx = ["El altavoz A1 es resistente al agua. Su batería dura 12 horas. La funda es de cuero."]
+    claim = "La batería de cuero dura 12 horas."  # stems {bater, cuer, dur, 12, hour}: 4/5 in sentence 2
+    passage = RuleBasedJudge(params={**LOOSE, "word_counterpart": 1.0}, semantic=False)
+    near = RuleBasedJudge(params={**LOOSE, "word_counterpart": 1.0, "extra_scope": "neighbours"}, semantic=False)
+    assert _v(passage.judge("", claim, ctx)) == ["SUPPORTED"]
+    assert _v(near.judge("", claim, ctx)) == ["NOT_MENTIONED"]
+    with pytest.raises(ValueError, match="extra_scope"):
+        RuleBasedJudge(params={**LOOSE, "extra_scope": "document"})
+
+
+@pytest.mark.parametrize(("claim", "first"), [
+    ("I love that band.", True), ("My brother lives in Boston.", True), ("He told me so.", True),
+    ('The single "I Found You" was a hit.', False),      # a quoted title
+    ("It was signed after World War I.", False),          # a numeral after a capitalised word
+    ("The film Show Me Love was released in 1998.", False),  # a capitalised title word
+    ("Creo que abre a las nueve.", True),
+])
+def test_first_person_is_not_a_title_or_a_numeral(claim, first):
+    from rag_eval_pipeline.core.judges.rule_based import first_person
+
+    assert first_person(claim) is first
+
+
+def test_a_day_and_month_without_year_match_a_full_date_and_codes_are_words():
+    j = RuleBasedJudge(semantic=False)
+    ctx = ["The final took place on January 8, 2006 in Dallas."]
+    assert _v(j.judge("", "The final took place on January 8.", ctx)) == ["SUPPORTED"]
+    assert _v(j.judge("", "The final took place on January 9.", ctx)) == ["CONTRADICTED"]
+    # "p53" is one word (a name), not the number 53
+    assert tokens("PPM1D activation suppresses p53").numbers == frozenset()
+    assert {"p53", "ppm1d"} <= tokens("PPM1D activation suppresses p53").words
