@@ -9,9 +9,7 @@ new user can evaluate a ``kind: http`` system in two commands.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 
 MODEL_VERSION_HEADER = "X-Model-Version"
 
@@ -33,8 +31,8 @@ def build_app(config_path: str, system_name: str):
 
     cfg = load_config(config_path)
     spec = cfg.system(system_name)
-    if spec["kind"] != "reference":
-        raise ConfigError(f"{cfg.path}: system {system_name!r} is of kind {spec['kind']!r}; serve-reference serves a "
+    if spec.kind != "reference":
+        raise ConfigError(f"{cfg.path}: system {system_name!r} is of kind {spec.kind!r}; serve-reference serves a "
                           "kind: reference system")
     snapshot, version = build_snapshot(cfg)
     service = ReferenceService(snapshot, spec, version)
@@ -64,46 +62,3 @@ def build_app(config_path: str, system_name: str):
         return JSONResponse({"system": system_name, "corpus_version": version, "chunks": snapshot.height})
 
     return Starlette(routes=[Route("/answer", answer, methods=["POST"]), Route("/health", health, methods=["GET"])])
-
-
-def serve_reference(args: argparse.Namespace) -> int:
-    """Run the server until interrupted (SIGINT / SIGTERM). Returns 0 after a clean shutdown; with one line
-    on stderr, 2 for a usage or configuration mistake (a configuration that does not load, a system that is
-    unknown or not of kind reference, a port in use) and 1 for bad corpus data."""
-    from pathlib import Path
-
-    from rag_eval_pipeline.core.errors import ConfigError, EvalError
-    from rag_eval_pipeline.serve import port_free, port_in_use_message
-
-    def fail(message: str, status: int) -> int:
-        print(f"rag-eval serve-reference: {message}", file=sys.stderr)
-        return status
-
-    config = args.config or str(Path(__file__).resolve().parents[1] / "data" / "sample" / "config.yaml")
-    if not port_free(args.port):  # before indexing the corpus: a taken port is known at once
-        return fail(port_in_use_message(args.port), 2)
-    try:
-        app = build_app(config, args.system)
-    except ConfigError as exc:
-        return fail(str(exc), 2)
-    except EvalError as exc:
-        return fail(str(exc), 1)
-    from rag_eval_pipeline.serve import run_until_stopped
-
-    print(f"serving system {args.system} at http://127.0.0.1:{args.port}/answer", file=sys.stderr, flush=True)
-    run_until_stopped(app, args.port, log_level="warning", access_log=False)
-    return 0
-
-
-def add_parser(sub, epilog: str | None = None) -> None:
-    """Register ``serve-reference`` on the ``rag-eval`` subparsers; ``epilog``: its exit codes."""
-    from rag_eval_pipeline.serve import port_number
-
-    p = sub.add_parser("serve-reference", help="serve a built-in reference system over HTTP on 127.0.0.1",
-                       description="Serve one kind: reference system of a configuration over HTTP on 127.0.0.1 "
-                                   "(POST /answer with {question_id, question, user_groups}; GET /health), so a "
-                                   "kind: http system can be evaluated against it.",
-                       epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default=None, help="evaluation YAML (default: data/sample/config.yaml)")
-    p.add_argument("--system", required=True, help="name of a kind: reference system in that configuration")
-    p.add_argument("--port", type=port_number, default=8765, help="port on 127.0.0.1 (default 8765)")

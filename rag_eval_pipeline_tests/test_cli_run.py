@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 import yaml
 
-from rag_eval_pipeline.cli import format_summary
+from rag_eval_pipeline.cli.run_output import format_summary
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config_dict
 

@@ -1,8 +1,9 @@
 """Judge calibration: how far a judge agrees with people on the same items.
 
-Seed ``004_292fd69c3d96947d.txt``: label about fifty cases by hand, run the judge over them and
-measure the agreement; if it is poor the judge does not measure what you think and none of its
-figures mean anything; repeat the calibration whenever the judge model or the evaluation prompt
+Label a few dozen cases by hand, run the judge over them and measure the agreement (Zheng et al.,
+NeurIPS 2023; ARES, Saad-Falcon et al., NAACL 2024); if it is poor the judge does not measure what you think
+and none of its figures mean anything; repeat the calibration whenever the judge model or the evaluation
+prompt
 changes. Hence every result carries the judge key (judge, judge_model, prompt_sha256), and
 :func:`calibration_table` marks a calibration ``stale`` when it was made for another key and
 ``missing`` when none exists.
@@ -85,7 +86,6 @@ from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, majority_vote
 __all__ = [
     "DEFAULT_MAPPINGS",
     "HISTORY_SCHEMA",
-    "JUDGE_BASED_METRIC_PREFIXES",
     "LABEL_FILE_SCHEMA",
     "LEVELS",
     "TABLE_SCHEMA",
@@ -105,8 +105,6 @@ __all__ = [
     "results_to_frame",
 ]
 
-#: Gate metrics whose values come from a judge (a threshold on one requires a calibration).
-JUDGE_BASED_METRIC_PREFIXES = ("faithfulness", "answer_relevance", "context_relevance", "correctness")
 
 
 def calibrate(
@@ -142,7 +140,7 @@ def calibrate(
     Raises ValueError for an unknown level / bad mapping, or when ``judge_labels`` holds more
     than one judge key (use :func:`calibrate_all`); SchemaError for a missing column; InputError
     for a label absent from the mapping or an item labelled twice by the same person.
-    Source: seed 004 (calibrate against ~50 hand labels); J. Cohen (1960) for kappa;
+    Source: ARES (Saad-Falcon et al. 2024: validate the judge on hand labels); J. Cohen (1960) for kappa;
     E. B. Wilson (1927) for the agreement interval.
     """
     m = resolve_mapping(mapping, level)
@@ -286,11 +284,13 @@ def calibrate_all(
 def judge_based_metrics(metrics: Iterable[str]) -> list[str]:
     """The metric names (e.g. of gate thresholds) whose values come from a judge.
 
-    Input: metric names. Output: those starting with one of
-    :data:`JUDGE_BASED_METRIC_PREFIXES` (faithfulness*, answer_relevance*, context_relevance*,
-    correctness*), sorted and deduplicated. Never raises.
+    Input: metric names (base names or labels such as ``faithfulness``). Output: those declared
+    ``judge_based`` in ``core/metrics/names.py`` (faithfulness and its companions, the model-judged
+    answer quality), sorted and deduplicated. Never raises.
     """
-    return sorted({m for m in metrics if isinstance(m, str) and m.startswith(JUDGE_BASED_METRIC_PREFIXES)})
+    from rag_eval_pipeline.core.metrics.names import is_judge_based
+
+    return sorted({m for m in metrics if is_judge_based(m)})
 
 
 def ppi_rates(

@@ -15,7 +15,11 @@ import argparse
 import getpass
 import sys
 
-EXIT_DATA, EXIT_USAGE = 1, 2
+from rag_eval_pipeline.cli.common import UsageError, resolve_suite, suite_folder
+from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED as EXIT_DATA
+from rag_eval_pipeline.cli.exit_codes import EXIT_OK, EXIT_USAGE, epilog
+
+NAME = "label"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,7 +44,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run ``rag-eval label``. Returns the exit status: 0 after a clean stop, 1 for a data mistake, 2 for a
     usage or configuration mistake (one line on stderr for both)."""
-    from rag_eval_pipeline import cli
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.core.errors import ConfigError, EvalError
     from rag_eval_pipeline.labelling.app import build_app
@@ -54,10 +57,10 @@ def main(args: argparse.Namespace) -> int:
     if args.n < 1:
         return fail(f"--n must be at least 1, got {args.n}", EXIT_USAGE)
     try:
-        suite = cli.resolve_suite(args.suite, args.config)
-    except cli.UsageError as exc:
+        suite = resolve_suite(args.suite, args.config)
+    except UsageError as exc:
         return fail(str(exc), EXIT_USAGE)
-    output = cli.suite_folder(suite, args.output)
+    output = suite_folder(suite, args.output)
     labeller = (args.labeller or getpass.getuser() or "").strip()
     if not labeller:
         return fail("--labeller NAME is required (no login name found)", EXIT_USAGE)
@@ -79,4 +82,14 @@ def main(args: argparse.Namespace) -> int:
     print(f"labelling {len(session.sample)} items ({session.level} level) of suite {suite.name} as {labeller}: "
           f"http://127.0.0.1:{args.port}/  (labels go to {session.labels_path}; Ctrl-C stops)", flush=True)
     run_until_stopped(build_app(session), args.port, log_level="warning")
-    return 0
+    return EXIT_OK
+
+
+def add(sub) -> None:
+    """Register ``rag-eval label`` (the labelling page) on the subparsers ``sub``."""
+    p = sub.add_parser(NAME, help="a local page for the hand labels judge calibration needs",
+                       description="Serve a local page (127.0.0.1) for hand-labelling a sample of the judge's labels "
+                                   "of one suite; the labels go to its calibration.human_labels file.",
+                       epilog=epilog(NAME), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=main)

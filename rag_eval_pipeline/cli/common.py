@@ -1,0 +1,88 @@
+"""What every ``rag-eval`` command shares: how a suite, its folder and its judge are found, and the
+usage-error type (one line on stderr, exit 2)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_SUITE = "sample"
+
+
+class UsageError(Exception):
+    """A mistake on the command line or in the environment: one line on stderr, exit 2."""
+
+
+def dagster_home() -> None:
+    """Use the project's .dagster_home (shared with ``dagster dev``) unless DAGSTER_HOME is set."""
+    if not os.environ.get("DAGSTER_HOME"):
+        home = PROJECT_ROOT / ".dagster_home"
+        home.mkdir(exist_ok=True)
+        os.environ["DAGSTER_HOME"] = str(home)
+
+
+def suites_file() -> Path:
+    """The suites file: $RAG_EVAL_SUITES, else data/suites.yaml."""
+    return Path(os.environ.get("RAG_EVAL_SUITES") or PROJECT_ROOT / "data" / "suites.yaml")
+
+
+def resolve_suite(suite_name: str | None, config: str | None):
+    """The suite a command works on: ``--config FILE`` (its listed suite, or an ad-hoc suite named from the
+    file), else ``--suite NAME``, else $RAG_EVAL_CONFIG as ad-hoc, else the sample. Raises UsageError."""
+    from rag_eval_pipeline.core.errors import ConfigError
+    from rag_eval_pipeline.core.suites import ad_hoc_suite, load_suites
+
+    if config and suite_name:
+        raise UsageError("give --suite or --config, not both")
+    try:
+        listed = load_suites(suites_file())
+    except ConfigError as exc:
+        if not (config or os.environ.get("RAG_EVAL_CONFIG")):
+            raise UsageError(str(exc)) from None
+        listed = []
+    config = config or (None if suite_name else os.environ.get("RAG_EVAL_CONFIG"))
+    if config:
+        return ad_hoc_suite(config, listed)
+    name = suite_name or DEFAULT_SUITE
+    for suite in listed:
+        if suite.name == name:
+            return suite
+    raise UsageError(f"unknown suite {name!r}: {suites_file()} lists {', '.join(s.name for s in listed)}"
+                     " (or give --config FILE)")
+
+
+def output_root() -> Path:
+    """The folder holding every suite's output folder: $RAG_EVAL_OUTPUT_DIR, else ``outputs/`` in the project."""
+    return Path(os.environ.get("RAG_EVAL_OUTPUT_DIR") or PROJECT_ROOT / "outputs")
+
+
+def suite_folder(suite, output: str | None) -> Path:
+    """The output folder of ``suite`` (absolute): ``--output`` (the suite's own folder) when given, else
+    ``$RAG_EVAL_OUTPUT_DIR/<suite>``, else ``outputs/<suite>`` in the project."""
+    if output:
+        return Path(output).resolve()
+    return Path(output_root(), suite.name).resolve()
+
+
+def judge_resource(config_path=None):
+    """The judge resource for a suite's configuration (``judge:`` there; RAG_EVAL_JUDGE ... override it).
+
+    Raises UsageError when it is misconfigured."""
+    from rag_eval_pipeline.core.errors import ConfigError
+    from rag_eval_pipeline.defs.judging import select_judge_resource
+
+    try:
+        return select_judge_resource(config_path=str(config_path) if config_path else None)
+    except (ConfigError, ValueError) as exc:
+        raise UsageError(f"judge: {exc}") from None
+
+
+def add_suite_options(p, *, output_help: str | None = None) -> None:
+    """``--suite`` / ``--config`` (and ``--output`` when ``output_help`` is given) as ``run`` reads them."""
+    p.add_argument("--suite", help=f"a suite listed in data/suites.yaml or $RAG_EVAL_SUITES (default: {DEFAULT_SUITE})")
+    p.add_argument("--config", help="an evaluation YAML instead of a listed suite (default: $RAG_EVAL_CONFIG); "
+                                    "unless listed, it is its own suite (adhoc_<name>_<hash>) with its own assets, "
+                                    "history and baseline")
+    if output_help is not None:
+        p.add_argument("--output", help=output_help)

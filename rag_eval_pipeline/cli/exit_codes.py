@@ -1,0 +1,147 @@
+"""Every exit status of ``rag-eval``, declared once.
+
+:data:`EXIT_CODES` is the one table: for each status, what it means for each command that can return
+it. ``rag-eval --help``, each ``rag-eval COMMAND --help`` and the manual's table are rendered from it
+(:func:`epilog`, :func:`overview`, :func:`markdown_table`); a command module returns the constants
+below, never a bare number. A new command adds its meanings here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from dataclasses import dataclass
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LOCKED, EXIT_KILLED = 0, 1, 2, 3, 137
+
+#: The meaning of status 2, shared by every command (a command may add its own cases).
+USAGE_MEANING = ("a usage or configuration mistake, before anything starts: a bad option, an unknown suite, a "
+                 "configuration that does not load, a suite whose data folder is absent, a misconfigured judge "
+                 "(RAG_EVAL_JUDGE=openai_compatible without RAG_EVAL_JUDGE_BASE_URL or RAG_EVAL_JUDGE_MODEL, an "
+                 "unknown judge name), a port in use")
+
+
+@dataclass(frozen=True)
+class ExitCode:
+    """One exit status: ``code``, ``meanings`` (command name -> what the status means there) and
+    ``shared``: a meaning common to every command listed, which ``meanings`` then only extends."""
+
+    code: int
+    meanings: dict[str, str]
+    shared: str = ""
+
+    def meaning(self, command: str) -> str:
+        """What the status means for ``command`` (KeyError when the command cannot return it)."""
+        own = self.meanings[command]
+        return "; ".join(m for m in (self.shared, own) if m)
+
+
+EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode(EXIT_OK, {
+        "run": "the run succeeded and every blocking check passed (warnings do not count)",
+        "estimate": "the estimate was printed",
+        "serve": "stopped cleanly (Ctrl-C or SIGTERM)",
+        "label": "stopped cleanly (Ctrl-C or SIGTERM)",
+        "serve-reference": "stopped cleanly (Ctrl-C or SIGTERM)",
+    }),
+    ExitCode(EXIT_FAILED, {
+        "run": "a step failed or a blocking check failed (a CI system can call rag-eval run directly)",
+        "estimate": "bad input data (corpus, golden set, a run log): the message names the file, line and field",
+        "label": "a data mistake: the suite's tables are not written yet (rag-eval run first), a bad label file, "
+                 "nothing to label for your groups",
+        "serve-reference": "bad corpus data: the message names the file, line and field",
+    }),
+    ExitCode(EXIT_USAGE, {
+        "run": "",
+        "estimate": "",
+        "serve": "a folder that does not exist",
+        "label": "a configuration without a calibration section",
+        "serve-reference": "a system that is unknown or not of kind reference",
+    }, shared=USAGE_MEANING),
+    ExitCode(EXIT_LOCKED, {
+        "run": "another run is writing the same output folder (rag-eval run --wait-s N waits for it)",
+    }),
+    ExitCode(EXIT_KILLED, {
+        "run": "SIGTERM or Ctrl-C and the run did not stop within 3 s: the watchdog killed it (the folder stays "
+               "as it was)",
+    }),
+)
+
+
+def commands() -> list[str]:
+    """Every command named in :data:`EXIT_CODES`, in first-mention order."""
+    seen: list[str] = []
+    for e in EXIT_CODES:
+        seen += [c for c in e.meanings if c not in seen]
+    return seen
+
+
+def _by_meaning(e: ExitCode) -> dict[str, list[str]]:
+    """Meaning -> the commands it applies to; a shared meaning first, then each command's own addition."""
+    out: dict[str, list[str]] = {}
+    if e.shared:
+        out[e.shared] = list(e.meanings)
+    for command, meaning in e.meanings.items():
+        if meaning:
+            out.setdefault(("also " if e.shared else "") + meaning, []).append(command)
+    return out
+
+
+def epilog(command: str) -> str:
+    """The ``exit codes:`` block of ``rag-eval COMMAND --help``: one entry per status ``command`` can return.
+
+    Raises KeyError for a command with no entry in :data:`EXIT_CODES`."""
+    rows = [(e.code, e.meaning(command)) for e in EXIT_CODES if command in e.meanings]
+    if not rows:
+        raise KeyError(f"no exit codes declared for command {command!r}")
+    return "exit codes:\n" + "\n".join("\n".join(textwrap.wrap(meaning, 110, initial_indent=f"  {code:<4} ",
+                                                               subsequent_indent=" " * 7)) for code, meaning in rows)
+
+
+def overview() -> str:
+    """The ``exit codes`` block of ``rag-eval --help``: every status, each command's meaning on its own line."""
+    lines = ["exit codes (rag-eval COMMAND --help lists each command's own):"]
+    for e in EXIT_CODES:
+        by_meaning = _by_meaning(e)
+        for i, (meaning, names) in enumerate(by_meaning.items()):
+            lead = f"  {e.code:<4} " if i == 0 else " " * 7
+            lines += textwrap.wrap(f"{', '.join(names)}: {meaning}", 110, initial_indent=lead,
+                                   subsequent_indent=" " * 9)
+    return "\n".join(lines)
+
+
+def markdown_table() -> str:
+    """The manual's table (Markdown): one row per status and meaning, with the commands that return it."""
+    rows = ["| exit code | meaning | commands |", "|---|---|---|"]
+    for e in EXIT_CODES:
+        for meaning, names in _by_meaning(e).items():
+            rows.append(f"| {e.code} | {meaning} | {', '.join(f'`{n}`' for n in names)} |")
+    return "\n".join(rows)
+
+
+BEGIN, END = "<!-- generated: rag-eval commands and exit codes -->", "<!-- end of generated block -->"
+
+
+def manual_block() -> str:
+    """The manual's generated block: every command's usage line and :func:`markdown_table`, between markers."""
+    from rag_eval_pipeline.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    usage = "\n".join(" ".join(p.format_usage().replace("[-h] ", "").split()[1:]) for p in sub.choices.values())
+    return f"{BEGIN}\n```\n{usage}\n```\n\n{markdown_table()}\n{END}"
+
+
+def write_manual(page: str) -> None:
+    """Rewrite the generated block (:func:`manual_block`) of the manual page at ``page`` in place.
+
+    Raises ValueError when the page has no pair of markers."""
+    from pathlib import Path
+
+    path = Path(page)
+    text = path.read_text(encoding="utf-8")
+    head, sep, rest = text.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not (sep and sep2):
+        raise ValueError(f"{path}: no generated block ({BEGIN} ... {END})")
+    path.write_text(head + manual_block() + tail, encoding="utf-8")

@@ -1,0 +1,133 @@
+"""``rag-eval run``: materialise one suite's job in process and print what it found."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import uuid
+from pathlib import Path
+
+from rag_eval_pipeline.cli.common import (
+    UsageError,
+    add_suite_options,
+    dagster_home,
+    judge_resource,
+    output_root,
+    resolve_suite,
+    suite_folder,
+)
+from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, epilog
+from rag_eval_pipeline.cli.run_output import (
+    check_lines,
+    format_summary,
+    gate_lines,
+    interrupted,
+    promotion_line,
+    step_error_text,
+)
+
+NAME = "run"
+
+
+def run(args: argparse.Namespace) -> int:
+    """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``."""
+    dagster_home()
+    import dagster as dg
+    import polars as pl
+
+    from rag_eval_pipeline.core.errors import ConfigError
+    from rag_eval_pipeline.core.locking import OutputLock, OutputLocked, end_on_signal
+    from rag_eval_pipeline.defs.location import build_definitions, check_suite
+    from rag_eval_pipeline.defs.schedules import CLI_LOGGER_DEFS, QUICK_JOB, job_name
+
+    suite = resolve_suite(args.suite, args.config)
+    try:  # a bad configuration is one line here, not a failed run with a stack trace in its log
+        loaded = check_suite(suite)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    judge = judge_resource(suite.config_path)
+    suite_dir = suite_folder(suite, args.output)
+    defs = build_definitions([loaded], output_dir=str(output_root().resolve()),
+                             suite_dirs={suite.name: str(suite_dir)}, judge=judge)
+    quick = args.job == QUICK_JOB
+    # the CLI's console logger: no stack trace on stderr for a user's input mistake (the UI keeps its event log)
+    job = defs.resolve_job_def(job_name(suite.name, args.job)).with_logger_defs(CLI_LOGGER_DEFS)
+    out = suite_dir / "quick" if quick else suite_dir
+    tags = {**defs.resources["settings"].run_tags([suite.name]), "rag_eval/trigger": "rag-eval run"}
+    run_id = str(uuid.uuid4())
+    # One writer per output folder: execute_in_process bypasses Dagster's run queue, so the CLI holds the
+    # folder lock for the whole run (the IO manager and table store re-enter it in this process).
+    try:
+        lock = OutputLock(suite_dir, run_id=run_id, wait_s=args.wait_s).acquire()
+    except OutputLocked as exc:
+        print(f"rag-eval: {exc}", file=sys.stderr)
+        return EXIT_LOCKED
+    end_on_signal()  # SIGTERM / SIGINT end the run, and free the folder, within seconds whatever step it is in
+
+    def identity(p: Path) -> tuple[int, int]:
+        st = p.stat()
+        return st.st_ino, st.st_mtime_ns
+    before = {p.name: identity(p) for p in out.glob("*") if p.is_file()}  # to tell this run's files from older ones
+    try:
+        with dg.DagsterInstance.get() as instance:
+            result = job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id, tags=tags,
+                                            run_config={"loggers": {"console": {"config": {"log_level": "DEBUG"}}}})
+    finally:
+        lock.release()
+    failed_checks = [e for e in result.get_asset_check_evaluations()
+                     if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+
+    def stale(p: Path) -> bool:  # left by an earlier run: this one failed before rewriting it (or never writes it)
+        return before.get(p.name) == identity(p)
+    print(f"\nrun {result.run_id} ({args.job}): {'succeeded' if result.success else 'FAILED'}")
+    print(f"suite {suite.name} (job {job.name}): configuration {suite.config_path} "
+          f"(sha256 {tags['rag_eval/config_sha256'][:12]})")
+    print(f"tables: {out}")
+    for p in sorted(out.glob("*.parquet")):
+        print(f"  {p.name}" + ("  (from an earlier run, not rewritten by this one)" if stale(p) else ""))
+    summary_path = out / "metric_summary.parquet"
+    if summary_path.exists() and not stale(summary_path):
+        print("\n" + format_summary(pl.read_parquet(summary_path)))
+    elif summary_path.exists():
+        print("\nno summary: this run did not rewrite metric_summary.parquet (the file there is from an earlier run)")
+    print("\nchecks:")
+    print("\n".join(check_lines(result, job)))
+    gates_path = out / "gate_results.parquet"
+    print("\n" + "\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path))))
+    print(promotion_line(result, suite.name, quick))
+    report = out / "report.html"
+    if report.exists() and not stale(report):
+        url = os.environ.get("RAG_EVAL_REPORT_URL")
+        print(f"report: {report}" + (f"  (served at {url.rstrip('/')}/ by rag-eval serve)" if url else
+                                     "  (rag-eval serve shows it in a browser)"))
+    else:
+        earlier = f" (the one at {report} is from an earlier run)" if report.exists() else ""
+        print(f"report: not written by this run{earlier}")
+    if not result.success:
+        for ev in result.all_events:
+            if ev.is_step_failure and interrupted(ev.event_specific_data.error):
+                print(f"\ninterrupted (SIGTERM or Ctrl-C): the run stopped before step {ev.step_key} finished")
+            elif ev.is_step_failure:
+                print(f"\nstep {ev.step_key} failed: {step_error_text(ev.event_specific_data.error)[:2000]}")
+    return EXIT_OK if result.success and not failed_checks else EXIT_FAILED
+
+
+def add(sub) -> None:
+    """Register ``rag-eval run`` and its options on the subparsers ``sub``."""
+    from rag_eval_pipeline.defs.schedules import FULL, QUICK_JOB
+
+    p = sub.add_parser(NAME, help="materialise one suite's job and print the summary, checks, gates, promotion",
+                       description="Materialise one suite's job in process and print the summary, one line per check, "
+                                   "the gate verdict, whether promotion happened and where report.html is.",
+                       epilog=epilog(NAME), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_suite_options(p)
+    p.add_argument("--job", default=FULL, choices=[FULL, QUICK_JOB],
+                   help="full_evaluation (default) or quick_evaluation (a fixed subset, its own assets, "
+                        "never promotes)")
+    p.add_argument("--output", help="the suite's output folder (default: outputs/<suite>/, or "
+                                    "$RAG_EVAL_OUTPUT_DIR/<suite>/)")
+    p.add_argument("--wait-s", type=float, default=0.0,
+                   help="when another run is writing the output folder, wait up to this many seconds for it "
+                        "(default 0: exit 3 at once)")
+    p.set_defaults(func=run)

@@ -1,0 +1,134 @@
+"""What ``rag-eval run`` prints after the job: the summary table, one line per check, the gate verdict,
+the promotion outcome, and the message of a failed step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag_eval_pipeline.core.metrics.names import is_judge_based, metric_label
+
+DEFAULT_METRICS = (("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
+                   ("claim_evidence_availability", 5), ("coverage", None), ("answer_without_evidence_rate", None),
+                   ("false_abstention_rate", None), ("abstention_without_evidence", None), ("faithfulness", None),
+                   ("faithfulness_holistic", None), ("reference_token_recall", None), ("run_error_rate", None),
+                   ("latency_ms_p50", None), ("latency_ms_p95", None))
+
+
+def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
+    """Render the overall rows of a metric_summary table as aligned text, one line per system and metric.
+
+    Judge-based values carry ``judge errors N``: answers the judge could not label, left out of n."""
+    import polars as pl
+
+    rows = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
+    order = {metric_label(m, k): i for i, (m, k) in enumerate(metrics)}
+    rows = rows.with_columns(
+        pl.struct("metric", "k")
+        .map_elements(lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.Utf8)
+        .alias("label")
+    ).filter(pl.col("label").is_in(list(order)))
+    rows = rows.with_columns(pl.col("label").replace_strict(order, default=99).alias("_o")).sort("system", "_o")
+    has_errors = "judge_errors" in rows.columns
+    out = [f"{'system':<22} {'metric':<30} {'value':>8} {'num/den':>13} {'n':>5}  {'judge errors':>12}  95% CI"]
+    for r in rows.iter_rows(named=True):
+        value = "null" if r["value"] is None else f"{r['value']:.4f}"
+        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] {r['ci_method']}"
+        nd = f"{r['numerator']:g}/{r['denominator']:g}"
+        errors = ""
+        if is_judge_based(r["metric"]):
+            errors = str(r["judge_errors"]) if has_errors and r["judge_errors"] is not None else "unknown"
+        out.append(f"{r['system']:<22} {r['label']:<30} {value:>8} {nd:>13} {r['n']:>5}  {errors:>12}  {ci}")
+    return "\n".join(out)
+
+
+def step_error_text(error) -> str:
+    """The message of a failed step: the error raised by our code (file, line, field for bad input),
+    not Dagster's "Error occurred while executing op" wrapper. Input: a ``SerializableErrorInfo``."""
+    parts = []
+    while error is not None:
+        message = error.message.strip()
+        # skip Dagster's wrapper, and a cause whose text the message above already quotes (YAML errors)
+        if error.cls_name != "DagsterExecutionStepExecutionError" and not (
+                parts and message.split(": ", 1)[-1] in parts[-1]):
+            parts.append(message)
+        error = error.cause or error.context
+    return "\n  caused by: ".join(parts) if parts else "(no message)"
+
+
+# --- rag-eval run -----------------------------------------------------------------------------------
+
+def check_lines(result, job) -> list[str]:
+    """One line per check of the job: passed / warned / FAILED (blocking or not) / not run; then, for each
+    check that did not pass, its metadata in full (never cut)."""
+    import dagster as dg
+
+    graph = job.asset_layer.asset_graph
+    evaluations = {(e.asset_key, e.check_name): e for e in result.get_asset_check_evaluations()}
+    lines, details = [], []
+    for key in sorted(graph.asset_check_keys, key=lambda k: (k.asset_key.path, k.name)):
+        spec = graph.get_check_spec(key)
+        name = f"{key.asset_key.to_user_string()}:{key.name}"
+        e = evaluations.get((key.asset_key, key.name))
+        if e is None:
+            word, note = "not run", "an upstream step failed"
+        elif e.passed:
+            word, note = "passed", ""
+        elif e.severity == dg.AssetCheckSeverity.WARN:
+            word, note = "warned", "a warning: cannot block"
+        else:
+            word, note = "FAILED", "blocking: stops promotion" if spec.blocking else "not blocking"
+        lines.append(f"  {word:<8} {name}" + (f"  ({note})" if note else ""))
+        if e is not None and not e.passed:
+            details.append(f"\n{'WARNING' if e.severity == dg.AssetCheckSeverity.WARN else 'FAILED'} check {name}")
+            for k, v in e.metadata.items():
+                text = str(getattr(v, "value", v))
+                if "\n" in text.strip():  # a Markdown table: from its own line
+                    details.append(f"  {k}:\n" + "\n".join("    " + line for line in text.strip().splitlines()))
+                elif text not in ("[]", "{}", ""):
+                    details.append(f"  {k}: {text}")
+    return lines + details
+
+
+def gate_lines(out: Path, rewritten: bool) -> list[str]:
+    """The gate verdict from this run's gate_results table, with every failing gate's reason in full."""
+    import polars as pl
+
+    path = out / "gate_results.parquet"
+    if not rewritten:
+        return ["gate verdict: not evaluated (gate_results was not written by this run)"]
+    gates = pl.read_parquet(path)
+    failed = gates.filter(pl.col("blocking") & ~pl.col("passed"))
+    if gates.height == 0:
+        return ["gate verdict: no gate configured"]
+    head = (f"gate verdict: {'FAIL' if failed.height else 'pass'} ({gates.height} gate(s), {failed.height} blocking "
+            f"failure(s); every gate in {path} and in the report)")
+    return [head] + [f"  {r['system']}/{metric_label(r['metric'], r['k'])}: {r['status']}: {r['reason']}"
+                     for r in failed.iter_rows(named=True)]
+
+
+def promotion_line(result, suite: str, quick: bool) -> str:
+    """Whether this run promoted a baseline, read from the ``<suite>/promotion`` materialisation's metadata:
+    promoted, kept (the candidate is already the promoted baseline: nothing written), no candidate
+    configured, or not promoted (the asset did not run)."""
+    if quick:
+        return "promotion: none (the quick evaluation never promotes)"
+    for event in result.get_asset_materialization_events():
+        if event.asset_key is not None and event.asset_key.path == [suite, "promotion"]:
+            md = {k: getattr(v, "value", v) for k, v in event.materialization.metadata.items()}
+            system = md.get("promoted_system")
+            if md.get("unchanged_since_promotion") is True:
+                return (f"promotion: kept: {system} is already the promoted baseline (unchanged since promotion at "
+                        f"{md.get('promoted_at')}; nothing written)")
+            if "unchanged_since_promotion" not in md:  # promotion writes it whenever a candidate is configured
+                return "promotion: none (no candidate configured: gates.promote is not set)"
+            return f"promotion: promoted {system} as the baseline"
+    return "promotion: not promoted (a blocking check failed or a step failed)"
+
+
+def interrupted(error) -> bool:
+    """Whether a step's ``SerializableErrorInfo`` chain is Dagster's interrupt (SIGTERM or SIGINT during the step)."""
+    while error is not None:
+        if error.cls_name == "DagsterExecutionInterruptedError":
+            return True
+        error = error.cause or error.context
+    return False
