@@ -2,7 +2,7 @@
 from unfaithful ones better than naive word overlap? (A benchmark; nothing is fitted here.)
 
 Public data only, read from ``RAG_EVAL_DATASETS`` or ``../shared/datasets``; every case is built
-with a fixed seed, so a run is reproducible. Four case sets:
+with a fixed seed, so a run is reproducible. Five case sets:
 
 1. ``scifact/long-evidence`` — SciFact (Wadden et al., EMNLP 2020; BEIR layout with the claims'
    rationale annotations): each claim that cites an abstract with label SUPPORT (faithful, 0) or
@@ -19,6 +19,11 @@ with a fixed seed, so a run is reproducible. Four case sets:
 4. ``halueval/long-answer`` — answers of 5 to 15 sentences copied from the knowledge of as many
    HaluEval records (one sentence each), judged against those knowledge strings (faithful, 0); the
    same answer with one record's hallucinated answer inserted at a random place (unfaithful, 1).
+5. ``scifact/long-answer-extractive`` — answers of 5 to 15 sentences, each a rationale sentence
+   (SciFact's annotated evidence) of a SUPPORT entry, from distinct abstracts, as an extractive
+   answer would quote them, judged against those abstracts (faithful, 0); the same answer with one
+   sentence inserted at a random place: a SciFact claim that one of those abstracts CONTRADICTs
+   (unfaithful, 1: on topic, sharing the abstract's words).
 
 Scores. The judge's unfaithfulness is 1 - faithfulness (share of the answer's claims judged
 SUPPORTED; the pipeline path ``judge_runs``, so a SUPPORTED quote is verified in code); an answer
@@ -127,6 +132,39 @@ def scifact_long_answer(docs, claims, rng: random.Random, n: int) -> list[tuple[
     return cases
 
 
+def scifact_long_answer_extractive(root: Path, docs, claims, rng: random.Random, n: int):
+    sentences_of = {}
+    with gzip.open(root / "corpus_sentences.jsonl.gz", "rt", encoding="utf-8") as fh:
+        for line in fh:
+            d = json.loads(line)
+            sentences_of[str(d["doc_id"])] = [x.strip() for x in d["abstract"]]
+    rationale = {}
+    contra = {}
+    for line in (root / "queries.jsonl").read_text(encoding="utf-8").splitlines():
+        q = json.loads(line)
+        for doc, evs in (q.get("metadata") or {}).items():
+            for ev in evs:
+                if ev["label"] == "SUPPORT":
+                    rationale.setdefault(doc, []).extend(sentences_of[doc][i] for i in ev["sentences"])
+                else:
+                    contra.setdefault(doc, []).append(q["text"])
+    with_contra = sorted(d for d in contra if d in rationale)
+    supported = sorted(rationale)
+    cases = []
+    for _ in range(n // 2):
+        k = rng.randint(5, 15)
+        anchor = rng.choice(with_contra)
+        picked = [anchor] + rng.sample([d for d in supported if d != anchor], k - 1)
+        rng.shuffle(picked)
+        chunks = [docs[d] for d in picked]
+        sentences = [rng.choice(rationale[d]) for d in picked]
+        bad = sentences[:]
+        bad.insert(rng.randrange(len(bad) + 1), rng.choice(contra[anchor]))
+        cases.append((" ".join(_sentence(x) for x in sentences), chunks, 0))
+        cases.append((" ".join(_sentence(x) for x in bad), list(chunks), 1))
+    return cases
+
+
 def halueval_long_answer(recs, rng: random.Random, n: int) -> list[tuple[str, list[str], int]]:
     from rag_eval_pipeline.core.judges.claims import split_sentences
 
@@ -220,11 +258,13 @@ def main(argv: list[str] | None = None) -> int:
         "halueval/long-evidence": halueval_long_evidence(recs, random.Random(args.seed + 1), n),
         "scifact/long-answer": scifact_long_answer(docs, claims, random.Random(args.seed + 2), n),
         "halueval/long-answer": halueval_long_answer(recs, random.Random(args.seed + 3), n),
+        "scifact/long-answer-extractive": scifact_long_answer_extractive(sci, docs, claims,
+                                                                         random.Random(args.seed + 4), n),
     }
     judge = RuleBasedJudge(semantic=not args.no_semantic)
     print(f"judge {judge.name} / {judge.model}, prompt_sha256 {judge.prompt_sha256}; {N_CHUNKS} chunks per "
           f"answer; seed {args.seed}")
-    print(f"{'set':24s} {'n (0/1)':>11s} {'AUC judge':>9s} {'AUC base':>8s} {'BA judge':>8s} {'BA base':>7s} "
+    print(f"{'set':30s} {'n (0/1)':>11s} {'AUC judge':>9s} {'AUC base':>8s} {'BA judge':>8s} {'BA base':>7s} "
           f"{'no claim':>8s} {'answers/s':>9s}")
     aucs_j, aucs_b = [], []
     for name, cases in sets.items():
@@ -235,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         aj, ab = auc(unf, y), auc(base, y)
         aucs_j.append(aj)
         aucs_b.append(ab)
-        print(f"{name:24s} {len(y):4d} ({int((y == 0).sum())}/{int((y == 1).sum())}) {aj:9.3f} {ab:8.3f} "
+        print(f"{name:30s} {len(y):4d} ({int((y == 0).sum())}/{int((y == 1).sum())}) {aj:9.3f} {ab:8.3f} "
               f"{balanced_accuracy(dec, y):8.3f} {best_threshold_ba(base, y):7.3f} {empty:8d} "
               f"{len(y) / secs:9.1f}  (load {load:.2f})")
     print(f"mean over sets: AUC judge {np.mean(aucs_j):.3f}, baseline {np.mean(aucs_b):.3f}; load average "

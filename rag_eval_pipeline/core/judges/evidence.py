@@ -48,6 +48,8 @@ from rag_eval_pipeline.core.judges.tokens import Tokens
 #: Canonical unit words (after :func:`~rag_eval_pipeline.core.judges.numbers.normalise_quantities`):
 #: an extra unit is never excused by a similar word ("days" is not "hours").
 UNIT_TOKENS: frozenset[str] = frozenset(UNITS.values())
+#: Modal verbs (stems, es and en; a closed class): they hedge a fact but add no detail of it.
+MODAL_STEMS: frozenset[str] = frozenset({"may", "might", "must", "shall", "pued", "deb"})
 #: The decision rule's parameters; ``word_counterpart`` may be absent (then no word is excused).
 PARAM_KEYS = ("support_lexical", "support_semantic", "lexical_floor")
 OPTIONAL_KEYS = ("word_counterpart",)
@@ -101,7 +103,7 @@ def extra_words(claim: Tokens, sentence: Tokens, names_in_chunk: frozenset[str] 
     out = []
     strict = 0
     for m in sorted(missing):
-        if m in names_in_chunk or (m in around and m not in UNIT_TOKENS):
+        if m in names_in_chunk or m in MODAL_STEMS or (m in around and m not in UNIT_TOKENS):
             continue
         if m not in UNIT_TOKENS and any(literal_counterpart(m, u) for u in others):
             continue

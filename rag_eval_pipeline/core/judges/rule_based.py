@@ -109,7 +109,7 @@ PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
 #: retrieved context can support it.
 _FIRST_PERSON = re.compile(r"(?:^|[^\w'])"
-                           r"(i|i'm|i've|i'd|i'll|me|my|mine|myself|yo|creo que|me gusta|me encanta)"
+                           r"(i|i'm|i've|i'd|i'll|me|my|myself|yo|creo que|me gusta|me encanta)"
                            r"(?=$|[^\w'])", re.IGNORECASE)
 _FIRST_PERSON_I = re.compile(r"(?:^|[^\w'])i\s+'(?:m|ve|d|ll)\b", re.IGNORECASE)  # tokenised "I 'm"
 #: Quoted spans (titles: "I Will Always Love You", «Yo, Claudio»): not the speaker's words.
@@ -251,6 +251,18 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+@lru_cache(maxsize=50_000)
+def acronyms(text: str) -> frozenset[str]:
+    """Initials (folded) of every run of two or more capitalised words of ``text``: "United Kingdom"
+    states the name "UK", "Unión Europea" the name "UE"."""
+    out = set()
+    for run in re.findall(r"(?:[A-ZÁÉÍÓÚÑ][^\W\d_]+(?:\s+(?:of|de|del|the)\s+|\s+)){1,5}[A-ZÁÉÍÓÚÑ][^\W\d_]+", text):
+        caps = [w for w in re.findall(r"[^\W\d_]+", run) if w[:1].isupper()]
+        if len(caps) >= 2:
+            out.add("".join(w[0] for w in caps).casefold())
+    return frozenset(out)
 
 
 def matching_text(claim: str) -> str:
@@ -414,10 +426,11 @@ class RuleBasedJudge(EncoderSignals):
             if not cross and not (ct.content & s.tokens.content):
                 row.append(_EMPTY)
                 continue
-            names_ok = names <= surface_words(s.chunk)
+            stated = surface_words(s.chunk) | acronyms(s.chunk)
+            names_ok = names <= stated
             ev = evidence(ct, s.tokens, entities_ok=names_ok, cross_lingual=cross)
             if cross or max(ev.lexical, ev.word) >= floor:
-                chunk_names = frozenset(stem_word(n, lang) for n in names if n in surface_words(s.chunk))
+                chunk_names = frozenset(stem_word(n, lang) for n in names if n in stated)
                 extra, strict = extra_words(ct, s.tokens, chunk_names, name_stems, s.around)
                 if cross:  # across languages no word is shared: only units and names are checked
                     extra = tuple(m for m in extra if m in UNIT_TOKENS or m in name_stems)
