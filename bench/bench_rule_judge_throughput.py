@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,7 +48,8 @@ print(json.dumps({"n": res["n"], "kappa": res["kappa"], "seconds": res["seconds"
 
 
 def export(rev: str, dest: Path) -> Path:
-    """The package at git revision ``rev`` (or this tree for "worktree"), as a folder."""
+    """The package at git revision ``rev`` (or this tree for "worktree"), as a folder ``dest`` beside
+    the repository (so that a suite's relative dataset paths, ../shared/datasets, resolve)."""
     if rev == "worktree":
         return REPO
     dest.mkdir(parents=True, exist_ok=True)
@@ -113,9 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1 or args.cores < 1:
         print("--rounds and --cores must be >= 1", file=sys.stderr)
         return 2
-    # beside the repository, so that a suite's relative dataset paths (../shared/datasets) resolve
-    with tempfile.TemporaryDirectory(dir=REPO.parent, prefix=".bench-judge-") as tmp:
-        trees = {"old": export(args.old, Path(tmp) / "old"), "new": export(args.new, Path(tmp) / "new")}
+    old_dir = tempfile.mkdtemp(dir=REPO.parent, prefix=".bench-judge-old-")
+    new_dir = tempfile.mkdtemp(dir=REPO.parent, prefix=".bench-judge-new-")
+    try:
+        trees = {"old": export(args.old, Path(old_dir)), "new": export(args.new, Path(new_dir))}
         _, cpus = pinned(args.cores)
         print(f"BEGIN dev, {args.cores} cores {cpus} of {os.cpu_count()}; old = {args.old}, new = {args.new}")
         runs: dict[str, list[dict]] = {"old": [], "new": []}
@@ -143,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"{load:.2f})")
             print(f"SciFact chain time new/old: {secs['new'] / secs['old']:.2f}")
         print(f"{ratio:.2f}")
+    finally:
+        shutil.rmtree(old_dir, ignore_errors=True)
+        shutil.rmtree(new_dir, ignore_errors=True)
     return 0
 
 

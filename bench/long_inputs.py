@@ -28,14 +28,18 @@ with a fixed seed, so a run is reproducible. Five case sets:
 Scores. The judge's unfaithfulness is 1 - faithfulness (share of the answer's claims judged
 SUPPORTED; the pipeline path ``judge_runs``, so a SUPPORTED quote is verified in code); an answer
 with no checkable claim scores 0.5 and is counted. Its decision: unfaithful when any claim is not
-SUPPORTED. The naive baseline: 1 - content-word overlap (share of the answer's content words, the
+SUPPORTED. Beside it, a *graded* unfaithfulness from the same verdicts (added after the first
+results: with one claim per answer the verdict share is 0 or 1, so its ROC AUC is its balanced
+accuracy): the mean over claims of 0 (SUPPORTED), 1 (CONTRADICTED) or, for NOT_MENTIONED, 0.5 + 0.5
+x the share of the claim's content tokens (the judge's stemmed words, numbers and dates) found in no
+retrieved chunk. The naive baseline: 1 - content-word overlap (share of the answer's content words, the
 judge's stopwords removed, found anywhere in the evidence), with the threshold that maximises its
 balanced accuracy on the same cases (optimistic for the baseline). Printed per set: n (faithful /
 unfaithful), ROC AUC (Mann-Whitney U / (n0 n1), ties count one half; scipy) and balanced accuracy of
 both, the seconds and answers/s of the judge with the load average.
 
 Usage: python bench/long_inputs.py [--datasets DIR] [--per-set 200] [--seed 0] [--no-semantic]
-The last line is "auc judge <a> baseline <b>" averaged over the sets.
+The last line is "auc judge <a> graded <g> baseline <b>" averaged over the sets.
 """
 
 from __future__ import annotations
@@ -187,7 +191,8 @@ def _sentence(s: str) -> str:
 
 
 def judge_scores(cases, judge) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """(unfaithfulness in [0, 1], decision 0/1, answers without claims, seconds) of the judge."""
+    """(unfaithfulness in [0, 1], decision 0/1, graded unfaithfulness, answers without claims,
+    seconds) of the judge."""
     chunks, runs = {}, []
     for i, (answer, ctx, _) in enumerate(cases):
         qid = f"q{i:05d}"
@@ -206,17 +211,39 @@ def judge_scores(cases, judge) -> tuple[np.ndarray, np.ndarray, int, float]:
     sup: dict[str, list[int]] = {}
     for qid, verdict in labels.select("question_id", "verdict").iter_rows():
         sup.setdefault(qid, []).append(verdict == "SUPPORTED")
-    unf, dec, empty = [], [], 0
+    unf, dec, graded, empty = [], [], [], 0
+    per_claim: dict[str, list[float]] = {}
+    for qid, claim, verdict in labels.select("question_id", "claim", "verdict").iter_rows():
+        per_claim.setdefault(qid, []).append(_claim_unfaithfulness(claim, verdict, cases[int(qid[1:])][1]))
     for i in range(len(cases)):
         v = sup.get(f"q{i:05d}")
         if not v:
             empty += 1
             unf.append(0.5)
+            graded.append(0.5)
             dec.append(1)
             continue
         unf.append(1.0 - sum(v) / len(v))
+        graded.append(float(np.mean(per_claim[f"q{i:05d}"])))
         dec.append(int(not all(v)))
-    return np.array(unf), np.array(dec), empty, secs
+    return np.array(unf), np.array(dec), np.array(graded), empty, secs
+
+
+def _claim_unfaithfulness(claim: str, verdict: str, chunks: list[str]) -> float:
+    """The graded score of one claim (module docstring)."""
+    from rag_eval_pipeline.core.judges.tokens import language_of, tokens
+
+    if verdict == "SUPPORTED":
+        return 0.0
+    if verdict == "CONTRADICTED":
+        return 1.0
+    stated: set[str] = set()
+    for c in chunks:
+        stated |= tokens(c).content
+    lang = language_of(claim) or tokens(chunks[0]).language if chunks else "english"
+    content = tokens(claim, lang).content
+    missing = len(content - stated) / len(content) if content else 1.0
+    return 0.5 + 0.5 * missing
 
 
 def auc(scores: np.ndarray, y: np.ndarray) -> float:
@@ -264,23 +291,24 @@ def main(argv: list[str] | None = None) -> int:
     judge = RuleBasedJudge(semantic=not args.no_semantic)
     print(f"judge {judge.name} / {judge.model}, prompt_sha256 {judge.prompt_sha256}; {N_CHUNKS} chunks per "
           f"answer; seed {args.seed}")
-    print(f"{'set':30s} {'n (0/1)':>11s} {'AUC judge':>9s} {'AUC base':>8s} {'BA judge':>8s} {'BA base':>7s} "
-          f"{'no claim':>8s} {'answers/s':>9s}")
-    aucs_j, aucs_b = [], []
+    print(f"{'set':30s} {'n (0/1)':>11s} {'AUC judge':>9s} {'graded':>6s} {'AUC base':>8s} {'BA judge':>8s} "
+          f"{'BA base':>7s} {'no claim':>8s} {'answers/s':>9s}")
+    aucs_j, aucs_g, aucs_b = [], [], []
     for name, cases in sets.items():
         y = np.array([c[2] for c in cases])
         base = np.array([1.0 - overlap(a, " ".join(ctx)) for a, ctx, _ in cases])
         load = os.getloadavg()[0]
-        unf, dec, empty, secs = judge_scores(cases, judge)
-        aj, ab = auc(unf, y), auc(base, y)
+        unf, dec, graded, empty, secs = judge_scores(cases, judge)
+        aj, ag, ab = auc(unf, y), auc(graded, y), auc(base, y)
         aucs_j.append(aj)
+        aucs_g.append(ag)
         aucs_b.append(ab)
-        print(f"{name:30s} {len(y):4d} ({int((y == 0).sum())}/{int((y == 1).sum())}) {aj:9.3f} {ab:8.3f} "
+        print(f"{name:30s} {len(y):4d} ({int((y == 0).sum())}/{int((y == 1).sum())}) {aj:9.3f} {ag:6.3f} {ab:8.3f} "
               f"{balanced_accuracy(dec, y):8.3f} {best_threshold_ba(base, y):7.3f} {empty:8d} "
               f"{len(y) / secs:9.1f}  (load {load:.2f})")
-    print(f"mean over sets: AUC judge {np.mean(aucs_j):.3f}, baseline {np.mean(aucs_b):.3f}; load average "
-          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"auc judge {np.mean(aucs_j):.3f} baseline {np.mean(aucs_b):.3f}")
+    print(f"mean over sets: AUC judge {np.mean(aucs_j):.3f}, graded {np.mean(aucs_g):.3f}, baseline "
+          f"{np.mean(aucs_b):.3f}; load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"auc judge {np.mean(aucs_j):.3f} graded {np.mean(aucs_g):.3f} baseline {np.mean(aucs_b):.3f}")
     return 0
 
 
