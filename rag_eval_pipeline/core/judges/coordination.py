@@ -38,6 +38,10 @@ recursively, the first rule that fits:
    días naturales" and "El plazo se cuenta desde la entrega" ("The period is 30 days" / "The period
    counts from delivery").
 
+Rules 1 and 3 live here; rules 2, 4 and 5 in :mod:`~rag_eval_pipeline.core.judges.relatives`; the
+clause pieces they share (first verb, subject, a conjunct's kind) in
+:mod:`~rag_eval_pipeline.core.judges.clauses`.
+
 **Self-contained claims.** A clause whose subject is a pronoun ("it", "she", "él") gets the first
 conjunct's subject in its place; a possessive at the start of its subject ("its", "their", "su",
 "sus") becomes the subject's genitive ("its battery" → "the speaker's battery"; "su batería" → "la

@@ -5,7 +5,8 @@ verify each claim; here three ways, as FEVER's labels, and citing the context li
 small embedded encoder instead of a language model, so that the pipeline runs with no server and no network.
 
 **Claims.** :func:`~rag_eval_pipeline.core.judges.claims.split_claims` (sentences, list items,
-";"-clauses, then coordinated facts and non-restrictive relatives, each made self-contained:
+";"-clauses, then coordinated facts, decided by sentence structure and verb morphology, and
+non-restrictive relatives, each made self-contained with its subject:
 :mod:`~rag_eval_pipeline.core.judges.coordination`). A claim with no content word ("Yes.", "Sí.")
 states no checkable fact and is not judged; an answer made only of such claims is "no_claims". A
 question, or a claim in the first person singular ("I love it", "creo que"), is NOT_MENTIONED:
@@ -33,30 +34,23 @@ no context can support it.
   (:mod:`~rag_eval_pipeline.core.judges.semantic`; claim as query, sentence as passage),
   computed only where it can change the verdict.
 
-**The decision rule** (parameters :data:`PARAMS_FILE`, fitted by ``bench/fit_rule_based.py`` on
-public training data):
-
-- a sentence *matches* the claim when ``lexical >= support_lexical``, or (a paraphrase) when
-  ``semantic >= support_semantic``, the claim's names are in the chunk and ``lexical >=
-  lexical_floor`` (a paraphrase needs some shared words: similarity alone cannot tell "Física" from
-  "Química"); the floor is waived when claim and sentence are in different languages (Spanish /
-  English, by function words), where words cannot be shared but numbers and names still must;
-- **SUPPORTED** when a sentence matches, every number of the claim is in it and negation agrees;
-  the quote is that whole sentence, verbatim, and must pass
-  :func:`~rag_eval_pipeline.core.judges.quotes.quote_in_context` (for a paraphrase too: the quote
-  is the supporting context sentence). Best sentence: highest lexical, then semantic, then earliest;
-- **CONTRADICTED** otherwise, when a sentence matches on words only (``word`` in place of
-  ``lexical``) and has a number conflict or a negation disagreement;
-- **NOT_MENTIONED** otherwise.
+**Extra details and the decision rule**: :mod:`~rag_eval_pipeline.core.judges.evidence` (a claim
+word the sentence and its passage do not state, with no literal or word-level counterpart, makes the
+claim NOT_MENTIONED; SUPPORTED needs a matching sentence, every number, the same negation and no
+extra detail; the quote is that whole sentence, verbatim, checked by
+:func:`~rag_eval_pipeline.core.judges.quotes.quote_in_context`; best sentence: highest lexical, then
+semantic, then earliest). Parameters: :data:`PARAMS_FILE`, fitted by ``bench/fit_rule_based.py`` on
+public training data. The encoder signals are computed only where they can change a verdict, in
+batches (:mod:`~rag_eval_pipeline.core.judges.rule_signals`).
 
 Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
 
 ``prompt_sha256`` is the sha256 of the parameter file's bytes (so calibration goes stale when the
 fitted values change); a judge built with other values hashes the canonical JSON of its own.
-Blind spots: antonyms and substitutions the encoder scores as close ("sube" / "baja"), world
-knowledge, support spread over two sentences, negation beyond the window or without a negation
-word ("failed to"), answers only meaningful with the question ("Delhi").
+Blind spots: antonyms and substitutions the encoder scores as close ("sube" / "baja"), paraphrases far
+from the context's wording, world knowledge, support spread over two sentences, negation beyond the
+window or without a negation word ("failed to"), answers only meaningful with the question ("Delhi").
 """
 
 from __future__ import annotations
