@@ -177,6 +177,8 @@ def needs_semantic(ev: Evidence, params: dict) -> bool:
     """True when the semantic score can change :func:`decide`'s verdict on this evidence."""
     if ev.semantic is not None or not ev.entities_ok or ev.extra_strict:
         return False
+    if ev.counterpart is not None and extras_left(ev, params) and not (ev.number_conflict or ev.negation_flipped):
+        return False  # extra words stay unexcused: never SUPPORTED, and nothing to contradict
     if _supported_but_extras(ev, params):
         return False
     if ev.lexical >= params["support_lexical"] and ev.word >= params["support_lexical"]:

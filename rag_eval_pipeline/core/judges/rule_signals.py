@@ -57,6 +57,9 @@ class EncoderSignals:
                 pairs.extend((p, i, j) for j in (cands[:1] if first_only else cands))
             if not pairs:
                 return
+            # the cheap signal first: single words; a pair whose extra words stay unexcused cannot be
+            # SUPPORTED whatever its semantic score, so its sentence need not be encoded at all
+            self._fill_counterpart_pairs([t for t in pairs if _extra_open(t[0].rows[t[1]][t[2]])])
             self._fill_semantic_pairs([t for t in pairs if needs_semantic(t[0].rows[t[1]][t[2]], p_)])
             self._fill_counterpart_pairs([t for t in pairs if needs_counterparts(t[0].rows[t[1]][t[2]], p_)])
             open_claims = [(p, i) for p, i in open_claims
@@ -141,6 +144,10 @@ class EncoderSignals:
         sim = np.asarray(enc.similarity(queries, passages), dtype=np.float64)
         return np.eye(len(queries)), sim.T
 
+
+
+def _extra_open(ev) -> bool:
+    return bool(ev.extra) and not ev.extra_strict and ev.counterpart is None
 
 
 def _fixed_reason(claim: str):
