@@ -222,7 +222,7 @@ def _fold_word(w: str) -> str:
     return "".join(ch for ch in t if not unicodedata.combining(ch))
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def stem_surfaces(text: str, language: str) -> dict[str, str]:
     """Stem → the first folded surface word of ``text`` that has it (content words only, as in
     :func:`tokens` with ``language``): the word to embed when a stem must be compared by meaning."""
