@@ -151,8 +151,17 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)
     frames.extend(extra or [])  # e.g. model-judged answer quality, already in question_metrics shape
     cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
-    qm = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
-    qm = qm.join(golden.select("question_id", "split"), on="question_id", how="left")
+    # one table of questions x metrics x systems rows: concatenated without copying the parts (no rechunk), and
+    # the split looked up per row rather than joined (a join would copy every column once more)
+    gsplit = golden.select("question_id", "split").unique("question_id", keep="first")
+    split = pl.col("question_id").replace_strict(gsplit["question_id"], gsplit["split"], default=None,
+                                                 return_dtype=pl.Utf8).alias("split")
+    # Each part in one chunk per column, so that the parts' chunks line up: polars copies a frame whose columns'
+    # chunks do not line up into one chunk at the next select, ~2x the table at once.
+    parts = [tables.conform(f.select(cols).with_columns(split), "question_metrics").rechunk()
+             for f in frames if f.height]
+    del frames
+    qm = pl.concat(parts, rechunk=False) if parts else tables.empty("question_metrics")
     return tables.conform(qm, "question_metrics"), info
 
 

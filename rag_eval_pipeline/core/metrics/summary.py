@@ -35,6 +35,7 @@ PROPORTION_METRICS: frozenset[str] = _PROPORTIONS | frozenset(a for a, base in A
 
 _K_SUFFIX = re.compile(r"[_@]\d+$")
 _KEYS = ["system", "split", "segment", "metric", "k"]
+BOOTSTRAP_BLOCK = 64  # resamples per block in _bootstrap (64 x 100,000 questions: ~50 MB of counts)
 _ACL_VALUES = ("restricted", "readable")
 _DOC_VALUES = ("active", "withdrawn", "replaced")
 
@@ -152,16 +153,55 @@ def question_segments(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None
 
 
 def _with_split(qm: pl.DataFrame, golden: pl.DataFrame | None) -> pl.DataFrame:
+    """``qm`` with its ``split`` filled from ``golden`` (first row per question) where missing or null.
+    Adds one column (a lookup, not a join: the other columns of a table of millions of rows are not copied)."""
     if golden is not None:
-        gsplit = golden.select("question_id", pl.col("split").alias("_gsplit")).unique("question_id", keep="first")
-        qm = qm.join(gsplit, on="question_id", how="left")
+        gsplit = golden.select("question_id", "split").unique("question_id", keep="first")
+        looked_up = pl.col("question_id").replace_strict(gsplit["question_id"], gsplit["split"], default=None,
+                                                         return_dtype=pl.Utf8)
         if "split" in qm.columns:
-            qm = qm.with_columns(pl.col("split").fill_null(pl.col("_gsplit"))).drop("_gsplit")
+            qm = qm.with_columns(pl.col("split").fill_null(looked_up))
         else:
-            qm = qm.rename({"_gsplit": "split"})
+            qm = qm.with_columns(looked_up.alias("split"))
     elif "split" not in qm.columns:
         qm = qm.with_columns(pl.lit(None, pl.Utf8).alias("split"))
     return qm
+
+
+def _no_repeats(qm: pl.DataFrame) -> None:
+    """Raise InputError when a (system, question_id, metric, k) appears twice in ``qm`` (a small frame)."""
+    dup = qm.group_by("system", "question_id", "metric", "k").len().filter(pl.col("len") > 1)
+    if dup.height:
+        row = dup.row(0, named=True)
+        raise InputError(
+            f"question_metrics: system {row['system']!r}, question {row['question_id']!r}, metric "
+            f"{row['metric']!r}, k {row['k']!r} appears {row['len']} times; expected once",
+            field="question_id",
+        )
+
+
+def _codes(values: pl.Series, order: list) -> np.ndarray:
+    """The position of each value of ``values`` in ``order`` (a list of its distinct values), as int64."""
+    return values.replace_strict(order, list(range(len(order))), return_dtype=pl.Int64).to_numpy()
+
+
+def _series_codes(qm: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
+    """The series (system, metric, k) of ``qm``, sorted (k nulls last) with their index ``_s``, and the series
+    index of every row of ``qm``: computed from small per-column codes, without joining the long table."""
+    systems = sorted(qm["system"].unique().to_list())
+    metrics = sorted(qm["metric"].unique().to_list())
+    ks = sorted(k for k in qm["k"].unique().to_list() if k is not None)
+    k_null = len(ks)  # null k sorts last
+    k_code = qm["k"].replace_strict(ks, list(range(len(ks))), default=k_null, return_dtype=pl.Int64).to_numpy()
+    combined = (_codes(qm["system"], systems) * len(metrics) + _codes(qm["metric"], metrics)) * (len(ks) + 1) + k_code
+    present, si = np.unique(combined, return_inverse=True)  # sorted: system, then metric, then k (null last)
+    k_of = present % (len(ks) + 1)
+    series = pl.DataFrame({
+        "system": [systems[c] for c in present // (len(ks) + 1) // len(metrics)],
+        "metric": [metrics[c] for c in present // (len(ks) + 1) % len(metrics)],
+        "k": pl.Series([None if c == k_null else ks[c] for c in k_of], dtype=pl.Int32),
+    }).with_row_index("_s")
+    return series, si.astype(np.int64)
 
 
 def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl.DataFrame | None = None,
@@ -229,14 +269,6 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     )
     if qm.height == 0:
         return _empty_summary()
-    dup = qm.group_by("system", "question_id", "metric", "k").len().filter(pl.col("len") > 1)
-    if dup.height:
-        row = dup.row(0, named=True)
-        raise InputError(
-            f"question_metrics: system {row['system']!r}, question {row['question_id']!r}, metric "
-            f"{row['metric']!r}, k {row['k']!r} appears {row['len']} times; expected once",
-            field="question_id",
-        )
     # a split value "all" would collide with the all-splits rows: such questions count in "all" only
     qm = qm.with_columns(pl.when(pl.col("split") == "all").then(None).otherwise(pl.col("split")).alias("split"))
     questions = qm.select("question_id", "split").unique()
@@ -247,37 +279,46 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     # latency is a measurement, not a rate: its p50 / p95 rows are made apart (core/metrics/latency.py)
     from rag_eval_pipeline.core.metrics.latency import LATENCY_METRIC, latency_summary
 
-    latency = latency_summary(qm.filter(pl.col("metric") == LATENCY_METRIC), segments, small_segment_n)
-    qm = qm.filter(pl.col("metric") != LATENCY_METRIC)
+    is_latency = qm["metric"] == LATENCY_METRIC
+    if is_latency.any():
+        latency_rows = qm.filter(is_latency)
+        _no_repeats(latency_rows)
+        latency = latency_summary(latency_rows, segments, small_segment_n)
+        qm = qm.filter(~is_latency)
+    else:
+        latency = latency_summary(qm.clear(), segments, small_segment_n)
     if qm.height == 0:
         return latency
-    questions = qm.select("question_id", "split").unique()
-    questions = questions.sort("question_id").with_row_index("_q")
-    series = (
-        qm.select("system", "metric", "k").unique().sort("system", "metric", "k", nulls_last=True)
-        .with_row_index("_s")
-    )
-    coded = (
-        qm.join(series, on=["system", "metric", "k"], how="left", nulls_equal=True)
-        .join(questions.select("question_id", "_q"), on="question_id", how="left")
-    )
+    # Codes instead of joins: the long table (questions x metrics x systems rows) is never copied whole.
+    questions = qm.select("question_id", "split").unique().sort("question_id").with_row_index("_q")
+    q = _codes(qm["question_id"], questions["question_id"].to_list())
+    series, si = _series_codes(qm)
     n_q, n_s = questions.height, series.height
+    repeats = np.flatnonzero(np.bincount(q * n_s + si, minlength=n_q * n_s) > 1)
+    if repeats.size:
+        qi, sj = divmod(int(repeats[0]), n_s)
+        row = series.row(sj, named=True)
+        count = int(((q == qi) & (si == sj)).sum())
+        raise InputError(
+            f"question_metrics: system {row['system']!r}, question {questions['question_id'][qi]!r}, metric "
+            f"{row['metric']!r}, k {row['k']!r} appears {count} times; expected once",
+            field="question_id",
+        )
 
-    # dense question x series matrices
-    q = coded["_q"].to_numpy().astype(np.int64)
-    si = coded["_s"].to_numpy().astype(np.int64)
-    val = coded["value"].fill_null(np.nan).to_numpy().astype(np.float64)
+    # dense question x series matrices (0/1 and counts as float32: exact for these sizes, half the memory)
+    val = qm["value"].fill_null(np.nan).to_numpy().astype(np.float64)
     ok = ~np.isnan(val)
-    has = np.zeros((n_q, n_s))
+    has = np.zeros((n_q, n_s), dtype=np.float32)
     has[q, si] = 1.0
-    ind = np.zeros((n_q, n_s))
+    ind = np.zeros((n_q, n_s), dtype=np.float32)
     ind[q[ok], si[ok]] = 1.0
     vals = np.zeros((n_q, n_s))
     vals[q[ok], si[ok]] = val[ok]
-    non01 = np.zeros((n_q, n_s))
-    non01[q, si] = (ok & (val != 0.0) & (val != 1.0)).astype(np.float64)
-    jerr = np.zeros((n_q, n_s))
-    jerr[q, si] = (coded["status"] == "judge_error").fill_null(False).to_numpy().astype(np.float64)
+    non01 = np.zeros((n_q, n_s), dtype=np.float32)
+    non01[q, si] = (ok & (val != 0.0) & (val != 1.0)).astype(np.float32)
+    jerr = np.zeros((n_q, n_s), dtype=np.float32)
+    jerr[q, si] = (qm["status"] == "judge_error").fill_null(False).to_numpy().astype(np.float32)
+    del val, ok
 
     # cells: (split, segment); membership matrix questions x cells
     seg = (
@@ -302,14 +343,16 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     cell_seg = list(range(len(seg_names))) * (1 + len(split_names))
     member = np.concatenate(
         [in_seg] + [in_seg & (q_split == i)[:, None] for i in range(len(split_names))], axis=1
-    ).astype(np.float64)
+    )
 
-    # per (cell, series) aggregates: one matrix product each
-    n = member.T @ has
-    den = member.T @ ind
-    num = member.T @ vals
-    bad01 = member.T @ non01
-    jes = member.T @ jerr
+    # per (cell, series) aggregates: one matrix product each (counts exact in float32 below 2**24 questions)
+    member32 = member.astype(np.float32)
+    n = (member32.T @ has).astype(np.float64)
+    den = (member32.T @ ind).astype(np.float64)
+    num = member.astype(np.float64).T @ vals
+    bad01 = member32.T @ non01
+    jes = (member32.T @ jerr).astype(np.float64)
+    del member32, has, non01, jerr
     cell_idx, ser_idx = np.nonzero(n > 0)
 
     props = {metric_base(m) for m in proportion_metrics}
@@ -327,8 +370,11 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
                                    cell_idx[is_boot], ser_idx[is_boot], confidence, bootstrap_resamples, seed)
         low[is_boot], high[is_boot] = b_low, b_high
 
+    # the first non-null ranking_mode of each series, in question_id order
     modes = (
-        coded.sort("_q").group_by("_s").agg(pl.col("ranking_mode").drop_nulls().first())
+        pl.DataFrame({"_q": q, "_s": pl.Series(si, dtype=pl.UInt32), "ranking_mode": qm["ranking_mode"]})
+        .drop_nulls("ranking_mode").sort("_q", maintain_order=True)
+        .group_by("_s").agg(pl.col("ranking_mode").first())
     )
     out = pl.DataFrame({
         "_s": pl.Series(ser_idx, dtype=pl.UInt32),
@@ -351,7 +397,7 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     )
     out = (
         out.join(series.with_columns(pl.col("_s").cast(pl.UInt32)), on="_s", how="left")
-        .join(modes.with_columns(pl.col("_s").cast(pl.UInt32)), on="_s", how="left")
+        .join(modes, on="_s", how="left")
         .drop("_s")
     )
     out = pl.concat([conform(out, "metric_summary"), latency]).sort(_KEYS, nulls_last=True)
@@ -409,7 +455,9 @@ def _bootstrap(vals: np.ndarray, ind: np.ndarray, in_seg: np.ndarray, q_split: n
                 parts.append((g, p, members, np.empty((n_resamples, used_s.size)),
                                np.empty((n_resamples, first.size))))
     start = 0
-    for idx in stats.resample_indices(n_q, n_resamples, seed):
+    # At least BOOTSTRAP_BLOCK resamples per block: every block copies each part's rows of v and sets, so with
+    # blocks of ~4M indices (ever fewer resamples as n_q grows) that copying grew with n_q squared.
+    for idx in stats.resample_indices(n_q, n_resamples, seed, min_rows=BOOTSTRAP_BLOCK):
         b = idx.shape[0]
         flat = (idx + (np.arange(b) * n_q)[:, None]).ravel()
         counts = np.bincount(flat, minlength=b * n_q).reshape(b, n_q).astype(np.float64)
