@@ -25,8 +25,10 @@ RESPONSE_FIELD_KEYS = ("retrieved", "chunk_id", "score", "answer", "decision", "
 _COMMON = {"name", "kind", "abstain_phrases"}
 _CALL_KEYS = {"concurrency", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "rate_per_s"}
 HTTP_KEYS = _COMMON | _CALL_KEYS | {"url", "headers", "headers_from_env", "request_template", "response_fields",
-                                    "version_header"}
-PYTHON_KEYS = _COMMON | {"callable", "concurrency", "timeout_s"}
+                                    "version_header", "max_reply_bytes"}
+PYTHON_KEYS = _COMMON | {"callable", "concurrency", "timeout_s", "max_reply_bytes"}
+#: Largest ``max_reply_bytes`` accepted (1 GiB): the cap exists to keep one reply's memory bounded.
+MAX_REPLY_BYTES_LIMIT = 2**30
 TRACES_KEYS = _COMMON | {"path", "format", "question_id_attribute", "decision_attribute", "chunk_map"}
 TRACE_FORMATS = ("auto", "otlp_json", "phoenix")
 # a header that carries a credential may only come from the environment
@@ -78,6 +80,13 @@ def validate_system_spec(spec: dict, path: str | Path, index: int) -> dict[str, 
     if not isinstance(phrases, list) or not all(isinstance(p, str) and p.strip() for p in phrases):
         raise fail(f"abstain_phrases must be a list of non-empty strings, got {phrases!r}")
     out["abstain_phrases"] = [p.strip() for p in phrases]
+    if kind in ("http", "python"):
+        from rag_eval_pipeline.core.systems.records import DEFAULT_MAX_REPLY_BYTES
+
+        cap = number("max_reply_bytes", DEFAULT_MAX_REPLY_BYTES, low=1, inclusive=True, integer=True)
+        if cap > MAX_REPLY_BYTES_LIMIT:
+            raise fail(f"max_reply_bytes must be at most {MAX_REPLY_BYTES_LIMIT} (1 GiB), got {cap!r}")
+        out["max_reply_bytes"] = cap
 
     if kind == "http":
         url = spec.get("url")
