@@ -52,6 +52,15 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
         result = resources[spec["kind"]].system(spec, cfg.path.parent).run(golden_set, ctx)
         frames.append(result.runs)
         live_info[name] = result.info
+        shapes = {k: result.info.get(k, 0) for k in ("orphan_spans", "ambiguous_root_traces", "rootless_traces")}
+        if any(shapes.values()):  # resolved by the documented rule (core/systems/traces.py), never silently
+            context.log.warning(f"system {name} (traces): {shapes['ambiguous_root_traces']} trace(s) with several "
+                                f"root spans, {shapes['rootless_traces']} without a root, {shapes['orphan_spans']} "
+                                "orphan span(s); resolved by the documented root rule, listed in the metadata "
+                                "live_systems")
+        if result.info.get("captured_output_lines"):
+            context.log.info(f"system {name} (python): {result.info['captured_output_lines']} line(s) the callable "
+                             "printed were captured (not written to stdout)")
         context.log.info(f"system {name} ({spec['kind']}): {result.info.get('questions', 0)} questions, "
                          f"{result.info.get('error_rows', 0)} error rows")
     runs = pl.concat(frames) if frames else tables.empty("rag_runs")

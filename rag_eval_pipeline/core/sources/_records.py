@@ -88,6 +88,27 @@ def read_regular_file(path: str | Path, expected: str = "a file") -> bytes:
         os.close(fd)
 
 
+def read_regular_file_check(path: str | Path, expected: str = "a file") -> None:
+    """Check, without reading it and without blocking, that ``path`` is a regular file (for a reader that
+    then streams it). Raises InputError as :func:`read_regular_file` does."""
+    p = str(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        what = "dangling symbolic link" if os.path.islink(p) else "file not found"
+        raise InputError(f"{what}; expected {expected}", path=p, field="file") from None
+    except OSError as exc:
+        reason = "symbolic link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
+        raise InputError(f"cannot be opened ({reason}); expected {expected}", path=p, field="file") from None
+    try:
+        kind = file_kind(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    if kind is not None:
+        raise InputError(f"{kind}, not a regular file; expected {expected} (only regular files are read)",
+                         path=p, field="file")
+
+
 def normalise_id(value: str) -> str:
     """An identifier in Unicode normalisation form NFC (a file name saved on macOS arrives as NFD).
 
