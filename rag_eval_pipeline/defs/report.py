@@ -12,11 +12,11 @@ even on a night when the regression gate fails.
 
 
 import datetime as dt
-import json
 
 import dagster as dg
 import polars as pl
 
+from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
 from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
 from rag_eval_pipeline.core.storage import write_text_atomic
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
@@ -62,8 +62,12 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     """Write report.md, report.html and trend.html with the store; return their paths and the redaction counts."""
     groups = viewer_groups(settings)
     history = store.read("metric_history.parquet")
-    manifest_path = store.path("baseline", "manifest.json")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
+    try:  # a damaged baseline is reported by the gate (baseline_damaged rows); the report just names none
+        promoted = read_baseline(store.path("baseline").parent)
+    except BaselineDamaged as exc:
+        context.log.warning(str(exc))
+        promoted = None
+    manifest = dict(promoted.manifest) if promoted is not None else None
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
 
     report = build_report(
