@@ -345,7 +345,8 @@ class LabelFile:
 
         A quote is kept for SUPPORTED and CONTRADICTED claim labels only.
         Output: the JSON object written. Raises InputError for a claim-level SUPPORTED without a quote
-        (the file format's rule), for a file whose last line is cut off, and as :meth:`rows`.
+        (the file format's rule), for a file whose last line is cut off (not valid JSON), and as
+        :meth:`rows`. A complete last line that lacks only its newline gets one before the new line.
         """
         if self.level == "claim" and verdict == "SUPPORTED" and not (quote or "").strip():
             raise InputError("a SUPPORTED label needs the quote it rests on: select the sentence in a chunk first",
@@ -397,8 +398,9 @@ class LabelFile:
                 with open(self.path, "rb") as fh:
                     fh.seek(size - 1)
                     if fh.read(1) != b"\n":
-                        raise InputError("the last line is cut off (no newline at the end); repair it before "
-                                         "labelling more", path=str(self.path))
+                        # every line was read and validated just before (record): the last one is complete
+                        # and lacks only its newline (an editor that saves without one), so add it
+                        text = "\n" + text
             data = text.encode("utf-8")
             written = os.write(fd, data)
             if written != len(data):  # pragma: no cover - regular files write whole small buffers

@@ -24,6 +24,7 @@ from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.suites import claim_output_folder
 
 SUITE_TAG = "rag_eval/suite"
 QUICK = "quick"
@@ -78,6 +79,10 @@ class HoldsOutputLock:
         try:
             for folder in self.lock_folders(context):
                 self._locks.append(hold_output_lock(str(folder), context, self.lock_wait_s))
+            known = sorted(self.suite_dirs)
+            for suite in (run_suites(getattr(context, "dagster_run", None), known) or known) if known else []:
+                # an output folder belongs to one suite: refuse to write another suite's tables into it
+                claim_output_folder(suite_folder(self.base_dir, self.suite_dirs, (suite,)), suite)
         except BaseException:
             self.teardown_after_execution(context)
             raise
