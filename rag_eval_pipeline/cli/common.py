@@ -94,8 +94,15 @@ def usable_output_folder(folder: Path, suite) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"output folder {folder} cannot be created ({exc.strerror or type(exc).__name__})") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"output folder {folder} is not writable; give a folder this user can write")
+    import tempfile
+
+    try:  # a real write (permissions, a read-only mount, an immutable folder: root passes os.access checks)
+        fd, probe = tempfile.mkstemp(prefix=".rag-eval-write-probe.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"output folder {folder} is not writable ({exc.strerror or type(exc).__name__}); give a "
+                         "folder this user can write") from None
     try:
         claim_output_folder(folder, suite.name, suite.config_path)
     except ConfigError as exc:
