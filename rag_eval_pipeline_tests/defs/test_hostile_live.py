@@ -78,12 +78,12 @@ def assert_canary_nowhere(token: str, *roots: Path, texts: tuple[str, ...] = ())
     assert found == [], found
 
 
-def chain_config(tmp_path: Path, system: dict | None) -> Path:
-    """The sample configuration (absolute paths) plus one system under test."""
+def chain_config(tmp_path: Path, system: dict | None, name: str = "config.yaml") -> Path:
+    """The sample configuration (absolute paths) plus one system under test, written as ``name``."""
     cfg = sample_config_dict()
     if system:
         cfg["systems"].append(system)
-    path = tmp_path / "config.yaml"
+    path = tmp_path / name
     path.write_text(yaml.safe_dump(cfg, allow_unicode=True, sort_keys=False), encoding="utf-8")
     return path
 
@@ -172,7 +172,7 @@ def test_traces_ambiguity_is_counted_listed_and_resolved_by_the_rule(name, tmp_p
     config = chain_config(tmp_path, system)
     if expect["outcome"] == "error":
         # a good run first: the refused one must leave every file as it was
-        assert materialize_in(home, chain_config(tmp_path, None), out).success
+        assert materialize_in(home, chain_config(tmp_path, None, "good.yaml"), out).success
         before = every_file_hash(out)
         result = materialize_in(home, config, out)
         assert not result.success
@@ -224,7 +224,7 @@ def write_big_traces(path: Path, golden: pl.DataFrame, total_bytes: int) -> None
                                {"key": "retrieval.documents.0.document.id",
                                 "value": {"stringValue": "devoluciones-a1#1"}}]}))
             chunk = "lorem ipsum " * 100_000  # 1.2 MB per message
-            n = max(1, pad_per // len(chunk))
+            n = max(1, -(-pad_per // len(chunk)))
             fh.write(line({"traceId": trace, "spanId": "0000000000000003", "parentSpanId": "0000000000000001",
                            "name": "llm", "startTimeUnixNano": str(t0 + 3), "endTimeUnixNano": str(t0 + 4),
                            "attributes": attrs(openinference__span__kind="LLM") + [
@@ -343,9 +343,11 @@ def test_withheld_text_and_everything_derived_from_it_is_shown_nowhere(name, goo
     shutil.copytree(good_out, out)
     records = [json.loads(x) for x in (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()
                if x.strip()]
+    attacked = {case["question_id"]: case["restricted_sentence"],
+                case["zero_width_question_id"]: zero_width(case["restricted_sentence"])}
     for r in records:
-        if r["question_id"] == case["question_id"]:
-            r["answer"] = zero_width(case["restricted_sentence"])
+        if r["question_id"] in attacked:
+            r["answer"], r["decision"] = attacked[r["question_id"]], "answer"
             r["citations"] = r["citations"][:1]
             assert not any("escalado" in h["chunk_id"] for h in r["retrieved"])  # no restricted chunk retrieved
     log = tmp_path / "team_rag.jsonl"
@@ -362,7 +364,8 @@ def test_withheld_text_and_everything_derived_from_it_is_shown_nowhere(name, goo
     report_md = (out / "report.md").read_text(encoding="utf-8")
     report_html = (out / "report.html").read_text(encoding="utf-8")
     metadata = result.asset_materializations_for_node("evaluation_report")[-1].metadata["report"].value
-    assert f"{case['question_id']} —" in report_md  # the question is in the report: something to withhold
+    for qid in attacked:  # both questions are in the report: there is something to withhold
+        assert f"{qid} —" in report_md, qid
     for shown in (report_md, report_html, metadata):
         for needle in expect["never_shown"]:
             assert needle not in shown, needle
@@ -374,7 +377,7 @@ def test_withheld_text_and_everything_derived_from_it_is_shown_nowhere(name, goo
 
     session = LabellingSession(load_config(config), out, "tester", n=500, groups=("customers",))
     offered = {(it.system, it.question_id) for it in session.sample}
-    assert (TEAM, case["question_id"]) not in offered and session.n_withheld >= 1
+    assert not offered & {(TEAM, q) for q in attacked} and session.n_withheld >= 2
 
 
 # ------------------------------------------------------------------------------------------- servers
