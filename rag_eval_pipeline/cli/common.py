@@ -104,7 +104,7 @@ def usable_output_folder(folder: Path, suite) -> None:
         raise UsageError(f"output folder {folder} is not writable ({exc.strerror or type(exc).__name__}); give a "
                          "folder this user can write") from None
     try:
-        claim_output_folder(folder, suite.name, suite.config_path)
+        claim_output_folder(folder, suite.name, suite.config_path, write=False)  # written with the first table
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:

@@ -51,14 +51,18 @@ def name_problem(name: object) -> str | None:
     return None
 
 
-def claim_output_folder(folder: str | Path, suite: str, config_path: str | Path | None = None) -> None:
+def claim_output_folder(folder: str | Path, suite: str, config_path: str | Path | None = None, *,
+                        write: bool = True) -> None:
     """Record that ``folder`` holds ``suite``'s outputs, or check that it already does.
 
     Input: the folder, the suite's name and (for the record and messages) its configuration file.
     The record is :data:`OWNER_FILE` in the folder (suite name and configuration file). A folder with no
-    record is claimed (written atomically; the folder is created). Raises ConfigError naming the folder,
-    the suite recorded there and this one when they differ: two suites in one folder would overwrite
-    each other's tables, history and promoted baseline. OSError when the folder cannot be written."""
+    record is claimed (written atomically; the folder is created) when ``write`` is True; with
+    ``write=False`` it is only checked (a run checks before it starts and writes the record with its
+    first table, so a run refused before writing anything leaves the folder byte-identical).
+    Raises ConfigError naming the folder, the suite recorded there and this one when they differ: two
+    suites in one folder would overwrite each other's tables, history and promoted baseline. OSError
+    when the folder cannot be written."""
     from rag_eval_pipeline.core.jsonio import JsonError
     from rag_eval_pipeline.core.jsonio import loads as strict_json
     from rag_eval_pipeline.core.storage import write_json_atomic
@@ -77,7 +81,8 @@ def claim_output_folder(folder: str | Path, suite: str, config_path: str | Path 
                               f"configuration {owner.get('config') if isinstance(owner, dict) else '?'}), not to "
                               f"{suite!r} ({config_path}); give this suite its own --output")
         return
-    write_json_atomic({"suite": suite, "config": None if config_path is None else str(config_path)}, record)
+    if write:
+        write_json_atomic({"suite": suite, "config": None if config_path is None else str(config_path)}, record)
 
 
 @dataclass(frozen=True)
