@@ -13,8 +13,9 @@ anything reads it; past one it is an ``error`` row (kind ``too_large``) naming t
 
 Output: what the callable prints (``print``, ``sys.stdout`` / ``sys.stderr`` writes from its threads)
 is captured, never written to the run's own stdout, where it could pass for the summary lines of
-``rag-eval run``; the number of lines and the first few (cut to 200 characters each) are in the run's
-``info`` (``captured_output_lines``, ``captured_output_head``).
+``rag-eval run``; the number of lines is in the run's ``info`` (``captured_output_lines``). The text
+itself is kept nowhere: it could quote anything, restricted chunks included, and asset metadata
+carries no text of a run.
 """
 
 from __future__ import annotations
@@ -40,8 +41,6 @@ from rag_eval_pipeline.core.systems.records import (
     record_to_row,
 )
 
-_HEAD_LINES, _LINE_CHARS = 5, 200
-
 
 class _CapturedOutput:
     """Stands in for ``sys.stdout`` / ``sys.stderr`` while a python system runs: writes made by a thread
@@ -64,25 +63,19 @@ class _CapturedOutput:
 
 
 class _Capture:
+    """Counts the lines a callable writes (their text is dropped: it could quote anything)."""
+
     def __init__(self):
         self.local = threading.local()
         self.lines = 0
-        self.head: list[str] = []
-        self._partial = ""
         self._lock = threading.Lock()
 
     def add(self, text: str) -> None:
         with self._lock:
-            parts = (self._partial + text).split("\n")
-            self._partial = parts.pop()[-_LINE_CHARS:]
-            self.lines += len(parts)
-            for line in parts:
-                if len(self.head) < _HEAD_LINES:
-                    self.head.append(line[:_LINE_CHARS])
+            self.lines += text.count("\n")
 
     def close(self) -> None:
-        if self._partial:
-            self.add("\n")
+        pass
 
 
 def load_callable(target: str, system: str) -> Callable:

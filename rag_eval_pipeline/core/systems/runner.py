@@ -73,8 +73,7 @@ class PythonRunner:
     def run(self, golden: pl.DataFrame, ctx: RunContext) -> SystemRun:
         rows = self.system.run(questions_of(golden), ctx)
         stats = {"calls": self.system.stats["calls"], "errors_by_kind": dict(self.system.stats["errors_by_kind"]),
-                 "captured_output_lines": self.system.capture.lines,
-                 "captured_output_head": list(self.system.capture.head)}
+                 "captured_output_lines": self.system.capture.lines}
         return SystemRun(_frame(rows), {"kind": "python", **_row_counts(rows), **stats})
 
 
