@@ -15,7 +15,10 @@
 - ``deep_json``: 100,000 nested ``[`` then as many ``]``;
 - ``repeated_key``: a reply object with ``"decision"`` twice (``answer`` then ``error``);
 - ``slow``: waits ``slow_s`` seconds before answering, watching the socket: when the client hangs up
-  the request stops counting as in flight.
+  the request stops counting as in flight;
+- ``trickle``: the headers at once, then the body one byte every ``trickle_s`` seconds (each read
+  arrives well within any per-read timeout, so only a deadline on the whole attempt ends it),
+  stopping as soon as the client hangs up.
 
 Every request counts in ``in_flight`` while the server handles it and the client is still connected;
 ``max_in_flight`` is the most seen at once (a client that abandons an attempt but keeps its connection
@@ -53,9 +56,10 @@ def u_escaped(text: str) -> str:
 
 class HostileRagServer:
     def __init__(self, answer, faults: dict[str, str] | None = None, *, slow_s: float = 2.0,
-                 huge_bytes: int = 200 * 10**6, version: str = "hostile-v1"):
+                 huge_bytes: int = 200 * 10**6, version: str = "hostile-v1", trickle_s: float = 0.1):
         self.answer, self.faults = answer, dict(faults or {})
         self.slow_s, self.huge_bytes, self.version = slow_s, huge_bytes, version
+        self.trickle_s = trickle_s
         self.requests: list[dict] = []
         self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -118,6 +122,19 @@ class HostileRagServer:
         if fault == "slow":
             if self._client_gone(h, self.slow_s):
                 return
+        elif fault == "trickle":
+            payload = json.dumps(self.answer(qid, question, body.get("user_groups", []))).encode()
+            h.send_response(200)
+            h.send_header("Content-Type", "application/json")
+            h.send_header("Content-Length", str(len(payload)))
+            h.end_headers()
+            h.wfile.flush()
+            for i in range(len(payload)):
+                if self._client_gone(h, self.trickle_s):
+                    return
+                h.wfile.write(payload[i:i + 1])
+                h.wfile.flush()
+            return
         elif fault == "huge_body" or fault == "huge_declared":
             h.send_response(200)
             h.send_header("Content-Type", "application/json")
