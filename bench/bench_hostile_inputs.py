@@ -4,7 +4,8 @@ Two kinds of case (``rag_eval_pipeline_tests/fixtures/hostile/``):
 
 - **error cases** (a broken golden set, corpus or run log): goal, refused in under 30 s of wall time and
   under 1 GiB of peak resident memory, the previous output folder byte-identical. The run goes into a
-  copy of a folder holding a good run (its suite record removed: each case is its own ad-hoc suite);
+  copy of a folder holding a good run, recorded as the case's own suite's folder (each case's
+  configuration file is an ad-hoc suite of its own: as when a suite reruns into its folder);
 - **reply-size cases** (``reply_size: true``: a 200 MB body, a gzip bomb, 20 MB python answers, a 1 GiB
   trace file): a whole run of the sample plus the attacking system, into a fresh folder; goal, the run
   completes (exit 0, the attacked questions as ``error`` rows) under 1 GiB of peak resident memory.
@@ -16,6 +17,7 @@ Usage: python bench/bench_hostile_inputs.py [CASE ...]
 """
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 import polars as pl  # noqa: E402
 import yaml  # noqa: E402
 
+from rag_eval_pipeline.core.suites import ad_hoc_suite  # noqa: E402
 from rag_eval_pipeline_tests.core.systems import reference_callable  # noqa: E402
 from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config, sample_config_dict  # noqa: E402
 from rag_eval_pipeline_tests.defs.test_hostile_inputs import CASES, broken_config, load_case  # noqa: E402
@@ -125,25 +128,8 @@ def main() -> int:
             print("the good run failed:\n" + tail)
             return 1
         print(f"good run: {took:.1f} s, peak RSS {rss / 2**20:.0f} MiB")
-        print(f"{'case':<36} {'exit':>4} {'wall s':>7} {'peak MiB':>9}  folder   verdict")
-        for name in classic:
-            case_dir = tmp / name
-            case_dir.mkdir()
-            out = case_dir / "out"
-            shutil.copytree(good, out)
-            (out / OWNER_FILE).unlink(missing_ok=True)  # each case is its own ad-hoc suite
-            before = hashes(out)
-            status, took, rss, tail = run_cli(broken_config(name, load_case(name), case_dir), out, env, LIMIT_S)
-            same = hashes(out) == before
-            ok = status == 1 and took < LIMIT_S and rss < LIMIT_BYTES and same
-            missed += not ok
-            timings.append((name, took))
-            print(f"{name:<36} {str(status):>4} {took:>7.1f} {rss / 2**20:>9.0f}  "
-                  f"{'same' if same else 'CHANGED'}   {'OK' if ok else 'MISSED'}", flush=True)
-            if status != 1:
-                print("   " + tail.replace("\n", "\n   "))
         if sized:
-            print(f"\n{'reply-size case':<36} {'exit':>4} {'wall s':>7} {'peak MiB':>9}  errors   verdict")
+            print(f"{'reply-size case':<36} {'exit':>4} {'wall s':>7} {'peak MiB':>9}  errors   verdict")
         for name in sized:
             case = load_case(name)
             case_dir = tmp / name
@@ -174,6 +160,25 @@ def main() -> int:
             if status != 0:
                 print("   " + tail.replace("\n", "\n   "))
             shutil.rmtree(case_dir, ignore_errors=True)  # a 1 GiB trace file does not wait for the end
+        print(f"\n{'case':<36} {'exit':>4} {'wall s':>7} {'peak MiB':>9}  folder   verdict")
+        for name in classic:
+            case_dir = tmp / name
+            case_dir.mkdir()
+            out = case_dir / "out"
+            shutil.copytree(good, out)
+            config = broken_config(name, load_case(name), case_dir)
+            (out / OWNER_FILE).write_text(json.dumps({"suite": ad_hoc_suite(config).name, "config": str(config)}),
+                                          encoding="utf-8")  # the folder is this case's suite's own
+            before = hashes(out)
+            status, took, rss, tail = run_cli(config, out, env, LIMIT_S)
+            same = hashes(out) == before
+            ok = status == 1 and took < LIMIT_S and rss < LIMIT_BYTES and same
+            missed += not ok
+            timings.append((name, took))
+            print(f"{name:<36} {str(status):>4} {took:>7.1f} {rss / 2**20:>9.0f}  "
+                  f"{'same' if same else 'CHANGED'}   {'OK' if ok else 'MISSED'}", flush=True)
+            if status != 1:
+                print("   " + tail.replace("\n", "\n   "))
     total = len(classic) + len(sized)
     slowest = max(timings, key=lambda t: t[1]) if timings else ("none", 0.0)
     load = os.getloadavg()
