@@ -54,6 +54,14 @@ def u_escaped(text: str) -> str:
     return "".join(f"\\u{ord(c):04x}" for c in text)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):  # a client hanging up mid-reply is the point here
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
 class HostileRagServer:
     def __init__(self, answer, faults: dict[str, str] | None = None, *, slow_s: float = 2.0,
                  huge_bytes: int = 200 * 10**6, version: str = "hostile-v1", trickle_s: float = 0.1):
@@ -85,7 +93,7 @@ class HostileRagServer:
                     with server._lock:
                         server.in_flight -= 1
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/answer"
