@@ -237,11 +237,11 @@ import json, resource, sys
 from rag_eval_pipeline.core.config import load_config
 from rag_eval_pipeline.core.pipeline import build_golden, build_snapshot
 from rag_eval_pipeline.core.systems.records import RunContext
-from rag_eval_pipeline.core.systems.runner import TracesRunner
-from rag_eval_pipeline.core.systems.specs import validate_system_spec
+from rag_eval_pipeline.core.systems.base import system_from_mapping
+from rag_eval_pipeline.core.systems.kinds.traces import TracesRunner
 cfg = load_config(sys.argv[1]); snap, v = build_snapshot(cfg); golden = build_golden(cfg, snap)
-spec = validate_system_spec({"name": "t", "kind": "traces", "path": sys.argv[2],
-                             "question_id_attribute": "rag.question_id"}, "x", 0)
+spec = system_from_mapping({"name": "t", "kind": "traces", "path": sys.argv[2],
+                            "question_id_attribute": "rag.question_id"}, source="x")
 run = TracesRunner(spec).run(golden, RunContext("t", v, golden["golden_version"][0], frozenset(snap["chunk_id"])))
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"matched": run.info["matched_by_attribute"], "peak_kib": peak}))

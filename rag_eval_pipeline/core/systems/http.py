@@ -41,7 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 
@@ -52,7 +52,6 @@ from rag_eval_pipeline.core.judges.deadline import deadline_http_client, request
 from rag_eval_pipeline.core.secrets import scrub_reply, scrub_secret
 from rag_eval_pipeline.core.systems.calls import RateLimiter, backoff_delay, map_in_pool
 from rag_eval_pipeline.core.systems.records import (
-    DEFAULT_MAX_REPLY_BYTES,
     ReplyError,
     ReplyTooLarge,
     RunContext,
@@ -61,6 +60,9 @@ from rag_eval_pipeline.core.systems.records import (
     mapped_to_row,
     record_to_row,
 )
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.kinds.http import HttpSystemConfig
 
 _SNIPPET = 200
 _VERSION_CHARS = 200
@@ -117,23 +119,23 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 
 
 class HttpSystem:
-    """Calls one configured ``http`` system (its validated spec, see ``specs.validate_system_spec``).
+    """Calls one configured ``http`` system (its typed section, ``core/systems/kinds/http.py``).
 
     ``environ``: where ``headers_from_env`` are read (default ``os.environ``), once, here. Raises
     ConfigError naming the system, header and variable when a variable is unset or empty.
     ``transport``: an ``httpx2`` transport (tests of error paths); default a real connection pool.
     """
 
-    def __init__(self, spec: dict, environ: Mapping[str, str] | None = None, *, user_agent: str = "rag-eval",
-                 transport: httpx2.BaseTransport | None = None, sleep=time.sleep):
+    def __init__(self, spec: HttpSystemConfig, environ: Mapping[str, str] | None = None, *,
+                 user_agent: str = "rag-eval", transport: httpx2.BaseTransport | None = None, sleep=time.sleep):
         environ = os.environ if environ is None else environ
         self.spec = spec
-        headers = {"User-Agent": user_agent, **spec.get("headers", {})}
+        headers = {"User-Agent": user_agent, **spec.headers}
         self._secrets: list[str] = []
-        for header, var in spec.get("headers_from_env", {}).items():
+        for header, var in spec.headers_from_env.items():
             value = environ.get(var)
             if not value:
-                raise ConfigError(f"system {spec['name']!r}: environment variable {var} (headers_from_env.{header}) "
+                raise ConfigError(f"system {spec.name!r}: environment variable {var} (headers_from_env.{header}) "
                                   "is not set; expected the header's value there")
             headers[header] = value
             self._secrets.append(value)
@@ -157,7 +159,7 @@ class HttpSystem:
         return scrub_reply(reply, self._secrets, replacement=_REDACTED, patterns=False) if self._secrets else reply
 
     def _body(self, q: dict) -> Any:
-        template = self.spec.get("request_template")
+        template = self.spec.request_template
         if template is None:
             return {"question_id": q["question_id"], "question": q["question"], "user_groups": list(q["user_groups"])}
         return fill_template(template, q["question_id"], q["question"], list(q["user_groups"]))
@@ -166,7 +168,7 @@ class HttpSystem:
         """One request on this thread, ended at ``timeout_s`` whatever phase it is in (connect, send, wait,
         body): every socket operation gets at most the time left (``request_deadline``), so when this
         returns the request is over and its connection closed; nothing keeps running behind a retry."""
-        timeout = self.spec["timeout_s"]
+        timeout = self.spec.timeout_s
         start = time.monotonic()
         with request_deadline(timeout):
             out = self._request(client, body, start)
@@ -174,15 +176,15 @@ class HttpSystem:
         return out
 
     def _request(self, client: httpx2.Client, body: Any, start: float) -> _Attempt:
-        timeout = self.spec["timeout_s"]
-        cap = self.spec.get("max_reply_bytes") or DEFAULT_MAX_REPLY_BYTES
+        timeout = self.spec.timeout_s
+        cap = self.spec.max_reply_bytes
         out = _Attempt()
         try:
-            with client.stream("POST", self.spec["url"], json=body, headers=self._headers,
+            with client.stream("POST", self.spec.url, json=body, headers=self._headers,
                                timeout=httpx2.Timeout(timeout)) as resp:
                 out.status = resp.status_code
-                if self.spec.get("version_header"):
-                    version = resp.headers.get(self.spec["version_header"])
+                if self.spec.version_header:
+                    version = resp.headers.get(self.spec.version_header)
                     out.version = None if version is None else self.redact(version)[:_VERSION_CHARS]
                 out.retry_after = parse_retry_after(resp.headers.get("Retry-After"))
                 declared = resp.headers.get("Content-Length")
@@ -221,8 +223,8 @@ class HttpSystem:
             raise ReplyError(f"system {ctx.system!r}, question {qid!r}: malformed JSON body (HTTP {got.status}, "
                              f"{exc}): {got.body[:_SNIPPET]!r}") from None
         reply = self.redact_reply(reply)
-        if self.spec.get("response_fields"):
-            row = mapped_to_row(reply, self.spec["response_fields"], self.spec["abstain_phrases"], ctx, qid)
+        if self.spec.response_fields:
+            row = mapped_to_row(reply, self.spec.response_fields, list(self.spec.abstain_phrases), ctx, qid)
         else:
             row = record_to_row(reply, ctx, qid)
         row["latency_ms"], row["system_version"] = got.latency_ms, got.version
@@ -259,12 +261,12 @@ class HttpSystem:
                             "malformed_json" if "malformed JSON" in str(exc) else "invalid_reply")
                     self.stats.count("errors", kind)
                     return error_row(ctx, q["question_id"], self.redact(str(exc)), got.latency_ms, got.version)
-            if retryable and attempts <= self.spec["max_retries"]:
-                delay = backoff_delay(attempts, self.spec["backoff_s"], self.spec["max_backoff_s"])
+            if retryable and attempts <= self.spec.max_retries:
+                delay = backoff_delay(attempts, self.spec.backoff_s, self.spec.max_backoff_s)
                 if got.retry_after is not None:
-                    if got.retry_after > self.spec["max_backoff_s"]:
+                    if got.retry_after > self.spec.max_backoff_s:
                         reason += (f"; Retry-After {got.retry_after:g} s is beyond max_backoff_s="
-                                   f"{self.spec['max_backoff_s']:g} s, not retried")
+                                   f"{self.spec.max_backoff_s:g} s, not retried")
                     else:
                         delay = max(delay, got.retry_after)
                         self.stats.count("retries")
@@ -285,13 +287,13 @@ class HttpSystem:
         ``rag_runs`` row dicts. Never raises for a failed call (it is an error row); ``self.stats``
         counts calls, retries and errors by kind afterwards.
         """
-        limiter = RateLimiter(self.spec.get("rate_per_s"))
-        n = self.spec["concurrency"]
+        limiter = RateLimiter(self.spec.rate_per_s)
+        n = self.spec.concurrency
         # proxies from the environment apply to remote endpoints only: a local service is reached directly
-        loopback = httpx2.URL(self.spec["url"]).host in ("127.0.0.1", "localhost", "::1")
+        loopback = httpx2.URL(self.spec.url).host in ("127.0.0.1", "localhost", "::1")
         if self._transport is not None:
             client = httpx2.Client(transport=self._transport, follow_redirects=False, trust_env=not loopback)
         else:  # one connection per worker thread: a request never waits for another's connection
-            client = deadline_http_client(self.spec["timeout_s"], n, follow_redirects=False, trust_env=not loopback)
+            client = deadline_http_client(self.spec.timeout_s, n, follow_redirects=False, trust_env=not loopback)
         with client:
             return map_in_pool(lambda q: self._one(client, limiter, ctx, q), list(questions), n)

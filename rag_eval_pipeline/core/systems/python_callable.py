@@ -28,11 +28,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.systems.calls import map_in_pool
 from rag_eval_pipeline.core.systems.records import (
-    DEFAULT_MAX_REPLY_BYTES,
     ReplyError,
     ReplyTooLarge,
     RunContext,
@@ -40,6 +40,9 @@ from rag_eval_pipeline.core.systems.records import (
     json_size,
     record_to_row,
 )
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.kinds.python import PythonSystemConfig
 
 
 class _CapturedOutput:
@@ -99,11 +102,11 @@ def load_callable(target: str, system: str) -> Callable:
 
 
 class PythonSystem:
-    """Calls one configured ``python`` system (validated spec). ``fn`` overrides the import (tests)."""
+    """Calls one configured ``python`` system (its typed section). ``fn`` overrides the import (tests)."""
 
-    def __init__(self, spec: dict, fn: Callable | None = None):
+    def __init__(self, spec: PythonSystemConfig, fn: Callable | None = None):
         self.spec = spec
-        self.fn = fn or load_callable(spec["callable"], spec["name"])
+        self.fn = fn or load_callable(spec.callable, spec.name)
         self.stats = {"calls": 0, "errors_by_kind": Counter()}
         self.capture = _Capture()
 
@@ -123,18 +126,18 @@ class PythonSystem:
                 reply = self._invoke(qid, q["question"], list(q["user_groups"]))
             else:
                 reply = pool.submit(self._invoke, qid, q["question"], list(q["user_groups"])).result(
-                    timeout=self.spec["timeout_s"])
+                    timeout=self.spec.timeout_s)
         except FutureTimeout:
             self.stats["errors_by_kind"]["timeout"] += 1
             return error_row(ctx, qid, f"system {ctx.system!r}, question {qid!r}: timeout: the callable did not "
-                                       f"return within timeout_s={self.spec['timeout_s']:g} s",
+                                       f"return within timeout_s={self.spec.timeout_s:g} s",
                              (time.monotonic() - start) * 1000.0)
         except Exception as exc:  # noqa: BLE001 - the system under test failed on this question
             self.stats["errors_by_kind"]["exception"] += 1
             return error_row(ctx, qid, f"system {ctx.system!r}, question {qid!r}: the callable raised "
                                        f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000.0)
         latency = (time.monotonic() - start) * 1000.0
-        cap = self.spec.get("max_reply_bytes") or DEFAULT_MAX_REPLY_BYTES
+        cap = self.spec.max_reply_bytes
         try:
             size = json_size(reply, cap)
             if size > cap:
@@ -149,11 +152,11 @@ class PythonSystem:
 
     def run(self, questions: Sequence[dict], ctx: RunContext) -> list[dict]:
         """One row per question (dicts with ``question_id``, ``question``, ``user_groups``), in order."""
-        n = self.spec["concurrency"]
+        n = self.spec.concurrency
         real_out, real_err = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = _CapturedOutput(real_out, self.capture), _CapturedOutput(real_err, self.capture)
         try:
-            if self.spec.get("timeout_s") is None:
+            if self.spec.timeout_s is None:
                 return map_in_pool(lambda q: self._call(ctx, q, None), list(questions), n)
             pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="rag-eval-callable")
             try:  # the outer threads wait; the inner pool runs the calls so a stuck one can be abandoned

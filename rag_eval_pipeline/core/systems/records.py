@@ -11,10 +11,14 @@ the reply is any JSON document and each field is read at a dotted path (``data.h
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.sources.run_logs import parse_run_record
+
+if TYPE_CHECKING:
+    import polars as pl
 
 _MISSING = object()
 
@@ -26,6 +30,8 @@ MAX_CITATIONS = 10_000
 MAX_TEXT_FIELD_CHARS = 100_000  # ``error`` and the other free-text fields
 #: Default of the per-system ``max_reply_bytes`` (the body's bytes, compressed and decompressed).
 DEFAULT_MAX_REPLY_BYTES = 10 * 2**20
+#: Largest ``max_reply_bytes`` accepted (1 GiB): the cap exists to keep one reply's memory bounded.
+MAX_REPLY_BYTES_LIMIT = 2**30
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,9 @@ class RunContext:
     """What every runner needs to stamp and check rows: the names and versions being evaluated.
 
     ``known_chunks``: the snapshot's chunk ids (every retrieved or cited id must be one);
-    ``require_scores``: every hit needs a score (``ranking_mode: trec_eval``).
+    ``require_scores``: every hit needs a score (``ranking_mode: trec_eval``); ``snapshot``: the
+    ``corpus_snapshot`` frame (for kinds that retrieve themselves, e.g. ``reference``); ``base_dir``: the
+    configuration's folder, against which a system's relative paths are resolved.
     """
 
     system: str
@@ -41,6 +49,8 @@ class RunContext:
     golden_version: str
     known_chunks: frozenset[str] | None = None
     require_scores: bool = False
+    snapshot: pl.DataFrame | None = None
+    base_dir: Path | None = None
 
 
 class ReplyError(Exception):

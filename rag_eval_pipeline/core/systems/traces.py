@@ -51,7 +51,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from openinference.semconv.trace import (
@@ -67,6 +67,9 @@ from rag_eval_pipeline.core.jsonio import loads as strict_json
 from rag_eval_pipeline.core.sources._records import read_records
 from rag_eval_pipeline.core.systems.records import MAX_ANSWER_CHARS, MAX_RETRIEVED, RunContext, decide, error_row
 from rag_eval_pipeline.core.systems.trace_sources import DOCS, KIND, Span, read_spans, wanted_attributes
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.kinds.traces import TracesSystemConfig
 
 _DOC_KEY = re.compile(re.escape(DOCS) + r"\.(\d+)\.(.+)$")
 _LISTED = 50
@@ -204,7 +207,8 @@ def load_chunk_map(path: str | Path) -> dict[str, str]:
     return out
 
 
-def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir: Path | None = None) -> TraceImport:
+def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContext, *,
+                  base_dir: Path | None = None) -> TraceImport:
     """Read a ``traces`` system's source and turn it into one ``rag_runs`` row per golden question.
 
     Input: the validated spec (``path``, ``format``, ``question_id_attribute``,
@@ -218,14 +222,14 @@ def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir
     chunk, a decision attribute outside answer/abstain/clarify/error, or a hit that fails the
     run-log rules (non-finite score, a chunk twice).
     """
-    def resolve(p: str) -> Path:
+    def resolve(p: str | Path) -> Path:
         q = Path(p)
         return q if q.is_absolute() or base_dir is None else (base_dir / q).resolve()
 
-    source = resolve(spec["path"])
-    spans = read_spans(source, spec.get("format", "auto"),
-                       wanted_attributes(spec.get("question_id_attribute"), spec.get("decision_attribute")))
-    mapper = _ChunkMapper(ctx.known_chunks, load_chunk_map(resolve(spec["chunk_map"])) if spec.get("chunk_map") else {})
+    source = resolve(spec.path)
+    spans = read_spans(source, spec.format,
+                       wanted_attributes(spec.question_id_attribute, spec.decision_attribute))
+    mapper = _ChunkMapper(ctx.known_chunks, load_chunk_map(resolve(spec.chunk_map)) if spec.chunk_map else {})
     by_trace: dict[str, list[Span]] = {}
     for s in spans:
         by_trace.setdefault(s.trace_id, []).append(s)
@@ -234,7 +238,7 @@ def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir
     for qid, text in zip(qids, golden["question"].to_list()):
         by_text.setdefault(normalise_question(text), []).append(qid)
     golden_ids = set(qids)
-    qattr = spec.get("question_id_attribute")
+    qattr = spec.question_id_attribute
     chosen: dict[str, tuple[Span, list[Span]]] = {}
     unmatched: list[dict] = []
     duplicates: list[str] = []
@@ -303,7 +307,8 @@ def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir
     return TraceImport(rows=rows, info=info)
 
 
-def _row(spec: dict, ctx: RunContext, qid: str, root: Span, group: list[Span], mapper: _ChunkMapper) -> dict:
+def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group: list[Span],
+         mapper: _ChunkMapper) -> dict:
     where = f"{root.source}, trace {root.trace_id}"
     too_large = _over_bounds(root, group)
     if too_large:
@@ -349,7 +354,7 @@ def _row(spec: dict, ctx: RunContext, qid: str, root: Span, group: list[Span], m
     answer = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
     answer = None if answer is None else str(answer)
     error = None
-    decision_attr = spec.get("decision_attribute")
+    decision_attr = spec.decision_attribute
     value = None
     if decision_attr:
         for s in [root] + [x for x in group if x is not root]:
@@ -369,7 +374,7 @@ def _row(spec: dict, ctx: RunContext, qid: str, root: Span, group: list[Span], m
         decision, rule = "error", "span_status"
         error = f"root span status ERROR: {root.status_message or '(no message)'}"
     else:
-        decision, rule, error = decide(answer, spec["abstain_phrases"])
+        decision, rule, error = decide(answer, list(spec.abstain_phrases))
     llm = [s for s in group if str(s.attributes.get(KIND, "")).upper() == OpenInferenceSpanKindValues.LLM.value]
     model = llm[0].attributes.get(SpanAttributes.LLM_MODEL_NAME) if llm else None
     prompt_version = llm[0].attributes.get(SpanAttributes.LLM_PROMPT_TEMPLATE_VERSION) if llm else None
