@@ -43,7 +43,7 @@ from rag_eval_pipeline_tests.defs.test_hostile_inputs import (
     load_case,
     step_errors,
 )
-from rag_eval_pipeline_tests.servers.hostile_rag import HostileRagServer, u_escaped
+from rag_eval_pipeline_tests.servers.hostile_rag import HostileRagServer, gzip_bomb, u_escaped
 
 TARGETS = ("live_http", "live_python", "traces", "traces_size", "cli", "server", "baseline", "label", "acl")
 CANARY_VAR = "RAG_EVAL_TEST_CANARY_KEY"
@@ -127,6 +127,8 @@ def test_live_http_attack_is_an_error_row_of_that_question_only(name, tmp_path, 
     token = f"sk-canary-{secrets.token_hex(12)}"
     monkeypatch.setenv(CANARY_VAR, f"Bearer {token}")
     home, out = dagster_home(tmp_path), tmp_path / "out"
+    if "gzip_bomb" in case["faults"].values():
+        gzip_bomb()  # compressing 1 GiB takes seconds: done before the run, not inside the first request's timeout
     with HostileRagServer(reference_callable.answer, case["faults"], **(case.get("server") or {})) as srv:
         system = {"name": "team_http", "kind": "http", "url": srv.url, "max_retries": 0, "concurrency": 4,
                   "headers_from_env": {"Authorization": CANARY_VAR}, "version_header": "X-Model-Version",
