@@ -3,7 +3,8 @@
 Browsers refuse ``file://`` links from a web page and such links are useless through an SSH tunnel,
 so the Dagster UI links to this server instead (set ``RAG_EVAL_REPORT_URL`` to its address in the
 code location's environment). Only the report pages are served (``report.html``, ``report.md``,
-``trend.html`` of every suite folder below the served one): never the Parquet tables, which hold
+``trend.html`` of every suite folder below the served one, and the comparison pages ``rag-eval compare``
+writes to ``compare/``, which follow the same access policy): never the Parquet tables, which hold
 text the report withholds from its viewers. GET and HEAD only; no directory listing beyond an index
 of the report pages; paths that leave the folder (``..``, symbolic links) are refused by Starlette's
 ``StaticFiles``, and the index lists only pages reached without following a symbolic link (a page
@@ -33,6 +34,7 @@ from rag_eval_pipeline.local_guard import LocalOnly
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 REPORT_FILES = ("report.html", "report.md", "trend.html")
+COMPARE_DIR, COMPARE_PREFIX, COMPARE_SUFFIXES = "compare", "compare-", (".html", ".md")
 INDEX_DEPTH = 3  # <root>/<suite>/quick/report.html
 
 
@@ -65,13 +67,23 @@ def port_in_use_message(port: int, host: str = HOST) -> str:
     return f"port {port} on {host} is in use (another server listens there); pick another with --port"
 
 
+def is_report_page(path: str) -> bool:
+    """Whether a relative POSIX path names a page this server shows: a report page (``REPORT_FILES``) or a
+    comparison page of ``rag-eval compare`` (``compare/compare-*.html`` or ``.md``); never a table."""
+    p = PurePosixPath(path)
+    if p.name in REPORT_FILES:
+        return True
+    return (p.parent.name == COMPARE_DIR and p.name.startswith(COMPARE_PREFIX)
+            and p.suffix in COMPARE_SUFFIXES)
+
+
 class ReportFiles(StaticFiles):
-    """StaticFiles restricted to the report pages (any other name is 404, whatever exists on disk)."""
+    """StaticFiles restricted to the report and comparison pages (any other name is 404, whatever exists on disk)."""
 
     async def get_response(self, path: str, scope):
         if scope["method"] not in ("GET", "HEAD"):
             raise HTTPException(status_code=405, headers={"Allow": "GET, HEAD"})
-        if PurePosixPath(path).name not in REPORT_FILES:
+        if not is_report_page(path):
             raise HTTPException(status_code=404)
         return await super().get_response(path, scope)
 
@@ -85,14 +97,14 @@ def report_pages(folder: Path) -> list[str]:
     root = str(folder)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel = Path(dirpath).relative_to(folder)
-        depth = len(rel.parts)
-        if depth >= INDEX_DEPTH:
+        if len(rel.parts) >= INDEX_DEPTH:
             dirnames[:] = []
         dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
         for name in filenames:
             path = os.path.join(dirpath, name)
-            if name in REPORT_FILES and not os.path.islink(path) and os.path.isfile(path):
-                found.append((rel / name).as_posix())
+            page = (rel / name).as_posix()
+            if is_report_page(page) and not os.path.islink(path) and os.path.isfile(path):
+                found.append(page)
     return sorted(found)
 
 
