@@ -165,9 +165,10 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     return tables.conform(qm, "question_metrics"), info
 
 
-def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame, golden: pl.DataFrame,
+def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame | pl.LazyFrame, golden: pl.DataFrame,
                   snapshot: pl.DataFrame) -> pl.DataFrame:
-    """Aggregate per-question metrics by system, split, segment and k, with counts and 95% intervals."""
+    """Aggregate per-question metrics by system, split, segment and k, with counts and 95% intervals.
+    ``question_metrics`` may be a LazyFrame (a scanned file): it is then read in batches."""
     from rag_eval_pipeline.core.metrics.summary import question_segments, summarise
 
     segments = question_segments(golden, snapshot)

@@ -116,6 +116,15 @@ def read_table(path: Path, table: str | None = None, *, columns: list[str] | Non
     return check_and_read(path, table, columns=columns, on_migrate=on_migrate)
 
 
+def scan_table(path: Path, table: str | None = None, *, columns: list[str] | None = None,
+               on_migrate: Callable[[str], None] | None = None) -> pl.LazyFrame:
+    """:func:`read_table` as a ``polars.LazyFrame`` (:func:`rag_eval_pipeline.core.table_files.check_and_scan`):
+    rows and columns are read when the caller collects, only those it keeps."""
+    from rag_eval_pipeline.core.table_files import check_and_scan
+
+    return check_and_scan(path, table, columns=columns, on_migrate=on_migrate)
+
+
 def write_text_atomic(text: str, path: Path) -> Path:
     """Write UTF-8 ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
 

@@ -28,7 +28,13 @@ import polars as pl
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.locking import OutputLock
-from rag_eval_pipeline.core.storage import WriteContext, read_table, write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.storage import (
+    WriteContext,
+    read_table,
+    scan_table,
+    write_json_atomic,
+    write_parquet_atomic,
+)
 from rag_eval_pipeline.core.suites import claim_output_folder
 
 SUITE_TAG = "rag_eval/suite"
@@ -144,13 +150,17 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
 
     def load_input(self, context: dg.InputContext):
         """Read an upstream table. ``dg.AssetIn(metadata={"columns": [...]})`` reads only those columns
-        (a check that needs the 200,000 chunk ids of a snapshot need not load its text)."""
+        (a check that needs the 200,000 chunk ids of a snapshot need not load its text); an input annotated
+        ``pl.LazyFrame`` is scanned, not read (a step that keeps a few rows of a table of millions reads those)."""
         key = context.upstream_output.asset_key if context.upstream_output else context.asset_key
         parquet = self._path(key, ".parquet")
         if parquet.exists():
             columns = (context.definition_metadata or {}).get("columns")
-            return read_table(parquet, key.path[-1], columns=list(columns) if columns else None,
-                              on_migrate=context.log.warning if context.log is not None else None)
+            columns = list(columns) if columns else None
+            on_migrate = context.log.warning if context.log is not None else None
+            if getattr(context.dagster_type, "typing_type", None) is pl.LazyFrame:  # the input is annotated LazyFrame
+                return scan_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
+            return read_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
         as_json = self._path(key, ".json")
         if as_json.exists():
             return json.loads(as_json.read_text(encoding="utf-8"))

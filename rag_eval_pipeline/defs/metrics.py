@@ -35,8 +35,10 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
 @dg.asset(group_name="metrics", kinds={"polars", "parquet"},
           ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": SNAPSHOT_FOR_SUMMARY})})
 def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
-                   golden_set: pl.DataFrame, question_metrics: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    """One metric for one system, split, segment and k: value, numerator/denominator, n, 95% interval."""
+                   golden_set: pl.DataFrame, question_metrics: pl.LazyFrame) -> dg.Output[pl.DataFrame]:
+    """One metric for one system, split, segment and k: value, numerator/denominator, n, 95% interval.
+
+    ``question_metrics`` is scanned, not loaded: the summary reads it in batches (core/metrics/summary.py)."""
     summary = build_summary(settings.config, question_metrics, golden_set, corpus_snapshot)
     headline = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
     md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}
