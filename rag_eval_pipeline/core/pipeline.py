@@ -161,8 +161,16 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     parts = [tables.conform(f.select(cols).with_columns(split), "question_metrics").rechunk()
              for f in frames if f.height]
     del frames
-    qm = pl.concat(parts, rechunk=False) if parts else tables.empty("question_metrics")
-    return tables.conform(qm, "question_metrics"), info
+    if not parts:
+        return tables.empty("question_metrics"), info
+    # One column at a time, each part's copy of it released as soon as it is copied: the whole table is never
+    # held twice (a pl.concat of the parts ends with one copy too, made by polars when the columns' chunks do not
+    # line up, while the parts are still alive).
+    built = {}
+    for col in tables.SCHEMAS["question_metrics"]:
+        built[col] = pl.concat([part.get_column(col) for part in parts], rechunk=True)
+        parts = [part.drop(col) for part in parts]
+    return tables.conform(pl.DataFrame(built), "question_metrics"), info
 
 
 def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame | pl.LazyFrame, golden: pl.DataFrame,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -219,6 +219,21 @@ def to_arrow(df: pl.DataFrame, table: str, ctx: WriteContext | None = None) -> p
     df = conform(df, table)
     schema = spec_of(table).schema.with_metadata(file_metadata(df, table, ctx))
     return df.to_arrow().cast(schema)
+
+
+def to_arrow_batches(df: pl.DataFrame, table: str, ctx: WriteContext | None = None,
+                     rows: int = 262_144) -> tuple[pa.Schema, Iterator[pa.Table]]:
+    """:func:`to_arrow` a slice of ``rows`` rows at a time: (the declared schema with the file metadata, the
+    slices as Arrow tables). Casting to the declared schema copies the text columns; slice by slice, a table of
+    millions of rows is never held twice. Conforms (and raises) before returning, as :func:`to_arrow`."""
+    df = conform(df, table)
+    schema = spec_of(table).schema.with_metadata(file_metadata(df, table, ctx))
+
+    def slices() -> Iterator[pa.Table]:
+        for start in range(0, max(df.height, 1), rows):
+            yield df.slice(start, rows).to_arrow().cast(schema)
+
+    return schema, slices()
 
 
 def check_and_read(path: str | Path, table: str | None = None, *, columns: list[str] | None = None,
