@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 
 from rag_eval_pipeline.core.locking import OutputLock
+from rag_eval_pipeline.defs.pools import JUDGE_POOL, LIVE_SYSTEMS_POOL
 from rag_eval_pipeline_tests.conftest import REPO_ROOT
 from rag_eval_pipeline_tests.deploy.sample import sample_suites_file
 from rag_eval_pipeline_tests.deploy.services import BIN, Deployment, new_root, require_tools
@@ -110,8 +111,13 @@ def test_the_nightly_schedule_runs_the_sample_on_two_celery_workers(deployment, 
     with _instance(dep) as instance:
         picked = _celery_engine_events(instance, run.run_id)
         started_steps = {e.step_key for e in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.STEP_START)}
+        pools = {p: instance.event_log_storage.get_concurrency_info(p) for p in (JUDGE_POOL, LIVE_SYSTEMS_POOL)}
     assert {w.split("@")[0] for _, w in picked} == {"w1", "w2"}  # both workers ran steps
     assert {s for s, _ in picked} == started_steps and len(started_steps) >= 20  # every step went through Celery
+    # the steps that call the judge or a system claimed slots of their pools in Postgres (set to the instance's
+    # default_limit, 2, on first claim) and gave them back
+    assert {p: (i.slot_count, i.active_slot_count) for p, i in pools.items()} == {JUDGE_POOL: (2, 0),
+                                                                                   LIVE_SYSTEMS_POOL: (2, 0)}
 
     # the webserver reads the same run storage
     seen = dep.graphql("query($t: [ExecutionTag!]) { runsOrError(filter: {tags: $t}) "
