@@ -133,3 +133,22 @@ def test_a_corpus_path_of_the_wrong_kind_is_named_by_its_source(tmp_path):
         path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
         with pytest.raises(ConfigError, match=f"corpus.path .*: {source.path_is} not a {source.path_is}"):
             load_config(path, environ={})
+
+
+@pytest.mark.parametrize("value, shown", [("activ", "'activ'"), (["active", "activ"], "'activ'")])
+def test_index_status_is_checked_against_the_chunk_statuses_whatever_its_shape(tmp_path, value, shown):
+    # a single misspelt string used to load as ['activ']: nothing indexed, every question retrieving nothing
+    system = {"name": "bm25", "kind": "reference", "retriever": {"type": "bm25", "index_status": value}}
+    path = with_systems(tmp_path, [system])
+    # the line of the misspelt value (the key's line for a string, the item's for a list)
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                if re.search(r"\bactiv\b", text))
+    with pytest.raises(SectionError) as info:
+        load_config(path, environ={})
+    msg = str(info.value)
+    assert msg.startswith(f"{path}, line {line}: systems[0] (bm25, kind reference): systems[0].retriever.index_status")
+    assert msg.endswith(f"must be one of ('active', 'withdrawn', 'replaced'), got {shown}")
+    # one correct status as a string is still accepted
+    system["retriever"]["index_status"] = "withdrawn"
+    cfg = load_config(with_systems(tmp_path, [system], "ok.yaml"), environ={})
+    assert cfg.system("bm25").retriever.resolved()["index_status"] == ["withdrawn"]

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from rag_eval_pipeline.core.sections import Key, key
+from rag_eval_pipeline.core.sections import Key, key, shown
 from rag_eval_pipeline.core.systems.base import (
     Deployment,
     SystemKind,
@@ -40,7 +40,12 @@ def _block_size(block: Any) -> str | None:
 
 
 def _statuses(value: Any) -> str | None:
-    return None if value else f"must name at least one of {CHUNK_STATUS}"
+    # every value is checked, whatever the shape: a single misspelt string would index nothing
+    values = (value,) if isinstance(value, str) else tuple(value)
+    if not values:
+        return f"must name at least one of {CHUNK_STATUS}"
+    bad = [v for v in values if v not in CHUNK_STATUS]
+    return f"must be one of {CHUNK_STATUS}, got {shown(bad[0])}" if bad else None
 
 
 @dataclass(frozen=True, kw_only=True)
