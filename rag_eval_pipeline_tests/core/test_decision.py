@@ -57,10 +57,31 @@ def test_no_calibration_section_is_not_passed():
     assert st.line().startswith("not configured: the configuration has no calibration section; κ null")
 
 
-def test_the_worst_key_decides_and_the_lowest_kappa_is_reported():
+def test_the_worst_key_decides_and_the_lowest_current_kappa_is_reported():
+    # The stale row's κ 0.45 was measured for another judge/model/prompt (j/old/q): it is not this judge's κ.
+    # (This test used to expect κ 0.45 and n 20 here, reporting the stale κ as the current one.)
+    # The lowest current κ is therefore the current row's 0.8 (n 40); the stale κ appears only labelled.
     two = pl.concat([calib_table(0.8, 40), calib_table(0.45, 20, stale=True)])
     st = calibration_status(two, configured=True, kappa_floor=0.4, gated_metrics=[])
-    assert st.state == "stale" and st.kappa == 0.45 and st.n == 20
+    assert st.state == "stale" and st.kappa == 0.8 and st.n == 40
+    assert st.stale == ["κ 0.450 (n 20) made for j/old/q"]
+
+
+def test_a_stale_kappa_is_never_reported_as_the_current_one():
+    # only a stale calibration (κ 0.8 made for j/old/q): there is no current κ, whatever the stale one says
+    st = calibration_status(calib_table(0.8, 40, stale=True), configured=True, kappa_floor=0.4,
+                            gated_metrics=["faithfulness"])
+    assert st.state == "stale" and st.blocks and st.kappa is None and st.n is None
+    assert st.figures() == "κ null (floor 0.4); stale κ 0.800 (n 40) made for j/old/q"
+    assert st.line() == ("stale: calibrated for another judge, model or prompt; κ null (floor 0.4); "
+                         "stale κ 0.800 (n 40) made for j/old/q; blocks promotion (gates on faithfulness)")
+    assert "κ 0.800 ≥ floor" not in st.line()
+    d = run([gate(metric="faithfulness", k=None)], st)
+    assert d.calibration_line() == ("FAILED (blocks promotion): calibrated for another judge, model or prompt; "
+                                    "κ null (floor 0.4); stale κ 0.800 (n 40) made for j/old/q")
+    assert d.blocking_failures == [
+        "judge calibration: response j/m/pppppppppppp: stale: the calibration in force (κ 0.800 (n 40) made for "
+        "j/old/q) was made for another judge, model or prompt; recalibrate after a judge, model or prompt change"]
 
 
 # --------------------------------------------------------------------------------- verdicts

@@ -481,3 +481,12 @@ def test_trend_legend_fits_and_systems_with_equal_values_stay_apart():
                (re.search(r'stroke-dasharray="([^"]+)"', tag) or re.match("", "")).group(0)) for tag in lines}
     assert len(lines) == 20 and len(styles) == 20  # equal lines differ in colour and dash, not drawn as one
     assert "(equal values)" in svg  # a shared point's tooltip names every system on it
+
+
+def test_a_stale_kappa_is_labelled_with_the_judge_it_was_made_for():
+    stale = _calibration(0.8, stale=True).with_columns(
+        pl.lit("rule").alias("calibrated_judge"), pl.lit("rule-v0").alias("calibrated_judge_model"),
+        pl.lit("f" * 64).alias("calibrated_prompt_sha256"))
+    rep = _report(calibration=stale)
+    row = next(line for line in rep.markdown.splitlines() if line.startswith("| claim | rule / rule-v1 |"))
+    assert "| stale |" in row and "0.800 (made for rule / rule-v0 / ffffffffffff, not this judge)" in row

@@ -444,6 +444,9 @@ def _judge_trust(calibration: pl.DataFrame | None, variance: pl.DataFrame | None
             css = "na" if state != "current" else None
             kappa = (fmt(r.get("kappa"), 3) if r.get("kappa") is not None
                      else f"null ({r.get('kappa_reason') or 'no reason given'})")
+            if state == "stale":  # another judge's κ: never read as this judge's
+                kappa += (f" (made for {r.get('calibrated_judge')} / {r.get('calibrated_judge_model')} / "
+                          f"{short_sha(r.get('calibrated_prompt_sha256'))}, not this judge)")
             agree = "—" if r.get("agreement") is None else (
                 f"{r['agreement']:.3f}" + ("" if r.get("agreement_ci_low") is None else
                                            f" [{r['agreement_ci_low']:.3f}, {r['agreement_ci_high']:.3f}]"))
