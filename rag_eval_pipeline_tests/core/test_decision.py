@@ -109,9 +109,18 @@ def test_inconclusive_passing_gate_when_block_inconclusive_is_off():
 
 
 def test_a_non_blocking_failure_is_a_warning():
+    # PASS means "no blocking failure"; the one-line reason must not say "every gate passed" when one did not
+    # (this test used to accept the verdict without reading its reason, which said "every gate passed").
     d = run([gate(), gate(metric="map", k=None, status="regression", blocking=False, passed=False)])
     assert d.verdict == "pass" and d.blocking_failures == []
     assert d.warnings == ["gate cand/map (split test): regression: r (not blocking)"]
+    assert d.why == "no blocking failure on split test (2 gate(s)); 1 non-blocking gate(s) failed: cand/map (regression)"
+    assert "every gate passed" not in d.why
+
+
+def test_every_gate_passed_is_said_only_when_every_gate_passed():
+    d = run([gate(), gate(metric="ndcg_cut", k=10, status="within_noise")])
+    assert d.verdict == "pass" and d.why == "every gate passed on split test (2 gate(s))"
 
 
 def test_no_gate_and_nothing_compared_are_inconclusive():

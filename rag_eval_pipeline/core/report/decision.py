@@ -12,7 +12,9 @@ Verdict (definitions in ``docs/report.md``):
   drop the paired test cannot tell from chance (blocking by default: then promotion does not happen),
   a non-blocking gate that could not be evaluated, no gate configured, or every gated candidate is the
   promoted baseline itself (nothing was compared);
-- **pass**: every gate passed (or stayed within the judge's noise) and the calibration does not block.
+- **pass**: no blocking failure: every blocking gate passed (or stayed within the judge's noise) and the
+  calibration does not block. The reason says "every gate passed" only when every gate did; otherwise it
+  names the non-blocking gates that failed ("no blocking failure ...; 1 non-blocking gate(s) failed: ...").
 
 The promotion outcome is decided by the ``promotion`` step, which runs after the report, from the same
 gate table and calibration: :func:`decide` states what that step does with them (promote, keep the stored
@@ -182,7 +184,13 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
         why = "nothing compared: every gated candidate is the promoted baseline itself (unchanged since promotion)"
     else:
         verdict = "pass"
-        why = f"every gate passed on split {split} ({len(rows)} gate(s))"
+        soft = [r for r in rows if not r.get("blocking") and not r.get("passed")]
+        if soft:
+            named = ", ".join(f"{r.get('system')}/{_gate_label(r)} ({r['status']})" for r in soft)
+            why = (f"no blocking failure on split {split} ({len(rows)} gate(s)); {len(soft)} non-blocking gate(s) "
+                   f"failed: {named}")
+        else:
+            why = f"every gate passed on split {split} ({len(rows)} gate(s))"
         if not calibration.passed:
             why += "; the judge's calibration only warns (no gate is judge-based)"
     action, promotion = _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline)
