@@ -114,7 +114,8 @@ def test_a_non_blocking_failure_is_a_warning():
     d = run([gate(), gate(metric="map", k=None, status="regression", blocking=False, passed=False)])
     assert d.verdict == "pass" and d.blocking_failures == []
     assert d.warnings == ["gate cand/map (split test): regression: r (not blocking)"]
-    assert d.why == "no blocking failure on split test (2 gate(s)); 1 non-blocking gate(s) failed: cand/map (regression)"
+    assert d.why == ("no blocking failure on split test (2 gate(s)); 1 non-blocking gate(s) failed: "
+                     "cand/map (regression)")
     assert "every gate passed" not in d.why
 
 

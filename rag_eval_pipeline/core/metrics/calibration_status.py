@@ -97,6 +97,17 @@ class CalibrationStatus:
         return f"{self.state.replace('_', ' ')}: {why}{self.figures()}; {effect}"
 
     @property
+    def why_not(self) -> str:
+        """Why the judge's numbers may not be read, in a few words ("" when passed): ``κ 0.169 below the floor
+        0.4`` for a κ below the floor, else the state in words (``calibrated for another judge, model or
+        prompt``). The report's bands read this, so they cannot disagree with the check."""
+        if self.passed:
+            return ""
+        if self.state == "below_floor" and self.kappa is not None:
+            return f"κ {self.kappa:.3f} below the floor {self.floor:g}"
+        return self.state_words
+
+    @property
     def state_words(self) -> str:
         """The state in words: "passed", "the configuration has no calibration section", ..."""
         return _STATE_WORDS.get(self.state, self.state)
