@@ -93,6 +93,19 @@ def test_a_gate_without_a_direction_takes_the_registrys(tmp_path):
     assert cfg.thresholds[0].higher_is_better is True  # as written wins
 
 
+def test_a_threshold_resolves_its_name_and_direction_once_however_it_is_built():
+    # built in code (not through load_config): the label and the alias resolve as in a file, and the direction
+    # is the resolved metric's (recall: higher is better; run_error_rate: lower), unless written
+    from rag_eval_pipeline.core.config_sections import Threshold
+
+    t = Threshold(metric="recall_5", max_abs_drop=0.1)
+    assert (t.metric, t.k, t.higher_is_better) == ("recall", 5, True)
+    t = Threshold(metric="mrr", max_abs_drop=0.1)
+    assert (t.metric, t.k, t.higher_is_better) == ("recip_rank", None, True)
+    assert Threshold(metric="run_error_rate", max_abs_drop=0.01).higher_is_better is False
+    assert Threshold(metric="run_error_rate", max_abs_drop=0.01, higher_is_better=True).higher_is_better is True
+
+
 def test_a_cut_off_on_a_metric_without_one_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"gates.thresholds\[0\] \(coverage, k=5\): coverage takes no cut-off"):
         load_config(gated(tmp_path, "coverage", k=5, max_abs_drop=0.1), environ={})

@@ -58,9 +58,11 @@ class Threshold:
     ``max_abs_drop`` is in the metric's own units (0.05 = five points of a rate), finite and >= 0;
     ``max_rel_drop`` is a share of the baseline value in [0, 1] (0.10 = ten per cent); ``min_value``
     is an absolute floor, finite and >= 0 (a ceiling when ``higher_is_better`` is False, as for
-    error rates). At least one of the three is set. ``higher_is_better`` defaults to the metric's own
-    direction (``core/metrics/names.py``: False for error and abstention rates). ``blocking``: a
-    failure stops promotion.
+    error rates). At least one of the three is set. ``metric`` may be a label or an alias (``recall_5``,
+    ``ndcg@10``): it is resolved once, when the threshold is built, to the metric and ``k``
+    (:func:`~rag_eval_pipeline.core.metrics.names.gate_metric`); ``higher_is_better`` then defaults to
+    that metric's own direction (``core/metrics/names.py``: False for error and abstention rates).
+    ``blocking``: a failure stops promotion.
     """
 
     metric: str = key(check=_nonblank, expected="a metric name",
@@ -73,14 +75,23 @@ class Threshold:
     blocking: bool = key(True, doc="a failure stops promotion")
 
     def __post_init__(self) -> None:
+        # the one place a gate's name and direction are resolved: the name first (recall_5 -> recall, k 5;
+        # ndcg@10 -> ndcg_cut, k 10), then the direction from the resolved metric unless written
+        from rag_eval_pipeline.core.metrics.names import gate_metric, higher_is_better
+
+        metric, k = gate_metric(self.metric, self.k)
+        object.__setattr__(self, "metric", metric)
+        object.__setattr__(self, "k", k)
         if self.higher_is_better is None:
-            from rag_eval_pipeline.core.metrics.names import higher_is_better
+            object.__setattr__(self, "higher_is_better", higher_is_better(metric))
 
-            object.__setattr__(self, "higher_is_better", higher_is_better(self.metric))
+    def validate(self, at):
+        """Refuse a threshold that sets no limit (max_abs_drop, max_rel_drop or min_value); SectionError at ``at``."""
+        from rag_eval_pipeline.core.metrics.names import metric_label
 
-    def validate(self, at):  # noqa: D102
         if all(getattr(self, k) is None for k in ("max_abs_drop", "max_rel_drop", "min_value")):
-            raise at.error(f"({self.metric}) sets no limit; expected max_abs_drop, max_rel_drop or min_value")
+            raise at.error(f"({metric_label(self.metric, self.k)}) sets no limit; expected max_abs_drop, max_rel_drop "
+                           "or min_value")
         return None
 
 

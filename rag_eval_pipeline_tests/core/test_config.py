@@ -211,6 +211,12 @@ def test_a_judge_the_environment_cannot_build_is_one_line_at_load(env, message):
     (lambda c: c["metrics"].update(bootstrap_resamples=1e9),
      r"metrics.bootstrap_resamples must be an integer >= 1, got 1000000000.0 \(and at most 100000\)"),
     (lambda c: c["metrics"].update(ks=[]), r"metrics.ks must list at least one value"),
+    # a gate on a cut-off metric without k loaded, then was not_evaluable (a hard FAIL) on every run
+    (lambda c: c["gates"].update(thresholds=[{"metric": "recall", "max_abs_drop": 0.1}]),
+     r"gates.thresholds\[0\] \(recall\) is computed at a cut-off: expected k, one of metrics.ks \[1, 3, 5, 10\] "
+     r"\(k: 5, or in the name: recall_5\)$"),
+    (lambda c: c["gates"].update(thresholds=[{"metric": "claim_evidence_availability", "min_value": 0.5}]),
+     r"gates.thresholds\[0\] \(claim_evidence_availability\) is computed at a cut-off: expected k"),
 ])
 def test_cut_offs_and_resamples_beyond_their_bounds_are_refused_at_load(tmp_path, edit, message):
     path = edited(tmp_path, edit)
@@ -230,3 +236,15 @@ def test_the_dagster_shell_never_parses_the_raw_yaml():
     offenders = [str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "rag_eval_pipeline" / "defs").glob("*.py")
                  if ".raw.get(" in p.read_text(encoding="utf-8") or "config.raw" in p.read_text(encoding="utf-8")]
     assert offenders == []
+
+
+def test_a_gate_on_a_cut_off_metric_without_k_names_the_thresholds_line(tmp_path):
+    cfg = sample_config_dict()
+    cfg["gates"]["thresholds"] = [{"metric": "recall_5", "max_abs_drop": 0.05}, {"metric": "P", "max_abs_drop": 0.1}]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "metric: P" in text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert str(info.value) == (f"{path}, line {line}: gates.thresholds[1] (P) is computed at a cut-off: expected k, "
+                               "one of metrics.ks [1, 3, 5, 10] (k: 5, or in the name: P_5)")

@@ -314,10 +314,32 @@ def parse_measure(name: str) -> tuple[str, int | None]:
     return base, k
 
 
+_GATE_CUT_SUFFIX = re.compile(r"^(.*[A-Za-z])[_@](\d+)$")
+
+
+def gate_metric(name: str, k: int | None = None) -> tuple[str, int | None]:
+    """The ``(metric, k)`` a gate's metric name means, as a configuration may write it: a base name
+    (``recall``, with ``k`` apart), a trec_eval label (``recall_5``, ``ndcg_cut_10``) or a readable alias
+    (``ndcg@10`` -> ``("ndcg_cut", 10)``, ``mrr`` -> ``("recip_rank", None)``). A ``k`` given apart wins
+    over one in the name. A name that is none of these is returned unchanged (the configuration reports
+    it). Never raises. Source: trec_eval's measure names; the aliases of :func:`parse_measure`."""
+    metric = name
+    cut = _GATE_CUT_SUFFIX.match(name)
+    if cut and k is None:  # "recall_5" / "recall@5" -> metric "recall", k 5
+        metric, k = cut.group(1), int(cut.group(2))
+    if metric not in PIPELINE_METRICS:  # a readable alias: ndcg@10, mrr, hit@5, precision@5 ...
+        try:
+            base, cut_k = parse_measure(name)
+        except ConfigError:
+            return metric, k
+        metric, k = base, (k if k is not None else cut_k)
+    return metric, k
+
+
 __all__ = [
     "ALIASES", "CLAIM_METRIC", "CORRECTNESS_METRICS", "COUNT_MEASURES", "CUT_MEASURES", "DECISION_METRICS",
     "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "JUDGE_BASED_METRICS", "LOWER_IS_BETTER", "MEASURES", "METRICS",
     "NEEDS_RELEVANT", "PIPELINE_METRICS", "PROPORTION_METRICS", "QUALITY_METRICS", "RANKING_MODES", "UNCUT_MEASURES",
-    "MetricInfo", "higher_is_better", "is_judge_based", "metric", "metric_info", "metric_label", "parse_measure",
-    "trec_name",
+    "MetricInfo", "gate_metric", "higher_is_better", "is_judge_based", "metric", "metric_info", "metric_label",
+    "parse_measure", "trec_name",
 ]
