@@ -47,6 +47,11 @@ def _nonblank(value: str) -> str | None:
     return None if value.strip() else f"must be a non-empty string, got {value!r}"
 
 
+def _some_systems(value: tuple) -> str | None:
+    # an empty list written in the file would otherwise read as "every system": the opposite of what it says
+    return None if value else "must list at least one system; leave the key out for every system but the baseline"
+
+
 def _nonempty(value: tuple) -> str | None:
     return None if value else "must list at least one value"
 
@@ -204,14 +209,14 @@ class JudgeConfig:
 @dataclass(frozen=True)
 class GatesConfig:
     """``gates``: ``split`` (:data:`GATE_SPLITS`), ``baseline_system`` (a configured system or None),
-    ``candidate_systems`` (configured systems; default every system but the baseline), ``promote``
+    ``candidate_systems`` (configured systems, at least one; left out: every system but the baseline), ``promote``
     (one of the candidates, default the first; None when there is no candidate), ``alpha`` in
     (0, 1), ``block_inconclusive``, ``thresholds``."""
 
     split: str = key("test", choices=GATE_SPLITS, doc="gates use the held-out split; dev is for tuning")
     baseline_system: str | None = key(None, doc="compared against until a candidate is promoted")
-    candidate_systems: tuple[str, ...] = key((), expected="a list of system names",
-                                             doc="default: every system but the baseline")
+    candidate_systems: tuple[str, ...] = key((), expected="a list of system names", check=_some_systems,
+                                             doc="default (key left out): every system but the baseline")
     promote: str | None = key(None, doc="the candidate promotion stores as the baseline; default the first")
     alpha: float = key(0.05, low=0.0, high=1.0, low_open=True, high_open=True,
                        doc="level of the paired randomisation test (two-sided)")

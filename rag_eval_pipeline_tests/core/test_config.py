@@ -75,6 +75,9 @@ def threshold(**limits):
     (threshold(max_abs_drop=0.05, blocking="no"), r"gates.thresholds\[0\].blocking must be true or false, got 'no'"),
     (threshold(), r"gates.thresholds\[0\] \(recall_5\) sets no limit"),
     (lambda c: c["gates"].update(block_inconclusive="false"), r"gates.block_inconclusive must be true or false"),
+    # an empty list read as "every system but the baseline": the opposite of what it says
+    (lambda c: c["gates"].update(candidate_systems=[], promote=None),
+     r"gates.candidate_systems must list at least one system; leave the key out for every system but the baseline$"),
     (lambda c: c["gates"].update(split="holdout"), r"gates.split must be one of \('dev', 'test', 'all'\)"),
     (lambda c: c["metrics"].update(complete="yes please"), r"metrics.complete must be true or false"),
     (lambda c: c.update(report="customers"), r"report must be a mapping, got 'customers'"),
