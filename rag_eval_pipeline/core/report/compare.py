@@ -196,6 +196,19 @@ def compare_metrics(a: Side, b: Side, split: str, *, n_permutations: int = 10000
     return rows
 
 
+def question_labels(a: Side, b: Side, split: str) -> set[str]:
+    """The per-question metric labels (``recall_5``, ``faithfulness``) both sides have at ``split``: what
+    ``metrics=`` of :func:`question_changes` may name. Empty when a side kept no per-question values."""
+    qa, qb = _per_question(a, split), _per_question(b, split)
+    if qa is None or qb is None:
+        return set()
+
+    def labels(df: pl.DataFrame) -> set[str]:
+        return {trec_name(m, k) for m, k in df.select("metric", "k").unique().iter_rows()}
+
+    return labels(qa) & labels(qb)
+
+
 def question_changes(a: Side, b: Side, split: str, metrics: Sequence[str] | None = None) -> tuple[list[QuestionChange],
                                                                                                   int]:
     """The questions whose per-question values differ between A and B, and how many were compared unchanged.
