@@ -5,11 +5,12 @@ both retrievals, the judge's verdicts and the citations.
 A and B are two :class:`~rag_eval_pipeline.core.report.compare_sides.Side` (a system of the latest run, the
 promoted baseline, a past night, another output folder). The difference is B − A; "better" and "worse"
 follow each metric's direction (lower is better for the error, abstention and latency measures: the metric
-registry's ``higher_is_better``, ``core.metrics.names.LOWER_IS_BETTER``). The paired test and its interval
-are the gates' own (:func:`core.gates.paired_comparison`: a two-sided paired randomisation test over the
-questions both sides have a value for, Smucker, Allan & Carterette, CIKM 2007; percentile bootstrap interval
-of the mean difference, Efron & Tibshirani 1993). Texts go through the report's access policy
-(:mod:`rag_eval_pipeline.core.report.access`): a restricted chunk's text never appears. The page is
+registry's ``higher_is_better``). By default the questions are ordered by the metrics whose registry
+``scale`` is ``unit`` (values in [0, 1]), so that a 1-5 score or a count never outranks a share. The paired
+test and its interval are the gates' own (:func:`core.gates.paired_comparison`: a two-sided paired
+randomisation test over the questions both sides have a value for, Smucker, Allan & Carterette, CIKM 2007;
+percentile bootstrap interval of the mean difference, Efron & Tibshirani 1993). Texts go through the report's
+access policy (:mod:`rag_eval_pipeline.core.report.access`): a restricted chunk's text never appears. The page is
 self-contained (inline CSS, one small inline script that sorts the question table when a header is
 clicked; the table is already sorted by the largest change without it). Nothing here imports Dagster.
 """
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from rag_eval_pipeline.core.gates import paired_comparison
-from rag_eval_pipeline.core.metrics.names import COUNT_MEASURES, LOWER_IS_BETTER, METRICS, trec_name
+from rag_eval_pipeline.core.metrics.names import COUNT_MEASURES, higher_is_better, metric_info, trec_name
 from rag_eval_pipeline.core.report.access import ReportAccess
 from rag_eval_pipeline.core.report.bands import HEADLINE_METRICS, METRIC_NOTES, definition_ref
 from rag_eval_pipeline.core.report.blocks import Block, Cell, fmt, fmt_count, heading, num_cell, para
@@ -60,17 +61,12 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
 """
 
 
-def higher_is_better(metric: str) -> bool:
-    """False for the metrics where lower is better (the registry's ``higher_is_better``), True otherwise."""
-    return metric not in LOWER_IS_BETTER
-
-
 def ranks_questions(metric: str) -> bool:
-    """Whether a per-question metric takes part in ordering the questions: every metric on a 0-1 scale, so not
-    trec_eval's counts (num_ret, num_rel, num_rel_ret) nor the latency family (milliseconds)."""
-    if metric in COUNT_MEASURES:
-        return False
-    return not (metric in METRICS and METRICS.get(metric).family == "latency")
+    """Whether a per-question metric takes part in ordering the questions by default: the metrics whose
+    registry ``scale`` is ``unit`` (values in [0, 1], so their differences compare), not trec_eval's counts,
+    the judge's 1-5 answer_relevance, the cosine answer_relevancy nor latency (milliseconds)."""
+    info = metric_info(metric)
+    return info is not None and info.scale == "unit"
 
 
 @dataclass(frozen=True)
