@@ -313,7 +313,6 @@ SCHEMAS: dict[str, pl.Schema] = {
             "metric": pl.Utf8,
             "k": pl.Int32,
             "question_id": pl.Utf8,
-            "baseline_value": pl.Float64,
             "value_when_found": pl.Float64,
             "first_seen_run": pl.Utf8,
             "first_seen_at": pl.Utf8,  # ISO 8601 UTC

@@ -14,7 +14,13 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core import tables
-from rag_eval_pipeline.core.gates import PromotedBaseline, compute_gate_verdict, run_manifest, same_run_configuration
+from rag_eval_pipeline.core.gates import (
+    PromotedBaseline,
+    compute_gate_verdict,
+    regression_case_status,
+    run_manifest,
+    same_run_configuration,
+)
 from rag_eval_pipeline.core.metrics.names import metric_label
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
@@ -159,9 +165,10 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
                      gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
 
-    A case is added the first time a candidate's per-question value on a gated metric falls below the baseline's
+    A case is added the first time a candidate's per-question value on a gated metric is worse than the baseline's
     (failures are kept as regression cases). Later runs never drop it; ``status`` says whether it still
-    regresses, has recovered, or has no value now.
+    regresses, has recovered (better than when found, by the metric's direction), or has no value now
+    (``core.gates.regression_case_status``).
     """
     previous = store.read("regression_cases.parquet")
     known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
@@ -185,11 +192,7 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
     cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known
     current = question_metrics.select("system", "metric", "k", "question_id", pl.col("value").alias("current_value"))
     cases = cases.join(current, on=["system", "metric", "k", "question_id"], how="left", nulls_equal=True)
-    cases = cases.with_columns(
-        pl.when(pl.col("current_value").is_null()).then(pl.lit("no_value_now"))
-        .when(pl.col("current_value") < pl.col("value_when_found") + 1e-12).then(pl.lit("still_regressed"))
-        .otherwise(pl.lit("recovered")).alias("status")
-    )
+    cases = regression_case_status(cases)  # oriented by each metric's direction
     counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}
     still = cases.filter(pl.col("status") == "still_regressed")
     return dg.Output(cases, metadata={
