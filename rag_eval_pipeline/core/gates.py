@@ -310,6 +310,17 @@ def same_run_configuration(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return bool(a.get("system")) and all(a.get(k) == b.get(k) for k in IDENTITY_FIELDS)
 
 
+def unchanged_since_promotion(rag_runs: pl.DataFrame, golden_set: pl.DataFrame, system: str | None,
+                              stored_manifest: Mapping[str, Any] | None) -> bool:
+    """Whether promoting ``system`` now would change nothing: its run manifest in this run
+    (:func:`run_manifest`) equals the promoted baseline's on every :data:`IDENTITY_FIELDS` value. False with
+    no system or nothing promoted. The ``promotion`` step keeps the stored baseline exactly when this is True,
+    and the run's decision says so from the same function. Raises nothing."""
+    if not system or stored_manifest is None:
+        return False
+    return same_run_configuration(run_manifest(rag_runs, golden_set, system), stored_manifest)
+
+
 def gate_frame(results: list[GateResult], errors: list[str]) -> pl.DataFrame:
     """Gate results (and version errors, as status ``version_mismatch``) as a ``gate_results`` table."""
     rows = [{

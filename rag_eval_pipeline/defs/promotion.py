@@ -19,9 +19,10 @@ from rag_eval_pipeline.core.gates import (
     compute_gate_verdict,
     regression_case_status,
     run_manifest,
-    same_run_configuration,
+    unchanged_since_promotion,
 )
 from rag_eval_pipeline.core.metrics.names import metric_label
+from rag_eval_pipeline.core.report.decision import NO_GATE
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
@@ -132,7 +133,8 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     if system is None:
         return dg.Output({"promoted": None}, metadata={"promoted_system": "none (no candidate configured)"})
     manifest = run_manifest(rag_runs, golden_set, system)
-    if stored is not None and same_run_configuration(manifest, stored.manifest):
+    # the same function the run's decision (and so the report) reads: they cannot disagree on "kept"
+    if unchanged_since_promotion(rag_runs, golden_set, system, stored.manifest if stored is not None else None):
         context.log.info(f"{system} is already the promoted baseline (unchanged since promotion); kept as stored")
         return dg.Output(dict(stored.manifest), metadata={
             "promoted_system": system, "unchanged_since_promotion": True,
@@ -148,8 +150,10 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     for name, df in parts.items():
         store.write(df, BASELINE_DIR, f"{name}.parquet", table=name)
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
-    context.log.info(f"promoted {system} as the baseline")
+    basis = "no blocking failure" if cfg.thresholds else NO_GATE  # worded as the run's decision words it
+    context.log.info(f"promoted {system} as the baseline: {basis}")
     return dg.Output(manifest, metadata={"promoted_system": system, "unchanged_since_promotion": False,
+                                         "promoted_because": basis,
                                          "corpus_version": manifest["corpus_version"],
                                          "golden_version": manifest["golden_version"]})
 

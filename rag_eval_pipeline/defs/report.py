@@ -38,6 +38,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.errors import EvalError
+from rag_eval_pipeline.core.gates import unchanged_since_promotion
 from rag_eval_pipeline.core.labelling import current_content_hashes
 from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
 from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
@@ -158,7 +159,8 @@ def run_decision(settings: EvalSettings, store: TableStore, gate_results: pl.Dat
                       quick=settings.quick, systems=sorted(set(rag_runs["system"].to_list())),
                       stored_baseline=(f"{manifest.get('system')}, promoted {manifest.get('promoted_at', '?')}"
                                        if manifest else None),
-                      judge_errors=judge_errors_by_system(judge_labels))
+                      judge_errors=judge_errors_by_system(judge_labels),
+                      unchanged=unchanged_since_promotion(rag_runs, golden_set, cfg.gates.promote, manifest))
     return decision, table
 
 

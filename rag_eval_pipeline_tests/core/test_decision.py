@@ -126,8 +126,39 @@ def test_every_gate_passed_is_said_only_when_every_gate_passed():
 
 def test_no_gate_and_nothing_compared_are_inconclusive():
     assert run([]).verdict == "inconclusive"
-    d = run([gate(status="unchanged_since_promotion")])
+    d = run([gate(status="unchanged_since_promotion")], unchanged=True)
     assert d.verdict == "inconclusive" and d.promotion_action == "keep"
+
+
+def test_with_no_gate_the_candidate_is_promoted_and_the_line_says_nothing_checked_it():
+    # decided: "no gate" promotes (nothing blocks it), and the decision says so rather than "no blocking failure"
+    d = run([])
+    assert d.verdict == "inconclusive" and d.promotion_action == "promote"
+    assert d.promotion == ("promotes cand as the baseline: no gate is configured, so nothing checked it (the "
+                           "promotion step, which runs after this report, writes it)")
+
+
+def test_keep_is_decided_from_the_manifests_not_from_gate_rows():
+    # no gate row at all, but the candidate's configuration is the stored baseline's: the promotion step keeps it
+    # (this used to read "promotes cand", inferred from gate rows only)
+    d = run([], unchanged=True)
+    assert d.promotion_action == "keep"
+    assert d.promotion == ("kept: cand is already the promoted baseline (same configuration and versions); "
+                           "nothing is written")
+
+
+def test_unchanged_since_promotion_compares_the_run_manifest_with_the_stored_one():
+    from rag_eval_pipeline.core.gates import unchanged_since_promotion
+
+    runs = pl.DataFrame([{"system": "cand", "corpus_version": "c1", "retriever": "r", "generator": "g", "model": "m",
+                          "prompt_version": "p1", "system_version": None}])
+    golden = pl.DataFrame({"golden_version": ["g1"]})
+    stored = {"system": "cand", "corpus_version": "c1", "golden_version": "g1", "retriever": "r", "generator": "g",
+              "model": "m", "prompt_version": "p1", "system_version": None, "promoted_at": "2026-11-30T00:00:00+00:00"}
+    assert unchanged_since_promotion(runs, golden, "cand", stored)
+    assert not unchanged_since_promotion(runs, golden, "cand", stored | {"prompt_version": "p0"})
+    assert not unchanged_since_promotion(runs, golden, "cand", None)
+    assert not unchanged_since_promotion(runs, golden, None, stored)
 
 
 def test_a_blocking_calibration_failure_fails_the_run():

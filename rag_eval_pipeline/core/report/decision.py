@@ -18,7 +18,10 @@ Verdict (definitions in ``docs/report.md``):
 
 The promotion outcome is decided by the ``promotion`` step, which runs after the report, from the same
 gate table and calibration: :func:`decide` states what that step does with them (promote, keep the stored
-baseline, or nothing and why); the CLI and the ``promotion`` asset record what it did. Nothing here
+baseline, or nothing and why); the CLI and the ``promotion`` asset record what it did. "Kept" is decided
+from the manifests by :func:`core.gates.unchanged_since_promotion`, the function the promotion step calls.
+With no gate configured the verdict is inconclusive and the candidate is still promoted (no blocking
+failure stops it); both the decision and the promotion step say that nothing checked it. Nothing here
 imports Dagster.
 """
 
@@ -35,6 +38,9 @@ from rag_eval_pipeline.core.metrics.names import trec_name
 from rag_eval_pipeline.core.report.blocks import Block, Cell, heading
 
 VERDICTS = ("pass", "fail", "inconclusive")
+#: How the promotion is worded when no gate is configured: the candidate is promoted (nothing blocks it), and
+#: the decision and the ``promotion`` step both say that nothing checked it.
+NO_GATE = "no gate is configured, so nothing checked it"
 #: What the promotion step does: writes the candidate, keeps the stored baseline, is blocked, or has nothing to do.
 PROMOTION_ACTIONS = ("promote", "keep", "blocked", "none")
 
@@ -137,7 +143,7 @@ def judge_errors_by_system(judge_labels: pl.DataFrame) -> list[JudgeErrors]:
 def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: CalibrationStatus, *, split: str,
            split_questions: int | None, baseline: str, promote: str | None, quick: bool = False,
            systems: Sequence[str] | None = None, stored_baseline: str | None = None,
-           judge_errors: Sequence[JudgeErrors] = ()) -> Decision:
+           judge_errors: Sequence[JudgeErrors] = (), unchanged: bool = False) -> Decision:
     """The decision of one run.
 
     Inputs: ``gates`` (the ``gate_results`` table or its rows: system, metric, k, status, reason,
@@ -146,8 +152,11 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     (what the candidates were compared with, in words), ``promote`` (``gates.promote`` or None), ``quick``
     (the quick evaluation: never promotes), ``systems`` (the systems of this run; None = unknown),
     ``stored_baseline`` (the promoted baseline's description, or None before the first promotion),
-    ``judge_errors``. Output: a :class:`Decision` by the rules of the module docstring; the promotion line
-    says what the promotion step does with this gate table and calibration. Raises ValueError for a gate
+    ``judge_errors``, ``unchanged`` (:func:`core.gates.unchanged_since_promotion` of ``promote``: the
+    candidate is the stored baseline itself, so the promotion step keeps it). Output: a :class:`Decision`
+    by the rules of the module docstring; the promotion line says what the promotion step does with this
+    gate table and calibration (with no gate configured the candidate is promoted, and the line says that
+    nothing checked it: :data:`NO_GATE`). Raises ValueError for a gate
     row without ``status``. Source: accepting a change on a held-out split with criteria fixed before the
     results, by a paired test over questions (Smucker, Allan & Carterette, CIKM 2007).
     """
@@ -193,14 +202,14 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
             why = f"every gate passed on split {split} ({len(rows)} gate(s))"
         if not calibration.passed:
             why += "; the judge's calibration only warns (no gate is judge-based)"
-    action, promotion = _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline)
+    action, promotion = _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline, unchanged)
     return Decision(verdict=verdict, why=why, blocking_failures=failures, warnings=warnings,
                     promotion_action=action, promotion=promotion, promote=promote, split=split,
                     split_questions=split_questions, baseline=baseline, gates=len(rows), gates_failed=len(blocking),
                     calibration=calibration, judge_errors=list(judge_errors), quick=quick)
 
 
-def _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline) -> tuple[str, str]:
+def _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline, unchanged) -> tuple[str, str]:
     kept = stored_baseline or "none yet"
     if quick:
         return "none", "none: the quick evaluation never promotes"
@@ -213,12 +222,12 @@ def _promotion(rows, blocking, calibration, promote, quick, systems, stored_base
         n = len(blocking) + (1 if calibration.blocks else 0)
         return "blocked", (f"not promoted: {n} blocking failure(s) stop {promote}; the stored baseline ({kept}) "
                            "stays")
-    mine = [r for r in rows if r.get("system") == promote]
-    if mine and any(r["status"] == "unchanged_since_promotion" for r in mine):
+    if unchanged:  # decided from the manifests, as the promotion step decides it
         return "keep", (f"kept: {promote} is already the promoted baseline (same configuration and versions); "
                         "nothing is written")
-    return "promote", (f"promotes {promote} as the baseline: no blocking failure (the promotion step, which runs "
-                       "after this report, writes it)")
+    basis = "no blocking failure" if rows else NO_GATE
+    return "promote", (f"promotes {promote} as the baseline: {basis} (the promotion step, which runs after this "
+                       "report, writes it)")
 
 
 _VERDICT_WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}
