@@ -16,6 +16,7 @@ numbers as they are), and the questions that regressed most, each linked to its 
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,17 @@ from rag_eval_pipeline.core.report.questions import question_anchor, regressed_q
 
 #: JUnit outcomes of a case: passed, failed (<failure>), error (<error>), warning (passed, with <system-out>).
 OUTCOMES = ("passed", "failed", "error", "warning")
+#: ANSI escape sequences (colours, cursor moves: ECMA-48 CSI and two-character escapes), dropped from XML texts.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
+#: Characters outside XML 1.0's ``Char`` production (W3C XML 1.0, section 2.2), surrogates included.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(value: object) -> str:
+    """``value`` as text an XML 1.0 document may hold: ANSI escape sequences dropped, every other character
+    outside XML 1.0's ``Char`` (control characters but tab, newline and carriage return; lone surrogates;
+    U+FFFE, U+FFFF) replaced by U+FFFD. Source: W3C XML 1.0 (Fifth Edition), section 2.2 Characters."""
+    return _NOT_XML.sub("\ufffd", _ANSI.sub("", "" if value is None else str(value)))
 
 
 @dataclass(frozen=True)
@@ -72,8 +84,10 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, A
 
     Output: UTF-8 XML text with counts (tests, failures, errors, skipped = 0) on both elements, the
     ``properties`` (e.g. verdict, run id) on the test suite, and per case a ``<failure>`` / ``<error>``
-    (attribute ``message``, body ``details``), or for a warning a ``<system-out>`` line. Raises ValueError
-    for an unknown outcome. Format: the legacy JUnit XML report (Ant / JUnit Platform Console Launcher).
+    (attribute ``message``, body ``details``), or for a warning a ``<system-out>`` line. Every name and
+    text goes through :func:`xml_text` first, so the file parses whatever the messages quote (ANSI colours,
+    bytes of a bad input). Raises ValueError for an unknown outcome. Format: the legacy JUnit XML report
+    (Ant / JUnit Platform Console Launcher).
     """
     bad = [c.outcome for c in cases if c.outcome not in OUTCOMES]
     if bad:
@@ -81,24 +95,25 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, A
     failures = sum(c.outcome == "failed" for c in cases)
     errors = sum(c.outcome == "error" for c in cases)
     counts = {"tests": str(len(cases)), "failures": str(failures), "errors": str(errors), "skipped": "0"}
+    t = xml_text
     root = ET.Element("testsuites", {"name": "rag-eval", **counts})
-    ts = ET.SubElement(root, "testsuite", {"name": suite, **counts})
+    ts = ET.SubElement(root, "testsuite", {"name": t(suite), **counts})
     if properties:
         props = ET.SubElement(ts, "properties")
         for k, v in properties.items():
-            ET.SubElement(props, "property", {"name": str(k), "value": "" if v is None else str(v)})
+            ET.SubElement(props, "property", {"name": t(k), "value": t(v)})
     for c in cases:
-        tc = ET.SubElement(ts, "testcase", {"classname": c.classname, "name": c.name})
+        tc = ET.SubElement(ts, "testcase", {"classname": t(c.classname), "name": t(c.name)})
         if c.properties:
             props = ET.SubElement(tc, "properties")
             for k, v in c.properties:
-                ET.SubElement(props, "property", {"name": k, "value": v})
+                ET.SubElement(props, "property", {"name": t(k), "value": t(v)})
         if c.outcome in ("failed", "error"):
             el = ET.SubElement(tc, "failure" if c.outcome == "failed" else "error",
-                               {"message": c.message, "type": c.outcome})
-            el.text = c.details or c.message
+                               {"message": t(c.message), "type": c.outcome})
+            el.text = t(c.details or c.message)
         elif c.outcome == "warning":
-            ET.SubElement(tc, "system-out").text = f"WARNING: {c.message}" + (f"\n{c.details}" if c.details else "")
+            ET.SubElement(tc, "system-out").text = t(f"WARNING: {c.message}" + (f"\n{c.details}" if c.details else ""))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
