@@ -80,3 +80,17 @@ def test_junit_xml_parses_whatever_control_characters_the_texts_carry():
     # tab, newline and carriage return are XML characters: kept
     ok = ET.fromstring(junit_xml("s", [JUnitCase("a", "b", "failed", "x", "l1\n\tl2\r")]).encode("utf-8"))
     assert ok.find("testsuite/testcase/failure").text == "l1\n\tl2\n"  # an XML parser reads \r as \n
+
+
+def test_a_stopped_run_is_not_said_to_have_compared_on_a_split():
+    # decision.json of a run that stopped before its report (cli.ci_output.read_decision): split and count unknown
+    stopped = {"verdict": "fail", "why": "the run stopped before its report and decision were written",
+               "blocking_failures": [], "warnings": [], "calibration": {"line": "unknown"}, "judge_errors_line": "?",
+               "split": None, "split_questions": None, "baseline": "unknown"}
+    md = summary_markdown(stopped, None, title="t", promotion="none", report_link=None,
+                          extra_failures=["step x failed"])
+    assert "None golden questions" not in md and "Compared on split" not in md
+    assert "**Not compared:** the run stopped before its gates compared anything." in md
+    # a split without a known count: the split, and no count
+    md = summary_markdown(dict(stopped, split="dev"), None, title="t", promotion="none", report_link=None)
+    assert "**Compared on split dev** with unknown." in md

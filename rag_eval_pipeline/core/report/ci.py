@@ -157,8 +157,13 @@ def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *,
                  f"{md_text(decision.get('judge_errors_line') or 'unknown')}")
     lines.append("")
     split = decision.get("split") or "test"
-    lines.append(f"**Compared on split {md_text(split)}** ({decision.get('split_questions')} golden questions) "
-                 f"with {md_text(decision.get('baseline') or 'no baseline')}.")
+    if decision.get("split") is None:  # the run stopped before its decision: nothing was compared
+        lines.append("**Not compared:** the run stopped before its gates compared anything.")
+    else:
+        count = decision.get("split_questions")
+        lines.append(f"**Compared on split {md_text(split)}**"
+                     + (f" ({count} golden questions)" if count is not None else "")
+                     + f" with {md_text(decision.get('baseline') or 'no baseline')}.")
     lines.append("")
     if failures:
         lines.append("**Blocking failures:**")
