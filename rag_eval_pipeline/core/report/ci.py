@@ -121,6 +121,17 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, A
 _ICONS = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️"}
 
 
+def final_verdict(decision: Mapping[str, Any], extra_failures: Sequence[str] = ()) -> tuple[str, str]:
+    """The run's verdict and its one-line reason, as the CLI, the JUnit file and the summary all state it:
+    ``("fail", "N blocking failure(s)")`` when there are ``extra_failures`` (blocking failures the decision
+    did not see: a failed step, a failed check it does not decide; N counts them with the decision's own),
+    else the decision's ``verdict`` and ``why``. Raises nothing."""
+    if extra_failures:
+        n = len(extra_failures) + len(decision.get("blocking_failures") or [])
+        return "fail", f"{n} blocking failure(s)"
+    return str(decision.get("verdict")), str(decision.get("why") or "")
+
+
 def _num(v: float | None, sign: bool = False) -> str:
     if v is None:
         return "null"
@@ -137,18 +148,17 @@ def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *,
     ``title`` (e.g. "rag-eval sample (quick_evaluation)"), ``promotion`` (what promotion did: the CLI's line),
     ``report_link`` (URL or path of report.html; question links append ``#<anchor>`` when it is a URL),
     ``extra_failures`` (blocking failures the decision did not see: a failed step or check; they make the
-    verdict "fail"), ``top_questions`` (rows of the regressed-question list), ``linked_per_system`` (how many
-    regressed questions per system the report has a card for: the report's ``worst_n``).
+    verdict "fail": :func:`final_verdict`), ``top_questions`` (rows of the regressed-question list),
+    ``linked_per_system`` (how many regressed questions per system the report has a card for: the report's ``worst_n``).
     Output: Markdown text: a heading with the verdict, the promotion and calibration lines, the blocking
     failures, "Changed metrics" (gate rows whose difference is not 0: candidate, baseline, difference, 95%
     CI, p, status, as the gate table holds them, to 4 decimals) and "Top regressed questions"
     (:func:`core.report.questions.regressed_questions` order). Raises nothing for well-formed inputs.
     """
-    verdict = "fail" if extra_failures else str(decision.get("verdict"))
+    verdict, why = final_verdict(decision, extra_failures)
     failures = list(extra_failures) + list(decision.get("blocking_failures") or [])
     lines = [f"### {_ICONS.get(verdict, '')} {md_text(title)}: {verdict_word(verdict)}".replace("###  ", "### "), ""]
-    lines.append(f"**Verdict:** {verdict_word(verdict)} — "
-                 + md_text(decision.get("why") if not extra_failures else f"{len(failures)} blocking failure(s)"))
+    lines.append(f"**Verdict:** {verdict_word(verdict)} — " + md_text(why))
     lines.append("")
     lines.append(f"**Promotion:** {md_text(promotion)}")
     lines.append("")
