@@ -84,6 +84,10 @@ def _corpus(at: At, raw: dict) -> CorpusConfig:
     section = at.child("corpus")
     corpus = parse_section(CorpusConfig, raw["corpus"], section)
     source = CORPUS_SOURCES.get(corpus.source)
+    if "split" in raw["corpus"] and not source.reads_split:  # it would be read by nothing
+        readers = [s.name for s in CORPUS_SOURCES if s.reads_split]
+        raise section.fail("split", f"applies only to a corpus source that reads splits ({', '.join(readers)}); "
+                                    f"corpus.source is {corpus.source} here")
     path = corpus.path
     want_file = source.path_is == "file"
     if not (path.is_file() if want_file else path.is_dir()):

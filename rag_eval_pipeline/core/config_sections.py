@@ -116,7 +116,8 @@ class CorpusConfig:
 
     source: str = key(choices=_corpus_sources, doc="documents_dir, beir, squad_v2 (see the corpus sources)")
     path: Path = key(doc="the source's file or folder")
-    split: str = key("test", check=_nonblank, expected="a split name", doc="the qrels split a BEIR source reads")
+    split: str = key("test", check=_nonblank, expected="a split name",
+                     doc="the qrels split a BEIR source reads (refused for a source that reads no split)")
     chunking: ChunkingConfig = key(default_factory=ChunkingConfig, doc="strategy, max_chars")
 
 

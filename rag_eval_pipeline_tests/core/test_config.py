@@ -251,3 +251,47 @@ def test_a_gate_on_a_cut_off_metric_without_k_names_the_thresholds_line(tmp_path
         load_config(path, environ={})
     assert str(info.value) == (f"{path}, line {line}: gates.thresholds[1] (P) is computed at a cut-off: expected k, "
                                "one of metrics.ks [1, 3, 5, 10] (k: 5, or in the name: P_5)")
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if needle in text)
+
+
+def test_corpus_split_is_refused_where_the_source_reads_no_split(tmp_path):
+    # documents_dir and squad_v2 read no split: corpus.split was accepted and ignored
+    cfg = sample_config_dict()
+    cfg["corpus"]["split"] = "dev"
+    path = write(tmp_path, cfg)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert str(info.value) == (f"{path}, line {_line_of(path, 'split: dev')}: corpus.split applies only to a corpus "
+                               "source that reads splits (beir); corpus.source is documents_dir here")
+
+
+def test_a_key_of_another_judge_type_is_refused_unless_the_environment_switched_the_type(tmp_path):
+    # judge: {type: rule_based, base_url: ...} loaded and dropped base_url
+    path = edited(tmp_path, lambda c: c["judge"].update(type="rule_based", base_url="http://127.0.0.1:9/v1"))
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert str(info.value) == (f"{path}, line {_line_of(path, 'base_url:')}: judge.base_url applies only to "
+                               "judge.type openai_compatible, and judge.type is rule_based here")
+    # a file written for a model judge, switched to the rule-based one by RAG_EVAL_JUDGE: still accepted
+    path = edited(tmp_path, lambda c: c["judge"].update(type="openai_compatible", base_url="http://127.0.0.1:9/v1",
+                                                        model="m"))
+    j = load_config(path, environ={"RAG_EVAL_JUDGE": "rule_based"}).judge
+    assert (j.type, j.type_source, j.base_url) == ("rule_based", "RAG_EVAL_JUDGE", None)
+
+
+def test_from_env_lists_only_the_variables_that_set_the_chosen_judge(tmp_path):
+    # RAG_EVAL_JUDGE_BASE_URL belongs to openai_compatible: with the rule-based judge it set nothing
+    env = {"RAG_EVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "RAG_EVAL_JUDGE_TIMEOUT_S": "2.5"}
+    j = load_config(SAMPLE_DIR / "config.yaml", environ=env).judge
+    assert j.type == "rule_based" and j.from_env == ("RAG_EVAL_JUDGE_TIMEOUT_S",)
+
+
+def test_an_unknown_judge_type_in_the_file_names_its_line(tmp_path):
+    path = edited(tmp_path, lambda c: c["judge"].update(type="gpt"))
+    with pytest.raises(JudgeConfigError) as info:
+        load_config(path, environ={})
+    assert str(info.value).startswith(f"{path}, line {_line_of(path, 'type: gpt')}: judge.type 'gpt': expected one "
+                                      "of rule_based, openai_compatible, human")
