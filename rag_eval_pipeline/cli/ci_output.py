@@ -106,16 +106,14 @@ def write_ci_outputs(args, result, job, out: Path, suite: str, promotion: str, d
     In the JUnit file each blocking gate that failed is one failure: the gate check
     (``no_regression_against_baseline``), whose outcome is the gate cases', is left out whenever the gate
     cases are there."""
-    import polars as pl
-
     from rag_eval_pipeline.core.report.ci import JUnitCase, final_verdict, gate_cases, junit_xml, summary_markdown
-    from rag_eval_pipeline.core.storage import write_text_atomic
+    from rag_eval_pipeline.core.storage import read_table, write_text_atomic
     from rag_eval_pipeline.defs.report import report_url
     from rag_eval_pipeline.defs.resources import REPORT_URL_ENV
 
     promotion = promotion.removeprefix("promotion: ")
     decision = read_decision(out, decision_rewritten)
-    gates = pl.read_parquet(out / "gate_results.parquet") if gates_rewritten else None
+    gates = read_table(out / "gate_results.parquet", "gate_results") if gates_rewritten else None
     extra = extra_failures(checks, failed_steps)
     verdict, _why = final_verdict(decision, extra)
     split = decision.get("split") or "test"

@@ -32,3 +32,17 @@ def test_the_status_follows_the_metrics_direction():
 def test_the_declared_schema_has_no_column_nobody_writes():
     # baseline_value was declared but never written (always null): it is no longer part of the schema
     assert "baseline_value" not in tables.SCHEMAS["regression_cases"]
+
+
+def test_a_version_1_file_with_baseline_value_is_read_without_it(tmp_path):
+    from rag_eval_pipeline.core.storage import read_table
+
+    path = tmp_path / "regression_cases.parquet"
+    pl.DataFrame([{"system": "s", "metric": "recall", "k": 5, "question_id": "q1", "baseline_value": None,
+                   "value_when_found": 0.25, "first_seen_run": "r1", "first_seen_at": "2026-11-30T00:00:00+00:00",
+                   "current_value": 0.25, "status": "still_regressed"}],
+                 schema_overrides={"k": pl.Int32, "baseline_value": pl.Float64}).write_parquet(path)
+    messages = []
+    df = read_table(path, "regression_cases", on_migrate=messages.append)
+    assert df.columns == list(tables.SCHEMAS["regression_cases"]) and df["value_when_found"].to_list() == [0.25]
+    assert "migrated on read (1->2: drop_baseline_value)" in messages[0]
