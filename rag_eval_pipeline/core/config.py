@@ -48,8 +48,7 @@ from rag_eval_pipeline.core.config_sections import (
 from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, judge_env, resolve_judge
 from rag_eval_pipeline.core.metrics.names import METRICS, PIPELINE_METRICS
-from rag_eval_pipeline.core.sections import At, parse_section, read_value, shown
-from rag_eval_pipeline.core.systems.base import MAX_NAME_CHARS
+from rag_eval_pipeline.core.sections import MAX_NAME_CHARS, At, parse_section, read_value, shown
 
 #: Top-level keys; any other key is a typo that would otherwise be ignored silently (a misspelt
 #: ``gates:`` would turn every gate off).

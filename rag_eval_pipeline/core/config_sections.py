@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
-from rag_eval_pipeline.core.sections import Key, key
+from rag_eval_pipeline.core.sections import Key, check_short_text, key
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.systems.base import SystemSpec
@@ -291,8 +291,6 @@ def _groups(value: tuple[str, ...]) -> str | None:
 
 
 def _group(value: str) -> str | None:
-    from rag_eval_pipeline.core.systems.base import check_short_text
-
     return check_short_text(value)
 
 

@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import math
 import operator
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -40,8 +41,12 @@ from rag_eval_pipeline.core.errors import ConfigError
 
 S = TypeVar("S")
 _SHOWN = 80
+#: Longest name or version string stored on every row (system names, prompt_version, a judge's model).
+MAX_NAME_CHARS = 200
+_BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
 
-__all__ = ["At", "Key", "SectionError", "describe", "fields_of", "key", "parse_section", "section_keys", "shown"]
+__all__ = ["MAX_NAME_CHARS", "At", "Key", "SectionError", "check_name", "check_short_text", "describe", "fields_of",
+           "key", "parse_section", "section_keys", "shown"]
 
 
 def shown(value: object) -> str:
@@ -49,6 +54,26 @@ def shown(value: object) -> str:
     from rag_eval_pipeline.core.yamlio import shown as _shown
 
     return _shown(value, _SHOWN)
+
+
+def check_name(value: str) -> str | None:
+    """The problem with a name stored on every row and used in file names (a system's), or None: blank,
+    longer than :data:`MAX_NAME_CHARS`, or holding ``/``, ``\\``, a control character or a leading ``.``."""
+    if not value.strip():
+        return f"must be a non-empty string, got {shown(value)}"
+    if len(value) > MAX_NAME_CHARS:
+        return f"is {len(value)} characters long; expected at most {MAX_NAME_CHARS}"
+    if _BAD_NAME.search(value) or value.startswith("."):
+        return f"{shown(value)} contains '/', '\\', a control character or starts with '.'; expected a plain name"
+    return None
+
+
+def check_short_text(value: str) -> str | None:
+    """The problem with a label stored on every row (a version, a model name): longer than
+    :data:`MAX_NAME_CHARS` characters; or None."""
+    if len(value) > MAX_NAME_CHARS:
+        return f"is {len(value)} characters long; expected at most {MAX_NAME_CHARS}"
+    return None
 
 
 class SectionError(ConfigError):

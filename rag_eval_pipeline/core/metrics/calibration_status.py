@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
+
 #: The states, worst first: the state of several judge keys is the worst of theirs.
 STATES = ("error", "not_configured", "missing", "stale", "kappa_null", "below_floor", "no_labels", "passed")
 
@@ -143,9 +145,6 @@ def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_fl
     metric is judge-based (:func:`core.metrics.calibration.judge_based_metrics`). Raises nothing.
     Source: Cohen (1960) for κ; Zheng et al. (2023) for validating a judge against people.
     """
-    # imported here: core.metrics.calibration imports the report package, whose decision module imports this one
-    from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
-
     gated = judge_based_metrics(gated_metrics)
     floor = float(kappa_floor)
     rows = [] if table is None else list(table.iter_rows(named=True))
