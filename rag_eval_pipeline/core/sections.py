@@ -227,6 +227,14 @@ def _in_range(v: float, k: Key) -> bool:
     return not (k.high is not None and (v > k.high or (k.high_open and v == k.high)))
 
 
+def _finite(value: int | float) -> bool:
+    """True for a number that is a finite float; an integer with no float (10**400) is not."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _number(value: Any, k: Key, at: At, integer: bool) -> int | float:
     rng = _range_text(k, integer)
     if integer:
@@ -235,7 +243,7 @@ def _number(value: Any, k: Key, at: At, integer: bool) -> int | float:
     else:
         two_sided = k.low is not None and k.high is not None
         what = (f"a number {rng}" if two_sided else f"a {k.noun} {rng}").rstrip()
-        typed = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        typed = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
     if not typed:
         cap = f" (and at most {_num(k.cap)})" if k.cap is not None else ""
         raise at.error(f"must be {what}, got {shown(value)}{cap}")
