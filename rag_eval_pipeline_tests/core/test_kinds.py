@@ -152,3 +152,22 @@ def test_index_status_is_checked_against_the_chunk_statuses_whatever_its_shape(t
     system["retriever"]["index_status"] = "withdrawn"
     cfg = load_config(with_systems(tmp_path, [system], "ok.yaml"), environ={})
     assert cfg.system("bm25").retriever.resolved()["index_status"] == ["withdrawn"]
+
+
+@pytest.mark.parametrize("block, key, value", [
+    ("retriever", "language", "spansh"),   # loaded, then failed in the corpus step with no line
+    ("retriever", "method", "okapi"),      # bm25s' variants are lucene, robertson, atire
+    ("generator", "language", "klingon"),
+])
+def test_a_retriever_language_or_method_nobody_knows_is_refused_at_load(tmp_path, block, key, value):
+    system = {"name": "bm25", "kind": "reference", "retriever": {"type": "bm25"}}
+    system.setdefault(block, {})[key] = value
+    path = with_systems(tmp_path, [system])
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if value in text)
+    with pytest.raises(SectionError) as info:
+        load_config(path, environ={})
+    msg = str(info.value)
+    assert msg.startswith(f"{path}, line {line}: systems[0] (bm25, kind reference): systems[0].{block}.{key} "
+                          "must be one of (")
+    assert msg.endswith(f"got {value!r}")
+    assert ("'lucene', 'robertson', 'atire'" if key == "method" else "'english'") in msg
