@@ -30,6 +30,8 @@ GATE_SPLITS = ("dev", "test", "all")
 ON_DUPLICATE = ("error", "keep_first")
 DEFAULT_VIEWER_GROUPS = ("customers",)
 DEFAULT_KAPPA_FLOOR = 0.4
+#: Full runs whose per-question archive is kept (about a month of nightly runs).
+DEFAULT_KEEP_RUNS = 30
 #: Largest cut-off: the ``k`` column of every metric table is a 32-bit integer (as the ``rank`` of a hit).
 MAX_K = 2**31 - 1
 #: Most bootstrap resamples: 2,000 already put the interval's ends within about 0.01 of their limit;
@@ -296,11 +298,16 @@ def _group(value: str) -> str | None:
 
 @dataclass(frozen=True)
 class ReportConfig:
-    """``report``: ``viewer_groups`` (non-empty group names: the test user the report is written for)."""
+    """``report``: ``viewer_groups`` (non-empty group names: the test user the report is written for),
+    ``keep_runs`` (>= 1: how many full runs keep their per-question tables under ``history/<run_id>/``;
+    older ones are deleted after each full run)."""
 
     viewer_groups: tuple[str, ...] = key(DEFAULT_VIEWER_GROUPS, check=_groups, items=Key(check=_group),
                                          expected="a list of group names",
                                          doc="text from documents outside these ACL groups is never shown")
+    keep_runs: int = key(DEFAULT_KEEP_RUNS, low=1,
+                         doc="full runs whose per-question tables stay under history/<run_id>/ (for rag-eval "
+                             "compare night:DATE); older ones are deleted")
 
 
 def _cron(value: str) -> str | None:

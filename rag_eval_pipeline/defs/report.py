@@ -37,6 +37,7 @@ from urllib.parse import quote
 import dagster as dg
 import polars as pl
 
+from rag_eval_pipeline.core import storage
 from rag_eval_pipeline.core.errors import EvalError
 from rag_eval_pipeline.core.gates import unchanged_since_promotion
 from rag_eval_pipeline.core.labelling import current_content_hashes
@@ -60,7 +61,7 @@ TREND_METRICS = ("faithfulness", "recall_5", "ndcg_cut_10", "evidence_retrieved"
 REPORT_FILES = ("report.md", "report.html", "trend.html")
 DECISION_FILE = "decision.json"
 #: Where a full evaluation keeps its per-question tables, one folder per run id (for ``rag-eval compare``).
-RUN_ARCHIVE = "history"
+RUN_ARCHIVE = storage.RUN_ARCHIVE
 ARCHIVED_TABLES = ("metric_summary", "question_metrics", "rag_runs", "judge_labels")
 REPORT_ASSET = "evaluation_report"
 
@@ -223,6 +224,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         archived = archive_run(store, context.run_id, history, {
             "metric_summary": metric_summary, "question_metrics": question_metrics, "rag_runs": rag_runs,
             "judge_labels": judge_labels})
+        pruned = storage.prune_run_archive(store.path(), cfg.report.keep_runs)  # report.keep_runs newest stay
     context.log.info(f"verdict {decision.verdict}; promotion: {decision.promotion}. Report written to "
                      f"{html_path.resolve()} ({report.withheld} texts withheld, {report.restricted_chunks} restricted "
                      f"chunk previews hidden for {list(groups)})")
@@ -258,6 +260,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     }
     if archived is not None:
         md["per_question_archive"] = dg.MetadataValue.text(str(archived.resolve()))
+        md["archives_deleted"] = dg.MetadataValue.json(pruned)
     for r in report.headline:
         if r["value"] is not None:
             md[f"{r['system']}/{r['metric']}"] = float(r["value"])
