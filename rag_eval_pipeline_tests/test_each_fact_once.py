@@ -159,8 +159,34 @@ def test_one_label_formatter():
 def test_regression_columns_come_from_the_declared_schema():
     from rag_eval_pipeline.defs.promotion import REGRESSION_COLUMNS
 
-    declared = dict(tables.SCHEMAS["regression_cases"])
-    assert REGRESSION_COLUMNS == {c: t for c, t in declared.items() if c not in ("current_value", "status")}
+    # written out: the columns a case keeps across runs (current_value and status are recomputed every run)
+    assert list(REGRESSION_COLUMNS) == ["system", "metric", "k", "question_id", "value_when_found", "first_seen_run",
+                                        "first_seen_at"]
+    assert all(REGRESSION_COLUMNS[c] == tables.SCHEMAS["regression_cases"][c] for c in REGRESSION_COLUMNS)
+
+
+def test_facts_of_the_output_folder_and_the_metric_lists_are_declared_once():
+    from rag_eval_pipeline.cli import compare as cli_compare
+    from rag_eval_pipeline.cli import run_output
+    from rag_eval_pipeline.core import config_sections, corpus, storage
+    from rag_eval_pipeline.core.metrics import calibration_mapping
+    from rag_eval_pipeline.core.report import bands, build, ci, compare_sides
+    from rag_eval_pipeline.core.report.questions import WORST_N
+    from rag_eval_pipeline.defs import promotion
+    from rag_eval_pipeline.defs import report as report_defs
+
+    assert compare_sides.ARCHIVE is storage.RUN_ARCHIVE is report_defs.RUN_ARCHIVE
+    assert promotion.BASELINE_DIR is storage.BASELINE_DIR
+    assert bands.HEADLINE_METRICS is names.HEADLINE_METRICS is run_output.DEFAULT_METRICS
+    key_labels = tuple(names.metric_label(m, k) for m, k in names.KEY_METRICS)
+    assert cli_compare.PRINTED == key_labels == report_defs.TREND_METRICS
+    assert set(names.KEY_METRICS) <= set(names.HEADLINE_METRICS)
+    assert config_sections.CALIBRATION_LEVELS is calibration_mapping.LEVELS
+    assert config_sections.CHUNKING_STRATEGIES is corpus.STRATEGIES
+    import inspect
+
+    assert inspect.signature(build.build_report).parameters["worst_n"].default == WORST_N
+    assert inspect.signature(ci.summary_markdown).parameters["linked_per_system"].default == WORST_N
 
 
 def test_trec_eval_py_does_not_relist_measure_names():

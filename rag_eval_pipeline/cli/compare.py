@@ -17,11 +17,11 @@ from pathlib import Path
 
 from rag_eval_pipeline.cli.common import UsageError, add_suite_options, resolve_suite, suite_folder
 from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_OK, epilog
+from rag_eval_pipeline.core.metrics.names import KEY_METRICS, metric_label
 
 NAME = "compare"
-#: Metrics printed on the terminal (all are on the page): the report's headline, plus any the test calls real.
-PRINTED = ("recall_5", "ndcg_cut_10", "claim_evidence_availability_5", "evidence_retrieved", "coverage",
-           "false_abstention_rate", "answer_without_evidence_rate", "faithfulness", "run_error_rate")
+#: Metrics printed on the terminal (all are on the page): the registry's key metrics, plus any the test calls real.
+PRINTED = tuple(metric_label(m, k) for m, k in KEY_METRICS)
 
 
 def slug(text: str) -> str:

@@ -17,15 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rag_eval_pipeline.core.corpus import STRATEGIES
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.metrics.calibration_mapping import LEVELS
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
-from rag_eval_pipeline.core.sections import Key, check_short_text, key
+from rag_eval_pipeline.core.sections import Key, check_nonblank, check_short_text, key
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.systems.base import SystemSpec
 
-CALIBRATION_LEVELS = ("claim", "response")  # as core.metrics.calibration.LEVELS (a test keeps them equal)
-CHUNKING_STRATEGIES = ("paragraphs", "document")  # as core.corpus.STRATEGIES (a test keeps them equal)
+CALIBRATION_LEVELS = LEVELS  # declared where the levels are mapped (core.metrics.calibration_mapping)
+CHUNKING_STRATEGIES = STRATEGIES  # declared where chunks are cut (core.corpus)
 GATE_SPLITS = ("dev", "test", "all")
 ON_DUPLICATE = ("error", "keep_first")
 DEFAULT_VIEWER_GROUPS = ("customers",)
@@ -43,10 +45,6 @@ def _corpus_sources() -> tuple[str, ...]:
     from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
 
     return CORPUS_SOURCES.names()
-
-
-def _nonblank(value: str) -> str | None:
-    return None if value.strip() else f"must be a non-empty string, got {value!r}"
 
 
 def _some_systems(value: tuple) -> str | None:
@@ -72,7 +70,7 @@ class Threshold:
     ``blocking``: a failure stops promotion.
     """
 
-    metric: str = key(check=_nonblank, expected="a metric name",
+    metric: str = key(check=check_nonblank, expected="a metric name",
                       doc="a metric name: trec_eval's (recall_5, ndcg_cut_10) or a readable alias (ndcg@10, mrr)")
     k: int | None = key(None, low=1, doc="cut-off, one of metrics.ks (or in the name: recall_5)")
     max_abs_drop: float | None = key(None, low=0.0, doc="largest allowed drop, in the metric's units")
@@ -118,7 +116,7 @@ class CorpusConfig:
 
     source: str = key(choices=_corpus_sources, doc="documents_dir, beir, squad_v2 (see the corpus sources)")
     path: Path = key(doc="the source's file or folder")
-    split: str = key("test", check=_nonblank, expected="a split name",
+    split: str = key("test", check=check_nonblank, expected="a split name",
                      doc="the qrels split a BEIR source reads (refused for a source that reads no split)")
     chunking: ChunkingConfig = key(default_factory=ChunkingConfig, doc="strategy, max_chars")
 
@@ -178,7 +176,7 @@ class JudgeConfig:
     repeats: int = key(1, low=1, high=100, doc="times each answer is judged (repeat 0 may come from the cache)")
     reverse_questions: bool = key(False, doc="answer_relevancy from questions a model judge writes back")
     abstention_phrases: Mapping[str, tuple[str, ...]] | None = key(
-        None, items=Key(items=Key(check=_nonblank)),
+        None, items=Key(items=Key(check=check_nonblank)),
         doc="language -> phrases that make an answer an abstention; null: the built-in es/en lists")
     timeout_s: float = key(30.0, low=0.0, low_open=True, cap=MAX_JUDGE_TIMEOUT_S, cap_why="an hour per call",
                            env="RAG_EVAL_JUDGE_TIMEOUT_S", doc="total seconds one call may take")

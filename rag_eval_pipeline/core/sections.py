@@ -45,8 +45,8 @@ _SHOWN = 80
 MAX_NAME_CHARS = 200
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
 
-__all__ = ["MAX_NAME_CHARS", "At", "Key", "SectionError", "check_name", "check_short_text", "describe", "fields_of",
-           "key", "parse_section", "section_keys", "shown"]
+__all__ = ["MAX_NAME_CHARS", "At", "Key", "SectionError", "check_callable_target", "check_name", "check_nonblank",
+           "check_short_text", "describe", "fields_of", "key", "parse_section", "section_keys", "shown"]
 
 
 def shown(value: object) -> str:
@@ -66,6 +66,19 @@ def check_name(value: str) -> str | None:
     if _BAD_NAME.search(value) or value.startswith("."):
         return f"{shown(value)} contains '/', '\\', a control character or starts with '.'; expected a plain name"
     return None
+
+
+def check_nonblank(value: str) -> str | None:
+    """The problem with a blank string (a name, a header, a phrase), or None."""
+    return None if value.strip() else f"must be a non-empty string, got {value!r}"
+
+
+_CALLABLE_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def check_callable_target(value: str) -> str | None:
+    """The problem with a ``package.module:function`` reference (the attribute part may be dotted), or None."""
+    return None if _CALLABLE_TARGET.match(value) else f"must be 'package.module:function', got {value!r}"
 
 
 def check_short_text(value: str) -> str | None:

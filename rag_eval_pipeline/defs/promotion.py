@@ -13,7 +13,7 @@ import json
 import dagster as dg
 import polars as pl
 
-from rag_eval_pipeline.core import tables
+from rag_eval_pipeline.core import storage, tables
 from rag_eval_pipeline.core.gates import (
     PromotedBaseline,
     compute_gate_verdict,
@@ -26,7 +26,7 @@ from rag_eval_pipeline.core.report.decision import NO_GATE
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
-BASELINE_DIR = "baseline"
+BASELINE_DIR = storage.BASELINE_DIR
 
 
 def load_baseline(store: TableStore) -> PromotedBaseline | None:

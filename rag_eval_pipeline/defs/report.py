@@ -42,12 +42,14 @@ from rag_eval_pipeline.core.errors import EvalError
 from rag_eval_pipeline.core.gates import unchanged_since_promotion
 from rag_eval_pipeline.core.labelling import current_content_hashes
 from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+from rag_eval_pipeline.core.metrics.names import KEY_METRICS, metric_label
 from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
 from rag_eval_pipeline.core.report.decision import (
     Decision,
     decide,
     decision_blocks,
     judge_errors_by_system,
+    split_questions,
     verdict_word,
 )
 from rag_eval_pipeline.core.report.markdown import render_markdown
@@ -56,8 +58,7 @@ from rag_eval_pipeline.defs.calibration import HISTORY_FILE, compute_calibration
 from rag_eval_pipeline.defs.io import suite_folder
 from rag_eval_pipeline.defs.resources import REPORT_URL_ENV, EvalSettings, TableStore
 
-TREND_METRICS = ("faithfulness", "recall_5", "ndcg_cut_10", "evidence_retrieved", "coverage",
-                 "false_abstention_rate", "answer_without_evidence_rate", "run_error_rate")
+TREND_METRICS = tuple(metric_label(m, k) for m, k in KEY_METRICS)  # the metric registry's key metrics
 REPORT_FILES = ("report.md", "report.html", "trend.html")
 DECISION_FILE = "decision.json"
 #: Where a full evaluation keeps its per-question tables, one folder per run id (for ``rag-eval compare``).
@@ -154,7 +155,7 @@ def run_decision(settings: EvalSettings, store: TableStore, gate_results: pl.Dat
     status = calibration_status(table, configured=section.configured, kappa_floor=section.kappa_floor,
                                 gated_metrics=[t.metric for t in cfg.thresholds], error=error)
     split = cfg.gate_split
-    n_split = golden_set.filter(pl.col("split") == split).height if split != "all" else golden_set.height
+    n_split = split_questions(golden_set, split)
     decision = decide(gate_results, status, split=split, split_questions=n_split,
                       baseline=_baseline_words(manifest, cfg.baseline_system), promote=cfg.gates.promote,
                       quick=settings.quick, systems=sorted(set(rag_runs["system"].to_list())),
@@ -197,7 +198,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     cfg = settings.config
     groups = viewer_groups(settings)
     history = store.read("metric_history.parquet")
-    manifest_path = store.path("baseline", "manifest.json")
+    manifest_path = store.path(storage.BASELINE_DIR, "manifest.json")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
     decision, calibration = run_decision(settings, store, gate_results, golden_set, rag_runs, corpus_snapshot,

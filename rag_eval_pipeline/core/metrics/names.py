@@ -253,6 +253,26 @@ PROPORTION_METRICS: frozenset[str] = frozenset(_names(proportion=True))
 PIPELINE_METRICS: frozenset[str] = frozenset(m.name for m in METRICS
                                              if m.default and not m.summary_only and m.family != "latency")
 
+#: The metrics a run is read by, in reading order, as ``(metric, k)`` (the preferred cut-off; the report
+#: takes the nearest computed one): the report's summary table and ``rag-eval run``'s summary. A metric a
+#: run did not compute is left out of both.
+HEADLINE_METRICS: tuple[tuple[str, int | None], ...] = (
+    ("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
+    ("claim_evidence_availability", 5), ("evidence_retrieved", None), ("coverage", None),
+    ("answer_without_evidence_rate", None), ("false_abstention_rate", None),
+    ("abstention_with_evidence", None), ("abstention_without_evidence", None),
+    ("faithfulness", None), ("faithfulness_holistic", None), ("contradicted_claim_rate", None),
+    ("judge_error_rate", None), ("run_error_rate", None), ("reference_token_recall", None),
+    ("latency_ms_p50", None), ("latency_ms_p95", None),
+)
+#: The few of :data:`HEADLINE_METRICS` followed across runs and between two runs: the trend page and the
+#: lines ``rag-eval compare`` prints (the page has every metric).
+KEY_METRICS: tuple[tuple[str, int | None], ...] = (
+    ("recall", 5), ("ndcg_cut", 10), ("claim_evidence_availability", 5), ("evidence_retrieved", None),
+    ("coverage", None), ("false_abstention_rate", None), ("answer_without_evidence_rate", None),
+    ("faithfulness", None), ("run_error_rate", None),
+)
+
 _LABEL = re.compile(r"^(?P<base>.+)_(?P<k>\d+)$")
 
 
@@ -354,9 +374,8 @@ def gate_metric(name: str, k: int | None = None) -> tuple[str, int | None]:
 
 __all__ = [
     "ALIASES", "CLAIM_METRIC", "CORRECTNESS_METRICS", "COUNT_MEASURES", "CUT_MEASURES", "DECISION_METRICS",
-    "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "JUDGE_BASED_METRICS", "LOWER_IS_BETTER", "MEASURES", "METRICS",
-    "NEEDS_RELEVANT", "PIPELINE_METRICS", "PROPORTION_METRICS", "QUALITY_METRICS", "RANKING_MODES", "SCALES",
-    "UNCUT_MEASURES",
-    "MetricInfo", "gate_metric", "higher_is_better", "is_judge_based", "metric", "metric_info", "metric_label",
-    "parse_measure", "trec_name",
+    "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "HEADLINE_METRICS", "JUDGE_BASED_METRICS", "KEY_METRICS",
+    "LOWER_IS_BETTER", "MEASURES", "METRICS", "NEEDS_RELEVANT", "PIPELINE_METRICS", "PROPORTION_METRICS",
+    "QUALITY_METRICS", "RANKING_MODES", "SCALES", "UNCUT_MEASURES", "MetricInfo", "gate_metric", "higher_is_better",
+    "is_judge_based", "metric", "metric_info", "metric_label", "parse_measure", "trec_name",
 ]

@@ -46,10 +46,10 @@ from rag_eval_pipeline.core.report.blocks import (
     value_cell,
 )
 from rag_eval_pipeline.core.report.context import EvidenceRank, evidence_ranks
-from rag_eval_pipeline.core.report.decision import Decision, decision_blocks
+from rag_eval_pipeline.core.report.decision import Decision, decision_blocks, split_questions
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html, toc
 from rag_eval_pipeline.core.report.markdown import render_markdown
-from rag_eval_pipeline.core.report.questions import regressed_questions, worst_questions
+from rag_eval_pipeline.core.report.questions import WORST_N, regressed_questions, worst_questions
 from rag_eval_pipeline.core.report.trend import metric_labels, trend_svg
 
 _NEEDED: dict[str, tuple[str, ...]] = {
@@ -133,7 +133,7 @@ def build_report(
     gates: Sequence[dict] | None = None,
     history: pl.DataFrame | None = None,
     viewer_groups: Sequence[str] | str = ("customers",),
-    worst_n: int = 10,
+    worst_n: int = WORST_N,
     *,
     baseline_manifest: dict | None = None,
     generated_at: dt.datetime | None = None,
@@ -483,7 +483,7 @@ def _gate_judge_errors(summary: pl.DataFrame, system: str, metric: str, k: int |
 
 def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary: pl.DataFrame, split: str,
            golden: pl.DataFrame) -> list[Block]:
-    n_split = golden.filter(pl.col("split") == split).height if split != "all" else golden.height
+    n_split = split_questions(golden, split)
     blocks = [heading(f"Comparison with the baseline (split {split})", 2),
               Block("note", text=f"Every gate compares on split {split} ({n_split} golden questions), not on all "
                                  "questions: values here differ from the summary above, which covers split all.")]

@@ -27,7 +27,7 @@ import polars as pl
 from rag_eval_pipeline.core.metrics.names import trec_name
 from rag_eval_pipeline.core.report.decision import verdict_word
 from rag_eval_pipeline.core.report.markdown import markdown_table, md_text
-from rag_eval_pipeline.core.report.questions import question_anchor, regressed_questions
+from rag_eval_pipeline.core.report.questions import WORST_N, question_anchor, regressed_questions
 
 #: JUnit outcomes of a case: passed, failed (<failure>), error (<error>), warning (passed, with <system-out>).
 OUTCOMES = ("passed", "failed", "error", "warning")
@@ -140,7 +140,7 @@ def _num(v: float | None, sign: bool = False) -> str:
 
 def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *, title: str, promotion: str,
                      report_link: str | None, extra_failures: Sequence[str] = (), top_questions: int = 10,
-                     linked_per_system: int = 10) -> str:
+                     linked_per_system: int = WORST_N) -> str:
     """A compact Markdown summary of a run for a pull-request comment.
 
     Inputs: ``decision`` (``decision.json``: verdict, blocking_failures, warnings, split_questions, split,

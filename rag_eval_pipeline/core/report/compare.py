@@ -31,6 +31,7 @@ from rag_eval_pipeline.core.report.blocks import Block, Cell, fmt, fmt_count, he
 from rag_eval_pipeline.core.report.compare_sides import Side
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html, toc
 from rag_eval_pipeline.core.report.markdown import render_markdown
+from rag_eval_pipeline.core.report.questions import anchor_text
 
 _EPS = 1e-12
 SORT_SCRIPT = """
@@ -312,10 +313,9 @@ def _side_cells(side: Side, q: str, acc: ReportAccess, evidence: set[str]) -> di
 
 
 def card_anchor(question_id: str) -> str:
-    """The HTML id of a question's card on the comparison page: ``cq-<question id>`` (unsafe characters as -)."""
-    import re
-
-    return "cq-" + re.sub(r"[^A-Za-z0-9_.-]", "-", question_id)
+    """The HTML id of a question's card on the comparison page: ``cq-<question id>`` (unsafe characters as -,
+    as the report's :func:`~rag_eval_pipeline.core.report.questions.anchor_text`)."""
+    return "cq-" + anchor_text(question_id)
 
 
 def _question_blocks(c: Comparison, golden: pl.DataFrame | None, acc: ReportAccess, max_questions: int) -> list[Block]:

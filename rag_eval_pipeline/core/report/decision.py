@@ -127,6 +127,12 @@ def gate_failure_line(g: Mapping[str, Any], split: str) -> str:
     return f"gate {g.get('system')}/{_gate_label(g)} (split {split}): {g.get('status')}: {g.get('reason')}"
 
 
+def split_questions(golden: pl.DataFrame, split: str) -> int:
+    """The golden questions a gate split covers: those of ``split``, or every question for "all". Input: a
+    golden_set frame (``split`` column). Output: a count. Raises nothing beyond polars' for a missing column."""
+    return golden.height if split == "all" else golden.filter(pl.col("split") == split).height
+
+
 def judge_errors_by_system(judge_labels: pl.DataFrame) -> list[JudgeErrors]:
     """Per system: claim labels with verdict JUDGE_ERROR and all claim labels (every repeat), sorted by system.
 
