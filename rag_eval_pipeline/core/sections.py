@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.yamlio import line_of
+from rag_eval_pipeline.core.yamlio import shown as _shown
 
 S = TypeVar("S")
 _SHOWN = 80
@@ -51,8 +53,6 @@ __all__ = ["MAX_NAME_CHARS", "At", "Key", "SectionError", "check_callable_target
 
 def shown(value: object) -> str:
     """A value for an error message: its repr, cut to 80 characters (a value may be megabytes long)."""
-    from rag_eval_pipeline.core.yamlio import shown as _shown
-
     return _shown(value, _SHOWN)
 
 
@@ -184,13 +184,9 @@ class At:
     environ: Mapping[str, str] | None = None
 
     def line(self, path: tuple | None = None) -> int | None:
-        """The file line of ``path`` (default: this value's), or of its nearest enclosing key."""
-        p = tuple(k if isinstance(k, int) else str(k) for k in (self.path if path is None else path))
-        while p:
-            if p in self.lines:
-                return self.lines[p]
-            p = p[:-1]
-        return None
+        """The file line of ``path`` (default: this value's), or of its nearest enclosing key
+        (:func:`rag_eval_pipeline.core.yamlio.line_of`)."""
+        return line_of(self.lines, self.path if path is None else path)
 
     def child(self, name: str | int, label: str | None = None) -> At:
         """The place of key ``name`` (or list index) inside this value."""
