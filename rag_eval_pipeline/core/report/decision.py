@@ -3,7 +3,7 @@
 The report's first section, its asset metadata, ``decision.json`` beside the tables, the CLI's
 ``--summary-md`` and ``--junit-xml`` all render one :class:`Decision`, so the places people look agree.
 
-Verdict (definitions in ``docs/report.md``):
+Verdict (definitions in ``docs/gates-and-reports.md``, "The first screen: the decision"):
 
 - **fail**: a blocking gate failed for a reason other than an inconclusive test (a regression the
   paired test calls real, a floor breached, a null value, a comparison across golden or corpus
