@@ -269,7 +269,9 @@ class CalibrationConfig:
     level: str = key("claim", choices=CALIBRATION_LEVELS, doc="claim: one label per claim; response: per answer")
     mapping: CalibrationMapping | None = key(None, doc="judge_rule, judge, human_rule, human, labels")
 
-    def validate(self, at):  # noqa: D102
+    def validate(self, at):
+        """The section as given in a file (``configured``), once its rules hold: ``human_labels`` set and not a
+        folder, ``mapping`` one the level can use. Raises SectionError at ``at`` otherwise."""
         if self.human_labels is None:
             raise at.error("is required in the calibration section", label="calibration.human_labels")
         if self.human_labels.exists() and not self.human_labels.is_file():

@@ -91,6 +91,7 @@ class MetricRow:
 
     @property
     def label(self) -> str:
+        """The metric as trec_eval prints it: ``recall_5``, ``map``."""
         return trec_name(self.metric, self.k)
 
     @property
@@ -114,6 +115,7 @@ class QuestionChange:
 
     @property
     def regressed(self) -> bool:
+        """True when any of its changes is a drop (oriented by the metric's direction)."""
         return any(d < -_EPS for *_x, d in self.changes)
 
     @property

@@ -21,7 +21,8 @@ class AnswerTextSpec(SystemSpec):
         DEFAULT_ABSTAIN_PHRASES, items=Key(check=check_nonblank),
         doc="an answer containing one (case-insensitive) is an abstention when the system gives no decision")
 
-    def validate(self, at):  # noqa: D102 - strip the phrases once, here
+    def validate(self, at):
+        """The section with its abstain phrases stripped of surrounding spaces (once, here)."""
         import dataclasses
 
         return dataclasses.replace(self, abstain_phrases=tuple(p.strip() for p in self.abstain_phrases))

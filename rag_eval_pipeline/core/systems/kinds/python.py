@@ -41,6 +41,8 @@ class PythonRunner:
         self.system = PythonSystem(spec, fn)
 
     def run(self, golden: pl.DataFrame, ctx: RunContext) -> SystemRun:
+        """One call per golden question: the ``rag_runs`` rows (an exception or a reply outside the run-log
+        schema is an ``error`` row) and what the run counted (calls, errors by kind)."""
         from rag_eval_pipeline.core.systems.base import questions_of, row_counts, rows_frame
 
         rows = self.system.run(questions_of(golden), ctx)

@@ -76,7 +76,8 @@ class RetrieverConfig:
     k_rrf: float = key(60.0, low=0.0, when=_HYBRID, doc="reciprocal rank fusion constant")
     depth: int | None = key(None, when=_HYBRID, doc="hits fused from each side, >= k; default max(k, 100)")
 
-    def validate(self, at):  # noqa: D102
+    def validate(self, at):
+        """Refuse a hybrid ``depth`` below ``k`` (fewer hits fused than recorded); SectionError at ``at``."""
         if self.depth is not None and self.depth < self.k:
             raise at.fail("depth", f"must be an integer >= k ({self.k}), got {self.depth!r}")
         return None
@@ -100,6 +101,7 @@ class RetrieverConfig:
         return out
 
     def as_json(self) -> dict[str, Any]:
+        """The block as JSON values (its size is checked against :data:`MAX_BLOCK_CHARS`): :meth:`resolved`."""
         return self.resolved()
 
 
@@ -116,6 +118,7 @@ class GeneratorConfig:
     stopwords: str | tuple[str, ...] | None = key("auto", doc="a bm25s list name or words; auto: the language's")
 
     def as_json(self) -> dict[str, Any]:
+        """Every key and its value, as JSON values (stored on every row with the generator's version)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
