@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.corpus import STRATEGIES
 from rag_eval_pipeline.core.errors import ConfigError
-from rag_eval_pipeline.core.metrics.calibration_mapping import LEVELS
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
 from rag_eval_pipeline.core.sections import Key, check_nonblank, check_short_text, key
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.systems.base import SystemSpec
 
-CALIBRATION_LEVELS = LEVELS  # declared where the levels are mapped (core.metrics.calibration_mapping)
+#: The calibration levels (``core.metrics.calibration_mapping.LEVELS`` is this tuple: the configuration imports
+#: no metric module).
+CALIBRATION_LEVELS = ("claim", "response")
 CHUNKING_STRATEGIES = STRATEGIES  # declared where chunks are cut (core.corpus)
 GATE_SPLITS = ("dev", "test", "all")
 ON_DUPLICATE = ("error", "keep_first")
