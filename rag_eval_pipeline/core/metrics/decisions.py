@@ -259,11 +259,11 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
             status = status.when(dec == "error").then(pl.lit("run_error"))
         for cond, why in extra:
             status = status.when(cond).then(pl.lit(why))
-        status = status.otherwise(pl.lit("ok"))
+        status_expr = status.otherwise(pl.lit("ok"))
         ok = pl.col("status") == "ok"
         value = pl.when(ok).then(indicator.cast(pl.Float64)).otherwise(None)
         frames.append(
-            base.with_columns(status.alias("status"))
+            base.with_columns(status_expr.alias("status"))
             .select(
                 "system",
                 "question_id",
