@@ -257,8 +257,10 @@ def _chain_index(lwords: list[str], lvi: int, strength: str | None) -> int | Non
 def _shared_prefix(left: str, prefix: str, lwords: list[str], lvi: int, right: str, strength: str | None) -> str:
     """The subject prefix, extended with the auxiliary or modal chain when the conjunct's verb is
     non-finite (rule 3)."""
-    want = {"infinitive": "infinitive", "participle": "participle", "bare": "bare", "bare-weak": "bare",
-            "strong": "ed" if not _spanish(lwords) and en_form(_words(right)[0]) == "ed" else None}.get(strength)
+    want_of: dict[str | None, str | None] = {
+        "infinitive": "infinitive", "participle": "participle", "bare": "bare", "bare-weak": "bare",
+        "strong": "ed" if not _spanish(lwords) and en_form(_words(right)[0]) == "ed" else None}
+    want = want_of.get(strength)
     if want is None:
         return prefix
     if want == "ed":
@@ -354,7 +356,7 @@ def _series(left: str, right: str, negate: bool) -> list[str] | None:
             if kd == "CLAUSE":
                 out.append(_own_subject(r, prefix))
             elif st == "fronted":
-                out.append(_two_parts(first, r)[1] if _two_parts(first, r) else r)
+                out.append(parts[1] if (parts := _two_parts(first, r)) else r)
             else:
                 out.append(_join_vp(_shared_prefix(first, prefix, lwords, lvi, r, st), r,
                                     negate and i == len(rights) - 1))

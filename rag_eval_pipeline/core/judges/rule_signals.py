@@ -11,7 +11,7 @@ embeddings across claims and answers) and only where the rule's verdict can stil
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,11 @@ class EncoderSignals:
     params: dict
     semantic: bool
 
+    if TYPE_CHECKING:
+        @property
+        def encoder(self) -> Any:  # RuleBasedJudge's: an object with ``encode`` or ``similarity``
+            ...
+
     def _resolve(self, preps: list[_Prepared]) -> None:
         """Fill the encoder signals where they can change a verdict, in two rounds of one encoder
         batch each: first only each undecided claim's best sentence by words (most claims are
@@ -48,7 +53,7 @@ class EncoderSignals:
         open_claims = [(p, i) for p in preps for i, c in enumerate(p.claims)
                        if not _fixed_reason(c) and not any(decide(ev, p_) == "SUPPORTED" for ev in p.rows[i])]
         for first_only in (True, False):
-            pairs = []
+            pairs: list[tuple[_Prepared, int, int]] = []
             for p, i in open_claims:
                 row = p.rows[i]
                 cands = sorted((j for j, ev in enumerate(row)
