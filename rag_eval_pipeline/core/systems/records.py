@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import InputError
@@ -206,7 +207,7 @@ def record_to_row(record: dict, ctx: RunContext, question_id: str, *, where: str
     return {**row, "latency_ms": None, "system_version": None, "decision_rule": None}
 
 
-def mapped_to_row(reply: Any, fields: dict[str, str], phrases: list[str], ctx: RunContext,
+def mapped_to_row(reply: Any, fields: Mapping[str, str], phrases: list[str], ctx: RunContext,
                   question_id: str) -> dict:
     """Read a reply of another shape through ``response_fields`` (dotted paths) into a row.
 
