@@ -10,9 +10,9 @@ the reply is any JSON document and each field is read at a dotted path (``data.h
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import InputError
