@@ -43,6 +43,8 @@ otherwise. Aggregation (sum of values / count of non-null) is done by ``summary.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError
@@ -159,7 +161,7 @@ def _validate(rag_runs: pl.DataFrame, golden: pl.DataFrame) -> None:
 
 def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
                               snapshot: pl.DataFrame | None = None, *,
-                              abstention_phrases: dict | None = None,
+                              abstention_phrases: Mapping[str, Sequence[str]] | None = None,
                               text_abstention_is_abstention: bool = True) -> pl.DataFrame:
     """Per-question 0/1 decision indicators for every system in ``rag_runs`` and every golden question.
 
