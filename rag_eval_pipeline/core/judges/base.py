@@ -110,8 +110,9 @@ class Judge(Protocol):
 
 # Optional capabilities. Each is a small runtime-checkable Protocol: a judge class has one when it
 # defines the members, and callers ask ``isinstance(judge, Capability)``, never ``hasattr``. A new
-# judge is one class that implements :class:`Judge` plus whichever of these it offers; a type checker
-# verifies each against its Protocol.
+# judge is one class that implements :class:`Judge` plus whichever of these it offers. mypy (``.ci/run``)
+# checks every judge class against :class:`Judge` (each judge type's builder returns one); which
+# capabilities a judge has is decided by ``isinstance`` at run time, and a test pins them per judge.
 
 
 @runtime_checkable
