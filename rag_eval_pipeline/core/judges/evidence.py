@@ -112,6 +112,34 @@ def extra_words(claim: Tokens, sentence: Tokens, names_in_chunk: frozenset[str] 
     return tuple(out), strict
 
 
+def aligned_candidates(extra: str, claim_seq: tuple[str, ...], sentence_seq: tuple[str, ...],
+                       allowed: frozenset[str], width: int) -> list[str]:
+    """The sentence words an extra claim word may substitute for, by its position: the words
+    between the sentence positions of its nearest shared neighbours in the claim (the claim words
+    left and right of it that the sentence also has), at most ``width`` after the left one and
+    ``width`` before the right one; with one neighbour, the ``width`` words on its side; with none,
+    or ``width`` 0, every allowed word. Only words of ``allowed`` (sentence words the claim does
+    not use) are returned, sorted. Source: monolingual word alignment by contextual evidence
+    (Sultan, Bethard & Sumner, TACL 2014: a word aligns with a similar word whose neighbours are
+    aligned too)."""
+    if width <= 0 or extra not in claim_seq:
+        return sorted(allowed)
+    k = claim_seq.index(extra)
+    where: dict[str, list[int]] = {}
+    for i, w in enumerate(sentence_seq):
+        where.setdefault(w, []).append(i)
+    left = next((claim_seq[i] for i in range(k - 1, -1, -1) if claim_seq[i] in where), None)
+    right = next((claim_seq[i] for i in range(k + 1, len(claim_seq)) if claim_seq[i] in where), None)
+    if left is None and right is None:
+        return sorted(allowed)
+    spots: set[int] = set()
+    for a in where.get(left, ()):
+        spots.update(range(a + 1, min(a + 1 + width, len(sentence_seq))))
+    for b in where.get(right, ()):
+        spots.update(range(max(0, b - width), b))
+    return sorted({sentence_seq[i] for i in spots} & allowed)
+
+
 def evidence(claim: Tokens, sentence: Tokens, *, entities_ok: bool = True, cross_lingual: bool = False,
              extra: tuple[str, ...] = (), extra_strict: int = 0) -> Evidence:
     """The lexical, numeric and negation evidence of one (claim, sentence) pair; semantic None.
@@ -157,7 +185,7 @@ def extras_left(ev: Evidence, params: dict) -> int:
     if ev.extra_strict or ev.counterpart is None:
         return len(ev.extra)
     tau = params.get("word_counterpart", 1.01)
-    return sum(c < tau for c in ev.counterpart)
+    return sum(not c >= tau for c in ev.counterpart)  # NaN (not computed) is not excused
 
 
 def _supported_but_extras(ev: Evidence, params: dict) -> bool:

@@ -173,6 +173,8 @@ def _word_value(w: str) -> tuple[str, int] | None:
 
 def words_to_numbers(text: str) -> str:
     """Replace runs of number words by digits (rule 2 of the module docstring); never raises."""
+    if not _NUMBER_WORD.search(text):
+        return text  # no word can start a number ("a"/"an" only count before "hundred"/"thousand")
     words = list(_WORD.finditer(text))
     out: list[str] = []
     pos = 0
@@ -276,7 +278,7 @@ def normalise_units(text: str) -> str:
             return w  # "m", "h", "g", "s" alone are letters, not units
         return canon
 
-    return re.sub(r"[a-z]+", unit, t)
+    return _UNIT_WORD.sub(unit, t)
 
 
 def _after_number(text: str, start: int) -> bool:
@@ -285,8 +287,23 @@ def _after_number(text: str, start: int) -> bool:
 
 def normalise_quantities(text: str) -> str:
     """Dates, numbers in words and units of a folded text, in that order (module docstring)."""
-    t = normalise_dates(_PERCENT_WORDS.sub(" percent ", text))
+    t = _PERCENT_WORDS.sub(" percent ", text)
+    if _DATE_HINT.search(t):  # every date pattern needs a digit or "primero"
+        t = normalise_dates(t)
     t = _HYPHEN_NUM.sub(lambda m: m.group(1) + " ", t)
     t = words_to_numbers(t)
-    t = normalise_dates(t)  # "quince de marzo de 2024" once "quince" is 15
+    if _DATE_HINT.search(t):
+        t = normalise_dates(t)  # "quince de marzo de 2024" once "quince" is 15
     return normalise_units(t)
+
+
+#: Words that can start a number phrase in :func:`_parse_number` (every number word but the
+#: articles, which only count before "hundred"/"thousand", themselves number words).
+_NUMBER_WORD = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(
+    set(_ES_UNITS) | set(_EN_UNITS) | set(_ES_TENS) | set(_EN_TENS) | set(_ES_HUNDREDS)
+    | {"hundred", "mil", "thousand", "docena", "dozen", "half", "medio", "media"}, key=len, reverse=True))
+    + r")(?![a-z])")
+#: A maximal run of letters a-z that is a unit word: the runs :func:`normalise_units` may rewrite.
+_UNIT_WORD = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(
+    (u for u in UNITS if re.fullmatch(r"[a-z]+", u)), key=len, reverse=True)) + r")(?![a-z])")
+_DATE_HINT = re.compile(r"\d|primero")

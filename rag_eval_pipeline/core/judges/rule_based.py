@@ -176,6 +176,10 @@ def _check_params(params: dict, where: str) -> None:
             raise ValueError(f"{where}: parameter {key!r} must be a number in [{low:g}, 1], got {v!r}")
     if params["support_lexical"] <= 0:
         raise ValueError(f"{where}: parameter 'support_lexical' must be > 0")
+    for key, low in (("counterpart_window", 0), ("semantic_span", -1)):
+        v = params.get(key, low)
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 50:
+            raise ValueError(f"{where}: parameter {key!r} must be a whole number in [{low}, 50], got {v!r}")
     if params.get("extra_scope", "passage") not in ("passage", "neighbours"):
         raise ValueError(f"{where}: parameter 'extra_scope' must be 'passage' or 'neighbours', "
                          f"got {params['extra_scope']!r}")

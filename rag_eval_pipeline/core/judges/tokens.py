@@ -110,6 +110,7 @@ class Tokens:
         return self.words | self.numbers
 
 
+@lru_cache(maxsize=200_000)
 def _fold(text: str) -> str:
     t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
     t = "".join(ch for ch in t if not unicodedata.combining(ch))
@@ -134,15 +135,17 @@ def language_of(text: str) -> str | None:
     return None if es == en else ("spanish" if es > en else "english")
 
 
-@lru_cache(maxsize=200_000)
 def tokens(text: str, language: str | None = None) -> Tokens:
     """Content tokens of ``text`` (rules in the module docstring), stemmed for ``language``
     ("spanish" / "english"; None: detected from the text). A claim is tokenised in the language of
     the sentence it is compared with, so both sides share one stemmer. Never raises; cached."""
+    return _tokens(text, language or language_of(text) or "english")
+
+
+@lru_cache(maxsize=200_000)
+def _tokens(text: str, language: str) -> Tokens:
     folded = _fold(text)
     matches = list(_TOKEN.finditer(folded))
-    if language is None:
-        language = language_of(text) or "english"
     stem = _stemmer(language).stemWord
     words: set[str] = set()
     numbers: set[str] = set()
@@ -225,6 +228,33 @@ def stem_surfaces(text: str, language: str) -> dict[str, str]:
             continue
         out.setdefault(stem(w), w)
     return out
+
+
+@lru_cache(maxsize=200_000)
+def stem_sequence(text: str, language: str) -> tuple[str, ...]:
+    """The stems of ``text``'s content words in text order, repeats kept (the words of
+    :func:`tokens` with ``language``, numbers and dates left out): positions for word alignment."""
+    stem = _stemmer(language).stemWord
+    return tuple(stem(w) for m in _TOKEN.finditer(_fold(text))
+                 if (w := m.group("word")) is not None and len(w) >= 2 and w not in STOPWORDS
+                 and w not in NEGATIONS)
+
+
+@lru_cache(maxsize=200_000)
+def aligned_span(sentence: str, claim: str, language: str, margin: int) -> str:
+    """The part of ``sentence`` that ``claim`` speaks of: from its first to its last word whose
+    stem (in ``language``) is a word of the claim, widened by ``margin`` words on each side; an
+    exact substring of ``sentence``. The whole sentence when ``margin`` < 0 or no word is shared."""
+    if margin < 0:
+        return sentence
+    stem = _stemmer(language).stemWord
+    wanted = _tokens(claim, language).words
+    spans = [(m.start(), m.end(), stem(_fold_word(m.group()))) for m in re.finditer(r"[^\W_]+", sentence)]
+    hits = [k for k, (_, _, st) in enumerate(spans) if st in wanted]
+    if not hits:
+        return sentence
+    a, b = max(0, hits[0] - margin), min(len(spans) - 1, hits[-1] + margin)
+    return sentence[spans[a][0]:spans[b][1]]
 
 
 def stem_word(word: str, language: str) -> str:
