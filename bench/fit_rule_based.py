@@ -21,6 +21,13 @@ and per generating model (``model_name``). Beside it, on the same folds, the nai
 content-word overlap (lower-cased letter runs minus the judge's stopwords; share of the response's
 words found in the snippet) with one threshold fitted the same way.
 
+Two structural choices are not searched by the grid but set by options, each value compared by the
+same cross-validation (one run per value; the runs are listed in docs/judges.md):
+``--counterpart-window`` (how many sentence words on each side of an extra word's aligned place may
+excuse it; 0 = any word of the sentence) and ``--semantic-span`` (words kept around the part of the
+sentence that shares the claim's words when the semantic signal encodes it; -1 = the whole
+sentence). Defaults: the values in the parameter file.
+
 ``--write`` stores the parameters fitted on all 430 responses in the package's parameter file
 (their sha256 becomes the judge's prompt_sha256, so every earlier calibration goes stale).
 
@@ -161,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     default = Path(os.environ.get("RAG_EVAL_DATASETS", REPO.parent / "shared" / "datasets"))
     ap.add_argument("--datasets", type=Path, default=default)
     ap.add_argument("--write", action="store_true", help="store the parameters fitted on all rows")
+    ap.add_argument("--counterpart-window", type=int, default=None,
+                    help="sentence words on each side of an extra word's aligned place (0: all)")
+    ap.add_argument("--semantic-span", type=int, default=None,
+                    help="words kept around the claim's part of a sentence for the semantic signal (-1: all)")
     args = ap.parse_args(argv)
     path = args.datasets / "begin_wow" / "begin_dev_wow.tsv"
     if not path.is_file():
@@ -169,6 +180,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for r in load_begin(path) if r["begin_label"] != "Generic"]
     human = ["attributable" if r["begin_label"] == "Fully attributable" else "not_attributable" for r in rows]
     judge = RuleBasedJudge()
+    structure = {"counterpart_window": int(judge.params.get("counterpart_window", 0)),
+                 "semantic_span": int(judge.params.get("semantic_span", -1))}
+    if args.counterpart_window is not None:
+        structure["counterpart_window"] = args.counterpart_window
+    if args.semantic_span is not None:
+        structure["semantic_span"] = args.semantic_span
+    judge.params.update(structure)
+    print(f"structure: {structure}")
     t0 = time.perf_counter()
     tables = [response_evidence(judge, r["response"], r["knowledge"]) for r in rows]
     print(f"evidence for {len(rows)} responses (semantic on every pair) in {time.perf_counter() - t0:.1f}s")
@@ -221,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         out = {
             **{k: v for k, v in current.items() if k not in p_all},  # rule, encoder, sentence_window
             **{k: p_all[k] for k in ("support_lexical", "lexical_floor", "support_semantic", "word_counterpart")},
+            **structure,
             "fitted_on": "BEGIN WoW dev (begin_wow/begin_dev_wow.tsv, 430 responses), bench/fit_rule_based.py",
             "cv_kappa_5fold_grouped": round(k_rule, 3),
             "cv_kappa_baseline_overlap": round(k_base, 3),
