@@ -14,7 +14,9 @@ Signals, per (claim, sentence) pair (tokens from :mod:`~rag_eval_pipeline.core.j
   sentence's passage (its chunk) has it: the passage is the evidence, and a sentence leaves its
   passage's subject and topic implicit (``extra_scope`` "passage"; "neighbours" narrows this to the
   chunk's first sentence and the sentence before). A unit ("días", "hours") must be in the sentence
-  itself, as must every number and date (``numbers_ok``). Each remaining extra word may still be
+  itself, as must every number and date (``numbers_ok``) and every quantifier, ordinal or
+  comparison marker (:data:`QUANTIFIERS`: "both", "all", "only", "first", "than", "ambos", "todos",
+  "solo", ...: they say how many or which one, as a number does). Each remaining extra word may still be
   excused by a *word-level entailment signal*: its best cosine, over the sentence's words that the
   claim does not use, of single-word embeddings (the same encoder, passage side) is at least
   ``word_counterpart`` — a substitution ("coste" / "precio"), not an addition. An extra unit or name
@@ -50,6 +52,13 @@ from rag_eval_pipeline.core.judges.tokens import Tokens
 UNIT_TOKENS: frozenset[str] = frozenset(UNITS.values())
 #: Modal verbs (stems, es and en; a closed class): they hedge a fact but add no detail of it.
 MODAL_STEMS: frozenset[str] = frozenset({"may", "might", "must", "shall", "pued", "deb"})
+#: Quantifiers, ordinals and the comparison marker (folded surface words, es and en; closed
+#: classes): like a number they say how many or which one ("both cocktails", "all members", "only
+#: on Sundays", "the first event", "younger than"), so a claim's one that the sentence lacks is an
+#: added detail that no similar word excuses. Spanish "que" is left out: it is mostly a conjunction.
+QUANTIFIERS: frozenset[str] = frozenset(
+    "both all every each only first than ambos ambas todos todas cada solo solamente unicamente "
+    "primer primera".split())
 #: The decision rule's parameters; ``word_counterpart`` may be absent (then no word is excused).
 PARAM_KEYS = ("support_lexical", "support_semantic", "lexical_floor")
 OPTIONAL_KEYS = ("word_counterpart",)
@@ -138,6 +147,12 @@ def aligned_candidates(extra: str, claim_seq: tuple[str, ...], sentence_seq: tup
     for b in where.get(right, ()):
         spots.update(range(max(0, b - width), b))
     return sorted({sentence_seq[i] for i in spots} & allowed)
+
+
+def quantifier_extras(claim_words: frozenset[str], sentence_words: frozenset[str]) -> tuple[str, ...]:
+    """The :data:`QUANTIFIERS` among ``claim_words`` (folded surface words) that ``sentence_words``
+    lacks, sorted: extra details never excused."""
+    return tuple(sorted((claim_words & QUANTIFIERS) - sentence_words))
 
 
 def evidence(claim: Tokens, sentence: Tokens, *, entities_ok: bool = True, cross_lingual: bool = False,

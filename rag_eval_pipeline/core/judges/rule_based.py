@@ -78,6 +78,7 @@ from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported
     matches,
     needs_counterparts,
     needs_semantic,
+    quantifier_extras,
     with_counterpart,
     with_semantic,
 )
@@ -102,9 +103,10 @@ JUDGE_NAME = "rule_based"
 PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
 #: retrieved context can support it.
-_FIRST_PERSON = re.compile(r"(?:^|[^\w'])"
+#: A word joined to another by a hyphen ("RIG-I", "type-I") is part of a name, not a pronoun.
+_FIRST_PERSON = re.compile(r"(?<![\w'])(?<!\w-)"
                            r"(i|i'm|i've|i'd|i'll|me|my|myself|yo|creo que|me gusta|me encanta)"
-                           r"(?=$|[^\w'])", re.IGNORECASE)
+                           r"(?![\w'])(?!-\w)(?!\.\w)", re.IGNORECASE)  # "i.c.r.": an abbreviation
 _FIRST_PERSON_I = re.compile(r"(?:^|[^\w'])i\s+'(?:m|ve|d|ll)\b", re.IGNORECASE)  # tokenised "I 'm"
 #: Quoted spans (titles: "I Will Always Love You", «Yo, Claudio»): not the speaker's words.
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|‘[^’]*’")
@@ -241,6 +243,8 @@ _EMPTY = Evidence(0.0, 0.0, None, False, False, frozenset())
 #: The splitter's own connective when it separates a period's start ("... se cuenta desde X", "...
 #: counts from X"): a word the answer did not write, so it is not matched against the context.
 _SPLITTER_CONNECTIVE = re.compile(r"\s(?:se cuenta|counts)\s(?=(?:desde|a partir de|from|after)\s)", re.IGNORECASE)
+
+
 
 
 def available_cores() -> int:
@@ -433,6 +437,9 @@ class RuleBasedJudge(EncoderSignals):
                 if cross:  # across languages no word is shared: only units and names are checked
                     extra = tuple(m for m in extra if m in UNIT_TOKENS or m in name_stems)
                     strict = len(extra)
+                if not cross:
+                    q = quantifier_extras(surface_words(text), surface_words(s.text))
+                    extra, strict = extra + q, strict + len(q)
                 ev = replace(ev, extra=extra, extra_strict=strict)
             row.append(ev)
         return row
