@@ -13,7 +13,11 @@ Signals, per (claim, sentence) pair (tokens from :mod:`~rag_eval_pipeline.core.j
   letters, or all but the last letter of a short word: "gratis" / "gratuito"), or when the
   sentence's passage (its chunk) has it: the passage is the evidence, and a sentence leaves its
   passage's subject and topic implicit (``extra_scope`` "passage"; "neighbours" narrows this to the
-  chunk's first sentence and the sentence before). A unit ("días", "hours") must be in the sentence
+  chunk's first sentence and the sentence before). The passage excuses only a word the sentence
+  leaves out, not one it replaces: when the sentence holds another content word in the claim word's
+  aligned place (between the sentence positions of the claim word's shared neighbours,
+  :func:`substituted`), only the sentence itself can excuse it, so "Globex was founded in 1990" does
+  not state "Acme was founded in 1990" although the passage names Acme elsewhere. A unit ("días", "hours") must be in the sentence
   itself, as must every number and date (``numbers_ok``) and every quantifier, ordinal or
   comparison marker (:data:`QUANTIFIERS`: "both", "all", "only", "first", "than", "ambos", "todos",
   "solo", ...: they say how many or which one, as a number does). Each remaining extra word may still be
@@ -99,12 +103,22 @@ def literal_counterpart(a: str, b: str) -> bool:
 
 def extra_words(claim: Tokens, sentence: Tokens, names_in_chunk: frozenset[str] = frozenset(),
                 claim_names: frozenset[str] = frozenset(),
-                around: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], int]:
-    """(extra stems in sorted order, how many are units or names) of a (claim, sentence) pair: claim
-    words absent from the sentence with no literal counterpart among the sentence's other words;
-    a name held by the chunk, or a word of ``around`` (the words the sentence may leave implicit, see
-    the module docstring), is not extra; a unit always must be in the sentence. ``claim_names`` are
-    the claim's names as stems."""
+                around: frozenset[str] = frozenset(),
+                taken: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], int]:
+    """(extra stems in sorted order, how many are units or names) of a (claim, sentence) pair.
+
+    Input: the two sides' :class:`~rag_eval_pipeline.core.judges.tokens.Tokens` (one language);
+    ``names_in_chunk`` (stems of the claim's names that the sentence's chunk states),
+    ``claim_names`` (the claim's names as stems), ``around`` (stems the sentence may leave implicit:
+    its passage or neighbours, module docstring) and ``taken`` (stems whose aligned place in the
+    sentence holds another word: :func:`substituted`). Output: (sorted tuple of stems, count of
+    units and names among them). Rules: a claim word absent from the sentence, with no literal
+    counterpart among the sentence's other words, is extra; a name held by the chunk, or a word of
+    ``around``, is not extra unless it is ``taken`` (the sentence states something else in its
+    place: "Globex was founded in 1990" does not state "Acme was founded in 1990" because the
+    passage names Acme elsewhere); a unit must always be in the sentence; a modal verb is never
+    extra. Never raises. Source: FActScore (Min et al., EMNLP 2023): an atomic fact is supported
+    only when the knowledge source states all of it."""
     missing = claim.words - sentence.words
     if not missing:
         return (), 0
@@ -112,7 +126,9 @@ def extra_words(claim: Tokens, sentence: Tokens, names_in_chunk: frozenset[str] 
     out = []
     strict = 0
     for m in sorted(missing):
-        if m in names_in_chunk or m in MODAL_STEMS or (m in around and m not in UNIT_TOKENS):
+        if m in MODAL_STEMS:
+            continue
+        if m not in taken and (m in names_in_chunk or (m in around and m not in UNIT_TOKENS)):
             continue
         if m not in UNIT_TOKENS and any(literal_counterpart(m, u) for u in others):
             continue
@@ -147,6 +163,34 @@ def aligned_candidates(extra: str, claim_seq: tuple[str, ...], sentence_seq: tup
     for b in where.get(right, ()):
         spots.update(range(max(0, b - width), b))
     return sorted({sentence_seq[i] for i in spots} & allowed)
+
+
+def substituted(missing: frozenset[str], claim_seq: tuple[str, ...], sentence_seq: tuple[str, ...],
+                allowed: frozenset[str], width: int) -> dict[str, tuple[str, ...]]:
+    """The words of ``missing`` (claim stems the sentence lacks) whose aligned place in the sentence
+    holds a word of ``allowed`` (a sentence content word the claim does not use): the sentence
+    states another word there, so the claim word is a substitution, which only the sentence itself
+    (a literal or word-level counterpart) may excuse, never the rest of the passage.
+
+    Input: stem sequences in text order (:func:`~rag_eval_pipeline.core.judges.tokens.stem_sequence`),
+    ``width`` >= 1 sentence words on each side of the aligned place (as in
+    :func:`aligned_candidates`). A word outside ``claim_seq``, or with no neighbour the sentence
+    shares, has no aligned place and is not returned. Output: {claim stem: the sentence stems in
+    its aligned place, sorted}. Never raises.
+    Source: monolingual word alignment by contextual evidence (Sultan, Bethard & Sumner, TACL 2014)."""
+    width = max(1, int(width))
+    shared = set(sentence_seq)
+    out: dict[str, tuple[str, ...]] = {}
+    for m in sorted(missing):
+        if m not in claim_seq:
+            continue
+        k = claim_seq.index(m)
+        if not any(w in shared for w in claim_seq[:k] + claim_seq[k + 1:]):
+            continue
+        cands = aligned_candidates(m, claim_seq, sentence_seq, allowed, width)
+        if cands:
+            out[m] = tuple(cands)
+    return out
 
 
 def quantifier_extras(claim_words: frozenset[str], sentence_words: frozenset[str]) -> tuple[str, ...]:

@@ -14,7 +14,11 @@ de 2024" and "March 1, 2024" end up with the same tokens. Rules, in order:
    "two thousand"), plus "a dozen"/"una docena" (12), "half"/"medio"/"media" (0.5) and "a/an/un/
    una" only before "hundred"/"thousand"/"cien"/"mil". Hyphenated compounds ("three-year",
    "24-hour") are split into number and word. "one"/"un"/"una"/"uno" alone are left as they are
-   (they are mostly articles or pronouns).
+   (they are mostly articles or pronouns). A number followed by a scale word is multiplied out:
+   "1.2 million" / "1,2 millones" / "un millón" → 1200000 / 1000000, "3 mil" → 3000, "2.5
+   thousand" → 2500, "mil millones" / "millardo(s)" / "billion" → × 10⁹ (the English short scale),
+   Spanish "billón" / "billones" → × 10¹² (the long scale), so "1,200,000" and "1.2 million" are
+   the same number.
 3. **Units**: each unit word or symbol becomes one canonical word: W/vatio(s)/watt(s) → ``watt``,
    h/hora(s)/hour(s) → ``hour``, día(s)/day(s) → ``day``, €/EUR/euro(s) → ``eur``, %/por ciento/
    percent → ``percent``, km, kg, g, cm, mm, m, mAh, °C, minutes, seconds, weeks, months, years...
@@ -262,6 +266,39 @@ def _followed_by_unit(words, i: int) -> bool:
             and words[i + 1].group() not in ("m", "s", "g", "h", "v", "w"))
 
 
+#: Scale words (folded) and their factors: English short scale, Spanish long scale (RAE, *Ortografía*
+#: 2010 §9; "mil millones" / "millardo" = 10⁹, "billón" = 10¹²).
+_SCALES: dict[str, int] = {
+    "mil millones": 10**9, "millardo": 10**9, "millardos": 10**9, "billion": 10**9, "billions": 10**9,
+    "billon": 10**12, "billones": 10**12, "millon": 10**6, "millones": 10**6, "million": 10**6,
+    "millions": 10**6, "thousand": 1000, "thousands": 1000, "mil": 1000,
+}
+_SCALED = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)*|un|una|a|one) (" + "|".join(
+    sorted((k.replace(" ", r"\s+") for k in _SCALES), key=len, reverse=True)) + r")(?![a-z])")
+
+
+def scale_numbers(text: str) -> str:
+    """Multiply out a number followed by a scale word (rule 2 of the module docstring) in a folded
+    text: "1.2 million" → "1200000", "2,5 millones" → "2500000", "un millon" → "1000000".
+
+    Input: folded text (lower case, no accents). Output: a new string; a decimal result keeps its
+    fraction ("0.0005 thousand" → "0.5"). Never raises."""
+    from decimal import Decimal
+
+    from rag_eval_pipeline.core.judges.tokens import canonical_number
+
+    def value(m: re.Match) -> str:
+        num = m.group(1)
+        base = Decimal(1) if num in ("un", "una", "a", "one") else Decimal(canonical_number(num)) \
+            if re.fullmatch(r"\d+(?:\.\d+)?", canonical_number(num)) else None
+        if base is None:
+            return m.group()  # an identifier ("1.2.3"), not a number
+        v = base * _SCALES[re.sub(r"\s+", " ", m.group(2))]
+        return str(int(v)) if v == v.to_integral_value() else format(v.normalize(), "f")
+
+    return _SCALED.sub(value, text)
+
+
 def normalise_units(text: str) -> str:
     """Split glued units and write every unit as its canonical word (rule 3); never raises."""
     t = _PERCENT_WORDS.sub(" percent ", text)
@@ -291,7 +328,12 @@ def normalise_quantities(text: str) -> str:
     if _DATE_HINT.search(t):  # every date pattern needs a digit or "primero"
         t = normalise_dates(t)
     t = _HYPHEN_NUM.sub(lambda m: m.group(1) + " ", t)
+    scaled = bool(_SCALE_HINT.search(t))
+    if scaled:
+        t = scale_numbers(t)  # "3 mil", "2.5 thousand": before "mil" alone reads as 1000
     t = words_to_numbers(t)
+    if scaled:
+        t = scale_numbers(t)  # "dos millones" once "dos" is 2
     if _DATE_HINT.search(t):
         t = normalise_dates(t)  # "quince de marzo de 2024" once "quince" is 15
     return normalise_units(t)
@@ -307,3 +349,4 @@ _NUMBER_WORD = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(
 _UNIT_WORD = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(
     (u for u in UNITS if re.fullmatch(r"[a-z]+", u)), key=len, reverse=True)) + r")(?![a-z])")
 _DATE_HINT = re.compile(r"\d|primero")
+_SCALE_HINT = re.compile(r"mil|thousand|billi|billon|millardo")

