@@ -17,14 +17,16 @@ Signals, per (claim, sentence) pair (tokens from :mod:`~rag_eval_pipeline.core.j
   leaves out, not one it replaces: when the sentence holds another content word in the claim word's
   aligned place (between the sentence positions of the claim word's shared neighbours,
   :func:`substituted`), only the sentence itself can excuse it, so "Globex was founded in 1990" does
-  not state "Acme was founded in 1990" although the passage names Acme elsewhere. A unit ("días", "hours") must be in the sentence
-  itself, as must every number and date (``numbers_ok``) and every quantifier, ordinal or
-  comparison marker (:data:`QUANTIFIERS`: "both", "all", "only", "first", "than", "ambos", "todos",
-  "solo", ...: they say how many or which one, as a number does). Each remaining extra word may still be
-  excused by a *word-level entailment signal*: its best cosine, over the sentence's words that the
-  claim does not use, of single-word embeddings (the same encoder, passage side) is at least
-  ``word_counterpart`` — a substitution ("coste" / "precio"), not an addition. An extra unit or name
-  is never excused.
+  not state "Acme was founded in 1990" although the passage names Acme elsewhere. A unit ("días",
+  "hours") must be in the sentence itself, as must every number and date (``numbers_ok``) and
+  every quantifier, ordinal or comparison marker (:data:`QUANTIFIERS`: "both", "all", "only",
+  "first", "than", "ambos", "todos", "solo", ...: they say how many or which one, as a number
+  does). Each remaining extra word may still be excused by a *word-level entailment signal*: its
+  best cosine, over the sentence's words that the claim does not use, of single-word embeddings
+  (the same encoder, passage side) is at least ``word_counterpart`` — a substitution ("coste" /
+  "precio"), not an addition. An extra unit or name is never excused; a word of the claim is a
+  name also when its chunk capitalises it inside a sentence, or when the sentence has a name in its
+  aligned place ("Acme" where the sentence says "Globex").
 
 **The decision rule** (parameters fitted by ``bench/fit_rule_based.py`` on public data):
 
