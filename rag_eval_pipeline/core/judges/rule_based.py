@@ -401,11 +401,16 @@ class RuleBasedJudge(EncoderSignals):
     def analyse(self, answer: str, contexts: list[str]) -> list[tuple[str, str | None, list[Evidence]]]:
         """What the fitting script needs: for each checkable claim, (claim, fixed reason or None,
         its evidence row with the semantic score and word counterparts on every pair where they
-        exist). A fixed reason (question, first person) means NOT_MENTIONED whatever the
-        parameters. [] when there is nothing to judge."""
-        p = self._prepare(answer, contexts)
-        if not isinstance(p, _Prepared):
+        exist). The extra words are found on every pair that shares a token with the claim, not
+        only above this judge's ``lexical_floor``, so that the evidence does not depend on the
+        parameters being fitted (any floor of a grid sees the same rows). A fixed reason (question,
+        first person) means NOT_MENTIONED whatever the parameters. Output: a list, [] when there is
+        nothing to judge. Raises only what :meth:`judge` raises."""
+        claims = checkable_claims(answer)
+        sentences = self._sentences(contexts)
+        if not claims or not sentences:
             return []
+        p = _Prepared(claims, sentences, list(contexts), [self._row(c, sentences, floor=0.0) for c in claims])
         self._fill_semantic([p], everywhere=True)
         self._fill_counterparts([p], everywhere=True)
         return [(c, fixed_reason(c), row) for c, row in zip(p.claims, p.rows)]
@@ -433,14 +438,17 @@ class RuleBasedJudge(EncoderSignals):
             return AnswerJudgement("no_retrieval", [], None)
         return _Prepared(claims, sentences, list(contexts), [self._row(c, sentences) for c in claims])
 
-    def _row(self, claim: str, sentences: list[_Sentence]) -> list[Evidence]:
+    def _row(self, claim: str, sentences: list[_Sentence], floor: float | None = None) -> list[Evidence]:
         """Lexical, numeric, negation and extra-detail evidence of one claim against every sentence.
         A sentence that shares no token with the claim (same language) gets the empty evidence
-        without further work: nothing in it can support or contradict the claim."""
+        without further work: nothing in it can support or contradict the claim. Extra words are
+        looked for where the word recall reaches ``floor`` (default: the lowest recall at which
+        the rule can match, ``min(lexical_floor, support_lexical)``)."""
         text = matching_text(claim)
         own = language_of(text)
         names = entities(text)
-        floor = min(self.params["lexical_floor"], self.params["support_lexical"])
+        if floor is None:
+            floor = min(self.params["lexical_floor"], self.params["support_lexical"])
         row = []
         by_lang: dict[str, tuple] = {}
         for s in sentences:
