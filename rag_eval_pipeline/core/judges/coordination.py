@@ -63,6 +63,7 @@ from __future__ import annotations
 import re
 
 from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal re-exported
+    _INTERJECTION,
     _LANG,
     _cap,
     _conjunct_kind,
@@ -95,7 +96,6 @@ from rag_eval_pipeline.core.judges.morphology import (
 from rag_eval_pipeline.core.judges.relatives import _split_list, _split_origin, _split_relative
 
 _END = re.compile(r"[\s.!?…]+$")
-_INTERJECTION = re.compile(r"^\s*(?:yes|yeah|no|well|oh|so|sí|si|bueno|pues|vale|claro)\s*,\s*", re.IGNORECASE)
 _OPENING_SUBORDINATOR = re.compile(
     r"^\s*(?:si|cuando|aunque|mientras|salvo|excepto|a menos que|siempre que|if|when|whenever|unless|"
     r"although|though|while|because|porque|except|provided|as long as|once)\b", re.IGNORECASE)
