@@ -94,8 +94,10 @@ class Evidence:
 
 
 def literal_counterpart(a: str, b: str) -> bool:
-    """Two stems that share their first four letters, or all but the last letter of the shorter
-    (of at least three): "gratis" / "gratuit", "envi" / "envio"."""
+    """True when stems ``a`` and ``b`` are literal counterparts: they share their first four
+    letters, or all but the last letter of the shorter (of at least three): "gratis" / "gratuit",
+    "envi" / "envio". Input: two stems (str). Output: bool; never raises. A prefix match in the
+    manner of the stemmed matching of METEOR (Banerjee & Lavie, 2005)."""
     k = 0
     n = min(len(a), len(b))
     while k < n and a[k] == b[k]:
@@ -197,7 +199,9 @@ def substituted(missing: frozenset[str], claim_seq: tuple[str, ...], sentence_se
 
 def quantifier_extras(claim_words: frozenset[str], sentence_words: frozenset[str]) -> tuple[str, ...]:
     """The :data:`QUANTIFIERS` among ``claim_words`` (folded surface words) that ``sentence_words``
-    lacks, sorted: extra details never excused."""
+    lacks: extra details never excused. Output: a sorted tuple of folded words (empty when none);
+    never raises. Source: FActScore (Min et al., EMNLP 2023): a fact is supported only when all of
+    it is stated."""
     return tuple(sorted((claim_words & QUANTIFIERS) - sentence_words))
 
 
@@ -231,7 +235,12 @@ def evidence(claim: Tokens, sentence: Tokens, *, entities_ok: bool = True, cross
 
 
 def matches(recall: float, ev: Evidence, params: dict) -> bool:
-    """The rule's "this sentence says what the claim says" (module docstring)."""
+    """The rule's "this sentence says what the claim says" (module docstring): ``recall`` (in
+    [0, 1]: ``ev.lexical`` or ``ev.word``) reaches ``params["support_lexical"]``, or the semantic
+    cosine reaches ``support_semantic`` with the claim's names in the chunk and ``recall`` at least
+    ``lexical_floor`` (waived across languages). Output: bool. Raises KeyError when ``params``
+    lacks a key of :data:`PARAM_KEYS`. Source: the support decision of RAGAS faithfulness (Es et
+    al., EACL 2024 demos), here by thresholds fitted on BEGIN (Dziri et al., TACL 2022)."""
     if recall >= params["support_lexical"]:
         return True
     if ev.semantic is None or ev.semantic < params["support_semantic"] or not ev.entities_ok:
@@ -240,7 +249,11 @@ def matches(recall: float, ev: Evidence, params: dict) -> bool:
 
 
 def extras_left(ev: Evidence, params: dict) -> int:
-    """How many extra words of the claim the sentence leaves unexcused (0 = no extra detail)."""
+    """How many extra words of the claim the sentence leaves unexcused: every one when a unit or
+    name is among them or the word-level signal was not computed, else those whose counterpart
+    cosine is below ``params["word_counterpart"]`` (absent: 1.01, none excused; NaN: not excused).
+    Output: an int in [0, len(ev.extra)], 0 = no extra detail. Never raises. Source: word
+    alignment by embedding cosine as in BERTScore (Zhang et al., ICLR 2020)."""
     if not ev.extra:
         return 0
     if ev.extra_strict or ev.counterpart is None:
@@ -254,7 +267,10 @@ def _supported_but_extras(ev: Evidence, params: dict) -> bool:
 
 
 def decide(ev: Evidence, params: dict) -> str:
-    """Verdict the rule gives on one sentence: SUPPORTED, CONTRADICTED or NOT_MENTIONED."""
+    """The verdict the rule gives on one (claim, sentence) pair (module docstring): "SUPPORTED",
+    "CONTRADICTED" or "NOT_MENTIONED". Input: its :class:`Evidence` and the parameters
+    (:data:`PARAM_KEYS`, optional ``word_counterpart``). Raises KeyError for a missing parameter.
+    Source: FEVER's three labels (Thorne et al., NAACL 2018) applied per claim as in FActScore."""
     if _supported_but_extras(ev, params) and extras_left(ev, params) == 0:
         return "SUPPORTED"
     if (ev.number_conflict or ev.negation_flipped) and matches(ev.word, ev, params):
@@ -263,7 +279,10 @@ def decide(ev: Evidence, params: dict) -> str:
 
 
 def needs_semantic(ev: Evidence, params: dict) -> bool:
-    """True when the semantic score can change :func:`decide`'s verdict on this evidence."""
+    """True when the semantic score can change :func:`decide`'s verdict on ``ev`` under
+    ``params`` (so the encoder is asked only then): the score is not yet known, names are present,
+    no unit or name is extra, the words alone do not decide and the recall reaches the floor (or
+    the pair is cross-lingual). Output: bool; raises KeyError for a missing parameter."""
     if ev.semantic is not None or not ev.entities_ok or ev.extra_strict:
         return False
     if ev.counterpart is not None and extras_left(ev, params) and not (ev.number_conflict or ev.negation_flipped):
@@ -277,14 +296,19 @@ def needs_semantic(ev: Evidence, params: dict) -> bool:
 
 def needs_counterparts(ev: Evidence, params: dict) -> bool:
     """True when word-level counterparts of the extra words can change :func:`decide`'s verdict: the
-    sentence would support the claim but for extra words that may still be excused."""
+    sentence would support the claim but for extra words that may still be excused (none a unit or
+    name, not yet scored, ``word_counterpart`` at most 1). Output: bool; raises KeyError for a
+    missing parameter."""
     return (bool(ev.extra) and not ev.extra_strict and ev.counterpart is None
             and params.get("word_counterpart", 1.01) <= 1.0 and _supported_but_extras(ev, params))
 
 
 def with_semantic(ev: Evidence, semantic: float) -> Evidence:
+    """A copy of ``ev`` with its semantic cosine (in [-1, 1]) set; ``ev`` is unchanged (frozen)."""
     return replace(ev, semantic=semantic)
 
 
 def with_counterpart(ev: Evidence, counterpart: tuple[float, ...]) -> Evidence:
+    """A copy of ``ev`` with the best word-level cosine of each extra word (one float per
+    ``ev.extra`` entry, in [-1, 1], -2.0 when it has no candidate, NaN when not scored) set."""
     return replace(ev, counterpart=counterpart)

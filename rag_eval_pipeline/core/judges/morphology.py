@@ -116,7 +116,8 @@ _ES_NOT_VERB = re.compile(r"(?:mente|ción|sión|dad|tad|tud|umbre|aje|ista|ismo
 
 
 def fold(word: str) -> str:
-    """Case folded, accents stripped."""
+    """``word`` case folded (str.casefold) with its accents stripped (NFKD, combining marks
+    removed): "Está" → "esta". Output: str; never raises."""
     w = unicodedata.normalize("NFKD", word.casefold())
     return "".join(c for c in w if not unicodedata.combining(c))
 
@@ -190,11 +191,15 @@ def en_form(word: str) -> str | None:
 
 
 def is_number(word: str) -> bool:
+    """True when ``word`` starts with a digit or is a number word (:data:`NUMBER_WORDS`, es and
+    en). Never raises."""
     return word[:1].isdigit() or fold(word) in NUMBER_WORDS
 
 
 def is_name(words: list[str], i: int) -> bool:
-    """A capitalised word that does not start the text (or an acronym / letter-digit code)."""
+    """True when ``words[i]`` is a name: a capitalised word that does not start the text, or a
+    letter-digit code ("A1") anywhere. Input: the clause's words and an index into them (IndexError
+    outside). Output: bool."""
     w = words[i]
     if any(ch.isdigit() for ch in w) and any(ch.isalpha() for ch in w):
         return True

@@ -137,7 +137,10 @@ def _month(name: str) -> int | None:
 
 
 def normalise_dates(text: str) -> str:
-    """Rewrite the dates of a folded text as single tokens (rule 1 of the module docstring)."""
+    """Rewrite the dates of a folded text as single tokens (rule 1 of the module docstring):
+    "15 de enero de 2023" / "january 15, 2023" / "15/01/2023" → "d2023m01d15", "january 8" →
+    "m01d08". Input: folded text. Output: a new string; an impossible month or day is left as its
+    year or digits. Never raises. Source: RAE *Ortografía* (2010) §9 and ISO 8601 for the order."""
     t = _ISO_DATE.sub(lambda m: _date_token(m[1], int(m[2]), m[3]), text)
     t = _NUM_DATE.sub(lambda m: _date_token(m[3], int(m[2]), m[1]), t)
     t = _ES_DATE.sub(lambda m: _date_token(m[3], _month(m[2]), m[1]), t)
@@ -176,7 +179,10 @@ def _word_value(w: str) -> tuple[str, int] | None:
 
 
 def words_to_numbers(text: str) -> str:
-    """Replace runs of number words by digits (rule 2 of the module docstring); never raises."""
+    """Replace runs of number words by digits (rule 2 of the module docstring): "treinta y cinco"
+    → "35", "two thousand" → "2000", "una docena" → "12". Input: folded text. Output: a new string
+    (integers, or a decimal for "half"/"medio"). Never raises. Source: RAE *Ortografía* (2010) §9;
+    Unicode CLDR spell-out rules for English."""
     if not _NUMBER_WORD.search(text):
         return text  # no word can start a number ("a"/"an" only count before "hundred"/"thousand")
     words = list(_WORD.finditer(text))
@@ -300,7 +306,10 @@ def scale_numbers(text: str) -> str:
 
 
 def normalise_units(text: str) -> str:
-    """Split glued units and write every unit as its canonical word (rule 3); never raises."""
+    """Split glued units and write every unit as its canonical word (rule 3 of the module
+    docstring): "15w" → "15 watt", "4,95€" → "4,95 eur", "por ciento" → "percent". Input: folded
+    text. Output: a new string; a one- or two-letter unit ("m", "h") only right after a number.
+    Never raises. Source: SI unit symbols (BIPM, *The International System of Units*, 9th ed.)."""
     t = _PERCENT_WORDS.sub(" percent ", text)
     t = _CURRENCY_BEFORE.sub(r"\2 \1", t)
     t = _GLUED_UNIT.sub(r"\1 \2", t)
@@ -323,7 +332,9 @@ def _after_number(text: str, start: int) -> bool:
 
 
 def normalise_quantities(text: str) -> str:
-    """Dates, numbers in words and units of a folded text, in that order (module docstring)."""
+    """Dates, numbers in words (and scale words) and units of a folded text, in that order
+    (module docstring): the form the judge tokenises. Input: folded text (lower case, no
+    accents). Output: a new string. Never raises."""
     t = _PERCENT_WORDS.sub(" percent ", text)
     if _DATE_HINT.search(t):  # every date pattern needs a digit or "primero"
         t = normalise_dates(t)

