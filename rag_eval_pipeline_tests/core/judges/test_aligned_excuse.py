@@ -61,3 +61,17 @@ def test_substituted_by_hand():
     assert substituted(frozenset({"lumo"}), ("lumo", "found"), ("found",), frozenset(), 1) == {}
     # no neighbour the sentence shares: no aligned place
     assert substituted(frozenset({"x"}), ("x", "y"), ("u", "v"), frozenset({"u", "v"}), 1) == {}
+
+
+@pytest.mark.parametrize("claim, context, verdict", [
+    # every content word (museum, open, sunday) is in the sentence, lexical 1.0; "only" says which
+    # days, a detail the sentence does not give -> NOT_MENTIONED; without it -> SUPPORTED
+    ("The museum opens only on Sundays.", "The museum opens on Sundays.", "NOT_MENTIONED"),
+    ("The museum opens on Sundays.", "The museum opens on Sundays.", "SUPPORTED"),
+    # "todos" says how many: not in the sentence -> NOT_MENTIONED
+    ("Todos los socios pagan 20 euros.", "Los socios pagan 20 euros.", "NOT_MENTIONED"),
+    # the sentence has the quantifier too -> SUPPORTED
+    ("Todos los socios pagan 20 euros.", "Todos los socios pagan 20 euros al año.", "SUPPORTED"),
+])
+def test_a_quantifier_the_sentence_lacks_is_an_extra_detail(claim, context, verdict):
+    assert [c.verdict for c in RuleBasedJudge().judge("", claim, [context]).claims] == [verdict]
