@@ -241,7 +241,7 @@ def _mixed_case_word(text: str, pos: int, end: int) -> bool:
     ("cDNA", "mRNA", "p53", "iPSCs"): a technical term written so at any place, also a sentence's
     first word."""
     m = _WORD_AT.match(text, pos, end)
-    return bool(m) and any(c.isupper() or c.isdigit() for c in m.group()[1:])
+    return m is not None and any(c.isupper() or c.isdigit() for c in m.group()[1:])
 
 
 _WORD_AT = re.compile(r"[^\W_]+")

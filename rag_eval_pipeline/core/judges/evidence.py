@@ -162,9 +162,9 @@ def aligned_candidates(extra: str, claim_seq: tuple[str, ...], sentence_seq: tup
     if left is None and right is None:
         return sorted(allowed)
     spots: set[int] = set()
-    for a in where.get(left, ()):
+    for a in where.get(left, ()) if left is not None else ():
         spots.update(range(a + 1, min(a + 1 + width, len(sentence_seq))))
-    for b in where.get(right, ()):
+    for b in where.get(right, ()) if right is not None else ():
         spots.update(range(max(0, b - width), b))
     return sorted({sentence_seq[i] for i in spots} & allowed)
 

@@ -29,6 +29,10 @@ from rag_eval_pipeline.core.judges.tokens import aligned_span, stem_sequence, st
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.judges.rule_based import _Prepared
 
+    #: A counterpart job: (answer, claim, sentence, [(extra word, candidate words)], best similarity per
+    #: extra word, None until scored).
+    _Job = tuple[_Prepared, int, int, list[tuple[str, list[str]]], list[float | None]]
+
 
 class EncoderSignals:
     """Fills :class:`~rag_eval_pipeline.core.judges.evidence.Evidence` rows with encoder signals."""
@@ -121,7 +125,7 @@ class EncoderSignals:
         threshold varies) scores every extra word."""
         width = int(self.params.get("counterpart_window", 0))
         tau = float(self.params.get("word_counterpart", 1.01))
-        jobs = []
+        jobs: list[_Job] = []
         for p, i, j in need:
             ev = p.rows[i][j]
             if not ev.extra or ev.extra_strict or ev.counterpart is not None:
@@ -143,7 +147,7 @@ class EncoderSignals:
                     best[k] = -2.0
         live = [job for job in jobs if not (lazy and any(b == -2.0 for b in job[4]))]
         while live:
-            todo = []  # (job, extra index) to score in this round
+            todo: list[tuple[_Job, int]] = []  # (job, extra index) to score in this round
             for job in live:
                 ks = [k for k, b in enumerate(job[4]) if b is None]
                 todo.extend((job, k) for k in (ks[:1] if lazy else ks))
