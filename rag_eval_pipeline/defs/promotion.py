@@ -148,15 +148,17 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
         return dg.Output({"promoted": None}, metadata={"promoted_system": "none (no candidate configured)"})
     manifest = run_manifest(rag_runs, golden_set, system)
     # the same function the run's decision (and so the report) reads: they cannot disagree on "kept"
-    if unchanged_since_promotion(rag_runs, golden_set, system, stored.manifest if stored is not None else None):
+    if stored is not None and unchanged_since_promotion(rag_runs, golden_set, system, stored.manifest):
         context.log.info(f"{system} is already the promoted baseline (unchanged since promotion); kept as stored")
         return dg.Output(dict(stored.manifest), metadata={
             "promoted_system": system, "unchanged_since_promotion": True,
             "promoted_at": str(stored.manifest.get("promoted_at")),
             "corpus_version": str(manifest["corpus_version"]), "golden_version": str(manifest["golden_version"])})
-    tables = {"metric_summary": metric_summary, "question_metrics": question_metrics, "rag_runs": rag_runs}
-    parts = {name: df.filter(pl.col("system") == system) for name, df in tables.items()}
-    parts["question_metrics"] = parts["question_metrics"].collect(engine="streaming")  # scanned: this system's rows
+    mine = pl.col("system") == system
+    parts: dict[str, pl.DataFrame] = {
+        "metric_summary": metric_summary.filter(mine),
+        "question_metrics": question_metrics.filter(mine).collect(engine="streaming"),  # scanned: this system's rows
+        "rag_runs": rag_runs.filter(mine)}
     empty = [name for name, df in parts.items() if df.height == 0]
     if empty:
         raise ValueError(f"{cfg.path}: gates.promote {system!r} has no rows in {empty} of this run; "

@@ -137,8 +137,8 @@ def _baseline_words(manifest: dict | None, configured: str | None) -> str:
 
 def run_decision(settings: EvalSettings, store: TableStore, gate_results: pl.DataFrame, golden_set: pl.DataFrame,
                  rag_runs: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
-                 manifest: dict | None) -> tuple[Decision, pl.DataFrame]:
-    """(the run's :class:`Decision`, the calibration table it used).
+                 manifest: dict | None) -> tuple[Decision, pl.DataFrame | None]:
+    """(the run's :class:`Decision`, the calibration table it used: None when it could not be computed).
 
     The calibration is computed as the ``judge_calibration`` asset computes it (no history written) and
     decided by ``core.metrics.calibration_status`` as the calibration check decides it; a label file that
@@ -176,7 +176,7 @@ def archive_run(store: TableStore, run_id: str, history: pl.DataFrame | None,
     when = rows["evaluated_at"][0] if rows is not None and rows.height else dt.datetime.now(dt.UTC)
     for name, df in tables.items():
         if isinstance(df, pl.LazyFrame):  # a scanned table: the file this run wrote, copied as it is
-            store.copy(store.path(f"{name}.parquet"), RUN_ARCHIVE, run_id, f"{name}.parquet")
+            store.copy_file(store.path(f"{name}.parquet"), RUN_ARCHIVE, run_id, f"{name}.parquet")
         else:
             store.write(df, RUN_ARCHIVE, run_id, f"{name}.parquet", table=name)
     store.write_json({"run_id": run_id, "evaluated_at": when.isoformat(), "night": when.date().isoformat(),

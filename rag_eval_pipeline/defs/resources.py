@@ -199,7 +199,7 @@ class TableStore(HoldsOutputLock, dg.ConfigurableResource):
             raise dg.Failure(f"a quick evaluation never writes {'/'.join(parts)} of the full evaluation")
         return write_json_atomic(obj, self.path(*parts))
 
-    def copy(self, source: str | Path, *parts: str) -> Path:
+    def copy_file(self, source: str | Path, *parts: str) -> Path:
         """Copy the file ``source`` to ``parts`` under the step's folder, atomically (a table this run already
         wrote, kept once more without reading it into memory)."""
         if parts and parts[0] in SHARED_WITH_FULL and self.path(*parts) != self.folder().joinpath(*parts):
