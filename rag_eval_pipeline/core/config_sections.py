@@ -260,7 +260,8 @@ class CalibrationMapping(Mapping):
 @dataclass(frozen=True)
 class CalibrationConfig:
     """``calibration``: ``configured`` (the section is present), ``human_labels`` (absolute path of
-    a label file; required when configured; absent is allowed: ``rag-eval label`` creates it),
+    a label file; required when configured; ``rag-eval run`` refuses an absent one (create it empty to
+    start: ``rag-eval label`` appends to it)),
     ``kappa_floor`` in [-1, 1] (default 0.4), ``level`` (:data:`CALIBRATION_LEVELS`, default
     "claim"), ``mapping`` (:class:`CalibrationMapping`, or None for the level's defaults)."""
 
