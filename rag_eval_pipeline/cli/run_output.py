@@ -122,7 +122,8 @@ def stopped_by(failed_steps: Sequence[str], checks: Sequence) -> str | None:
     under the run line, else the blocking check(s) that failed or raised (``checks``: ``ci_output.check_cases``),
     named; None when neither."""
     if failed_steps:
-        return "see the failed step above" if len(failed_steps) == 1 else f"see the {len(failed_steps)} failed steps above"
+        n = len(failed_steps)
+        return "see the failed step above" if n == 1 else f"see the {n} failed steps above"
     names = [f"{c.classname[len('checks.'):]}:{c.name}" for c in checks if c.outcome in ("failed", "error")]
     if names:
         return f"blocking check {', '.join(names)} failed; see the checks above"
