@@ -139,3 +139,19 @@ def test_serve_gives_comparison_pages_and_nothing_else_beside_them(served):
     status, index = _request(port, "GET", "/")
     assert status == 200 and b'href="sample/compare/compare-baseline--system-x.html"' in index
     assert b"notes.html" not in index and b"history" not in index
+
+
+def test_serve_and_serve_reference_default_to_different_ports_and_the_live_config_reaches_serve_reference():
+    """The docs start ``rag-eval serve`` and ``rag-eval serve-reference`` side by side with their defaults: one
+    default port for both made the second one exit 2 (port in use)."""
+    import yaml
+
+    from rag_eval_pipeline.cli import build_parser
+
+    parser = build_parser()
+    serve = parser.parse_args(["serve"]).port
+    reference = parser.parse_args(["serve-reference", "--system", "bm25_k5"]).port
+    assert (serve, reference) == (8765, 8766)
+    live = yaml.safe_load((REPO_ROOT / "data" / "configs" / "live_http.yaml").read_text(encoding="utf-8"))
+    urls = [s["url"] for s in live["systems"] if s["kind"] == "http"]
+    assert urls == [f"http://127.0.0.1:{reference}/answer"]

@@ -10,6 +10,8 @@ from rag_eval_pipeline.cli.common import PROJECT_ROOT
 from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, epilog
 
 NAME = "serve-reference"
+#: Not ``rag-eval serve``'s 8765: the report server and a reference system run side by side.
+DEFAULT_PORT = 8766
 
 
 def serve_reference(args: argparse.Namespace) -> int:
@@ -51,5 +53,6 @@ def add(sub) -> None:
                        epilog=epilog(NAME), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default=None, help="evaluation YAML (default: data/sample/config.yaml)")
     p.add_argument("--system", required=True, help="name of a kind: reference system in that configuration")
-    p.add_argument("--port", type=port_number, default=8765, help="port on 127.0.0.1 (default 8765)")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                   help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; rag-eval serve's is 8765)")
     p.set_defaults(func=serve_reference)
