@@ -251,3 +251,16 @@ def test_trec_files_round_trip_every_hit_and_judgment(sample_run):
         assert set(zip(back["question_id"], back["chunk_id"])) == set(zip(hits["question_id"], hits["chunk_id"]))
     qrels = read_trec_qrels(out / "trec" / "qrels.txt")
     assert qrels.height == int(golden["relevant"].list.len().sum())
+
+
+def test_the_first_screen_shown_in_the_docs_is_the_samples(sample_run):
+    """docs/gates-and-reports.md quotes the sample report's first screen; its figures (judge errors 0 of 125)
+    drifted from what the sample prints. The quoted block must be the start of this run's report.md."""
+    _, out = sample_run
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "gates-and-reports.md").read_text(encoding="utf-8")
+    start = docs.index("```\n# RAG evaluation report — sample\n") + len("```\n")
+    quoted = docs[start:docs.index("\n```", start)].splitlines()
+    report = (out / "report.md").read_text(encoding="utf-8").splitlines()
+    # the title names the suite under `rag-eval run`; this unprefixed run has none
+    assert report[0].startswith("# RAG evaluation report")
+    assert len(quoted) > 10 and report[1:len(quoted)] == quoted[1:]
