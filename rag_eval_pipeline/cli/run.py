@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add(sub) -> None:
     """Register ``rag-eval run`` and its options on the subparsers ``sub``."""
-    from rag_eval_pipeline.defs.schedules import FULL, QUICK_JOB
+    from rag_eval_pipeline.core.plain_names import FULL, QUICK_JOB
 
     p = sub.add_parser(NAME, help="materialise one suite's job and print the summary, checks, gates, promotion",
                        description="Materialise one suite's job in process and print the summary, one line per check, "

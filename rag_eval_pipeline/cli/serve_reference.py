@@ -10,8 +10,6 @@ from rag_eval_pipeline.cli.common import PROJECT_ROOT
 from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, epilog
 
 NAME = "serve-reference"
-#: Not ``rag-eval serve``'s 8765: the report server and a reference system run side by side.
-DEFAULT_PORT = 8766
 
 
 def serve_reference(args: argparse.Namespace) -> int:
@@ -44,7 +42,8 @@ def serve_reference(args: argparse.Namespace) -> int:
 
 def add(sub) -> None:
     """Register ``rag-eval serve-reference`` on the subparsers ``sub``."""
-    from rag_eval_pipeline.serve import port_number
+    from rag_eval_pipeline.ports import REFERENCE_PORT as DEFAULT_PORT
+    from rag_eval_pipeline.ports import port_number
 
     p = sub.add_parser(NAME, help="serve a built-in reference system over HTTP on 127.0.0.1",
                        description="Serve one kind: reference system of a configuration over HTTP on 127.0.0.1 "

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rag_eval_pipeline.core.corpus import STRATEGIES
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
+from rag_eval_pipeline.core.plain_names import GATE_SPLITS  # plain names: the CLI's --help reads them
 from rag_eval_pipeline.core.sections import Key, check_nonblank, check_short_text, key
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 #: no metric module).
 CALIBRATION_LEVELS = ("claim", "response")
 CHUNKING_STRATEGIES = STRATEGIES  # declared where chunks are cut (core.corpus)
-GATE_SPLITS = ("dev", "test", "all")
 ON_DUPLICATE = ("error", "keep_first")
 DEFAULT_VIEWER_GROUPS = ("customers",)
 DEFAULT_KAPPA_FLOOR = 0.4
