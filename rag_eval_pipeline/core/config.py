@@ -252,6 +252,10 @@ def _systems(c: _Checks, raw: dict) -> tuple[dict, ...]:
         if s.get("kind") not in SYSTEM_KINDS:
             raise c.fail(f"systems[{i}].kind must be one of {SYSTEM_KINDS}, got {_show(s.get('kind'))}")
         s = validate_system_spec(s, c.path, i)  # http / python / traces: their own keys
+        if "citation_format" in s:  # how the system cites inline (core/citations/markers.py)
+            from rag_eval_pipeline.core.citations.markers import CitationFormat
+
+            CitationFormat.from_config(s["citation_format"], f"{c.path}: systems[{i}].citation_format")
         if s["kind"] == "logged" and not s.get("path"):
             raise c.fail(f"systems[{i}] ({s['name']}) is logged but has no path")
         for key in ("prompt_version", "model"):

@@ -184,7 +184,8 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete))
     frames.append(decision_question_metrics(runs, golden, snapshot, abstention_phrases=cfg.judge.abstention_phrases))
     frames.append(faithfulness_question_metrics(labels, judgements))
-    frames.append(correctness_question_metrics(runs, golden))
+    frames.append(correctness_question_metrics(runs, golden, citation_formats=citation_formats(cfg),
+                                               known_chunks=set(snapshot["chunk_id"].to_list())))
     frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)
     frames.extend(extra or [])  # e.g. model-judged answer quality, already in question_metrics shape
     cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
@@ -204,3 +205,11 @@ def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame, golden: pl.Da
                   seed=cfg.seed, small_segment_n=cfg.small_segment_n),
         "metric_summary",
     )
+
+
+def citation_formats(cfg: EvalConfig) -> dict:
+    """system name → its :class:`~rag_eval_pipeline.core.citations.markers.CitationFormat` (the
+    ``citation_format`` of its ``systems`` entry; every marker syntax when absent)."""
+    from rag_eval_pipeline.core.citations.judging import formats_for_systems
+
+    return formats_for_systems(list(cfg.systems))

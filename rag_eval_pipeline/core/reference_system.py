@@ -53,7 +53,8 @@ _BM25_KEYS = {"stopwords", "k1", "b", "method"}
 _DENSE_KEYS = {"model", "device", "batch_size"}
 _HYBRID_KEYS = {"k_rrf", "depth"}
 _GENERATOR_KEYS = {"type", "abstain_threshold", "context_k", "max_sentences", "language", "stopwords"}
-_SYSTEM_KEYS = {"name", "retriever", "generator", "prompt_version"}
+# citation_format: how the system cites inline (core/citations/markers.py)
+_SYSTEM_KEYS = {"name", "retriever", "generator", "prompt_version", "citation_format"}
 
 
 def resolve_retriever_config(cfg: dict[str, Any] | None) -> dict[str, Any]:

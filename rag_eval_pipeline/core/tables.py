@@ -13,11 +13,18 @@ from rag_eval_pipeline.core.errors import SchemaError
 
 RETRIEVED_HIT = pl.Struct({"chunk_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int32})
 RELEVANT_ID = pl.Struct({"chunk_id": pl.Utf8, "grade": pl.Int32})
-GOLDEN_CLAIM = pl.Struct({"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8)})
+# importance: "vital" / "okay" (NUGGET_IMPORTANCE; null = vital), the claim's weight as a nugget
+GOLDEN_CLAIM = pl.Struct({"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8),
+                          "importance": pl.Utf8})
 
 ANSWERABILITY = ("answerable", "absent", "clarify")
 DECISIONS = ("answer", "abstain", "clarify", "error")
 VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED", "JUDGE_ERROR")
+#: Support levels of the citation-support and nugget-coverage verdict families (full / partial / none).
+SUPPORT_VERDICTS = ("SUPPORTED", "PARTIAL", "NOT_SUPPORTED", "JUDGE_ERROR")
+#: Verdict families beside faithfulness: each is judged, calibrated and reported on its own.
+VERDICT_FAMILIES = ("citation_support", "nugget_coverage")
+NUGGET_IMPORTANCE = ("vital", "okay")
 CHUNK_STATUS = ("active", "withdrawn", "replaced")
 SPLITS = ("dev", "test")
 
@@ -110,6 +117,80 @@ SCHEMAS: dict[str, pl.Schema] = {
             "prompt_sha256": pl.Utf8,
             "repeat": pl.Int32,
             "error": pl.Utf8,  # the judge's failure reason when status == "judge_error"
+        }
+    ),
+    # one claim of one answer that needs (or has) a citation, judged against its cited chunks alone
+    "citation_claims": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "question_id": pl.Utf8,
+            "claim_id": pl.Utf8,  # "<question_id>:c<n>", n in answer order
+            "unit": pl.Int32,  # 1-based citation unit (sentence, list item or ';'-clause) the claim is in
+            "claim": pl.Utf8,
+            "needs_citation": pl.Boolean,  # false for a question or a first-person claim
+            "cited": pl.List(pl.Utf8),  # targets bound to the claim, in order (chunk or document ids)
+            "judged": pl.List(pl.Utf8),  # those shown to the judge: in the snapshot and retrieved
+            # judged / uncited / no_judgeable_citation / not_a_claim / judge_error
+            "status": pl.Utf8,
+            "verdict": pl.Utf8,  # SUPPORT_VERDICTS, of the cited chunks together; null unless judged
+            "quote": pl.Utf8,
+            "quote_found": pl.Boolean,  # the quote is in a cited (judged) chunk, checked by code
+            "quote_chunk_id": pl.Utf8,  # the cited chunk the quote was found in
+            "justification": pl.Utf8,
+            "judge": pl.Utf8,
+            "judge_model": pl.Utf8,
+            "prompt_sha256": pl.Utf8,
+            "repeat": pl.Int32,
+            "error": pl.Utf8,
+        }
+    ),
+    # one citation of one claim (or of the answer, claim_id null), its validity and its support alone
+    "citations": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "question_id": pl.Utf8,
+            "claim_id": pl.Utf8,  # null: bound to no claim (an answer-level citation of an answer that cites inline)
+            "unit": pl.Int32,
+            "origin": pl.Utf8,  # inline / run_log
+            "marker": pl.Utf8,  # the inline marker as written; null for run_log
+            "written": pl.Utf8,  # the reference as written inside the marker, or the logged id
+            "target": pl.Utf8,  # cited chunk id (document id when level == document); null with a problem
+            "level": pl.Utf8,  # chunk / document
+            "problem": pl.Utf8,  # unparseable / out_of_range (the marker could not be resolved); else null
+            "in_snapshot": pl.Boolean,
+            "retrieved": pl.Boolean,
+            "rank": pl.Int32,
+            "status": pl.Utf8,  # CHUNK_STATUS of the cited chunk; null when not in the snapshot
+            "replaced_by": pl.Utf8,  # the replacement document when status == replaced
+            "readable": pl.Boolean,  # the question's user_groups may read it (false = ACL leak)
+            "valid": pl.Boolean,  # in the snapshot, retrieved, active and readable
+            "support": pl.Utf8,  # SUPPORT_VERDICTS of this chunk alone for the claim; null when not judged
+            "precise": pl.Boolean,  # ALCE citation precision: this citation is not irrelevant; null when not judged
+            "failures": pl.List(pl.Utf8),  # VALIDITY_FAILURES, then "not_supporting"
+            "judge": pl.Utf8,
+            "judge_model": pl.Utf8,
+            "prompt_sha256": pl.Utf8,
+            "repeat": pl.Int32,
+            "error": pl.Utf8,
+        }
+    ),
+    # one reference claim (nugget) of one golden question, judged against one system's answer
+    "nugget_labels": pl.Schema(
+        {
+            "system": pl.Utf8,
+            "question_id": pl.Utf8,
+            "nugget_id": pl.Utf8,  # the golden claim_id
+            "nugget": pl.Utf8,
+            "importance": pl.Utf8,  # NUGGET_IMPORTANCE
+            "verdict": pl.Utf8,  # SUPPORT_VERDICTS: is the nugget in the answer?
+            "quote": pl.Utf8,  # the passage of the answer relied on
+            "quote_found": pl.Boolean,  # the quote is in the answer (markers stripped), checked by code
+            "justification": pl.Utf8,
+            "judge": pl.Utf8,
+            "judge_model": pl.Utf8,
+            "prompt_sha256": pl.Utf8,
+            "repeat": pl.Int32,
+            "error": pl.Utf8,
         }
     ),
     # one metric of one question for one system
@@ -357,6 +438,9 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
         if got == pl.Null or _null_inner(got, dtype):
             casts[name] = dtype
             continue
+        if _struct_subset(got, dtype):
+            df = df.with_columns(_add_struct_fields(name, got, dtype))
+            continue
         raise SchemaError(f"table {table!r}: column {name!r} has dtype {got}, expected {dtype}")
     if casts:
         df = df.with_columns([pl.col(c).cast(t) for c, t in casts.items()])
@@ -374,3 +458,24 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
 def _null_inner(got: pl.DataType, want: pl.DataType) -> bool:
     """True when ``got`` is a List of Null (an empty literal list) and ``want`` is any List."""
     return isinstance(got, pl.List) and isinstance(want, pl.List) and got.inner == pl.Null
+
+
+def _struct_subset(got: pl.DataType, want: pl.DataType) -> bool:
+    """True when ``got`` and ``want`` are List(Struct) and every field of ``got`` is a field of ``want``
+    with the same dtype (or Null), ``want`` having more."""
+    if not (isinstance(got, pl.List) and isinstance(want, pl.List)):
+        return False
+    g, w = got.inner, want.inner
+    if not (isinstance(g, pl.Struct) and isinstance(w, pl.Struct)):
+        return False
+    wf = {f.name: f.dtype for f in w.fields}
+    gf = {f.name: f.dtype for f in g.fields}
+    return len(gf) < len(wf) and all(n in wf and (d == wf[n] or d == pl.Null) for n, d in gf.items())
+
+
+def _add_struct_fields(name: str, got: pl.DataType, want: pl.DataType) -> pl.Expr:
+    """The List(Struct) column ``name`` with the fields of ``want`` it lacks added as null, in ``want``'s order."""
+    have = {f.name for f in got.inner.fields}
+    fields = [pl.element().struct.field(f.name).cast(f.dtype) if f.name in have
+              else pl.lit(None, f.dtype).alias(f.name) for f in want.inner.fields]
+    return pl.col(name).list.eval(pl.struct(fields)).cast(want).alias(name)

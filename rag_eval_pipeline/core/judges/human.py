@@ -287,6 +287,12 @@ def load_human_labels(path: str | Path) -> pl.DataFrame:
 
 
 def _norm(s: str | None) -> str:
+    """Answer text for matching: inline citation markers stripped (``judge_runs`` strips them before
+    judging), then :func:`normalise_text`."""
+    if s and ("[" in s or "【" in s):
+        from rag_eval_pipeline.core.citations.markers import strip_markers
+
+        s = strip_markers(s)
     return normalise_text(s)
 
 

@@ -98,9 +98,42 @@ CORRECTNESS_METRICS = ("answer_token_f1", "reference_token_recall")
 QUALITY_METRICS = ("answer_relevance", "answer_relevancy", "context_relevance", "answer_correctness",
                    "faithfulness_holistic_model")
 
+#: Citations (core/metrics/citations.py): ALCE citation recall and precision, uncited claims, the
+#: TREC 2024 RAG support view, and validity rates that need no judge.
+CITATION_METRICS = (
+    "citation_recall",
+    "citation_precision",
+    "uncited_claim_rate",
+    "weighted_citation_precision",
+    "weighted_citation_recall",
+    "weighted_citation_f1",
+    "citation_validity_rate",
+    "cited_not_in_snapshot_rate",
+    "cited_not_retrieved_rate",
+    "cited_inactive_rate",
+    "citation_acl_leak_rate",
+    "unresolved_citation_rate",
+)
+#: Citation metrics that need no judge (validity and binding).
+CITATION_VALIDITY_METRICS = ("uncited_claim_rate", "citation_validity_rate", "cited_not_in_snapshot_rate",
+                             "cited_not_retrieved_rate", "cited_inactive_rate", "citation_acl_leak_rate",
+                             "unresolved_citation_rate")
+#: Completeness (core/metrics/nuggets.py): the TREC 2024 RAG AutoNuggetizer scores.
+NUGGET_METRICS = (
+    "nugget_recall_strict_vital",
+    "nugget_recall_strict_all",
+    "nugget_recall_vital",
+    "nugget_recall_all",
+    "nugget_recall_weighted",
+)
+#: Rates where lower is better (a gate on one needs ``higher_is_better: false``).
+LOWER_IS_BETTER_CITATION = ("uncited_claim_rate", "cited_not_in_snapshot_rate", "cited_not_retrieved_rate",
+                            "cited_inactive_rate", "citation_acl_leak_rate", "unresolved_citation_rate")
+
 #: Every metric name the pipeline writes to ``question_metrics`` (base names; the cutoff is ``k``).
 PIPELINE_METRICS: frozenset[str] = frozenset((*DEFAULT_MEASURES, CLAIM_METRIC, *DECISION_METRICS,
-                                              *FAITHFULNESS_METRICS, *CORRECTNESS_METRICS, *QUALITY_METRICS))
+                                              *FAITHFULNESS_METRICS, *CORRECTNESS_METRICS, *QUALITY_METRICS,
+                                              *CITATION_METRICS, *NUGGET_METRICS))
 
 
 def trec_name(metric: str, k: int | None) -> str:
@@ -150,7 +183,8 @@ def parse_measure(name: str) -> tuple[str, int | None]:
 
 
 __all__ = [
-    "ALIASES", "CLAIM_METRIC", "CORRECTNESS_METRICS", "COUNT_MEASURES", "CUT_MEASURES", "DECISION_METRICS",
-    "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "MEASURES", "NEEDS_RELEVANT", "PIPELINE_METRICS",
+    "ALIASES", "CITATION_METRICS", "CITATION_VALIDITY_METRICS", "CLAIM_METRIC", "CORRECTNESS_METRICS",
+    "COUNT_MEASURES", "CUT_MEASURES", "DECISION_METRICS", "DEFAULT_MEASURES", "FAITHFULNESS_METRICS",
+    "LOWER_IS_BETTER_CITATION", "MEASURES", "NEEDS_RELEVANT", "NUGGET_METRICS", "PIPELINE_METRICS",
     "QUALITY_METRICS", "RANKING_MODES", "UNCUT_MEASURES", "parse_measure", "trec_name",
 ]

@@ -22,7 +22,7 @@ DEFAULT_ABSTAIN_PHRASES = ("i don't know", "i do not know", "cannot answer", "ca
 
 RESPONSE_FIELD_KEYS = ("retrieved", "chunk_id", "score", "answer", "decision", "citations", "error", "model",
                        "prompt_version")
-_COMMON = {"name", "kind", "abstain_phrases"}
+_COMMON = {"name", "kind", "abstain_phrases", "citation_format"}
 _CALL_KEYS = {"concurrency", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "rate_per_s"}
 HTTP_KEYS = _COMMON | _CALL_KEYS | {"url", "headers", "headers_from_env", "request_template", "response_fields",
                                     "version_header"}
