@@ -62,19 +62,8 @@ def judge_nuggets(
         missing = [c for c in cols if c not in df.columns]
         if missing:
             raise SchemaError(f"table {name!r}: missing columns {missing}")
-    phrases = phrases_from_config(abstention_phrases)
-    nuggets = {q: [(c["claim_id"], c["text"], c.get("importance") or "vital") for c in (claims or [])]
-               for q, claims in golden.select("question_id", "claims").iter_rows()}
+    pending = _pending(rag_runs, golden, formats, known_chunks, abstention_phrases)
     questions = dict(golden.select("question_id", "question").iter_rows())
-    docs = {c.rsplit("#", 1)[0] for c in known_chunks} if known_chunks is not None else None
-    pending: list[tuple[str, str, str, list[tuple[str, str, str]]]] = []
-    for system, qid, decision, answer in rag_runs.select("system", "question_id", "decision", "answer").iter_rows():
-        items = nuggets.get(qid) or []
-        if not items or answer_status(decision, answer, phrases) is not None:
-            continue
-        text = strip_markers(answer, (formats or {}).get(system, DEFAULT_FORMAT), known_chunks=known_chunks,
-                             known_docs=docs)
-        pending.append((system, qid, text, items))
     supports = isinstance(judge, JudgesSupport)
     rows: list[dict[str, Any]] = []
     for rep in range(repeats):
@@ -94,6 +83,37 @@ def judge_nuggets(
     ident = {"judge": getattr(judge, "name", None), "judge_model": getattr(judge, "model", None),
              "prompt_sha256": judge.support_prompt_sha256(FAMILY) if supports else None}
     return conform(pl.DataFrame([{**r, **ident} for r in rows], schema=SCHEMAS["nugget_labels"]), "nugget_labels")
+
+
+def _pending(rag_runs: pl.DataFrame, golden: pl.DataFrame, formats: Mapping[str, CitationFormat] | None,
+             known_chunks: Collection[str] | None, abstention_phrases: Mapping[str, Any] | None
+             ) -> list[tuple[str, str, str, list[tuple[str, str, str]]]]:
+    """(system, question_id, answer without markers, [(nugget_id, nugget, importance)]) of every
+    answered run whose question has claims."""
+    phrases = phrases_from_config(abstention_phrases)
+    nuggets = {q: [(c["claim_id"], c["text"], c.get("importance") or "vital") for c in (claims or [])]
+               for q, claims in golden.select("question_id", "claims").iter_rows()}
+    docs = {c.rsplit("#", 1)[0] for c in known_chunks} if known_chunks is not None else None
+    pending = []
+    for system, qid, decision, answer in rag_runs.select("system", "question_id", "decision", "answer").iter_rows():
+        items = nuggets.get(qid) or []
+        if not items or answer_status(decision, answer, phrases) is not None:
+            continue
+        text = strip_markers(answer, (formats or {}).get(system, DEFAULT_FORMAT), known_chunks=known_chunks,
+                             known_docs=docs)
+        pending.append((system, qid, text, items))
+    return pending
+
+
+def nugget_requests(rag_runs: pl.DataFrame, golden: pl.DataFrame, *,
+                    formats: Mapping[str, CitationFormat] | None = None, known_chunks: Collection[str] | None = None,
+                    abstention_phrases: Mapping[str, Any] | None = None) -> list[SupportRequest]:
+    """What :func:`judge_nuggets` will ask a judge in one repeat (one request per answered run of a
+    question with claims), without asking. Inputs as :func:`judge_nuggets`."""
+    questions = dict(golden.select("question_id", "question").iter_rows())
+    return [SupportRequest(FAMILY, tuple(t for _, t, _ in items), (text,), tuple(i for i, _, _ in items),
+                           ("answer",), system, qid, questions.get(qid, ""), 0)
+            for system, qid, text, items in _pending(rag_runs, golden, formats, known_chunks, abstention_phrases)]
 
 
 def _run(judge: Any, requests: list[SupportRequest]) -> list[dict[str, tuple]]:

@@ -243,13 +243,15 @@ def read_answers(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.Data
 # ------------------------------------------------------------------------------------------------ judging
 
 
-def _judge_all(judge: Any, answers: list[_Answer], texts: Mapping[str, str], rep: int
-               ) -> dict[tuple, dict[str, tuple]]:
-    """Run the joint, alone and leave-one-out requests of every answer. Output: request key →
-    {claim_id: (verdict, quote, quote_found, quote_chunk_id, justification, error)}."""
-    def key(ans: _Answer, kind: str, passages: tuple[str, ...]) -> tuple:
-        return (ans.system, ans.qid, kind, passages)
+def _key(ans: _Answer, kind: str, passages: tuple[str, ...]) -> tuple:
+    return (ans.system, ans.qid, kind, passages)
 
+
+def _first_wave(answers: list[_Answer], texts: Mapping[str, str], rep: int
+                ) -> dict[tuple, tuple[SupportRequest, list[str]]]:
+    """The joint requests (one per answer and distinct set of judged chunks, its claims batched) and,
+    for sets of two or more chunks, the alone requests (one per answer and chunk)."""
+    key = _key
     first: dict[tuple, tuple[SupportRequest, list[str]]] = {}
     for ans in answers:
         groups: dict[tuple[str, ...], list[_Claim]] = {}
@@ -264,6 +266,29 @@ def _judge_all(judge: Any, answers: list[_Answer], texts: Mapping[str, str], rep
                     prev = first.get(k)
                     extra = [c for c in claims if prev is None or c.claim_id not in prev[1]]
                     first[k] = _request(ans, (_claims_of(prev, ans) if prev else []) + extra, (cid,), texts, rep)
+    return first
+
+
+def support_requests(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.DataFrame, *,
+                     formats: Mapping[str, CitationFormat] | None = None,
+                     abstention_phrases: Mapping[str, Any] | None = None) -> tuple[list[SupportRequest], int]:
+    """What :func:`judge_citations` will ask a judge, without asking: the joint and alone requests of
+    one repeat, and an upper bound on the leave-one-out requests (one per answer and chunk of a claim
+    citing two or more judged chunks; only those whose joint verdict is SUPPORTED and whose chunk
+    alone is not are asked). Inputs as :func:`judge_citations`. Output: (requests, extra_bound)."""
+    answers = read_answers(rag_runs, snapshot, golden, formats=formats, abstention_phrases=abstention_phrases)
+    texts = SnapshotIndex(snapshot).texts
+    bound = len({(a.system, a.qid, tuple(x for x in c.judged if x != cid))
+                 for a in answers for c in a.claims if c.needs and len(c.judged) > 1 for cid in c.judged})
+    return [req for req, _ in _first_wave(answers, texts, 0).values()], bound
+
+
+def _judge_all(judge: Any, answers: list[_Answer], texts: Mapping[str, str], rep: int
+               ) -> dict[tuple, dict[str, tuple]]:
+    """Run the joint, alone and leave-one-out requests of every answer. Output: request key →
+    {claim_id: (verdict, quote, quote_found, quote_chunk_id, justification, error)}."""
+    key = _key
+    first = _first_wave(answers, texts, rep)
     results = _run(judge, first)
     second: dict[tuple, tuple[SupportRequest, list[str]]] = {}
     for ans in answers:

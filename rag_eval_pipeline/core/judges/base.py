@@ -39,6 +39,7 @@ __all__ = [
     "SupportRequest",
     "SupportVerdict",
     "JudgesSupport",
+    "EstimatesSupportCost",
     "JUDGEMENT_STATUSES",
     "HOLISTIC_SCORES",
     "ClaimVerdict",
@@ -209,6 +210,14 @@ class JudgesSupport(Protocol):
     def judge_support(self, request: SupportRequest) -> list[SupportVerdict]: ...
 
     def support_prompt_sha256(self, family: str) -> str: ...
+
+
+@runtime_checkable
+class EstimatesSupportCost(Protocol):
+    """``dry_run_estimate_support(requests)`` over :class:`SupportRequest` objects returns a dict with
+    ``calls``, ``prompt_tokens_est``, ``cached_calls``, ``items`` and ``by_family``, without calling anything."""
+
+    def dry_run_estimate_support(self, requests: Iterable[SupportRequest]) -> dict: ...
 
 
 @runtime_checkable
