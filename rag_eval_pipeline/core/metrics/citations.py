@@ -157,13 +157,13 @@ def validity_metrics(cites: list[dict]) -> dict[str, tuple]:
     """The validity rates of one answer from its ``citations`` rows of one repeat: each distinct
     (level, target) once; unresolved references counted apart. ``(numerator, denominator, status)``."""
     distinct: dict[tuple, dict] = {}
-    problems = 0
+    unresolved: set[tuple] = set()  # a marker's reference once, however many claims its unit holds
     for r in cites:
         if r["problem"] is not None:
-            problems += 1
+            unresolved.add((r["unit"], r["marker"], r["written"]))
         else:
             distinct.setdefault((r["level"], r["target"]), r)
-    n = len(distinct)
+    n, problems = len(distinct), len(unresolved)
     out: dict[str, tuple] = {}
     for metric, failures in VALIDITY_METRICS.items():
         if n == 0:
