@@ -468,3 +468,34 @@ def _precise(c: _Claim, target: str, joint: tuple | None, alone: tuple, ans: _An
     if without is None or without[0] == "JUDGE_ERROR":
         return None
     return without[0] != "SUPPORTED"
+
+
+def citation_detail(citation_claims: pl.DataFrame, citations: pl.DataFrame, repeat: int = 0) -> pl.DataFrame:
+    """Which claim cites what, and why each citation failed, per answer: the per-question view of the
+    two tables (report question pages, the labelling page).
+
+    Input: the ``citation_claims`` and ``citations`` tables; ``repeat`` (which judge repeat to show).
+    Output: one row per claim (and, per answer, one row holding the citations bound to no claim,
+    ``claim_id`` null, status "unbound"), columns
+    system, question_id, claim_id, unit, claim, status, verdict, and ``citations``: a list of
+    {target, marker, support, failures} in binding order, where ``failures`` lists the validity
+    failures (not_in_snapshot, not_retrieved, withdrawn, replaced, acl_restricted), an unresolved
+    marker (unparseable, out_of_range) and ``not_supporting``. Only chunk ids appear, never chunk
+    text (a restricted chunk's text is never shown). Sorted by system, question, claim order.
+    """
+    cite_struct = pl.Struct({"target": pl.Utf8, "marker": pl.Utf8, "support": pl.Utf8, "failures": pl.List(pl.Utf8)})
+    c = citations.filter(pl.col("repeat") == repeat).with_row_index("_o")
+    per_claim = (c.group_by("system", "question_id", "claim_id", maintain_order=True)
+                 .agg(pl.struct(pl.coalesce("target", "written").alias("target"), "marker", "support", "failures")
+                      .sort_by("_o").alias("citations"), pl.col("unit").first().alias("_unit")))
+    claims = citation_claims.filter(pl.col("repeat") == repeat).select(
+        "system", "question_id", "claim_id", "unit", "claim", "status", "verdict").with_row_index("_c")
+    out = claims.join(per_claim.drop("_unit"), on=["system", "question_id", "claim_id"], how="left")
+    unbound = per_claim.filter(pl.col("claim_id").is_null()).select(
+        "system", "question_id", "claim_id", pl.col("_unit").alias("unit"), pl.lit(None, pl.Utf8).alias("claim"),
+        pl.lit("unbound").alias("status"), pl.lit(None, pl.Utf8).alias("verdict"), "citations",
+        pl.lit(10**9, pl.UInt32).alias("_c"))
+    out = pl.concat([out.with_columns(pl.col("citations").cast(pl.List(cite_struct))),
+                     unbound.with_columns(pl.col("citations").cast(pl.List(cite_struct)))], how="diagonal_relaxed")
+    return (out.with_columns(pl.col("citations").fill_null(pl.lit([], pl.List(cite_struct))))
+            .sort("system", "question_id", "_c").drop("_c"))

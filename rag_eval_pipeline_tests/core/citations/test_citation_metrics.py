@@ -133,3 +133,17 @@ def test_answer_level_citations_bind_to_every_claim_and_repeats_pool():
     # Alpha is supported by d#0, Delta is not (unscripted): 1 of 2 per repeat, pooled 2 of 4
     r = m[("q1", "citation_recall")]
     assert (r["numerator"], r["denominator"], r["value"]) == (2.0, 4.0, 0.5)
+
+
+def test_per_question_detail_says_which_claim_cites_what_and_why_it_failed():
+    from rag_eval_pipeline.core.citations.judging import citation_detail
+
+    rag = runs(run("q1", "Sí [1]. Alpha holds [2][9].", ["d#0", "d#1"], citations=["d#2"]))
+    claims, cites = judge_citations(rag, snapshot(CHUNKS), golden({"question_id": "q1"}), ScriptedJudge(SCRIPT))
+    d = citation_detail(claims, cites)
+    # one claim ("Sí." states nothing), then one row of what is bound to no claim: the marker on "Sí", the logged d#2
+    assert d["claim_id"].to_list() == ["q1:c1", None] and d["status"].to_list() == ["judged", "unbound"]
+    alpha = d.row(0, named=True)["citations"]
+    assert [(c["target"], c["marker"], c["support"], c["failures"]) for c in alpha] == [
+        ("d#1", "[2]", "NOT_SUPPORTED", ["not_supporting"]), ("9", "[9]", None, ["out_of_range"])]
+    assert [c["target"] for row in d["citations"][1:] for c in row] == ["d#0", "d#2"]
