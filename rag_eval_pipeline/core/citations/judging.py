@@ -76,11 +76,17 @@ def answer_status(decision: str | None, answer: str | None, phrases: Mapping[str
     return None
 
 
-def formats_for_systems(systems: Sequence[Mapping[str, Any]], where: str = "systems") -> dict[str, CitationFormat]:
-    """system name → :class:`CitationFormat` from the configuration's ``systems`` entries (key
-    ``citation_format``; absent = every syntax). Raises ConfigError naming the entry."""
-    return {s["name"]: CitationFormat.from_config(s.get("citation_format"), f"{where}[{i}].citation_format")
-            for i, s in enumerate(systems) if "name" in s}
+def formats_for_systems(systems: Sequence[Any], where: str = "systems") -> dict[str, CitationFormat]:
+    """system name → :class:`CitationFormat` from the configuration's ``systems`` entries (typed
+    sections or mappings; key ``citation_format``, absent = every syntax). Raises ConfigError naming
+    the entry."""
+    out = {}
+    for i, s in enumerate(systems):
+        name = s.get("name") if isinstance(s, Mapping) else getattr(s, "name", None)
+        value = s.get("citation_format") if isinstance(s, Mapping) else getattr(s, "citation_format", None)
+        if name:
+            out[name] = CitationFormat.from_config(value, f"{where}[{i}].citation_format")
+    return out
 
 
 @dataclass

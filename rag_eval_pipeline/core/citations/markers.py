@@ -91,6 +91,16 @@ class CitationFormat:
             raise ValueError(f"first_number must be 0 or 1, got {self.first_number!r}")
 
     @classmethod
+    def problem(cls, value: Any) -> str | None:
+        """What is wrong with a ``citation_format`` value, as the end of "citation_format <problem>", or
+        None when :meth:`from_config` reads it."""
+        try:
+            cls.from_config(value, "citation_format")
+        except ConfigError as exc:
+            return str(exc).removeprefix("citation_format").lstrip(":. ")
+        return None
+
+    @classmethod
     def from_config(cls, value: Any, where: str = "citation_format") -> CitationFormat:
         """Read a ``citation_format`` value: None / ``"auto"`` (every syntax), ``"none"`` (no inline
         markers) or a mapping with ``markers`` (``"auto"``, ``"none"`` or a list of

@@ -91,3 +91,24 @@ def test_citation_format_from_config():
         with pytest.raises(ConfigError, match=word) as info:
             CitationFormat.from_config(bad, "config.yaml: systems[2].citation_format")
         assert "systems[2].citation_format" in str(info.value)
+
+
+def test_a_bad_citation_format_is_one_line_naming_file_line_and_system(tmp_path):
+    import yaml
+
+    from rag_eval_pipeline.core.config import load_config
+    from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
+
+    cfg = sample_config_dict()
+    cfg["systems"][2]["citation_format"] = {"markers": ["brackets", "emoji"]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    msg = str(exc.value)
+    assert str(path) in msg and "line" in msg and "systems[2]" in msg and "citation_format" in msg and "emoji" in msg
+    cfg["systems"][2]["citation_format"] = "none"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    from rag_eval_pipeline.core.pipeline import citation_formats
+
+    assert citation_formats(load_config(path))[cfg["systems"][2]["name"]].markers == ()
