@@ -10,7 +10,10 @@ from rag_eval_pipeline.core.metrics.names import is_judge_based, metric_label
 DEFAULT_METRICS = (("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
                    ("claim_evidence_availability", 5), ("coverage", None), ("answer_without_evidence_rate", None),
                    ("false_abstention_rate", None), ("abstention_without_evidence", None), ("faithfulness", None),
-                   ("faithfulness_holistic", None), ("reference_token_recall", None), ("run_error_rate", None),
+                   ("faithfulness_holistic", None), ("citation_recall", None), ("citation_precision", None),
+                   ("uncited_claim_rate", None), ("citation_validity_rate", None), ("citation_acl_leak_rate", None),
+                   ("nugget_recall_strict_vital", None), ("nugget_recall_weighted", None),
+                   ("reference_token_recall", None), ("run_error_rate", None),
                    ("latency_ms_p50", None), ("latency_ms_p95", None))
 
 

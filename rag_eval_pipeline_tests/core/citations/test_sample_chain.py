@@ -37,7 +37,8 @@ def chain():
     qm, _ = build_question_metrics(cfg, snapshot, golden, runs, labels, answers, citations=(claims, cites),
                                    nugget_labels=nuggets)
     summary = build_summary(cfg, qm, golden, snapshot)
-    return {"golden": golden, "claims": claims, "cites": cites, "nuggets": nuggets, "qm": qm, "summary": summary}
+    return {"golden": golden, "claims": claims, "cites": cites, "nuggets": nuggets, "qm": qm, "summary": summary,
+            "runs": runs, "snapshot": snapshot}
 
 
 def _team(df):
@@ -121,3 +122,32 @@ def test_nuggets_on_the_sample(chain):
                                 & (pl.col("segment") == "all") & (pl.col("metric") == "nugget_recall_weighted"))
     # 30 answerable questions; 28 answered (q08 abstained, q24 errored): 28 evaluable, 24 not
     assert (n["n"][0], n["denominator"][0], n["n_not_evaluable"][0]) == (52, 28, 24)
+
+
+def test_the_report_section_and_question_cards(chain):
+    """Counts of each validity failure of team_rag, recounted by hand from the sample (see the validity test):
+    q20 not in the snapshot; q12 not retrieved; q33 withdrawn; q05, q25 and q26 (two chunks) replaced; q17 and
+    q41 restricted; q19 out of range; q22 unparseable. The restricted chunks' text never appears."""
+    from rag_eval_pipeline.core.report.build import build_report
+    from rag_eval_pipeline.core.tables import empty
+
+    c = chain  # the section reads the summary and the citation tables, not the faithfulness labels
+    rep = build_report(c["summary"], c["qm"], c["runs"], c["golden"], c["snapshot"], empty("judge_labels"),
+                       empty("answer_judgements"), citation_claims=c["claims"], citations=c["cites"],
+                       nugget_labels=c["nuggets"], worst_n=20)
+    md = rep.markdown
+    section = md.split("## Citations and completeness", 1)[1].split("\n## ", 1)[0]
+    table = {line.split("|")[1].strip(): [x.strip() for x in line.split("|")[2:-1]]
+             for line in section.splitlines() if line.startswith("| ") and line.count("|") == 5}
+    expected = {"not_in_snapshot": 1, "not_retrieved": 1, "withdrawn": 1, "replaced": 4, "acl_restricted": 2,
+                "out_of_range": 1, "unparseable": 1}
+    for kind, n in expected.items():
+        assert table[kind] == ["0", "0", str(n)], kind  # bm25_k10, bm25_k5, team_rag
+    assert "devoluciones-a1-2023#3: replaced (replaced by devoluciones-a1)" in section
+    for cid in ("escalado-interno#1", "escalado-interno#2"):
+        text = c["snapshot"].filter(pl.col("chunk_id") == cid)["text"][0]
+        assert text[:60] not in md and text[:60] not in rep.html
+    # per-question detail: q20's card names its citation and why it failed
+    team = md.split("## Questions to read", 1)[1].split("\n### team_rag", 1)[1]
+    card = team.split("#### q20", 1)[1].split("####", 1)[0]
+    assert "configuracion-a1#9" in card and "not_in_snapshot" in card
