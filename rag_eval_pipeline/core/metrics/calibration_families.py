@@ -104,3 +104,23 @@ def calibrate_families(rows: Sequence[Mapping[str, Any]], citation_claims: pl.Da
         for res in calibrate_all(human, judge, SUPPORT_MAPPING, "claim", calibrated_at=calibrated_at, source=source):
             out.append(dataclasses.replace(res, level=family, n_excluded_human=res.n_excluded_human + dropped))
     return out
+
+
+def gated_families(metrics) -> dict[str, list[str]]:
+    """Which calibration each judge-based gated metric needs: ``{"citation_support": [...],
+    "nugget_coverage": [...], "faithfulness": [...]}`` (only the keys with a metric). Citation metrics
+    need the citation-support calibration, nugget recall the nugget-coverage one, every other judge-based
+    metric the calibration of ``calibration.level`` (called "faithfulness" here). Input: metric names
+    (base names or labels). Never raises."""
+    from rag_eval_pipeline.core.metrics.names import VERDICT_FAMILY_OF, is_judge_based, metric_info
+
+    out: dict[str, list[str]] = {}
+    for m in metrics:
+        if not isinstance(m, str) or not is_judge_based(m):
+            continue
+        info = metric_info(m)
+        family = VERDICT_FAMILY_OF.get(info.name if info else m, "faithfulness")
+        out.setdefault(family, [])
+        if m not in out[family]:
+            out[family].append(m)
+    return {k: sorted(v) for k, v in out.items()}

@@ -43,3 +43,14 @@ def test_kappa_per_family_against_hand_counts():
     assert cite.confusion == [[2, 0, 0], [0, 0, 0], [0, 1, 0]]  # rows people S/P/N, columns the judge
     # nugget coverage: 3 items, 2 agree; people S, P, N 1/3 each; judge S 2/3, N 1/3 -> p_e = 1/3, kappa 0.5
     assert (nug.n, nug.kappa) == (3, pytest.approx(0.5))
+
+
+def test_each_gated_metric_needs_the_calibration_of_its_family():
+    from rag_eval_pipeline.core.metrics.calibration_families import gated_families
+
+    got = gated_families(["citation_recall", "weighted_citation_f1", "citation_validity_rate", "nugget_recall_weighted",
+                          "faithfulness", "recall_5", "answer_relevance"])
+    # validity needs no judge; retrieval neither
+    assert got == {"citation_support": ["citation_recall", "weighted_citation_f1"],
+                   "nugget_coverage": ["nugget_recall_weighted"],
+                   "faithfulness": ["answer_relevance", "faithfulness"]}
