@@ -9,12 +9,11 @@ Per item (a claim and its cited chunks, or a golden nugget and the answer):
 1. An item that is a question or speaks in the first person is NOT_SUPPORTED (no passage can
    support it), as in faithfulness.
 2. The item is split into its claims (:func:`~rag_eval_pipeline.core.judges.rule_based.checkable_claims`;
-   a nugget "30 days, counted from delivery" is two facts). Each claim is compared with every
-   sentence of the passages (:func:`~rag_eval_pipeline.core.judges.rule_based.evidence` and
-   :func:`~rag_eval_pipeline.core.judges.rule_based.decide`, the fitted parameters): a claim is
-   *supported* by a sentence the faithfulness rule calls SUPPORTED, and *near* a sentence that holds
-   at least ``lexical_floor`` of its content words, every number of the claim and the same negation
-   (some of the claim is there, not all of it).
+   a nugget "30 days, counted from delivery" is two facts). Each claim goes through the judge's own
+   claim-vs-passages decision (:meth:`~rag_eval_pipeline.core.judges.rule_based.RuleBasedJudge.support`,
+   the faithfulness rule with its fitted parameters): a claim is *supported* when that decision is
+   SUPPORTED, and *near* a sentence that holds at least ``lexical_floor`` of its content words, every
+   number of the claim and the same negation (some of the claim is there, not all of it).
 3. **SUPPORTED** when every claim is supported; **PARTIAL** when at least one claim is supported or
    near; **NOT_SUPPORTED** otherwise (a contradiction is named in the justification). The quote is
    the first supporting (else near) sentence, verbatim; the caller checks it in code.
@@ -41,22 +40,19 @@ def support_prompt_sha256(params_sha256: str, family: str) -> str:
 
 def rule_support(judge, request: SupportRequest) -> list[SupportVerdict]:
     """Verdicts of the embedded ``judge`` (a :class:`~rag_eval_pipeline.core.judges.rule_based.RuleBasedJudge`)
-    on every item of ``request`` (rules in the module docstring).
+    on every item of ``request`` (rules in the module docstring): each fact of an item through the judge's
+    own claim-vs-passages decision (:meth:`~rag_eval_pipeline.core.judges.rule_based.RuleBasedJudge.support`).
 
     Output: one SupportVerdict per item, in order, ids from ``request.item_ids`` (or "1", "2", ...).
     Never raises for string input (ImportError when the encoder's package is missing).
     """
-    from rag_eval_pipeline.core.judges.rule_based import (
-        checkable_claims,
-        context_sentences,
-        decide,
-        fixed_reason,
-    )
+    from rag_eval_pipeline.core.judges.rule_based import checkable_claims, context_sentences, fixed_reason
 
     ids = list(request.item_ids) or [str(i) for i in range(1, len(request.items) + 1)]
     passages = [p or "" for p in request.passages]
-    sentences = context_sentences(passages, int(judge.params.get("sentence_window", 1)))
-    p = judge.params
+    params = judge.params
+    sentences = context_sentences(passages, int(params.get("sentence_window", 1)),
+                                  str(params.get("extra_scope", "passage")))
     out: list[SupportVerdict] = []
     for item_id, item in zip(ids, request.items):
         reason = fixed_reason(item)
@@ -67,21 +63,21 @@ def rule_support(judge, request: SupportRequest) -> list[SupportVerdict]:
             out.append(SupportVerdict(item_id, "NOT_SUPPORTED", None, "no passage text to judge against"))
             continue
         claims = checkable_claims(item) or [item]
-        table = judge.evidence_table(claims, sentences)
         supported, near, contradicted = [], [], []
-        for claim, row in zip(claims, table):
-            ranked = sorted(range(len(row)), key=lambda j, r=row: (-r[j].lexical, -(r[j].semantic or -2.0), j))
-            best = next((j for j in ranked if decide(row[j], p) == "SUPPORTED"
-                         and quote_in_context(sentences[j].text, passages)), None)
-            if best is not None:
-                supported.append((claim, best))
+        for claim in claims:
+            v = judge.support(claim, passages)
+            if v.verdict == "SUPPORTED" and quote_in_context(v.quote, passages):
+                supported.append((claim, v.quote))
                 continue
-            close = next((j for j in ranked if row[j].lexical >= p["lexical_floor"] and row[j].numbers_ok
-                          and not row[j].negation_flipped), None)
-            if close is not None:
-                near.append((claim, close))
-            elif any(decide(ev, p) == "CONTRADICTED" for ev in row):
+            if v.verdict == "CONTRADICTED":
                 contradicted.append(claim)
+                continue
+            (row,) = judge.evidence_table([claim], sentences)
+            close = [j for j, ev in enumerate(row) if ev.lexical >= params["lexical_floor"] and ev.numbers_ok
+                     and not ev.negation_flipped]
+            if close:
+                best = max(close, key=lambda j, r=row: (r[j].lexical, -j))
+                near.append((claim, sentences[best].text))
         parts = [f"{len(supported)} of {len(claims)} fact(s) supported"]
         if near:
             parts.append(f"{len(near)} in part (some words and every number, not enough for support)")
@@ -89,13 +85,9 @@ def rule_support(judge, request: SupportRequest) -> list[SupportVerdict]:
             parts.append(f"contradicted: {'; '.join(contradicted)[:200]}")
         why = ", ".join(parts)
         if len(supported) == len(claims):
-            j = supported[0][1]
-            out.append(SupportVerdict(item_id, "SUPPORTED", sentences[j].text,
-                                      f"{why}; passage {sentences[j].context + 1}, sentence {sentences[j].index + 1}"))
+            out.append(SupportVerdict(item_id, "SUPPORTED", supported[0][1], why))
         elif supported or near:
-            j = (supported or near)[0][1]
-            out.append(SupportVerdict(item_id, "PARTIAL", sentences[j].text,
-                                      f"{why}; passage {sentences[j].context + 1}, sentence {sentences[j].index + 1}"))
+            out.append(SupportVerdict(item_id, "PARTIAL", (supported or near)[0][1], why))
         else:
             out.append(SupportVerdict(item_id, "NOT_SUPPORTED", None, why))
     return out
