@@ -35,10 +35,10 @@ def run(args: argparse.Namespace) -> int:
     """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``."""
     dagster_home()
     import dagster as dg
-    import polars as pl
 
     from rag_eval_pipeline.core.errors import ConfigError
     from rag_eval_pipeline.core.locking import OutputLock, OutputLocked, end_on_signal
+    from rag_eval_pipeline.core.storage import read_table
     from rag_eval_pipeline.defs.location import build_definitions, check_suite
     from rag_eval_pipeline.defs.schedules import CLI_LOGGER_DEFS, QUICK_JOB, job_name
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {p.name}" + ("  (from an earlier run, not rewritten by this one)" if stale(p) else ""))
     summary_path = out / "metric_summary.parquet"
     if summary_path.exists() and not stale(summary_path):
-        print("\n" + format_summary(pl.read_parquet(summary_path)))
+        print("\n" + format_summary(read_table(summary_path, "metric_summary")))
     elif summary_path.exists():
         print("\nno summary: this run did not rewrite metric_summary.parquet (the file there is from an earlier run)")
     print("\nchecks:")
