@@ -51,6 +51,10 @@ def _bound_judge(judge: JudgeResource, rag_runs: pl.DataFrame):
 def judge_citations(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
                     settings: EvalSettings, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                     rag_runs: pl.DataFrame):
+    """Yield ``citation_claims`` (one row per claim, repeat) and ``citations`` (one row per citation, repeat)
+    of every system's answers (``core.pipeline.build_citations``: ALCE citation recall / precision inputs, the
+    TREC 2024 RAG support view, validity by code). Metadata: judge key, statuses, verdicts, judge errors,
+    invalid citations and failures by kind. Raises SchemaError for a table missing a column."""
     j = _bound_judge(judge, rag_runs)
     repeats = config.repeats or settings.config.judge.repeats
     claims, cites = build_citations(settings.config, corpus_snapshot, golden_set, rag_runs, j, repeats=repeats)
@@ -74,6 +78,9 @@ def judge_citations(context: dg.AssetExecutionContext, config: JudgeRunConfig, j
 def nugget_labels(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
                   settings: EvalSettings, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                   rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """Every golden claim (nugget) of every answered question judged against the answer, ``repeats`` times
+    (``core.pipeline.build_nuggets``; TREC 2024 RAG AutoNuggetizer). Metadata: judge key, verdict counts,
+    judge errors. Raises SchemaError for a table missing a column."""
     j = _bound_judge(judge, rag_runs)
     repeats = config.repeats or settings.config.judge.repeats
     nuggets = build_nuggets(settings.config, corpus_snapshot, golden_set, rag_runs, j, repeats=repeats)
