@@ -201,7 +201,7 @@ def read_human_label_rows(path: str | Path) -> tuple[list[dict[str, Any]], str]:
         extra = [k for k in rec if k not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
         if extra:
             raise _fail(f"unknown field(s) {extra}", p, kind, n, extra[0])
-        row = {c: _str_field(rec, c, p, kind, n, required=True) for c in REQUIRED_COLUMNS}
+        row: dict[str, Any] = {c: _str_field(rec, c, p, kind, n, required=True) for c in REQUIRED_COLUMNS}
         row.update({c: _str_field(rec, c, p, kind, n, required=False) for c in OPTIONAL_COLUMNS})
         family = (row["family"] or "faithfulness").strip()
         if family not in FAMILIES:
@@ -278,7 +278,7 @@ def read_response_label_rows(path: str | Path, verdicts: Sequence[str] | None = 
     rows: list[dict[str, Any]] = []
     seen: dict[tuple, int] = {}
     for kind, n, rec in records:
-        row = {c: _str_field(rec, c, p, kind, n, required=True) for c in RESPONSE_REQUIRED_COLUMNS}
+        row: dict[str, Any] = {c: _str_field(rec, c, p, kind, n, required=True) for c in RESPONSE_REQUIRED_COLUMNS}
         for c in ("annotator", "claim_id") + PAGE_COLUMNS:
             row[c] = _str_field(rec, c, p, kind, n, required=False) if c in rec else None
         if allowed is not None and row["verdict"] not in allowed:
@@ -353,7 +353,7 @@ class HumanLabelJudge:
             if r.get("family", "faithfulness") != "faithfulness":
                 self._support.setdefault((r["family"], r["system"], r["question_id"], r["claim_id"]), []).append(r)
         rows = [r for r in rows if r.get("family", "faithfulness") == "faithfulness"]
-        annotators = sorted({r.get("annotator") for r in rows if r.get("annotator")})
+        annotators = sorted({r["annotator"] for r in rows if r.get("annotator")})
         self.model = annotators[0] if len(annotators) == 1 else "human"
         self._labels: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._by_answer: dict[str, set[tuple[str, str]]] = {}
