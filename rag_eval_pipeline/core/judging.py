@@ -136,7 +136,7 @@ def judge_runs(
             fixed_rows.append({"system": system, "question_id": qid, "status": fixed, "n_claims": 0,
                                "error": None})
         else:
-            pending.append((system, qid, qtext.get(qid, ""), answer, contexts))
+            pending.append((system, qid, qtext.get(qid, ""), answer or "", contexts))  # never blank here
 
     labels: list[dict[str, Any]] = []
     answers: list[dict[str, Any]] = []

@@ -208,7 +208,11 @@ def _struct_subset(got: pl.DataType, want: pl.DataType) -> bool:
 def add_struct_fields(df: pl.DataFrame, name: str, want: pl.DataType) -> pl.Expr:
     """Column ``name`` (a List of Struct) of ``df`` as ``want``: the struct fields it lacks added as null, in
     ``want``'s order. Used by :func:`conform` and by migrations that add a field."""
-    have = {f.name for f in df.schema[name].inner.fields}
+    got = df.schema[name]
+    if not (isinstance(got, pl.List) and isinstance(got.inner, pl.Struct) and isinstance(want, pl.List)
+            and isinstance(want.inner, pl.Struct)):
+        raise ValueError(f"column {name!r}: expected a List of Struct, got {got} (want {want})")
+    have = {f.name for f in got.inner.fields}
     fields = [pl.element().struct.field(f.name).cast(f.dtype) if f.name in have
               else pl.lit(None, f.dtype).alias(f.name) for f in want.inner.fields]
     return pl.col(name).list.eval(pl.struct(fields)).cast(want).alias(name)

@@ -200,6 +200,7 @@ def read_answers(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.Data
             if ref.problem is not None:
                 return {**base, "in_snapshot": None, "retrieved": None, "rank": None, "status": None,
                         "replaced_by": None, "readable": None, "valid": False, "failures": [ref.problem]}
+            assert ref.target is not None  # a reference without a problem is resolved
             chk = check_citation(ref.target, ref.level, index, _ranks, _groups)
             return {**base, "in_snapshot": chk.in_snapshot, "retrieved": chk.retrieved, "rank": chk.rank,
                     "status": chk.status, "replaced_by": chk.replaced_by, "readable": chk.readable,
@@ -230,7 +231,7 @@ def read_answers(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.Data
                 for o, mk, r in refs:
                     rr = row(c.claim_id, u + 1, o, mk, r)
                     rows.append(rr)
-                    if r.problem is None:
+                    if r.problem is None and r.target is not None:
                         bound_targets.add(r.target)
                         if rr["in_snapshot"] and rr["retrieved"] and r.level == "chunk" and r.target not in c.judged:
                             c.judged.append(r.target)
@@ -437,22 +438,22 @@ def _rows_for_answer(ans: _Answer, verdicts: Mapping[tuple, Mapping[str, tuple]]
     by_claim = {c.claim_id: c for c in ans.claims}
     cite_rows = []
     for r in ans.rows:
-        c = by_claim.get(r["claim_id"]) if r["claim_id"] else None
+        owner = by_claim.get(r["claim_id"]) if r["claim_id"] else None
         support = precise = error = None
         failures = list(r["failures"])
-        if c is not None and c.needs and r["problem"] is None and r["target"] in c.judged:
-            if len(c.judged) == 1:
-                alone = joint_of.get(c.claim_id)
+        if owner is not None and owner.needs and r["problem"] is None and r["target"] in owner.judged:
+            if len(owner.judged) == 1:
+                alone = joint_of.get(owner.claim_id)
             else:
-                alone = verdicts.get((ans.system, ans.qid, "alone", (r["target"],)), {}).get(c.claim_id) \
+                alone = verdicts.get((ans.system, ans.qid, "alone", (r["target"],)), {}).get(owner.claim_id) \
                     if supports else None
-                if alone is None:
-                    alone = ("JUDGE_ERROR", None, False, None, "", no_cap if not supports else "no verdict")
+            if alone is None:
+                alone = ("JUDGE_ERROR", None, False, None, "", no_cap if not supports else "no verdict")
             support, error = alone[0], alone[5]
-            precise = _precise(c, r["target"], joint_of.get(c.claim_id), alone, ans, verdicts)
+            precise = _precise(owner, r["target"], joint_of.get(owner.claim_id), alone, ans, verdicts)
             if support == "NOT_SUPPORTED":
                 failures.append("not_supporting")
-        elif c is not None and c.needs:
+        elif owner is not None and owner.needs:
             precise = False  # cited but never judgeable: a person cannot check it against what was retrieved
         cite_rows.append({**r, "support": support, "precise": precise, "failures": failures, "error": error})
     return claim_rows, cite_rows

@@ -289,7 +289,7 @@ def _read_group(content: str, fullwidth: bool, fmt: CitationFormat, retrieved: l
             return None
         return "footnote", (_number(foot.group(1), fmt, retrieved, citations),)
     tokens = [t.strip() for t in _SEP.split(body)]
-    kinds = []
+    kinds: list[str | None] = []
     for t in tokens:
         if numbers_on and (_NUMBER.match(t) or _RANGE.match(t)):
             kinds.append("number")

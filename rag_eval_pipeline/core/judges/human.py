@@ -220,7 +220,7 @@ def read_human_label_rows(path: str | Path) -> tuple[list[dict[str, Any]], str]:
         row["passages"] = "|".join(sorted(x.strip() for x in row["passages"].split("|") if x.strip())) \
             if row["passages"] else None
         _check_page_fields(row, p, kind, n)
-        key = (row["system"], row["question_id"], row["claim_id"], row["annotator"] or "")
+        key: tuple[str, ...] = (row["system"], row["question_id"], row["claim_id"], row["annotator"] or "")
         if family != "faithfulness":
             key = (family, *key[:3], row["passages"] or "", key[3])
         if key in seen:

@@ -76,7 +76,7 @@ def rule_support(judge, request: SupportRequest) -> list[SupportVerdict]:
             close = [j for j, ev in enumerate(row) if ev.lexical >= params["lexical_floor"] and ev.numbers_ok
                      and not ev.negation_flipped]
             if close:
-                best = max(close, key=lambda j, r=row: (r[j].lexical, -j))
+                best = -max((row[j].lexical, -j) for j in close)[1]  # the highest overlap, the first on ties
                 near.append((claim, sentences[best].text))
         parts = [f"{len(supported)} of {len(claims)} fact(s) supported"]
         if near:

@@ -74,10 +74,12 @@ def citation_question_metrics(rag_runs: pl.DataFrame, citation_claims: pl.DataFr
     for system, qid, decision, answer in rag_runs.select("system", "question_id", "decision", "answer").iter_rows():
         def add(metric: str, num: float | None, den: float | None, status: str, *, _s: str = system,
                 _q: str = qid) -> None:
-            ok = status == "ok"
+            ok = status == "ok" and num is not None and den is not None
             rows.append({"system": _s, "question_id": _q, "metric": metric, "k": None,
-                         "value": num / den if ok else None, "numerator": float(num) if ok else None,
-                         "denominator": float(den) if ok else None, "status": status, "ranking_mode": None})
+                         "value": num / den if ok and num is not None and den else None,
+                         "numerator": float(num) if ok and num is not None else None,
+                         "denominator": float(den) if ok and den is not None else None, "status": status,
+                         "ranking_mode": None})
 
         status = answer_status(decision, answer, phrases)
         if status is not None:
@@ -143,11 +145,11 @@ def answer_metrics(claims: list[dict], cites: list[dict]) -> list[tuple[str, flo
         out["weighted_citation_precision"] = (p_num, p_den, "ok")
     if first:
         out["weighted_citation_recall"] = _ratio(r_num, r_den)
-    p, r = out["weighted_citation_precision"], out["weighted_citation_recall"]
-    if p[2] != "ok" or r[2] != "ok":
-        out["weighted_citation_f1"] = (None, None, p[2] if p[2] != "ok" else r[2])
+    wp, wr = out["weighted_citation_precision"], out["weighted_citation_recall"]
+    if wp[2] != "ok" or wr[2] != "ok":
+        out["weighted_citation_f1"] = (None, None, wp[2] if wp[2] != "ok" else wr[2])
     else:
-        pv, rv = p[0] / p[1], r[0] / r[1]
+        pv, rv = wp[0] / wp[1], wr[0] / wr[1]
         out["weighted_citation_f1"] = (2 * pv * rv, pv + rv, "ok") if pv + rv > 0 else (0.0, 1.0, "ok")
     out.update(validity_metrics([c for c in cites if c["repeat"] == repeats[0]]))
     return [(m, *out[m]) for m in CITATION_METRICS]

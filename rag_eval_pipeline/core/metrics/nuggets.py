@@ -98,8 +98,11 @@ def nugget_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame, nugget
                                                                           for m in NUGGET_METRICS}
         for metric in NUGGET_METRICS:
             num, den, st = scores[metric]
-            ok = st == "ok"
-            rows.append({"system": system, "question_id": qid, "metric": metric, "k": None,
-                         "value": num / den if ok else None, "numerator": float(num) if ok else None,
-                         "denominator": float(den) if ok else None, "status": st, "ranking_mode": None})
+            value: float | None = None
+            numerator: float | None = None
+            denominator: float | None = None
+            if st == "ok" and num is not None and den:
+                value, numerator, denominator = num / den, float(num), float(den)
+            rows.append({"system": system, "question_id": qid, "metric": metric, "k": None, "value": value,
+                         "numerator": numerator, "denominator": denominator, "status": st, "ranking_mode": None})
     return pl.DataFrame(rows, schema=OUTPUT_SCHEMA)

@@ -76,7 +76,7 @@ def _failures(cites: pl.DataFrame, systems: Sequence[str], worst_n: int) -> list
               .iter_rows(named=True)}
     out.append(Block("table", headers=["failure"] + list(systems), rows=[
         [kind] + [num_cell(str(counts.get((s, kind), 0))) for s in systems] for kind in FAILURE_KINDS]))
-    listed = []
+    listed: list[list[Cell | str]] = []
     for s in systems:
         mine = exploded.filter(pl.col("system") == s).sort("question_id", "cited")
         per_q: dict[str, list[str]] = {}
@@ -107,7 +107,7 @@ def _omitted(nuggets: pl.DataFrame, systems: Sequence[str], golden: pl.DataFrame
     out = [heading("Vital nuggets left out", 3),
            Block("note", text="Reference claims marked vital that the answer does not state (NOT_SUPPORTED); "
                               "PARTIAL ones are not listed. An answer can be faithful and still leave these out.")]
-    rows = []
+    rows: list[list[Cell | str]] = []
     for s in systems:
         mine = missed.filter(pl.col("system") == s).sort("question_id", "nugget_id")
         judged = first.filter(pl.col("system") == s)["question_id"].n_unique()

@@ -109,7 +109,8 @@ class PythonJudge:
                 continue
             verdict = got.get("verdict") if isinstance(got, Mapping) else None
             quote = got.get("quote") if isinstance(got, Mapping) else None
-            level = {"CONTRADICTED": "NOT_SUPPORTED", "NOT_MENTIONED": "NOT_SUPPORTED"}.get(verdict, verdict)
+            level = ({"CONTRADICTED": "NOT_SUPPORTED", "NOT_MENTIONED": "NOT_SUPPORTED"}.get(verdict, verdict)
+                     if isinstance(verdict, str) else None)
             if level not in ("SUPPORTED", "PARTIAL", "NOT_SUPPORTED") or not (quote is None or isinstance(quote, str)):
                 out.append(SupportVerdict(item_id, "JUDGE_ERROR", None, "", f"the judge returned {str(got)[:120]!r}; "
                                           "expected a mapping with a verdict and quote a string or null"))
