@@ -54,3 +54,38 @@ def test_each_gated_metric_needs_the_calibration_of_its_family():
     assert got == {"citation_support": ["citation_recall", "weighted_citation_f1"],
                    "nugget_coverage": ["nugget_recall_weighted"],
                    "faithfulness": ["answer_relevance", "faithfulness"]}
+
+
+def _calibration_rows(*rows: dict):
+    import polars as pl
+
+    from rag_eval_pipeline.core.tables import SCHEMAS
+
+    base = {"judge": "j", "judge_model": "m", "prompt_sha256": "p", "stale": False, "missing": False}
+    return pl.DataFrame([{**base, **r} for r in rows], schema=SCHEMAS["judge_calibration"])
+
+
+def test_calibration_status_counts_a_family_only_when_gated_or_labelled():
+    from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+
+    faith = {"level": "claim", "kappa": 0.8, "n": 20}
+    unlabelled = {"level": "citation_support", "kappa": None, "n": None, "missing": True}
+    table = _calibration_rows(faith, unlabelled)
+    # no gate on a citation metric and nobody labelled citations: the family row is shown, never a failure
+    ungated = calibration_status(table, configured=True, kappa_floor=0.4, gated_metrics=["faithfulness"])
+    assert ungated.passed and ungated.kappa == 0.8
+    # a gate on citation_recall needs the citation-support calibration: missing blocks
+    gated = calibration_status(table, configured=True, kappa_floor=0.4, gated_metrics=["citation_recall"])
+    assert (gated.passed, gated.blocks, gated.state) == (False, True, "missing")
+    assert gated.failures[0].startswith("citation_support ")
+    # a gated family with no row at all is missing too
+    alone = calibration_status(_calibration_rows(faith), configured=True, kappa_floor=0.4,
+                               gated_metrics=["nugget_recall_weighted"])
+    assert alone.state == "missing" and "nugget_coverage: missing" in alone.failures[0]
+    # a labelled family below the floor fails even ungated (a warning: no judge-based gate)
+    low = _calibration_rows(faith, {"level": "nugget_coverage", "kappa": 0.1, "n": 12})
+    warned = calibration_status(low, configured=True, kappa_floor=0.4, gated_metrics=[])
+    assert (warned.passed, warned.blocks, warned.state, warned.kappa) == (False, False, "below_floor", 0.1)
+    # validity rates need no judge: a gate on them needs no citation calibration
+    validity = calibration_status(table, configured=True, kappa_floor=0.4, gated_metrics=["citation_validity_rate"])
+    assert validity.passed and not validity.blocks
