@@ -17,6 +17,7 @@ import polars as pl
 from rag_eval_pipeline.core.judges.base import BindsRuns
 from rag_eval_pipeline.core.pipeline import build_citations, build_nuggets
 from rag_eval_pipeline.defs.judging import JudgeResource, JudgeRunConfig
+from rag_eval_pipeline.defs.pools import JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings
 
 
@@ -39,6 +40,7 @@ def _bound_judge(judge: JudgeResource, rag_runs: pl.DataFrame):
 
 @dg.multi_asset(
     group_name="judging",
+    pool=JUDGE_POOL,  # it calls the judge: one slot of the judge pool (defs/pools.py)
     outs={
         "citation_claims": dg.AssetOut(kinds={"polars", "parquet"},
                                        description="One claim of one answer, its citations judged together "
@@ -72,7 +74,7 @@ def judge_citations(context: dg.AssetExecutionContext, config: JudgeRunConfig, j
     })
 
 
-@dg.asset(group_name="judging", kinds={"polars", "parquet"},
+@dg.asset(group_name="judging", kinds={"polars", "parquet"}, pool=JUDGE_POOL,
           description="One reference claim (nugget) of one golden question judged against one answer "
                       "(TREC 2024 RAG AutoNuggetizer): what the answer left out.")
 def nugget_labels(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
