@@ -20,10 +20,13 @@ SNAPSHOT_FOR_SUMMARY = ["chunk_id", "acl", "status", "valid_from"]
           ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": SNAPSHOT_FOR_QUESTION_METRICS})})
 def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
                      golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
-                     answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    """One metric of one question for one system; value null when not evaluable, with the reason."""
+                     answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame, citation_claims: pl.DataFrame,
+                     citations: pl.DataFrame, nugget_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """One metric of one question for one system; value null when not evaluable, with the reason.
+    Citation and completeness metrics come from ``citation_claims`` / ``citations`` / ``nugget_labels``."""
     qm, info = build_question_metrics(settings.config, corpus_snapshot, golden_set, rag_runs, judge_labels,
-                                      answer_judgements, extra=[answer_quality])
+                                      answer_judgements, extra=[answer_quality],
+                                      citations=(citation_claims, citations), nugget_labels=nugget_labels)
     return dg.Output(qm, metadata={
         "rows": qm.height,
         "ranking_mode": settings.config.ranking_mode,

@@ -8,8 +8,9 @@ step, the service's own setting caps the calls in flight (``judge.concurrency`` 
 ``pool limit x that setting`` calls reach the service at any time.
 
 =====================  ===================================================================================
-``JUDGE_POOL``         every step that calls the judge: ``judge_answers`` (claim labels) and ``answer_quality``
-                       (answer/context relevance, correctness), in every suite and in its quick evaluation
+``JUDGE_POOL``         every step that calls the judge: ``judge_answers`` (claim labels), ``answer_quality``
+                       (answer/context relevance, correctness), ``judge_citations`` (citation support) and
+                       ``nugget_labels`` (nugget coverage), in every suite and in its quick evaluation
 ``LIVE_SYSTEMS_POOL``  every step that calls the systems under test: ``rag_runs``
 =====================  ===================================================================================
 

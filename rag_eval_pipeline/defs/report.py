@@ -137,7 +137,8 @@ def _baseline_words(manifest: dict | None, configured: str | None) -> str:
 
 def run_decision(settings: EvalSettings, store: TableStore, gate_results: pl.DataFrame, golden_set: pl.DataFrame,
                  rag_runs: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
-                 manifest: dict | None) -> tuple[Decision, pl.DataFrame | None]:
+                 manifest: dict | None, citation_claims: pl.DataFrame | None = None,
+                 nugget_labels: pl.DataFrame | None = None) -> tuple[Decision, pl.DataFrame | None]:
     """(the run's :class:`Decision`, the calibration table it used: None when it could not be computed).
 
     The calibration is computed as the ``judge_calibration`` asset computes it (no history written) and
@@ -150,7 +151,8 @@ def run_decision(settings: EvalSettings, store: TableStore, gate_results: pl.Dat
     try:
         hashes = (current_content_hashes(rag_runs, golden_set, corpus_snapshot, judge_labels, section.level)
                   if section.configured else None)
-        table, _fresh, _human = compute_calibration(section, judge_labels, store.read(HISTORY_FILE), hashes)
+        table, _fresh, _human = compute_calibration(section, judge_labels, store.read(HISTORY_FILE), hashes,
+                                                    citation_claims=citation_claims, nugget_labels=nugget_labels)
     except EvalError as exc:
         table, error = None, str(exc)
     status = calibration_status(table, configured=section.configured, kappa_floor=section.kappa_floor,
@@ -197,7 +199,8 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
                       metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
                       golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                       answer_judgements: pl.DataFrame, judge_variance: pl.DataFrame,
-                      gate_results: pl.DataFrame) -> dg.Output[dict]:
+                      gate_results: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
+                      nugget_labels: pl.DataFrame) -> dg.Output[dict]:
     """Write report.md, report.html, trend.html and decision.json with the store; return their paths, the
     decision and the redaction counts. ``question_metrics`` is scanned: the report reads the rows of its question
     cards' metrics (``CARD_METRICS``), the run archive copies the file."""
@@ -212,7 +215,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     manifest = dict(promoted.manifest) if promoted is not None else None
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
     decision, calibration = run_decision(settings, store, gate_results, golden_set, rag_runs, corpus_snapshot,
-                                         judge_labels, manifest)
+                                         judge_labels, manifest, citation_claims, nugget_labels)
 
     card_rows = (question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(list(CARD_METRICS)))
                  .collect(engine="streaming"))
@@ -221,7 +224,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         calibration=calibration, variance=judge_variance, gates=gates, history=history, viewer_groups=groups,
         baseline_manifest=manifest, generated_at=dt.datetime.now(dt.UTC),
         kappa_floor=cfg.calibration.kappa_floor, decision=decision, gate_split=cfg.gate_split,
-        suite=settings.suite,
+        suite=settings.suite, citation_claims=citation_claims, citations=citations, nugget_labels=nugget_labels,
     )
     md_path = write_text_atomic(report.markdown, store.path("report.md"))
     html_path = write_text_atomic(report.html, store.path("report.html"))

@@ -16,10 +16,10 @@ from __future__ import annotations
 import dagster as dg
 
 from rag_eval_pipeline.core.suites import Suite
-from rag_eval_pipeline.defs import calibration, corpus, golden, judging, metrics, promotion, report, runs
+from rag_eval_pipeline.defs import calibration, citations, corpus, golden, judging, metrics, promotion, report, runs
 from rag_eval_pipeline.defs.io import QUICK
 
-STAGE_MODULES = [corpus, golden, runs, judging, calibration, metrics, promotion, report]
+STAGE_MODULES = [corpus, golden, runs, judging, citations, calibration, metrics, promotion, report]
 QUICK_LEAVES_OUT = ("promotion", "metric_history")
 CALIBRATION_CHECK = "judge_calibrated_above_floor"
 

@@ -18,7 +18,8 @@ from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
 
 CHAIN = {"corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
          "question_metrics", "metric_summary", "metric_history", "judge_calibration", "judge_variance", "gate_results",
-         "gate_verdict", "regression_cases", "promotion", "trec_files", "evaluation_report"}
+         "gate_verdict", "regression_cases", "promotion", "trec_files", "evaluation_report", "citation_claims",
+         "citations", "nugget_labels"}
 QUICK_CHAIN = CHAIN - {"promotion", "metric_history"}
 CHECKS = {("corpus_snapshot", "chunk_ids_unique"), ("golden_set", "golden_consistent_with_snapshot"),
           ("rag_runs", "every_question_has_a_run_row"), ("judge_labels", "verdicts_in_allowed_set"),

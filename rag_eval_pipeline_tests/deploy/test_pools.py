@@ -33,9 +33,11 @@ def test_every_step_that_calls_the_judge_or_a_live_system_is_in_its_pool(tmp_pat
         assert a.node_def.pool == expected, (key.to_user_string(), sorted(resources))
     # the steps by name, in the suite and in its quick evaluation (independent of the resource rule above)
     for prefix in ("sample/", "sample/quick/"):
-        assert [pools[prefix + n] for n in ("judge_labels", "answer_judgements", "answer_quality", "rag_runs")] \
-            == [JUDGE_POOL, JUDGE_POOL, JUDGE_POOL, LIVE_SYSTEMS_POOL]
-    assert sum(p is not None for p in pools.values()) == 8  # 2 x (judge_answers' 2 outputs, answer_quality, rag_runs)
+        assert [pools[prefix + n] for n in ("judge_labels", "answer_judgements", "answer_quality", "citation_claims",
+                                            "citations", "nugget_labels", "rag_runs")] \
+            == [JUDGE_POOL] * 6 + [LIVE_SYSTEMS_POOL]
+    # 2 x (judge_answers' 2 outputs, answer_quality, judge_citations' 2 outputs, nugget_labels, rag_runs)
+    assert sum(p is not None for p in pools.values()) == 14
 
 
 @pytest.mark.slow  # ~12 s idle, ~30 s on the shared 2-core machine

@@ -407,6 +407,19 @@ class RuleBasedJudge(EncoderSignals):
         self._resolve([p])
         return self._verdict("c1", claim, p.rows[0], sentences, list(passages))
 
+    def judge_support(self, request):
+        """:class:`~rag_eval_pipeline.core.judges.base.JudgesSupport`: items against passages alone,
+        SUPPORTED / PARTIAL / NOT_SUPPORTED (rules in :mod:`~rag_eval_pipeline.core.judges.rule_support`)."""
+        from rag_eval_pipeline.core.judges.rule_support import rule_support
+
+        return rule_support(self, request)
+
+    def support_prompt_sha256(self, family: str) -> str:
+        """The hash pinning this judge's support rule and parameters for ``family``."""
+        from rag_eval_pipeline.core.judges.rule_support import support_prompt_sha256
+
+        return support_prompt_sha256(self.prompt_sha256, family)
+
     def analyse(self, answer: str, contexts: list[str]) -> list[tuple[str, str | None, list[Evidence]]]:
         """What the fitting script needs: for each checkable claim, (claim, fixed reason or None,
         its evidence row with the semantic score and word counterparts on every pair where they

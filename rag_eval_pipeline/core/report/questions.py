@@ -56,13 +56,19 @@ def regressed_questions(gates: Sequence[Mapping[str, Any]]) -> list[tuple[str, s
 
 def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, worst_n, access: ReportAccess,
                     ranks: dict[tuple[str, str], EvidenceRank] | None = None,
-                    regressed: Sequence[tuple[str, str, list[str]]] = ()) -> Callable[[ReportAccess], list[Block]]:
+                    regressed: Sequence[tuple[str, str, list[str]]] = (), *,
+                    citation_detail: pl.DataFrame | None = None,
+                    omitted: pl.DataFrame | None = None) -> Callable[[ReportAccess], list[Block]]:
     """Select the questions now (registering their texts with ``access``); render after ``access.finalize()``.
 
     ``ranks``: where each run placed its question's evidence (``core.report.context.evidence_ranks``): a
     false abstention whose evidence sat only below the generator's ``context_k`` is a context-window
     miss, never "with the evidence retrieved". ``regressed``: :func:`regressed_questions` of the gate
     table; the first ``worst_n`` per system get a card (reason "regressed against the baseline on ...").
+    ``citation_detail`` (:func:`~rag_eval_pipeline.core.citations.judging.citation_detail`) and ``omitted``
+    (:func:`~rag_eval_pipeline.core.completeness.omitted_nuggets`): the first ``worst_n`` questions per
+    system with a failing citation, and with a vital nugget left out, get a card too, and every card
+    shows which claim cites what and why each citation failed, and the nuggets the answer left out.
     Every card carries the anchor :func:`question_anchor`."""
     ranks = ranks or {}
     per_q = question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(list(CARD_METRICS)))
@@ -123,6 +129,8 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
         mine = [(q, labels) for s, q, labels in regressed if s == system]
         for q, labels in mine[:worst_n]:
             chosen.setdefault(q, []).append("regressed against the baseline on " + ", ".join(labels))
+        for q, why in _citation_reasons(citation_detail, omitted, system)[:worst_n]:
+            chosen.setdefault(q, []).append(why)
         for q, reasons in chosen.items():
             selected.append((system, q, reasons))
         selected_more = (max(0, low.height - worst_n), max(0, failed.height - worst_n),
@@ -139,6 +147,12 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
             for r in rag_runs.join(_keys_frame(cards), on=["system", "question_id"], how="semi").iter_rows(named=True)}
     wanted_q = pl.DataFrame({"question_id": sorted({q for _, q in cards})}, schema={"question_id": pl.Utf8})
     gold = {r["question_id"]: r for r in golden.join(wanted_q, on="question_id", how="semi").iter_rows(named=True)}
+    cites_by: dict[tuple[str, str], list[dict]] = {}
+    for r in (citation_detail.iter_rows(named=True) if citation_detail is not None else []):
+        cites_by.setdefault((r["system"], r["question_id"]), []).append(r)
+    omitted_by: dict[tuple[str, str], list[dict]] = {}
+    for r in (omitted.iter_rows(named=True) if omitted is not None else []):
+        omitted_by.setdefault((r["system"], r["question_id"]), []).append(r)
 
     # register every text that may be shown, for the leak check
     for system, q, _ in selected:
@@ -147,6 +161,8 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
         access.want(g.get("question"), g.get("reference_answer"), run.get("answer"), run.get("error"))
         for c in claims_by.get((system, q), []):
             access.want(c["claim"], c["quote"], c["justification"], c["error"])
+        access.want(*(c["claim"] for c in cites_by.get((system, q), [])),
+                    *(n["nugget"] for n in omitted_by.get((system, q), [])))
 
     def render(acc: ReportAccess) -> list[Block]:
         blocks = [heading("Questions to read", 2),
@@ -168,11 +184,54 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
                 blocks.append(Block("note", text=reasons[0]))
                 continue
             card = _card(system, q, reasons, runs.get((system, q)), gold.get(q), claims_by.get((system, q), []),
-                         vals, acc, ranks.get((system, q)))
+                         vals, acc, ranks.get((system, q)), cites_by.get((system, q), []),
+                         omitted_by.get((system, q), []))
             blocks.append(Block("group", css="card", anchor=question_anchor(system, q), children=card))
         return blocks
 
     return render
+
+
+def _citation_reasons(detail: pl.DataFrame | None, omitted: pl.DataFrame | None, system: str
+                      ) -> list[tuple[str, str]]:
+    """(question_id, reason) of the system's questions with a failing citation, then with a vital nugget left
+    out, each question once per kind, in question order."""
+    out: list[tuple[str, str]] = []
+    if detail is not None:
+        found: dict[str, set[str]] = {}
+        for r in detail.filter(pl.col("system") == system).iter_rows(named=True):
+            for c in r["citations"] or []:
+                found.setdefault(r["question_id"], set()).update(c["failures"] or [])
+        out += [(q, "citation failures: " + ", ".join(sorted(f))) for q, f in sorted(found.items()) if f]
+    if omitted is not None:
+        vital = omitted.filter((pl.col("system") == system) & (pl.col("importance").fill_null("vital") == "vital"))
+        out += [(q, "left out a vital nugget") for q in sorted(set(vital["question_id"].to_list()))]
+    return out
+
+
+def _citation_blocks(cites: list[dict], omitted: list[dict], acc: ReportAccess, answer_reason: str | None,
+                     ref_reason: str | None) -> list[Block]:
+    """Which claim cites what and why each citation failed (chunk ids, never chunk text), and the nuggets the
+    answer left out (golden texts, withheld when the question's evidence is restricted)."""
+    blocks: list[Block] = []
+    rows: list[list[Cell | str]] = []
+    for r in cites:
+        for c in r["citations"] or []:
+            rows.append([r["claim_id"] or "(no claim)", acc.show(r["claim"], answer_reason) if r["claim"] else
+                         Cell("(bound to no claim)", css="na"), c["target"] or "?", c["marker"] or "(run log)",
+                         Cell(c["support"] or "not judged", css=f"verdict-{c['support']}" if c["support"] else "na"),
+                         ", ".join(c["failures"] or []) or "ok"])
+        if not r["citations"] and r["status"] == "uncited":
+            rows.append([r["claim_id"], acc.show(r["claim"], answer_reason), Cell("(none)", css="na"), "", "",
+                         "uncited"])
+    if rows:
+        blocks.append(Block("table", headers=["claim", "text", "cites", "marker", "support alone", "why it failed"],
+                            rows=rows))
+    if omitted:
+        blocks.append(Block("table", headers=["nugget", "importance", "left out of the answer"],
+                            rows=[[n["nugget_id"], n["importance"] or "vital", acc.show(n["nugget"], ref_reason)]
+                                  for n in omitted]))
+    return blocks
 
 
 def _keys_frame(keys) -> pl.DataFrame:
@@ -183,7 +242,8 @@ def _keys_frame(keys) -> pl.DataFrame:
 
 
 def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess,
-          where: EvidenceRank | None = None) -> list[Block]:
+          where: EvidenceRank | None = None, cites: list[dict] | None = None,
+          omitted: list[dict] | None = None) -> list[Block]:
     blocks = [heading(f"{q} — {'; '.join(reasons)}", 4)]
     g = g or {}
     run = run or {}
@@ -262,6 +322,7 @@ def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess,
                             rows=rows))
     else:
         blocks.append(para("No chunk retrieved."))
+    blocks += _citation_blocks(cites or [], omitted or [], acc, answer_reason, ref_reason)
     missing_ev = [c for c in evidence if c not in {h["chunk_id"] for h in retrieved}]
     if missing_ev:
         blocks.append(Block("note", text="Golden evidence not retrieved: " + ", ".join(sorted(missing_ev))))
