@@ -22,8 +22,10 @@ from rag_eval_pipeline.cli.run_output import (
     check_lines,
     format_summary,
     gate_lines,
+    id_mapping_lines,
     interrupted,
     promotion_line,
+    run_error_lines,
     step_error_text,
 )
 
@@ -91,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
         print("\n" + format_summary(pl.read_parquet(summary_path)))
     elif summary_path.exists():
         print("\nno summary: this run did not rewrite metric_summary.parquet (the file there is from an earlier run)")
+    runs_path = out / "rag_runs.parquet"
+    if runs_path.exists() and not stale(runs_path):
+        for block in (run_error_lines(runs_path), id_mapping_lines(result, suite.name)):
+            if block:
+                print("\n" + "\n".join(block))
     print("\nchecks:")
     print("\n".join(check_lines(result, job)))
     gates_path = out / "gate_results.parquet"

@@ -36,10 +36,13 @@ from rag_eval_pipeline.core.config_sections import (
     CORPUS_SOURCES,
     DEFAULT_KAPPA_FLOOR,
     DEFAULT_VIEWER_GROUPS,
+    FILE_SOURCES,
     GATE_SPLITS,
     JUDGE_TYPES,
+    QUESTION_SOURCES,
     RANKING_MODES,
     SYSTEM_KINDS,
+    UNCHUNKED_SOURCES,
     CalibrationConfig,
     ChunkingConfig,
     CorpusConfig,
@@ -66,7 +69,7 @@ GOLDEN_KEYS = ("path",)
 METRICS_KEYS = ("ks", "ranking_mode", "rel_level", "on_duplicate", "complete", "bootstrap_resamples",
                 "small_segment_n")
 GATES_KEYS = ("split", "baseline_system", "candidate_systems", "promote", "alpha", "block_inconclusive",
-              "thresholds")
+              "thresholds", "max_run_error_share")
 JUDGE_KEYS = ("type", "max_error_share", "repeats", "reverse_questions", "timeout_s", "max_retries", "backoff_s",
               "concurrency", "rate_limit_per_s", "base_url", "model", "cache", "human_labels", "abstention_phrases")
 CALIBRATION_KEYS = ("human_labels", "kappa_floor", "mapping", "level")
@@ -219,7 +222,7 @@ def _corpus(c: _Checks, raw: dict) -> CorpusConfig:
     if source not in CORPUS_SOURCES:
         raise c.fail(f"corpus.source must be one of {CORPUS_SOURCES}, got {_show(source)}")
     path = c.file_path(c.need(corpus, "path", "corpus."), "corpus.path")
-    want_file = source == "squad_v2"
+    want_file = source in FILE_SOURCES
     if not (path.is_file() if want_file else path.is_dir()):
         what = "file" if want_file else "folder"
         found = "not a " + what if path.exists() else "not found"
@@ -229,6 +232,9 @@ def _corpus(c: _Checks, raw: dict) -> CorpusConfig:
     if not isinstance(split, str) or not split:
         raise c.fail(f"corpus.split must be a split name, got {_show(split)}")
     chunking = c.mapping(corpus.get("chunking"), "corpus.chunking", CHUNKING_KEYS)
+    if chunking and source in UNCHUNKED_SOURCES:
+        raise c.fail(f"corpus.chunking does not apply to corpus.source {source}: your chunks are used as they are "
+                     "(remove corpus.chunking)")
     strategy = chunking.get("strategy")
     if strategy is not None:
         c.choice(strategy, "corpus.chunking.strategy", CHUNKING_STRATEGIES)
@@ -254,6 +260,14 @@ def _systems(c: _Checks, raw: dict) -> tuple[dict, ...]:
         s = validate_system_spec(s, c.path, i)  # http / python / traces: their own keys
         if s["kind"] == "logged" and not s.get("path"):
             raise c.fail(f"systems[{i}] ({s['name']}) is logged but has no path")
+        if s.get("chunk_map") is not None:  # provisional: the typed system sections will own this key
+            if s["kind"] == "reference":
+                raise c.fail(f"systems[{i}] ({s['name']}): chunk_map does not apply to kind reference (it retrieves "
+                             "snapshot chunks itself)")
+            from rag_eval_pipeline.core.systems.id_mapping import parse_chunk_map
+
+            s["chunk_map"] = parse_chunk_map(s["chunk_map"], where=f"{c.path}: systems[{i}] ({s['name']})",
+                                             base_dir=c.path.parent)
         for key in ("prompt_version", "model"):
             if s.get(key) is not None:
                 c.short_text(s[key], f"systems[{i}].{key}")
@@ -445,6 +459,10 @@ def _threshold(c: _Checks, i: int, t, ks: tuple[int, ...]) -> Threshold:
     for key in ("higher_is_better", "blocking"):
         if key in t:
             t[key] = c.boolean(t[key], f"{where}.{key}")
+    if t.get("level") is not None:
+        from rag_eval_pipeline.core.tables import LEVELS
+
+        t["level"] = c.choice(t["level"], f"{where}.level", LEVELS)
     return Threshold(**t)
 
 
@@ -476,6 +494,7 @@ def _gates(c: _Checks, raw: dict, names: list[str], ks: tuple[int, ...]) -> Gate
         alpha=c.number(gates.get("alpha", 0.05), "gates.alpha", 0.0, 1.0, open_interval=True),
         block_inconclusive=c.boolean(gates.get("block_inconclusive", True), "gates.block_inconclusive"),
         thresholds=thresholds,
+        max_run_error_share=c.number(gates.get("max_run_error_share", 0.05), "gates.max_run_error_share", 0.0, 1.0),
     )
 
 
@@ -558,7 +577,7 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
 
     corpus = _corpus(c, raw)
     golden = c.mapping(raw.get("golden"), "golden", GOLDEN_KEYS)
-    if corpus.source == "documents_dir":
+    if corpus.source not in QUESTION_SOURCES:
         c.need(golden, "path", "golden.")
     golden_cfg = GoldenConfig(path=c.file_path(golden["path"], "golden.path") if golden.get("path") else None)
     systems = _systems(c, raw)

@@ -16,7 +16,13 @@ from typing import Any
 
 from rag_eval_pipeline.core.errors import ConfigError
 
-CORPUS_SOURCES = ("documents_dir", "beir", "squad_v2")
+CORPUS_SOURCES = ("documents_dir", "beir", "squad_v2", "chunks")
+#: Sources whose ``corpus.path`` is a file (the others are folders).
+FILE_SOURCES = ("squad_v2", "chunks")
+#: Sources that read the team's own chunks as they are: ``corpus.chunking`` does not apply.
+UNCHUNKED_SOURCES = ("chunks",)
+#: Sources that carry their own golden questions (the others need ``golden.path``).
+QUESTION_SOURCES = ("beir", "squad_v2")
 SYSTEM_KINDS = ("reference", "logged", "http", "python", "traces")
 RANKING_MODES = ("system", "trec_eval")
 JUDGE_TYPES = ("rule_based", "openai_compatible", "human")
@@ -36,6 +42,8 @@ class Threshold:
     ``max_rel_drop`` is a share of the baseline value in [0, 1] (0.10 = ten per cent); ``min_value``
     is an absolute floor, finite and >= 0 (a ceiling when ``higher_is_better`` is False, as for
     error rates). At least one of the three is set. ``blocking``: a failure stops promotion.
+    ``level``: for a retrieval metric scored at both levels, which one is gated (``chunk`` or
+    ``doc``); None: chunk when the metric has chunk-level rows, else doc.
     """
 
     metric: str
@@ -45,6 +53,7 @@ class Threshold:
     min_value: float | None = None
     higher_is_better: bool = True
     blocking: bool = True
+    level: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +136,9 @@ class GatesConfig:
     """``gates``: ``split`` (:data:`GATE_SPLITS`), ``baseline_system`` (a configured system or None),
     ``candidate_systems`` (configured systems; default every system but the baseline), ``promote``
     (one of the candidates, default the first; None when there is no candidate), ``alpha`` in
-    (0, 1), ``block_inconclusive``, ``thresholds``."""
+    (0, 1), ``block_inconclusive``, ``thresholds``, ``max_run_error_share`` in [0, 1] (a system
+    whose share of ``error`` runs is above it blocks promotion: the ``run_errors_within_share``
+    check; 1 switches it off)."""
 
     split: str = "test"
     baseline_system: str | None = None
@@ -136,6 +147,7 @@ class GatesConfig:
     alpha: float = 0.05
     block_inconclusive: bool = True
     thresholds: tuple[Threshold, ...] = ()
+    max_run_error_share: float = 0.05
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ def load_documents(cfg: EvalConfig) -> pl.DataFrame:
     """Read the configured corpus source into a documents frame (see docs/CONTRACTS.md).
 
     Sources: ``documents_dir`` (a folder of .md/.txt files with optional front matter), ``beir``
-    (corpus.jsonl) and ``squad_v2`` (paragraphs become documents). Raises InputError from the
-    source reader, ConfigError for an unknown source.
+    (corpus.jsonl) and ``squad_v2`` (paragraphs become documents). ``chunks`` has no documents
+    frame (its rows are the snapshot: :func:`build_snapshot`). Raises InputError from the source
+    reader, ConfigError for an unknown source or for ``chunks``.
     """
     src = cfg.corpus.source
     path = cfg.corpus.path
@@ -36,6 +37,8 @@ def load_documents(cfg: EvalConfig) -> pl.DataFrame:
         from rag_eval_pipeline.core.sources.squad import load_squad_v2
 
         return load_squad_v2(path)[0]
+    if src == "chunks":
+        raise ConfigError(f"{cfg.path}: corpus.source chunks is read as chunks, not documents (build_snapshot)")
     raise ConfigError(f"{cfg.path}: unknown corpus.source {src!r}")
 
 
@@ -46,9 +49,18 @@ def chunking_strategy(cfg: EvalConfig) -> tuple[str, int]:
 
 
 def build_snapshot(cfg: EvalConfig) -> tuple[pl.DataFrame, str]:
-    """Read, chunk and hash the corpus. Output: (corpus_snapshot table, corpus_version hex string)."""
+    """Read, chunk and hash the corpus. Output: (corpus_snapshot table, corpus_version hex string).
+
+    ``corpus.source: chunks`` is read as the snapshot itself (``core/sources/chunks.py``: the team's
+    chunk ids are kept); every other source is chunked by ``corpus.chunking``. Raises InputError
+    naming file, line and field for bad corpus data."""
     from rag_eval_pipeline.core.corpus import chunk_documents, corpus_version
 
+    if cfg.corpus.source == "chunks":  # provisional: the corpus-source registry dispatches on SOURCE.chunked
+        from rag_eval_pipeline.core.sources.chunks import SOURCE
+
+        snapshot = tables.conform(SOURCE.load_snapshot(cfg.corpus.path), "corpus_snapshot")
+        return snapshot, corpus_version(snapshot)
     strategy, max_chars = chunking_strategy(cfg)
     snapshot = chunk_documents(load_documents(cfg), strategy=strategy, max_chars=max_chars)
     snapshot = tables.conform(snapshot, "corpus_snapshot")
@@ -111,40 +123,57 @@ def quick_subset(golden: pl.DataFrame, size: int, seed: int = 0) -> pl.DataFrame
 
 
 def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, corpus_version: str,
-               systems: list[str] | None = None) -> pl.DataFrame:
+               systems: list[str] | None = None, info: dict | None = None) -> pl.DataFrame:
     """Produce the rag_runs table for the configured systems (all, or only those named).
 
     Reference systems are run here (BM25/dense/hybrid + extractive answerer); logged systems are
-    read from their JSONL/Parquet log; a logged chunk id outside ``snapshot`` is an InputError at its
-    line, and so is a hit without a score when ``ranking_mode`` is ``trec_eval``. Logged rows for
-    questions outside ``golden`` are kept: the ``rag_runs`` asset counts and excludes them. Raises InputError
-    for bad logs, ConfigError for unknown names.
+    read from their JSONL/Parquet log; live systems (http, python, traces) through
+    ``core/systems/runner.py``. Every kind but reference reads its ids through the system's id
+    mapper (``core/systems/id_mapping.py``: ``chunk_map``, text alignment); a logged chunk id
+    outside ``snapshot`` is an InputError at its line, and so is a hit without a score when
+    ``ranking_mode`` is ``trec_eval``. Logged rows for questions outside ``golden`` are kept: the
+    ``rag_runs`` asset counts and excludes them. ``info``: when given, filled per system with what
+    the run counted (``id_mapping``: the mapper's counts; live systems: their call counts).
+    Raises InputError for bad logs, ConfigError for unknown names.
     """
     from rag_eval_pipeline.core.reference_system import run_reference_system
     from rag_eval_pipeline.core.sources.run_logs import load_run_log
 
     golden_version = golden["golden_version"][0] if golden.height else ""
     wanted = systems or [s["name"] for s in cfg.systems]
-    known_chunks = set(snapshot["chunk_id"].to_list())
     frames = []
     for name in wanted:
         system = cfg.system(name)
         if system["kind"] == "reference":
             spec = {k: v for k, v in system.items() if k != "kind"}
             frames.append(run_reference_system(snapshot, golden, spec, corpus_version, golden_version))
-        elif system["kind"] in ("http", "python", "traces"):  # live systems: core/systems
-            from rag_eval_pipeline.core.systems.records import RunContext
+            continue
+        ctx = run_context(cfg, name, snapshot, corpus_version, golden_version)
+        if system["kind"] in ("http", "python", "traces"):  # live systems: core/systems
             from rag_eval_pipeline.core.systems.runner import run_system
 
-            ctx = RunContext(name, corpus_version, golden_version, frozenset(known_chunks),
-                             cfg.ranking_mode == "trec_eval")
-            frames.append(run_system(system, golden, ctx, base_dir=cfg.path.parent).runs)
+            result = run_system(system, golden, ctx, base_dir=cfg.path.parent)
+            frames.append(result.runs)
+            if info is not None:
+                info[name] = {**result.info, "id_mapping": ctx.ids.stats()}
         else:
-            runs = load_run_log(cfg.resolve(system["path"]), name, corpus_version, golden_version,
-                                known_chunks=known_chunks, require_scores=cfg.ranking_mode == "trec_eval")
-            frames.append(runs)
+            frames.append(load_run_log(cfg.resolve(system["path"]), name, corpus_version, golden_version,
+                                       known_chunks=ctx.known_chunks, require_scores=ctx.require_scores, ids=ctx.ids))
+            if info is not None:
+                info[name] = {"kind": system["kind"], "id_mapping": ctx.ids.stats()}
     out = pl.concat([tables.conform(f, "rag_runs") for f in frames]) if frames else tables.empty("rag_runs")
     return out
+
+
+def run_context(cfg: EvalConfig, name: str, snapshot: pl.DataFrame, corpus_version: str, golden_version: str):
+    """The :class:`~rag_eval_pipeline.core.systems.records.RunContext` of one configured system: names,
+    versions, the snapshot's chunk ids, whether scores are required, and the system's id mapper
+    (its ``chunk_map`` over ``snapshot``). Raises ConfigError / InputError for a bad chunk_map."""
+    from rag_eval_pipeline.core.systems.id_mapping import IdMapper
+    from rag_eval_pipeline.core.systems.records import RunContext
+
+    ids = IdMapper.for_system(cfg.system(name), snapshot, base_dir=cfg.path.parent)
+    return RunContext(name, corpus_version, golden_version, ids.known, cfg.ranking_mode == "trec_eval", ids)
 
 
 def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame,
@@ -152,11 +181,19 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
                            extra: list[pl.DataFrame] | None = None) -> tuple[pl.DataFrame, dict]:
     """Every per-question metric of every system: retrieval, claim evidence, decisions, faithfulness.
 
-    Output: (question_metrics table, info) where info counts what the retrieval evaluation left out
-    (dropped duplicates, golden questions with no run row, run rows for unknown questions).
+    Retrieval is scored at each level the golden set judges (``core/metrics/doc_level.py``: chunk,
+    document, or both), and every retrieval row says which in ``level``. A run whose decision is
+    ``error`` is reported apart: its retrieval and claim-evidence rows are null with status
+    ``run_error`` (it counts in ``run_error_rate``, never as an empty retrieval scored 0). A system
+    whose ids were documents only (``chunk_map: {doc_ids: true}``) has null chunk-level rows
+    (status ``doc_ids_only``).
+    Output: (question_metrics table, info) where info counts, per system, what the retrieval
+    evaluation left out (dropped duplicates, golden questions with no run row, run rows for unknown
+    questions, errored questions, chunks dropped at document level).
     """
     from rag_eval_pipeline.core.metrics.correctness import correctness_question_metrics
     from rag_eval_pipeline.core.metrics.decisions import decision_question_metrics
+    from rag_eval_pipeline.core.metrics.doc_level import doc_qrels, doc_run, levels_of
     from rag_eval_pipeline.core.metrics.faithfulness import faithfulness_question_metrics
     from rag_eval_pipeline.core.metrics.latency import latency_question_metrics
     from rag_eval_pipeline.core.metrics.retrieval import (
@@ -165,32 +202,74 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
         qrels_from_golden,
         retrieval_question_metrics,
     )
+    from rag_eval_pipeline.core.systems.id_mapping import doc_ids_only
 
-    qrels = qrels_from_golden(golden)
+    levels = levels_of(golden)
+    qrels = {"chunk": qrels_from_golden(golden)}
+    if "doc" in levels:
+        qrels["doc"] = doc_qrels(golden, snapshot)
+    errored = runs.filter(pl.col("decision") == "error").select("system", "question_id")
     frames, info = [], {}
     for system in runs["system"].unique().sort().to_list():
         sys_runs = runs.filter(pl.col("system") == system)
-        ev = retrieval_question_metrics(
-            explode_runs(sys_runs), qrels,
-            ks=cfg.ks, mode=cfg.ranking_mode, rel_level=cfg.rel_level,
-            on_duplicate=cfg.on_duplicate, complete=cfg.complete,
-        )
-        frames.append(ev.per_question)
-        info[system] = {
-            "dropped_duplicates": ev.dropped_duplicates,
-            "missing_questions": len(ev.missing_questions),
-            "unknown_questions": len(ev.unknown_questions),
-        }
-    frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete))
+        long = explode_runs(sys_runs)
+        info[system] = {"run_errors": errored.filter(pl.col("system") == system).height}
+        for level in levels:
+            run_long = long
+            if level == "doc":
+                made = doc_run(long, snapshot, cfg.ranking_mode)
+                run_long = made.run_long
+                info[system]["doc_level_dropped_chunks"] = made.dropped_chunks
+            ev = retrieval_question_metrics(
+                run_long, qrels[level],
+                ks=cfg.ks, mode=cfg.ranking_mode, rel_level=cfg.rel_level,
+                on_duplicate=cfg.on_duplicate, complete=cfg.complete,
+            )
+            rows = ev.per_question.with_columns(pl.lit(level, pl.Utf8).alias("level"))
+            if level == "chunk" and _system_kind_doc_ids_only(cfg, system, doc_ids_only):
+                rows = _not_evaluable(rows, rows.select("system", "question_id"), "doc_ids_only")
+            frames.append(rows)
+            if level == levels[0]:
+                info[system].update({
+                    "dropped_duplicates": ev.dropped_duplicates,
+                    "missing_questions": len(ev.missing_questions),
+                    "unknown_questions": len(ev.unknown_questions),
+                })
+    frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete)
+                  .with_columns(pl.lit("chunk", pl.Utf8).alias("level")))
+    frames = [_not_evaluable(f, errored, "run_error") for f in frames]  # errors are reported apart (run_error_rate)
     frames.append(decision_question_metrics(runs, golden, snapshot, abstention_phrases=cfg.judge.abstention_phrases))
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden))
     frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)
     frames.extend(extra or [])  # e.g. model-judged answer quality, already in question_metrics shape
     cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
+    frames = [f if "level" in f.columns else f.with_columns(pl.lit(None, pl.Utf8).alias("level")) for f in frames]
     qm = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
     qm = qm.join(golden.select("question_id", "split"), on="question_id", how="left")
     return tables.conform(qm, "question_metrics"), info
+
+
+def _system_kind_doc_ids_only(cfg: EvalConfig, system: str, doc_ids_only) -> bool:
+    """Whether the configured system's retrieved ids were document ids (its chunk-level rows mean nothing)."""
+    try:
+        return doc_ids_only(cfg.system(system))
+    except ConfigError:  # rows of a system no longer configured (a partial re-run keeps them)
+        return False
+
+
+def _not_evaluable(rows: pl.DataFrame, pairs: pl.DataFrame, status: str) -> pl.DataFrame:
+    """``rows`` (question_metrics columns) with value, numerator and denominator null and ``status`` set on
+    the (system, question_id) pairs listed in ``pairs``; other rows unchanged."""
+    if pairs.height == 0 or rows.height == 0:
+        return rows
+    hit = rows.join(pairs.unique().with_columns(pl.lit(True).alias("_hit")), on=["system", "question_id"],
+                    how="left", maintain_order="left")["_hit"].fill_null(False)
+    flag = pl.Series("_f", hit)
+    return rows.with_columns(
+        *(pl.when(flag).then(None).otherwise(pl.col(c)).alias(c) for c in ("value", "numerator", "denominator")),
+        pl.when(flag).then(pl.lit(status)).otherwise(pl.col("status")).alias("status"),
+    )
 
 
 def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame, golden: pl.DataFrame,

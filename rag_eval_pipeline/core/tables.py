@@ -13,6 +13,7 @@ from rag_eval_pipeline.core.errors import SchemaError
 
 RETRIEVED_HIT = pl.Struct({"chunk_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int32})
 RELEVANT_ID = pl.Struct({"chunk_id": pl.Utf8, "grade": pl.Int32})
+RELEVANT_DOC = pl.Struct({"doc_id": pl.Utf8, "grade": pl.Int32})
 GOLDEN_CLAIM = pl.Struct({"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8)})
 
 ANSWERABILITY = ("answerable", "absent", "clarify")
@@ -20,6 +21,7 @@ DECISIONS = ("answer", "abstain", "clarify", "error")
 VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED", "JUDGE_ERROR")
 CHUNK_STATUS = ("active", "withdrawn", "replaced")
 SPLITS = ("dev", "test")
+LEVELS = ("chunk", "doc")  # what a retrieval metric row was scored against (core/metrics/doc_level.py)
 
 SCHEMAS: dict[str, pl.Schema] = {
     # one chunk of one document version
@@ -49,6 +51,7 @@ SCHEMAS: dict[str, pl.Schema] = {
             "question": pl.Utf8,
             "answerability": pl.Utf8,  # ANSWERABILITY
             "relevant": pl.List(RELEVANT_ID),
+            "relevant_docs": pl.List(RELEVANT_DOC),  # relevance judged per document (doc ids, graded)
             "reference_answer": pl.Utf8,
             "claims": pl.List(GOLDEN_CLAIM),
             "split": pl.Utf8,  # SPLITS
@@ -125,6 +128,7 @@ SCHEMAS: dict[str, pl.Schema] = {
             "denominator": pl.Float64,
             "status": pl.Utf8,  # why value is null, or "ok"
             "ranking_mode": pl.Utf8,
+            "level": pl.Utf8,  # retrieval rows: LEVELS ("chunk" or "doc"); null for metrics without one
         }
     ),
     # one metric for one system, segment and k
@@ -146,6 +150,7 @@ SCHEMAS: dict[str, pl.Schema] = {
             "judge_errors": pl.Int64,  # judge-based metrics only; 0 elsewhere
             "ranking_mode": pl.Utf8,
             "small_segment": pl.Boolean,
+            "level": pl.Utf8,  # as in question_metrics
         }
     ),
     # one gated metric of one candidate against the baseline (core/gates.py)
@@ -168,6 +173,7 @@ SCHEMAS: dict[str, pl.Schema] = {
             "blocking": pl.Boolean,
             "passed": pl.Boolean,
             "regressed_questions": pl.List(pl.Utf8),
+            "level": pl.Utf8,  # the level of the gated rows (chunk / doc); null for metrics without one
         }
     ),
     # one model-judged metric of one answer: the question_metrics columns minus split (core/answer_quality.py)
@@ -304,6 +310,7 @@ SCHEMAS: dict[str, pl.Schema] = {
             "judge": pl.Utf8,
             "judge_model": pl.Utf8,
             "judge_prompt_sha256": pl.Utf8,
+            "level": pl.Utf8,  # as in metric_summary (null in rows written before the column existed)
         }
     ),
     # one question that regressed once on a gated metric; kept across runs

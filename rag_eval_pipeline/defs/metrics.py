@@ -33,18 +33,22 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
     summary = build_summary(settings.config, question_metrics, golden_set, corpus_snapshot)
     headline = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
     md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}
+    from rag_eval_pipeline.core.metrics.names import level_label
+
     for row in headline.iter_rows(named=True):
         if row["value"] is not None:
-            name = f"{row['system']}/{row['metric']}" + (f"_{row['k']}" if row["k"] is not None else "")
-            md[name] = float(row["value"])
+            md[f"{row['system']}/{level_label(row['metric'], row['k'], row['level'])}"] = float(row["value"])
     md["summary"] = dg.MetadataValue.md(summary_markdown(headline))
     return dg.Output(summary, metadata=md)
 
 
 def summary_markdown(headline: pl.DataFrame) -> str:
-    """A Markdown table of the headline rows: metric, value, numerator/denominator, n, 95% CI."""
+    """A Markdown table of the headline rows: metric (``recall_5 (doc)`` at document level), value,
+    numerator/denominator, n, 95% CI."""
+    from rag_eval_pipeline.core.metrics.names import level_label
+
     return markdown_table(["system", "metric", "value", "num/den", "n", "95% CI"], [
-        [r["system"], r["metric"] + (f"_{r['k']}" if r["k"] is not None else ""),
+        [r["system"], level_label(r["metric"], r["k"], r.get("level")),
          "null" if r["value"] is None else f"{r['value']:.4f}", f"{r['numerator']:g}/{r['denominator']:g}", r["n"],
          "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"]
         for r in headline.sort("system", "metric").iter_rows(named=True)])
@@ -69,7 +73,8 @@ def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult
     bad = {k: v for k, v in problems.items() if v.height}
     return dg.AssetCheckResult(
         passed=not bad,
-        metadata={k: dg.MetadataValue.json(v.select("system", "split", "segment", "metric", "k").head(20).to_dicts())
+        metadata={k: dg.MetadataValue.json(v.select("system", "split", "segment", "metric", "k", "level").head(20)
+                                           .to_dicts())
                   for k, v in bad.items()} | {"rows_checked": s.height},
     )
 
@@ -97,9 +102,11 @@ def metric_history(context: dg.AssetExecutionContext, settings: EvalSettings, st
             pl.lit(golden_set.height).alias("golden_questions"),
             pl.lit(jd["judge"]).alias("judge"), pl.lit(jd["judge_model"]).alias("judge_model"),
             pl.lit(jd["prompt_sha256"]).alias("judge_prompt_sha256"),
+            "level",
         )
     )
-    history = rows if previous is None else pl.concat([previous, rows], how="vertical_relaxed")
+    # a history written before the level column existed reads it as null
+    history = rows if previous is None else pl.concat([previous, rows], how="diagonal_relaxed").select(rows.columns)
     return dg.Output(history, metadata={"rows": history.height, "runs": history["run_id"].n_unique()})
 
 

@@ -62,6 +62,10 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     """Write report.md, report.html and trend.html with the store; return their paths and the redaction counts."""
     groups = viewer_groups(settings)
     history = store.read("metric_history.parquet")
+    if history is not None:
+        from rag_eval_pipeline.core.metrics.doc_level import primary_level_rows
+
+        history = primary_level_rows(history)  # the trend shows one line per (system, metric, k)
     manifest_path = store.path("baseline", "manifest.json")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"

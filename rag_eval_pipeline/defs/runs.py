@@ -5,8 +5,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core import tables
-from rag_eval_pipeline.core.pipeline import build_runs
-from rag_eval_pipeline.core.systems.records import RunContext
+from rag_eval_pipeline.core.pipeline import build_runs, run_context
 from rag_eval_pipeline.core.systems.specs import LIVE_KINDS
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 from rag_eval_pipeline.defs.systems import HttpSystemResource, PythonSystemResource, TracesSystemResource
@@ -33,7 +32,9 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
 
     Live systems (``http``, ``python``) are called once per question; ``traces`` are imported; a call
     that fails is an ``error`` row with its reason. What each live system's run counted (calls,
-    retries, errors by kind, versions seen, unmatched traces) is in the metadata ``live_systems``."""
+    retries, errors by kind, versions seen, unmatched traces) is in the metadata ``live_systems``;
+    what each system's id mapping did (``chunk_map``, passages aligned by text, unmatched passages)
+    in ``id_mapping``."""
     cfg = settings.config
     from rag_eval_pipeline.core.corpus import corpus_version
 
@@ -41,17 +42,17 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
     gv = golden_set["golden_version"][0] if golden_set.height else ""
     selected = config.systems or [s["name"] for s in cfg.systems]
     resources = {"http": http_system, "python": python_system, "traces": traces_system}
-    known = frozenset(corpus_snapshot["chunk_id"].to_list())
-    frames, live_info = [], {}
+    frames, live_info, offline_info = [], {}, {}
     for name in selected:
         spec = cfg.system(name)
         if spec["kind"] not in LIVE_KINDS:
-            frames.append(build_runs(cfg, corpus_snapshot, golden_set, cv, [name]))
+            frames.append(build_runs(cfg, corpus_snapshot, golden_set, cv, [name], info=offline_info))
             continue
-        ctx = RunContext(name, cv, gv, known, cfg.ranking_mode == "trec_eval")
+        ctx = run_context(cfg, name, corpus_snapshot, cv, gv)
         result = resources[spec["kind"]].system(spec, cfg.path.parent).run(golden_set, ctx)
         frames.append(result.runs)
         live_info[name] = result.info
+        offline_info[name] = {"id_mapping": ctx.ids.stats()}
         context.log.info(f"system {name} ({spec['kind']}): {result.info.get('questions', 0)} questions, "
                          f"{result.info.get('error_rows', 0)} error rows")
     runs = pl.concat(frames) if frames else tables.empty("rag_runs")
@@ -77,6 +78,8 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
             "decisions": dg.MetadataValue.json(decisions),
             "corpus_version": cv,
             "live_systems": dg.MetadataValue.json(live_info),
+            "id_mapping": dg.MetadataValue.json({n: i["id_mapping"] for n, i in offline_info.items()
+                                                 if i.get("id_mapping")}),
         },
     )
 

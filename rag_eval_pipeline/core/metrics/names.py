@@ -112,6 +112,12 @@ def trec_name(metric: str, k: int | None) -> str:
     return metric if k is None else f"{metric}_{k}"
 
 
+def level_label(metric: str, k: int | None, level: str | None = None) -> str:
+    """A metric row's printed name: :func:`trec_name`, with `` (doc)`` for a document-level row
+    (``("recall", 5, "doc")`` -> ``"recall_5 (doc)"``); chunk-level and level-less rows print bare."""
+    return trec_name(metric, k) + (" (doc)" if level == "doc" else "")
+
+
 def parse_measure(name: str) -> tuple[str, int | None]:
     """Parse a measure name into ``(base measure, cutoff or None)``.
 
@@ -152,5 +158,5 @@ def parse_measure(name: str) -> tuple[str, int | None]:
 __all__ = [
     "ALIASES", "CLAIM_METRIC", "CORRECTNESS_METRICS", "COUNT_MEASURES", "CUT_MEASURES", "DECISION_METRICS",
     "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "MEASURES", "NEEDS_RELEVANT", "PIPELINE_METRICS",
-    "QUALITY_METRICS", "RANKING_MODES", "UNCUT_MEASURES", "parse_measure", "trec_name",
+    "QUALITY_METRICS", "RANKING_MODES", "UNCUT_MEASURES", "level_label", "parse_measure", "trec_name",
 ]

@@ -32,7 +32,7 @@ from rag_eval_pipeline.core.tables import SCHEMAS, conform
 PROPORTION_METRICS: frozenset[str] = frozenset(DECISION_METRICS) | frozenset({"success", "hit", "hit_rate"})
 
 _K_SUFFIX = re.compile(r"[_@]\d+$")
-_KEYS = ["system", "split", "segment", "metric", "k"]
+_KEYS = ["system", "split", "segment", "metric", "k", "level"]
 _ACL_VALUES = ("restricted", "readable")
 _DOC_VALUES = ("active", "withdrawn", "replaced")
 
@@ -177,7 +177,8 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     ``none``); ``seed``; ``small_segment_n``; ``proportion_metrics`` (see :data:`PROPORTION_METRICS`).
 
     Output: a frame conforming to ``tables.SCHEMAS["metric_summary"]``, one row per system,
-    split (``all`` and each split value), segment, metric and k that holds at least one question
+    split (``all`` and each split value), segment, metric, k and level (``level`` of the rows: chunk /
+    doc for retrieval, null elsewhere; absent = null) that holds at least one question
     row, sorted by those keys:
 
     - ``numerator`` = sum of the non-null values, ``denominator`` = their count, ``value`` =
@@ -195,10 +196,10 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
       n < small_segment_n (flagged, not hidden).
 
     Runs in a few dense (questions x series) numpy matrices, where a series is one (system,
-    metric, k): for 10,000 questions, ~40 series per system and ~10 segments it is dominated by
+    metric, k, level): for 10,000 questions, ~40 series per system and ~10 segments it is dominated by
     the bootstrap's matrix products, a few seconds.
     Raises SchemaError when a needed column is missing; InputError when a (system, question_id,
-    metric, k) appears twice or a question has two split values; ValueError for a confidence
+    metric, k, level) appears twice or a question has two split values; ValueError for a confidence
     outside (0, 1) or a negative ``bootstrap_resamples``.
     Sources: Wilson (1927); Efron & Tibshirani, *An Introduction to the Bootstrap* (1993); seed
     ``000_1000bb13b7b4c340.txt`` (null for an empty denominator, counts reported beside rates).
@@ -217,8 +218,10 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
         if c not in segments.columns:
             raise SchemaError(f"summarise: segments lacks column {c!r}")
 
+    if "level" not in question_metrics.columns:  # rows made before levels existed: no level
+        question_metrics = question_metrics.with_columns(pl.lit(None, pl.Utf8).alias("level"))
     qm = _with_split(
-        question_metrics.select(*need, *(["split"] if "split" in question_metrics.columns else [])),
+        question_metrics.select(*need, "level", *(["split"] if "split" in question_metrics.columns else [])),
         golden,
     ).with_columns(
         pl.col("k").cast(pl.Int32),
@@ -227,12 +230,12 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     )
     if qm.height == 0:
         return _empty_summary()
-    dup = qm.group_by("system", "question_id", "metric", "k").len().filter(pl.col("len") > 1)
+    dup = qm.group_by("system", "question_id", "metric", "k", "level").len().filter(pl.col("len") > 1)
     if dup.height:
         row = dup.row(0, named=True)
         raise InputError(
             f"question_metrics: system {row['system']!r}, question {row['question_id']!r}, metric "
-            f"{row['metric']!r}, k {row['k']!r} appears {row['len']} times; expected once",
+            f"{row['metric']!r}, k {row['k']!r}, level {row['level']!r} appears {row['len']} times; expected once",
             field="question_id",
         )
     # a split value "all" would collide with the all-splits rows: such questions count in "all" only
@@ -252,11 +255,11 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     questions = qm.select("question_id", "split").unique()
     questions = questions.sort("question_id").with_row_index("_q")
     series = (
-        qm.select("system", "metric", "k").unique().sort("system", "metric", "k", nulls_last=True)
+        qm.select("system", "metric", "k", "level").unique().sort("system", "metric", "k", "level", nulls_last=True)
         .with_row_index("_s")
     )
     coded = (
-        qm.join(series, on=["system", "metric", "k"], how="left", nulls_equal=True)
+        qm.join(series, on=["system", "metric", "k", "level"], how="left", nulls_equal=True)
         .join(questions.select("question_id", "_q"), on="question_id", how="left")
     )
     n_q, n_s = questions.height, series.height

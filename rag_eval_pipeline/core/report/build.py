@@ -199,6 +199,12 @@ def build_report(
         _need(df, name)
     if worst_n < 0:
         raise ValueError(f"worst_n must be >= 0, got {worst_n}")
+    from rag_eval_pipeline.core.metrics.doc_level import primary_level_rows
+
+    # one number per (system, metric, k): chunk level when a metric has it, else document level
+    summary, question_metrics = primary_level_rows(summary), primary_level_rows(question_metrics)
+    if history is not None:
+        history = primary_level_rows(history)
     viewer = (viewer_groups,) if isinstance(viewer_groups, str) else tuple(viewer_groups)
     access = ReportAccess(snapshot, viewer)
     systems = sorted(set(rag_runs["system"].to_list()) | set(summary["system"].to_list()))

@@ -20,14 +20,14 @@ LIVE_KINDS = ("http", "python", "traces")
 DEFAULT_ABSTAIN_PHRASES = ("i don't know", "i do not know", "cannot answer", "can't answer",
                            "no tengo información", "no lo sé", "no puedo responder")
 
-RESPONSE_FIELD_KEYS = ("retrieved", "chunk_id", "score", "answer", "decision", "citations", "error", "model",
+RESPONSE_FIELD_KEYS = ("retrieved", "chunk_id", "score", "text", "answer", "decision", "citations", "error", "model",
                        "prompt_version")
-_COMMON = {"name", "kind", "abstain_phrases"}
+_COMMON = {"name", "kind", "abstain_phrases", "chunk_map"}  # chunk_map: core/systems/id_mapping.py
 _CALL_KEYS = {"concurrency", "timeout_s", "max_retries", "backoff_s", "max_backoff_s", "rate_per_s"}
 HTTP_KEYS = _COMMON | _CALL_KEYS | {"url", "headers", "headers_from_env", "request_template", "response_fields",
                                     "version_header"}
 PYTHON_KEYS = _COMMON | {"callable", "concurrency", "timeout_s"}
-TRACES_KEYS = _COMMON | {"path", "format", "question_id_attribute", "decision_attribute", "chunk_map"}
+TRACES_KEYS = _COMMON | {"path", "format", "question_id_attribute", "decision_attribute"}
 TRACE_FORMATS = ("auto", "otlp_json", "phoenix")
 # a header that carries a credential may only come from the environment
 _SECRET_HEADER = re.compile(r"auth|token|key|secret|cookie|password|credential", re.IGNORECASE)
@@ -136,7 +136,12 @@ def validate_system_spec(spec: dict, path: str | Path, index: int) -> dict[str, 
         if fmt not in TRACE_FORMATS:
             raise fail(f"format must be one of {list(TRACE_FORMATS)}, got {fmt!r}")
         out["format"] = fmt
-        for key in ("question_id_attribute", "decision_attribute", "chunk_map"):
+    if spec.get("chunk_map") is not None:  # every kind: a file, or {file, strip_prefix, doc_ids}
+        from rag_eval_pipeline.core.systems.id_mapping import parse_chunk_map
+
+        out["chunk_map"] = parse_chunk_map(spec["chunk_map"], where=where, base_dir=Path(path).parent,
+                                           check_file=Path(path).is_file())
+        for key in ("question_id_attribute", "decision_attribute"):
             value = spec.get(key)
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise fail(f"{key} must be a non-empty string, got {value!r}")

@@ -109,7 +109,7 @@ def test_seed_example_rates():
 def test_output_shape_and_columns():
     golden, runs = seed_example()
     qm = decision_question_metrics(runs, golden)
-    want = [c for c in SCHEMAS["question_metrics"] if c != "split"]
+    want = [c for c in SCHEMAS["question_metrics"] if c not in ("split", "level")]  # level: added by the pipeline
     assert qm.columns == want
     assert dict(qm.schema) == {c: SCHEMAS["question_metrics"][c] for c in want}
     assert qm.height == 6 * len(DECISION_METRICS)
