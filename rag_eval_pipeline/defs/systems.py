@@ -43,7 +43,8 @@ class PythonSystemResource(SystemUnderTestResource):
     max_concurrency: int = 32
 
     def system(self, spec: dict, base_dir: Path) -> SystemUnderTest:
-        return PythonRunner({**spec, "concurrency": min(spec["concurrency"], self.max_concurrency)})
+        return PythonRunner({**spec, "concurrency": min(spec["concurrency"], self.max_concurrency)},
+                            base_dir=base_dir)
 
 
 class TracesSystemResource(SystemUnderTestResource):

@@ -65,10 +65,10 @@ class HttpRunner:
 class PythonRunner:
     """``kind: python`` behind the interface."""
 
-    def __init__(self, spec: dict, fn=None):
+    def __init__(self, spec: dict, fn=None, base_dir: Path | None = None):
         from rag_eval_pipeline.core.systems.python_callable import PythonSystem
 
-        self.system = PythonSystem(spec, fn)
+        self.system = PythonSystem(spec, fn, base_dir)
 
     def run(self, golden: pl.DataFrame, ctx: RunContext) -> SystemRun:
         rows = self.system.run(questions_of(golden), ctx)
@@ -97,7 +97,7 @@ def make_system(spec: dict, *, base_dir: Path | None = None, environ: Mapping[st
     if kind == "http":
         return HttpRunner(spec, environ, **kwargs)
     if kind == "python":
-        return PythonRunner(spec, **kwargs)
+        return PythonRunner(spec, base_dir=base_dir, **kwargs)
     if kind == "traces":
         return TracesRunner(spec, base_dir)
     raise ConfigError(f"system {spec.get('name')!r}: kind {kind!r} is not a live system kind")
