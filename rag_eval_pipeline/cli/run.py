@@ -8,6 +8,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from rag_eval_pipeline.cli.check import preflight
 from rag_eval_pipeline.cli.common import (
     UsageError,
     add_suite_options,
@@ -49,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     judge = judge_resource(suite.config_path)
+    # what rag-eval check finds (bad data, an unimportable callable) stops here: one line each, no Dagster run
+    status = preflight(loaded.config, quick=args.job == QUICK_JOB)
+    if status != EXIT_OK:
+        return status
     suite_dir = suite_folder(suite, args.output)
     defs = build_definitions([loaded], output_dir=str(output_root().resolve()),
                              suite_dirs={suite.name: str(suite_dir)}, judge=judge)

@@ -494,7 +494,7 @@ def _gates(c: _Checks, raw: dict, names: list[str], ks: tuple[int, ...]) -> Gate
         alpha=c.number(gates.get("alpha", 0.05), "gates.alpha", 0.0, 1.0, open_interval=True),
         block_inconclusive=c.boolean(gates.get("block_inconclusive", True), "gates.block_inconclusive"),
         thresholds=thresholds,
-        max_run_error_share=c.number(gates.get("max_run_error_share", 0.05), "gates.max_run_error_share", 0.0, 1.0),
+        max_run_error_share=c.number(gates.get("max_run_error_share", 0.10), "gates.max_run_error_share", 0.0, 1.0),
     )
 
 

@@ -147,7 +147,7 @@ class GatesConfig:
     alpha: float = 0.05
     block_inconclusive: bool = True
     thresholds: tuple[Threshold, ...] = ()
-    max_run_error_share: float = 0.05
+    max_run_error_share: float = 0.10
 
 
 @dataclass(frozen=True)
