@@ -5,9 +5,9 @@
 ``level`` ("claim" default, or "response"), all checked when the configuration loads), appends each result to
 ``calibration_history.parquet`` in the table store, and returns the calibration in force for each
 current judge key. The blocking check ``judge_calibrated_above_floor`` stops promotion when the
-judge's kappa is under the floor, null, missing or stale (seed ``004_292fd69c3d96947d.txt``: a
-judge not calibrated against people measures nothing you can trust; recalibrate when the judge
-model or prompt changes). ``judge_variance`` reports flip rates and the minimum resolution from
+judge's kappa is under the floor, null, missing or stale (a judge not calibrated against people
+measures nothing you can trust, Zheng et al., NeurIPS 2023; recalibrate when the judge model or prompt
+changes). ``judge_variance`` reports flip rates and the minimum resolution from
 repeated judging.
 """
 
