@@ -240,3 +240,23 @@ def test_an_id_the_map_does_not_know_names_file_line_and_field(tmp_path):
 
 def test_normalised_passages():
     assert normalise_passage("  «Hola,\n  Mundo»  ") == normalise_passage("hola, mundo") == "hola, mundo"
+
+
+def test_the_shipped_traces_file_is_what_its_script_writes_and_reads_as_the_log(tmp_path):
+    """``data/traces/team_rag.otlp.jsonl`` is reproducible from its script, and ``data/configs/traces.yaml``
+    gives the traces system the log's metrics."""
+    script = _load_traces_script()
+    records_, questions, texts = script.sample_inputs()
+    again = script.write_otlp_json(script.trace_records(records_, questions, texts), tmp_path / "again.jsonl")
+    assert again.read_bytes() == (REPO_ROOT / "data" / "traces" / "team_rag.otlp.jsonl").read_bytes()
+    cfg = load_config(REPO_ROOT / "data" / "configs" / "traces.yaml", environ={})
+    snapshot, version = build_snapshot(cfg)
+    golden = build_golden(cfg, snapshot)
+    info: dict = {}
+    runs = build_runs(cfg, snapshot, golden, version, info=info)
+    qm, _ = build_question_metrics(cfg, snapshot, golden, runs, tables.empty("judge_labels"),
+                                   tables.empty("answer_judgements"))
+    qm = qm.filter(pl.col("metric") != "latency_ms")
+    assert _rows(qm, "team_rag_traces") == _rows(qm, "team_rag")
+    assert info["team_rag_traces"]["matched_by_attribute"] == 52
+    assert info["team_rag_traces"]["id_mapping"]["by_prefix"] == sum(len(r["retrieved"]) for r in records_)
