@@ -62,8 +62,10 @@ def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: p
                .to_series().to_list())
     docs = g.select("_row", "question_id", pl.col("relevant_docs").list.eval(pl.element().struct.field("doc_id"))
                     .alias("doc_id")).explode("doc_id").drop_nulls("doc_id").with_row_index("_item")
-    unknown += (docs.join(corpus_snapshot.select("doc_id").unique(), on="doc_id", how="anti").sort("_row", "_item")
-                .select(pl.col("question_id") + pl.lit(":doc:") + pl.col("doc_id")).to_series().to_list())
+    if docs.height:  # document-level relevance: its doc ids must be documents of the snapshot
+        unknown += (docs.join(corpus_snapshot.select("doc_id").unique(), on="doc_id", how="anti")
+                    .sort("_row", "_item").select(pl.col("question_id") + pl.lit(":doc:") + pl.col("doc_id"))
+                    .to_series().to_list())
     n_relevant = pl.col("relevant").list.len().fill_null(0) + pl.col("relevant_docs").list.len().fill_null(0)
     bad_class = g.filter(~pl.col("answerability").is_in(list(ANSWERABILITY)) | pl.col("answerability").is_null())
     absent_with = g.filter((pl.col("answerability") == "absent") & (n_relevant > 0))
