@@ -5,14 +5,16 @@
 
 1. the corpus (``build_snapshot``: every source's reader, with file, line and field);
 2. the golden set against the snapshot (``build_golden``); if the corpus failed, its file alone;
-3. every system that is read, not called: a ``logged`` system's log and a ``traces`` system's trace
-   files, through the system's id mapping (``chunk_map``, passages aligned by text), checked against
-   the snapshot and the golden set as ``rag_runs`` checks them (a golden question without a run row
-   is a problem unless ``metrics.complete``; questions outside the golden set are counted);
-4. the systems that are called: a ``python`` system's callable is imported (not called); an
-   ``http`` system's secrets (``headers_from_env``) must be set, and with ``reach=True`` its URL gets
-   one HEAD request (OPTIONS when HEAD is refused) that must be answered; a ``reference`` system
-   needs nothing more than its configuration.
+3. every system whose kind reads files (its ``watches``: a ``logged`` system's log, a ``traces`` or
+   ``langsmith`` system's export), read through the system's id mapping (``chunk_map``, passages
+   aligned by text) and checked against the snapshot and the golden set as ``rag_runs`` checks them
+   (a golden question without a run row is a problem unless ``metrics.complete``; questions outside
+   the golden set are counted);
+4. every system whose kind makes calls, through its kind's ``preflight`` (no call is made): a
+   ``python`` system's callable is imported; an ``http`` system's secrets (``headers_from_env``)
+   must be set, and with ``reach=True`` its URL gets one HEAD request (OPTIONS when HEAD is refused)
+   that must be answered. A kind that computes in process (``reference``) needs nothing more than
+   its configuration.
 
 A problem is ``config`` (the configuration points at something that cannot work: an import, an unset
 variable, an unreachable URL) or ``data`` (a file's content: the message names file, line and field).
@@ -111,9 +113,9 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
             _check_system(cfg, spec, snapshot, golden, version, report, reach=reach, timeout_s=timeout_s,
                           environ=environ, every_question=every_question)
         except InputError as exc:
-            report.add(DATA, f"system {spec['name']} ({spec['kind']}): {_one_line(exc)}")
+            report.add(DATA, f"system {spec.name} ({spec.kind}): {_one_line(exc)}")
         except ConfigError as exc:
-            report.add(CONFIG, f"system {spec['name']} ({spec['kind']}): {_one_line(exc)}")
+            report.add(CONFIG, f"system {spec.name} ({spec.kind}): {_one_line(exc)}")
     return report
 
 
@@ -123,34 +125,28 @@ def _levels(golden: pl.DataFrame) -> str:
     return " and ".join("chunk" if lv == "chunk" else "document" for lv in levels_of(golden))
 
 
-def _check_system(cfg: EvalConfig, spec: dict, snapshot, golden, version: str, report: CheckReport, *,
+def _check_system(cfg: EvalConfig, spec, snapshot, golden, version: str, report: CheckReport, *,
                   reach: bool, timeout_s: float, environ, every_question: bool) -> None:
-    name, kind = spec["name"], spec["kind"]
+    """One system, by what its kind declares (``core/systems/base.py``): a kind that makes calls runs its
+    ``preflight`` (no call is made); a kind that reads files (``watches``) is read as a run reads it;
+    a kind that computes in process (``reference``) has nothing to check beyond its section."""
+    from rag_eval_pipeline.core.systems.base import SYSTEM_KINDS
+
+    name, kind = spec.name, spec.kind
     where = f"system {name} ({kind})"
-    if kind == "python":
-        from rag_eval_pipeline.core.systems.python_callable import load_callable
-
-        load_callable(spec["callable"], name, cfg.path.parent)
-        report.notes.append(f"{where}: {spec['callable']} imports (not called)")
+    desc = SYSTEM_KINDS.get(kind)
+    if desc.makes_calls:
+        if desc.preflight is not None:
+            for note in desc.preflight(spec, cfg.path.parent, environ, reach):
+                report.notes.append(f"{where}: {note}")
         return
-    if kind == "http":
-        from rag_eval_pipeline.core.systems.http import HttpSystem
-
-        HttpSystem(spec, environ)  # an unset headers_from_env variable is a ConfigError here
-        if reach:
-            problem = reach_url(spec["url"], timeout_s)
-            if problem:
-                report.add(CONFIG, f"{where}: {problem}")
-            else:
-                report.notes.append(f"{where}: {spec['url']} answers")
+    if not desc.watches(spec):
         return
-    if kind == "reference":
-        return
-    if snapshot is None or golden is None:  # nothing to check ids against: the file's format alone
+    if snapshot is None or golden is None:  # nothing to check ids against: a log's own format still
         if kind == "logged":
             from rag_eval_pipeline.core.sources.run_logs import load_run_log
 
-            load_run_log(cfg.resolve(spec["path"]), name, "", "")
+            load_run_log(cfg.resolve(spec.path), name, "", "")
         return
     from rag_eval_pipeline.core.pipeline import build_runs
 

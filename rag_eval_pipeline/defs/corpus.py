@@ -32,10 +32,11 @@ def corpus_snapshot(context: dg.AssetExecutionContext, settings: EvalSettings) -
                 description="Chunk ids are unique, and of the form doc_id#n when the pipeline chunked the corpus "
                             "(corpus.source chunks keeps the team's own ids).")
 def chunk_ids_unique(settings: EvalSettings, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
-    from rag_eval_pipeline.core.config_sections import UNCHUNKED_SOURCES
+    from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
 
     dupes = corpus_snapshot.filter(pl.col("chunk_id").is_duplicated())["chunk_id"].unique().sort().to_list()
-    malformed = [] if settings.config.corpus.source in UNCHUNKED_SOURCES else corpus_snapshot.filter(
+    chunked_here = CORPUS_SOURCES.get(settings.config.corpus.source).snapshot is None
+    malformed = [] if not chunked_here else corpus_snapshot.filter(
         pl.col("chunk_id") != pl.col("doc_id") + pl.lit("#") + pl.col("chunk_index").cast(pl.Utf8)
     )["chunk_id"].to_list()
     return dg.AssetCheckResult(

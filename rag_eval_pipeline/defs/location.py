@@ -44,7 +44,7 @@ def build_resources(config_path: str | None = None, output_dir: str | None = Non
         "store": TableStore(base_dir=output_dir),
         "io_manager": ParquetIOManager(base_dir=output_dir),
         "judge": judge or judging.select_judge_resource(config_path=config_path),
-        **system_resources(),  # http_system, python_system, traces_system
+        **system_resources(),  # systems: the deployment's settings for every system kind
     }
 
 
@@ -124,7 +124,7 @@ def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = Non
             "store": TableStore(base_dir=output_dir, suite_dirs=dirs),
             "io_manager": ParquetIOManager(base_dir=output_dir, suite_dirs=dirs),
             "judge": judge or judging.select_judge_resource(config_path=_judge_config(loaded)),
-            **system_resources(),  # http_system, python_system, traces_system
+            **system_resources(),  # systems: the deployment's settings for every system kind
         },
         executor=dg.in_process_executor,
         metadata={"suites": dg.MetadataValue.json(sorted(dirs)),

@@ -6,6 +6,7 @@ import datetime as dt
 import dagster as dg
 import polars as pl
 
+from rag_eval_pipeline.core.metrics.names import level_label
 from rag_eval_pipeline.core.pipeline import build_question_metrics, build_summary
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
@@ -33,8 +34,6 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
     summary = build_summary(settings.config, question_metrics, golden_set, corpus_snapshot)
     headline = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
     md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}
-    from rag_eval_pipeline.core.metrics.names import level_label
-
     for row in headline.iter_rows(named=True):
         if row["value"] is not None:
             md[f"{row['system']}/{level_label(row['metric'], row['k'], row['level'])}"] = float(row["value"])
@@ -45,8 +44,6 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
 def summary_markdown(headline: pl.DataFrame) -> str:
     """A Markdown table of the headline rows: metric (``recall_5 (doc)`` at document level), value,
     numerator/denominator, n, 95% CI."""
-    from rag_eval_pipeline.core.metrics.names import level_label
-
     return markdown_table(["system", "metric", "value", "num/den", "n", "95% CI"], [
         [r["system"], level_label(r["metric"], r["k"], r.get("level")),
          "null" if r["value"] is None else f"{r['value']:.4f}", f"{r['numerator']:g}/{r['denominator']:g}", r["n"],

@@ -13,7 +13,9 @@ import json
 import dagster as dg
 import polars as pl
 
+from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.gates import PromotedBaseline, compute_gate_verdict, run_manifest, same_run_configuration
+from rag_eval_pipeline.core.metrics.names import metric_label
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
@@ -170,10 +172,10 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
                                          "golden_version": manifest["golden_version"]})
 
 
-REGRESSION_COLUMNS = {
-    "system": pl.Utf8, "metric": pl.Utf8, "k": pl.Int32, "question_id": pl.Utf8, "baseline_value": pl.Float64,
-    "value_when_found": pl.Float64, "first_seen_run": pl.Utf8, "first_seen_at": pl.Utf8,
-}
+#: The columns a regression case keeps across runs: the declared ``regression_cases`` schema without the
+#: two that every run recomputes (``current_value``, ``status``).
+REGRESSION_COLUMNS = {c: t for c, t in tables.SCHEMAS["regression_cases"].items()
+                      if c not in ("current_value", "status")}
 
 
 @dg.asset(group_name="promotion", kinds={"polars", "parquet"})
@@ -222,6 +224,6 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
     return dg.Output(cases, metadata={
         "cases": cases.height, "new_cases": len(new_rows), "status": dg.MetadataValue.json(counts),
         "still_regressed": dg.MetadataValue.json(
-            [f"{r['system']}/{r['metric']}{'' if r['k'] is None else '_' + str(r['k'])}: {r['question_id']}"
+            [f"{r['system']}/{metric_label(r['metric'], r['k'])}: {r['question_id']}"
              for r in still.head(50).iter_rows(named=True)]),
     })

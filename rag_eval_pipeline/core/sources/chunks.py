@@ -32,9 +32,8 @@ file's name; ``chunk_index`` is ``position`` (or the chunk's order within its do
 ``sha256`` is the hex sha256 of the UTF-8 text. The corpus version is the content hash of the
 resulting snapshot (``core.corpus.corpus_version``), as for every source.
 
-:data:`SOURCE` describes this source for the corpus-source registry: its name, that ``path`` is a
-file, that it is not chunked, that it carries no questions (``golden.path`` is required) and the
-loader that returns the snapshot.
+The corpus-source registry knows this reader as ``chunks`` (``core/sources/corpus/chunks.py``: ``path``
+is a file, nothing is chunked, no questions of its own, :func:`load_chunks` returns the snapshot).
 """
 
 from __future__ import annotations
@@ -42,8 +41,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -64,25 +61,6 @@ CHUNK_FIELDS = ("chunk_id", "doc_id", "text", "title", "position", "doc_type", "
                 "acl", "valid_from", "valid_to", "metadata")
 _LANGUAGE = re.compile(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
 _SPACE = re.compile(r"\s")
-
-
-@dataclass(frozen=True)
-class CorpusSource:
-    """What the configuration and the pipeline need to know about one corpus source.
-
-    ``name``: the value of ``corpus.source``; ``path_kind``: ``"file"`` or ``"folder"`` (what
-    ``corpus.path`` must be); ``chunked``: whether ``corpus.chunking`` applies (False: the loader
-    returns the snapshot itself); ``carries_questions``: whether the source holds its own golden
-    questions (False: ``golden.path`` is required); ``load_snapshot``: path -> ``corpus_snapshot``
-    table (raises InputError naming file, line and field); ``doc``: one line for the manual.
-    """
-
-    name: str
-    path_kind: str
-    chunked: bool
-    carries_questions: bool
-    load_snapshot: Callable[[Path], pl.DataFrame]
-    doc: str
 
 
 def _date(f: Fields, field: str) -> _dt.date | None:
@@ -236,10 +214,3 @@ def load_chunks(path: str | Path) -> pl.DataFrame:
                 out[col].append(c[col])
     snapshot = pl.DataFrame(out, schema=tables.SCHEMAS["corpus_snapshot"])
     return tables.conform(snapshot, "corpus_snapshot")
-
-
-#: The descriptor the corpus-source registry registers (one line: ``register(chunks.SOURCE)``).
-SOURCE = CorpusSource(
-    name="chunks", path_kind="file", chunked=False, carries_questions=False, load_snapshot=load_chunks,
-    doc="your own chunks, one JSONL line or Parquet row per chunk (chunk_id kept as is, doc_id, text, metadata)",
-)

@@ -96,10 +96,31 @@ def parse_chunk_map(value: Any, *, where: str, base_dir: Path | None = None, che
     return out
 
 
-def doc_ids_only(spec: Mapping[str, Any]) -> bool:
+def _setting(spec: Any, name: str) -> Any:
+    """A key of a system: an attribute of a typed section, or an item of a plain mapping (tests)."""
+    return spec.get(name) if isinstance(spec, Mapping) else getattr(spec, name, None)
+
+
+def chunk_map_of(spec: Any, *, base_dir: Path | None = None, check_file: bool = True) -> dict[str, Any] | None:
+    """A system's ``chunk_map`` in the normalised form of :func:`parse_chunk_map` (None when unset).
+
+    Input: a typed system section (its ``chunk_map`` a ``ChunkMapConfig``, a path, or None) or a plain
+    mapping (the YAML form). Raises ConfigError as :func:`parse_chunk_map`."""
+    value = _setting(spec, "chunk_map")
+    if value is None:
+        return None
+    if not isinstance(value, (str, Path, Mapping)):  # the typed section's ChunkMapConfig
+        value = {"file": None if value.file is None else str(value.file), "strip_prefix": value.strip_prefix,
+                 "doc_ids": value.doc_ids}
+    elif isinstance(value, Path):
+        value = str(value)
+    return parse_chunk_map(value, where=f"system {_setting(spec, 'name')!r}", base_dir=base_dir, check_file=check_file)
+
+
+def doc_ids_only(spec: Any) -> bool:
     """Whether a system's ``chunk_map`` says its ids are document ids (``doc_ids: true``)."""
-    cm = spec.get("chunk_map")
-    return isinstance(cm, Mapping) and bool(cm.get("doc_ids"))
+    cm = chunk_map_of(spec, check_file=False)
+    return bool(cm and cm["doc_ids"])
 
 
 def load_chunk_map_file(path: str | Path) -> dict[str, str]:
@@ -178,13 +199,12 @@ class IdMapper:
             return self._exact
 
     @classmethod
-    def for_system(cls, spec: Mapping[str, Any], snapshot: pl.DataFrame | None,
-                   base_dir: Path | None = None) -> IdMapper:
-        """The mapper of one configured system: its ``chunk_map`` (any accepted form) over ``snapshot``.
+    def for_system(cls, spec: Any, snapshot: pl.DataFrame | None, base_dir: Path | None = None) -> IdMapper:
+        """The mapper of one configured system (a typed section, or a plain mapping): its ``chunk_map``
+        (any accepted form) over ``snapshot``.
 
         Raises ConfigError for a bad ``chunk_map`` setting, InputError for a bad map file."""
-        where = f"system {spec.get('name')!r}"
-        settings = parse_chunk_map(spec.get("chunk_map"), where=where, base_dir=base_dir)
+        settings = chunk_map_of(spec, base_dir=base_dir)
         file_map = load_chunk_map_file(settings["file"]) if settings and settings["file"] else {}
         return cls(snapshot, settings, file_map)
 
@@ -194,7 +214,7 @@ class IdMapper:
         return bool(self.file_map or self.settings.get("strip_prefix") or self.settings.get("doc_ids"))
 
     @classmethod
-    def from_chunk_ids(cls, chunk_ids, spec: Mapping[str, Any], base_dir: Path | None = None) -> IdMapper:
+    def from_chunk_ids(cls, chunk_ids, spec: Any, base_dir: Path | None = None) -> IdMapper:
         """A mapper over bare chunk ids ``doc_id#n`` (no snapshot at hand: documents read from the ids, no
         text alignment); None or empty ids read every id as is. Raises as :meth:`for_system`."""
         if not chunk_ids:
@@ -277,5 +297,5 @@ class IdMapper:
             return out
 
 
-__all__ = ["CHUNK_MAP_KEYS", "IdMapper", "doc_ids_only", "load_chunk_map_file", "normalise_passage",
+__all__ = ["CHUNK_MAP_KEYS", "IdMapper", "chunk_map_of", "doc_ids_only", "load_chunk_map_file", "normalise_passage",
            "parse_chunk_map"]

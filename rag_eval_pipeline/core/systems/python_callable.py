@@ -22,12 +22,16 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.systems.calls import map_in_pool
 from rag_eval_pipeline.core.systems.records import ReplyError, RunContext, error_row, record_to_row
 
 _PATH_LOCK = threading.Lock()
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.kinds.python import PythonSystemConfig
 
 
 def load_callable(target: str, system: str, base_dir: str | Path | None = None) -> Callable:
@@ -64,12 +68,12 @@ def load_callable(target: str, system: str, base_dir: str | Path | None = None) 
 
 
 class PythonSystem:
-    """Calls one configured ``python`` system (validated spec). ``fn`` overrides the import (tests);
+    """Calls one configured ``python`` system (its typed section). ``fn`` overrides the import (tests);
     ``base_dir``: the configuration's folder, where the module is looked for first."""
 
-    def __init__(self, spec: dict, fn: Callable | None = None, base_dir: str | Path | None = None):
+    def __init__(self, spec: PythonSystemConfig, fn: Callable | None = None, base_dir: str | Path | None = None):
         self.spec = spec
-        self.fn = fn or load_callable(spec["callable"], spec["name"], base_dir)
+        self.fn = fn or load_callable(spec.callable, spec.name, base_dir)
         self.stats = {"calls": 0, "errors_by_kind": Counter()}
 
     def _call(self, ctx: RunContext, q: dict, pool: ThreadPoolExecutor | None) -> dict:
@@ -82,7 +86,7 @@ class PythonSystem:
                 reply = self.fn(qid, q["question"], list(q["user_groups"]))
             else:
                 future = pool.submit(self.fn, qid, q["question"], list(q["user_groups"]))
-                reply = future.result(timeout=self.spec["timeout_s"])
+                reply = future.result(timeout=self.spec.timeout_s)
         except FutureTimeout as exc:
             if future is None or future.done():  # the callable raised TimeoutError itself (the same class)
                 self.stats["errors_by_kind"]["exception"] += 1
@@ -90,7 +94,7 @@ class PythonSystem:
                                            f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000.0)
             self.stats["errors_by_kind"]["timeout"] += 1
             return error_row(ctx, qid, f"system {ctx.system!r}, question {qid!r}: timeout: the callable did not "
-                                       f"return within timeout_s={self.spec['timeout_s']:g} s",
+                                       f"return within timeout_s={self.spec.timeout_s:g} s",
                              (time.monotonic() - start) * 1000.0)
         except Exception as exc:  # noqa: BLE001 - the system under test failed on this question
             self.stats["errors_by_kind"]["exception"] += 1
@@ -107,8 +111,8 @@ class PythonSystem:
 
     def run(self, questions: Sequence[dict], ctx: RunContext) -> list[dict]:
         """One row per question (dicts with ``question_id``, ``question``, ``user_groups``), in order."""
-        n = self.spec["concurrency"]
-        if self.spec.get("timeout_s") is None:
+        n = self.spec.concurrency
+        if self.spec.timeout_s is None:
             return map_in_pool(lambda q: self._call(ctx, q, None), list(questions), n)
         pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="rag-eval-callable")
         try:  # the outer threads wait; the inner pool runs the calls so a stuck one can be abandoned

@@ -11,12 +11,15 @@ the reply is any JSON document and each field is read at a dotted path (``data.h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.sources.run_logs import parse_run_record
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from rag_eval_pipeline.core.systems.id_mapping import IdMapper
 
 _MISSING = object()
@@ -27,9 +30,12 @@ class RunContext:
     """What every runner needs to stamp and check rows: the names and versions being evaluated.
 
     ``known_chunks``: the snapshot's chunk ids (every retrieved or cited id must be one);
-    ``require_scores``: every hit needs a score (``ranking_mode: trec_eval``); ``ids``: the
+    ``require_scores``: every hit needs a score (``ranking_mode: trec_eval``); ``snapshot``: the
+    ``corpus_snapshot`` frame (for kinds that retrieve themselves, e.g. ``reference``); ``base_dir``: the
+    configuration's folder, against which a system's relative paths are resolved; ``ids``: the
     system's id mapper (``core/systems/id_mapping.py``: its ``chunk_map`` and the alignment of
-    passage texts), None to read ids as snapshot chunk ids.
+    passage texts; ``core/systems/runs.py`` sets it for every kind), None to read ids as snapshot
+    chunk ids.
     """
 
     system: str
@@ -37,6 +43,8 @@ class RunContext:
     golden_version: str
     known_chunks: frozenset[str] | None = None
     require_scores: bool = False
+    snapshot: pl.DataFrame | None = None
+    base_dir: Path | None = None
     ids: IdMapper | None = None
 
 

@@ -13,7 +13,8 @@ from rag_eval_pipeline.core.config import load_config
 from rag_eval_pipeline.core.corpus import corpus_version
 from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.pipeline import build_golden, build_snapshot
-from rag_eval_pipeline.core.sources.chunks import SOURCE, load_chunks
+from rag_eval_pipeline.core.sources.chunks import load_chunks
+from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
 
 ROWS = [
     {"chunk_id": "kb-0007", "doc_id": "returns", "text": "Returns are accepted within 30 days.", "position": 1,
@@ -32,9 +33,11 @@ def write_jsonl(path, rows):
     return path
 
 
-def test_descriptor_says_what_the_registry_needs():
-    assert (SOURCE.name, SOURCE.path_kind, SOURCE.chunked, SOURCE.carries_questions) == ("chunks", "file", False, False)
-    assert SOURCE.load_snapshot is load_chunks
+def test_registered_as_a_source_that_is_a_file_chunked_already_without_questions(tmp_path):
+    source = CORPUS_SOURCES.get("chunks")
+    assert (source.path_is, source.own_questions) == ("file", False)
+    path = write_jsonl(tmp_path / "chunks.jsonl", ROWS)
+    assert source.snapshot(path).equals(load_chunks(path))  # the snapshot itself: nothing is chunked
 
 
 def test_team_ids_kept_positions_and_metadata_read(tmp_path):

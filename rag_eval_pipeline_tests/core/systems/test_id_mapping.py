@@ -206,10 +206,10 @@ def test_doc_ids_map_to_the_first_chunk_and_say_chunk_level_means_nothing(tmp_pa
 
 
 @pytest.mark.parametrize("value, message", [
-    ({"strip_prefx": "x"}, r"unknown key\(s\) \['strip_prefx'\] in chunk_map"),
-    ("missing.jsonl", "chunk_map file .*missing.jsonl not found"),
-    ({"doc_ids": "yes"}, "chunk_map.doc_ids must be true or false"),
-    ({}, "chunk_map sets nothing"),
+    ({"strip_prefx": "x"}, r"unknown key\(s\) \['strip_prefx'\] in systems\[0\].chunk_map"),
+    ("missing.jsonl", r"systems\[0\].chunk_map.file .*missing.jsonl not found; expected a JSONL or Parquet file"),
+    ({"doc_ids": "yes"}, r"systems\[0\].chunk_map.doc_ids must be true or false"),
+    ({}, r"systems\[0\].chunk_map sets nothing"),
 ])
 def test_a_bad_chunk_map_is_a_configuration_error_naming_the_system(tmp_path, value, message):
     raw = {"corpus": {"source": "documents_dir", "path": str(SAMPLE_DIR / "corpus")},
@@ -218,7 +218,7 @@ def test_a_bad_chunk_map_is_a_configuration_error_naming_the_system(tmp_path, va
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
     with pytest.raises(ConfigError, match=message) as info:
         load_config(tmp_path / "config.yaml")
-    assert "systems[0] (team)" in str(info.value)
+    assert "systems[0] (team, kind logged)" in str(info.value) and ", line " in str(info.value)
 
 
 def test_an_id_the_map_does_not_know_names_file_line_and_field(tmp_path):
