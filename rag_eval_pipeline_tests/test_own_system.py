@@ -97,7 +97,7 @@ def test_init_on_a_documents_folder_and_logs_in_other_ids(tmp_path, capsys):
     assert maps == {"a_same_ids": None, "b_doc_ids": {"doc_ids": True}, "c_opaque": "ids.jsonl", "d_texts": None}
     assert "aligned to the corpus by text" in printed
     cfg = load_config(folder / "config.yaml")  # what init wrote loads
-    assert [s["kind"] for s in cfg.systems] == ["logged"] * 4
+    assert [s.kind for s in cfg.systems] == ["logged"] * 4
 
 
 def test_init_refuses_a_folder_without_a_corpus(tmp_path, capsys):
