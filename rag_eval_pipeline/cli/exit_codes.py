@@ -41,6 +41,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "init": "the configuration and the example golden lines were written",
         "check": "no problem found",
         "run": "the run succeeded and every blocking check passed (warnings do not count)",
+        "compare": "the comparison was written (whatever it found: a regression is not an error)",
         "estimate": "the estimate was printed",
         "serve": "stopped cleanly (Ctrl-C or SIGTERM)",
         "label": "stopped cleanly (Ctrl-C or SIGTERM)",
@@ -51,6 +52,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
                  "without a run row): one line per problem names the file, line and field",
         "run": "bad input data found before the run (as rag-eval check: no Dagster run is started), a step failed "
                "or a blocking check failed (a CI system can call rag-eval run directly)",
+        "compare": "a data mistake: a table a side needs is missing or unreadable (the message names the file)",
         "estimate": "bad input data (corpus, golden set, a run log): the message names the file, line and field",
         "label": "a data mistake: the suite's tables are not written yet (rag-eval run first), a bad label file, "
                  "nothing to label for your groups",
@@ -61,8 +63,10 @@ EXIT_CODES: tuple[ExitCode, ...] = (
                 "replaces it)",
         "check": "a python callable that does not import, an http system whose secret variable is unset or "
                  "(with --reach) whose URL does not answer",
-        "run": "also a python callable that does not import or an http secret that is unset (as rag-eval check)",
-        "estimate": "also a python callable that does not import (as rag-eval check)",
+        "run": "a python callable that does not import or an http secret that is unset (as rag-eval check)",
+        "compare": "a side that does not resolve (bad syntax, no such system, night, run id or folder, nothing "
+                   "promoted yet)",
+        "estimate": "a python callable that does not import (as rag-eval check)",
         "serve": "a folder that does not exist",
         "label": "a configuration without a calibration section",
         "serve-reference": "a system that is unknown or not of kind reference",

@@ -7,6 +7,10 @@ A suite's assets carry its name as key prefix (``sample/metric_summary``): they 
 folder, ``suite_dirs[suite]`` when given (``rag-eval run --output``), else ``<base_dir>/<suite>/``;
 the quick evaluation's keys (``sample/quick/...``) to ``quick/`` inside it.
 
+Every Parquet file carries its table's Arrow schema and metadata (table, schema version, suite, run id,
+corpus / golden versions, judge key, metric definitions: ``core/table_files.py``); a file of another
+schema version is migrated on load with a warning in the run's log, or refused (``core/storage.read_table``).
+
 One writer per folder: while a run's resources are up, the IO manager (and the table store, see
 ``resources.py``) holds ``.rag-eval.lock`` of every suite folder the run writes (``core/locking.py``;
 ``<base_dir>`` itself for unprefixed assets). A second run on the same
@@ -23,7 +27,7 @@ import polars as pl
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.locking import OutputLock
-from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.storage import WriteContext, read_table, write_json_atomic, write_parquet_atomic
 
 SUITE_TAG = "rag_eval/suite"
 QUICK = "quick"
@@ -36,6 +40,18 @@ def suite_folder(base_dir: str, suite_dirs: dict[str, str], prefix: tuple[str, .
         return Path(base_dir)
     root = Path(suite_dirs[prefix[0]]) if prefix[0] in suite_dirs else Path(base_dir, prefix[0])
     return root.joinpath(*prefix[1:])
+
+
+def write_context(context: dg.OutputContext, base_dir: str, suite_dirs: dict[str, str]) -> WriteContext:
+    """Who writes an asset's table: the run id, the suite (the key's first part when prefixed), the folder
+    of its upstream tables, and the provenance the asset put in its output metadata."""
+    key = context.asset_key
+    try:
+        run_id, metadata = context.run_id, context.output_metadata
+    except (dg.DagsterInvariantViolationError, AttributeError):
+        run_id, metadata = None, None
+    return WriteContext.of(run_id, key.path[0] if len(key.path) > 1 else None,
+                           suite_folder(base_dir, suite_dirs, key.path[:-1]), metadata)
 
 
 def run_suites(dagster_run, known: list[str]) -> list[str]:
@@ -105,7 +121,8 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
             return
         key = context.asset_key
         if isinstance(obj, pl.DataFrame):
-            path = write_parquet_atomic(obj, self._path(key, ".parquet"), table=key.path[-1])
+            path = write_parquet_atomic(obj, self._path(key, ".parquet"), table=key.path[-1],
+                                        context=write_context(context, self.base_dir, self.suite_dirs))
             context.add_output_metadata(
                 {"path": dg.MetadataValue.path(str(path.resolve())), "dagster/row_count": obj.height}
             )
@@ -120,7 +137,8 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
         parquet = self._path(key, ".parquet")
         if parquet.exists():
             columns = (context.definition_metadata or {}).get("columns")
-            return pl.read_parquet(parquet, columns=list(columns) if columns else None)
+            return read_table(parquet, key.path[-1], columns=list(columns) if columns else None,
+                              on_migrate=context.log.warning if context.log is not None else None)
         as_json = self._path(key, ".json")
         if as_json.exists():
             return json.loads(as_json.read_text(encoding="utf-8"))

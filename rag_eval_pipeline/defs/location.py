@@ -17,6 +17,7 @@ import dagster as dg
 from rag_eval_pipeline.core.config import EvalConfig, load_config
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.suites import Suite, ad_hoc_suite, load_suites, missing_data
+from rag_eval_pipeline.defs import report as report_defs
 from rag_eval_pipeline.defs import schedules
 from rag_eval_pipeline.defs import suites as suite_defs
 from rag_eval_pipeline.defs.io import ParquetIOManager, suite_folder
@@ -114,7 +115,7 @@ def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = Non
         if ls.suite.nightly:
             nightly[name] = (suite_defs.asset_keys(full), suite_defs.check_keys(full_checks))
     return dg.Definitions(
-        assets=assets,
+        assets=report_defs.link_report_assets(assets, output_dir, dirs),  # the UI's report link, any launcher
         asset_checks=checks,
         jobs=jobs,
         schedules=[schedules.nightly_schedule(nightly, lambda s: settings.run_tags([s]))],

@@ -19,7 +19,7 @@ import polars as pl
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.config import EvalConfig, load_config
-from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.storage import WriteContext, read_table, write_json_atomic, write_parquet_atomic
 from rag_eval_pipeline.defs.io import QUICK, SUITE_TAG, HoldsOutputLock, run_suites, suite_folder
 
 # Read by a quick evaluation from its suite's full evaluation (never written by it): the promoted
@@ -29,13 +29,22 @@ REPORT_URL_ENV = "RAG_EVAL_REPORT_URL"  # where `rag-eval serve` serves the outp
 CONFIG_PATH_TAG, CONFIG_SHA_TAG, OUTPUT_TAG = "rag_eval/config_path", "rag_eval/config_sha256", "rag_eval/output_dir"
 
 
+def _current_context() -> dg.OpExecutionContext | None:
+    try:
+        return dg.OpExecutionContext.get()
+    except (dg.DagsterInvariantViolationError, AttributeError):
+        return None
+
+
 def current_prefix() -> tuple[str, ...]:
     """The asset key prefix of the step being executed: ``("sample",)``, ``("sample", "quick")``, or
     ``()`` outside a step or for unprefixed assets. Read from Dagster's current execution context."""
+    context = _current_context()
     try:
-        context = dg.OpExecutionContext.get()
-        assets_def = context.assets_def
+        assets_def = context.assets_def if context is not None else None
     except (dg.DagsterInvariantViolationError, AttributeError):
+        return ()
+    if assets_def is None:
         return ()
     keys = list(assets_def.keys) or [c.asset_key for c in assets_def.check_keys]
     return tuple(keys[0].path[:-1]) if keys else ()
@@ -158,14 +167,26 @@ class TableStore(HoldsOutputLock, dg.ConfigurableResource):
             return None
         return f"{base_url}/{quote(rel.as_posix())}"
 
-    def read(self, *parts: str) -> pl.DataFrame | None:
+    def read(self, *parts: str, table: str | None = None) -> pl.DataFrame | None:
+        """The table file at ``parts`` (None when absent), checked for its table (``table``, else the one the
+        file names, else the file's stem) and schema version: an older one is migrated with a warning in the
+        step's log; one that cannot be read raises SchemaVersionError (``core/storage.read_table``)."""
         p = self.path(*parts)
-        return pl.read_parquet(p) if p.exists() else None
+        if not p.exists():
+            return None
+        ctx = _current_context()
+        return read_table(p, table, on_migrate=ctx.log.warning if ctx is not None else None)
 
     def write(self, df: pl.DataFrame, *parts: str, table: str | None = None) -> Path:
+        """Write the declared ``table`` at ``parts`` atomically, with its metadata: this step's run id and
+        suite, and the provenance of the step's folder (``core/table_files.py``)."""
         if parts and parts[0] in SHARED_WITH_FULL and self.path(*parts) != self.folder().joinpath(*parts):
             raise dg.Failure(f"a quick evaluation never writes {'/'.join(parts)} of the full evaluation")
-        return write_parquet_atomic(df, self.path(*parts), table=table)
+        ctx = _current_context()
+        prefix = current_prefix()
+        context = WriteContext.of(ctx.run_id if ctx is not None else None, prefix[0] if prefix else None,
+                                  self.folder())
+        return write_parquet_atomic(df, self.path(*parts), table=table, context=context)
 
     def write_json(self, obj, *parts: str) -> Path:
         if parts and parts[0] in SHARED_WITH_FULL and self.path(*parts) != self.folder().joinpath(*parts):
