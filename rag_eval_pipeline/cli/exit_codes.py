@@ -63,7 +63,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
                 "replaces it)",
         "check": "a python callable that does not import, an http system whose secret variable is unset or "
                  "(with --reach) whose URL does not answer",
-        "run": "a python callable that does not import or an http secret that is unset (as rag-eval check)",
+        "run": "an --output that is a file, cannot be written or belongs to another suite (each output folder "
+               "records its suite); --wait-s that is not a finite number >= 0; a python callable that does not "
+               "import or an http secret that is unset (as rag-eval check)",
         "compare": "a side that does not resolve (bad syntax, no such system, night, run id or folder, nothing "
                    "promoted yet)",
         "estimate": "a python callable that does not import (as rag-eval check)",

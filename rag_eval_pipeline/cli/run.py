@@ -16,7 +16,9 @@ from rag_eval_pipeline.cli.common import (
     judge_resource,
     output_root,
     resolve_suite,
+    seconds,
     suite_folder,
+    usable_output_folder,
 )
 from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, epilog
 from rag_eval_pipeline.cli.run_output import (
@@ -56,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if status != EXIT_OK:
         return status
     suite_dir = suite_folder(suite, args.output)
+    usable_output_folder(suite_dir, suite)  # a file, a read-only folder or another suite's folder: exit 2 here
     defs = build_definitions([loaded], output_dir=str(output_root().resolve()),
                              suite_dirs={suite.name: str(suite_dir)}, judge=judge)
     quick = args.job == QUICK_JOB
@@ -156,7 +159,7 @@ def add(sub) -> None:
                         "never promotes)")
     p.add_argument("--output", help="the suite's output folder (default: outputs/<suite>/, or "
                                     "$RAG_EVAL_OUTPUT_DIR/<suite>/)")
-    p.add_argument("--wait-s", type=float, default=0.0,
+    p.add_argument("--wait-s", type=seconds, default=0.0,
                    help="when another run is writing the output folder, wait up to this many seconds for it "
                         "(default 0: exit 3 at once)")
     p.add_argument("--junit-xml", metavar="FILE",

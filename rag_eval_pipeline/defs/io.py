@@ -28,6 +28,7 @@ from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import WriteContext, read_table, write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.suites import claim_output_folder
 
 SUITE_TAG = "rag_eval/suite"
 QUICK = "quick"
@@ -94,6 +95,11 @@ class HoldsOutputLock:
         try:
             for folder in self.lock_folders(context):
                 self._locks.append(hold_output_lock(str(folder), context, self.lock_wait_s))
+            known = sorted(self.suite_dirs)
+            for suite in (run_suites(getattr(context, "dagster_run", None), known) or known) if known else []:
+                # an output folder belongs to one suite: refuse to write another suite's tables into it
+                # (checked here; the record is written with the suite's first table, see handle_output)
+                claim_output_folder(suite_folder(self.base_dir, self.suite_dirs, (suite,)), suite, write=False)
         except BaseException:
             self.teardown_after_execution(context)
             raise
@@ -120,6 +126,9 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
         if obj is None:
             return
         key = context.asset_key
+        if self.suite_dirs and key.path[:-1] and key.path[0] in self.suite_dirs:
+            # the first table a run writes into a suite's folder records the suite there
+            claim_output_folder(suite_folder(self.base_dir, self.suite_dirs, key.path[:1]), key.path[0])
         if isinstance(obj, pl.DataFrame):
             path = write_parquet_atomic(obj, self._path(key, ".parquet"), table=key.path[-1],
                                         context=write_context(context, self.base_dir, self.suite_dirs))

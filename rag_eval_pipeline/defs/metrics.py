@@ -120,14 +120,15 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
     as the pipeline does. A question whose run errored is left out of the run file, as the tables leave
     it out of every retrieval average; ``trec_eval -c`` scores it 0 instead (missing = 0), the view that
     counts failures as empty retrievals. When every document is one chunk (BEIR), docnos are document
-    ids. A system with a hit that has no score cannot be written (trec_eval needs one) and is listed as
-    skipped.
+    ids. Ids holding whitespace are percent-encoded (``core.sources.trec.trec_tokens``). A system with a
+    hit that has no score cannot be written (trec_eval needs one) and is listed as skipped.
     """
     from rag_eval_pipeline.core.metrics.doc_level import doc_qrels, doc_run, levels_of
     from rag_eval_pipeline.core.metrics.retrieval import explode_runs, qrels_from_golden
     from rag_eval_pipeline.core.sources.trec import (
         NO_RETRIEVAL_DOCNO,
         document_docnos,
+        trec_tokens,
         with_docnos,
         write_trec_qrels,
         write_trec_run,
@@ -136,12 +137,13 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
 
     docnos = document_docnos(corpus_snapshot)
     written, skipped, empty, errored, doc_written = {}, {}, {}, {}, {}
-    qrels = with_docnos(qrels_from_golden(golden_set), docnos)
+    # ids with whitespace (a corpus file name with spaces) are percent-encoded: TREC tokens cannot hold it
+    qrels = trec_tokens(with_docnos(qrels_from_golden(golden_set), docnos))
     qrels_path = write_atomic(store.path("trec", "qrels.txt"), lambda tmp: write_trec_qrels(qrels, tmp))
     with_docs = "doc" in levels_of(golden_set)
     doc_qrels_path = None
     if with_docs:
-        dq = doc_qrels(golden_set, corpus_snapshot)
+        dq = trec_tokens(doc_qrels(golden_set, corpus_snapshot))
         doc_qrels_path = write_atomic(store.path("trec", "qrels_doc.txt"), lambda tmp: write_trec_qrels(dq, tmp))
     failed = rag_runs.filter(pl.col("decision") == "error").select("system", "question_id")
     long = explode_runs(rag_runs).join(failed, on=["system", "question_id"], how="anti", maintain_order="left")
@@ -153,11 +155,11 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
             skipped[system] = f"{hits['score'].null_count()} hit(s) without a score"
             continue
         empty[system] = rows.height - hits.height
-        chunk_rows = with_docnos(rows, docnos)
+        chunk_rows = trec_tokens(with_docnos(rows, docnos))
         path = write_atomic(store.path("trec", f"{system}.run"), lambda tmp, r=chunk_rows: write_trec_run(r, tmp))
         written[system] = str(path.resolve())
         if with_docs:
-            docs = doc_run(rows, corpus_snapshot, settings.config.ranking_mode).run_long
+            docs = trec_tokens(doc_run(rows, corpus_snapshot, settings.config.ranking_mode).run_long)
             path = write_atomic(store.path("trec", f"{system}.doc.run"), lambda tmp, r=docs: write_trec_run(r, tmp))
             doc_written[system] = str(path.resolve())
     out = {"qrels": str(qrels_path.resolve()), "runs": written, "skipped": skipped}

@@ -24,7 +24,7 @@ from rag_eval_pipeline.defs.io import QUICK, SUITE_TAG, HoldsOutputLock, run_sui
 
 # Read by a quick evaluation from its suite's full evaluation (never written by it): the promoted
 # baseline it is compared with and the history its report's trend shows.
-SHARED_WITH_FULL = ("baseline", "metric_history.parquet")
+SHARED_WITH_FULL = ("baseline", "metric_history.parquet", "promotion.json")
 REPORT_URL_ENV = "RAG_EVAL_REPORT_URL"  # where `rag-eval serve` serves the output folder
 CONFIG_PATH_TAG, CONFIG_SHA_TAG, OUTPUT_TAG = "rag_eval/config_path", "rag_eval/config_sha256", "rag_eval/output_dir"
 
