@@ -155,4 +155,23 @@ def primary_level_rows(frame: pl.DataFrame) -> pl.DataFrame:
                         | ((pl.col("level") == "doc") & ~pl.col("metric").is_in(chunk_metrics)))
 
 
-__all__ = ["LEVELS", "DocRun", "chunk_documents_map", "doc_qrels", "doc_run", "levels_of", "primary_level_rows"]
+def metric_levels(frame: pl.DataFrame, metric: str) -> list[str | None]:
+    """The levels ``metric`` has rows at in a ``question_metrics`` / ``metric_summary`` frame, chunk before doc.
+
+    Output: a sub-list of ``["chunk", "doc", None]`` in that order; ``[None]`` for a metric without levels,
+    one absent from ``frame``, or a frame written before levels existed (no ``level`` column). Never raises."""
+    if "level" not in frame.columns:
+        return [None]
+    present = set(frame.filter(pl.col("metric") == metric)["level"].to_list())
+    return [lv for lv in ("chunk", "doc", None) if lv in present] or [None]
+
+
+def sole_level(frame: pl.DataFrame, metric: str) -> str | None:
+    """``"doc"`` when ``metric`` has document-level rows only in ``frame`` (as after :func:`primary_level_rows`
+    on a golden set judged per document), else None: the level a one-number-per-metric reader prints
+    (``recall_5 (doc)``, else bare). Never raises."""
+    return "doc" if metric_levels(frame, metric) == ["doc"] else None
+
+
+__all__ = ["LEVELS", "DocRun", "chunk_documents_map", "doc_qrels", "doc_run", "levels_of", "metric_levels",
+           "primary_level_rows", "sole_level"]

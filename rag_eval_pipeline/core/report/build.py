@@ -19,6 +19,8 @@ import polars as pl
 
 from rag_eval_pipeline.core.config_sections import DEFAULT_KAPPA_FLOOR
 from rag_eval_pipeline.core.errors import SchemaError
+from rag_eval_pipeline.core.metrics.doc_level import metric_levels, primary_level_rows, sole_level
+from rag_eval_pipeline.core.metrics.names import level_label
 from rag_eval_pipeline.core.report.access import ReportAccess
 from rag_eval_pipeline.core.report.bands import (
     BANDED_METRICS,
@@ -209,9 +211,9 @@ def build_report(
         _need(df, name)
     if worst_n < 0:
         raise ValueError(f"worst_n must be >= 0, got {worst_n}")
-    from rag_eval_pipeline.core.metrics.doc_level import primary_level_rows
-
-    # one number per (system, metric, k): chunk level when a metric has it, else document level
+    # the summary table shows every level (``recall_5`` and ``recall_5 (doc)``); every other part one number per
+    # (system, metric, k): chunk level when a metric has it, else document level
+    by_level = summary
     summary, question_metrics = primary_level_rows(summary), primary_level_rows(question_metrics)
     if history is not None:
         history = primary_level_rows(history)
@@ -227,7 +229,7 @@ def build_report(
                       access, generated_at, baseline_manifest)
     calibrated, why_not = judge_trust(calibration, kappa_floor)
     ranks = evidence_ranks(rag_runs, golden, snapshot)
-    headline_blocks, headline = _headline(summary, systems, calibrated, why_not)
+    headline_blocks, headline = _headline(by_level, systems, calibrated, why_not)
     blocks += headline_blocks
     blocks += _decisions(summary, systems, ranks)
     blocks += _gates(gates, baseline_manifest, summary, split, golden)
@@ -319,7 +321,11 @@ def _band_reading(value: float, ci: tuple[float | None, float | None], judge_err
 
 def _headline(summary: pl.DataFrame, systems: list[str], calibrated: bool, why_not: str
               ) -> tuple[list[Block], list[dict]]:
-    rows_by_key = _summary_rows(summary, "all", "all")
+    top = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
+    if "level" not in top.columns:
+        top = top.with_columns(pl.lit(None, pl.Utf8).alias("level"))
+    rows_by_key = {(r["system"], r["metric"], r["k"], r["level"]): r for r in top.iter_rows(named=True)}
+    with_doc = bool(top.filter(pl.col("level") == "doc").height)
     blocks: list[Block] = [
         heading("Summary (split all)", 2),
         Block("note", text="All questions (split all, segment all). Value with numerator/denominator; n = questions "
@@ -329,18 +335,23 @@ def _headline(summary: pl.DataFrame, systems: list[str], calibrated: bool, why_n
                            "Faithfulness bands: ≥ 0.85, 0.65–0.84, 0.50–0.64, below 0.50, read only when the judge "
                            "passed calibration and made no error. Definitions: " + definition_ref() + "."),
     ]
+    if with_doc:
+        blocks.append(Block("note", text="(doc) = scored per document: the golden set judges relevance per document "
+                                         "(relevant_docs); each document counts once, at the rank of its first "
+                                         "retrieved chunk. Definitions: "
+                                         + definition_ref("document-level-relevance") + "."))
     if not calibrated:
         blocks.append(Block("note", text=f"Judge not calibrated ({why_not}): judge-based values are provisional "
                                          "and their bands are not read."))
     headline: list[dict] = []
     for system in systems:
         table_rows = []
-        for metric, pref in HEADLINE_METRICS:
+        for metric, pref, level in [(m, p, lv) for m, p in HEADLINE_METRICS for lv in metric_levels(summary, m)]:
             k = _pick_k(summary, metric, pref)
-            r = rows_by_key.get((system, metric, k))
+            r = rows_by_key.get((system, metric, k, level))
             if r is None:
                 continue
-            label = metric_label(metric, k)
+            label = level_label(metric, k, level)
             judge_based = is_judge_based(metric)
             judge_errors = int(r["judge_errors"] or 0) if judge_based else None
             reading, reading_css, band_label = "", None, None
@@ -428,7 +439,7 @@ def _segments(summary: pl.DataFrame, systems: list[str]) -> list[Block]:
                         + [value_cell(by_key.get((system, s, m, k)), is_judge_based(m)) for m, k in metrics])
         if rows:
             blocks.append(heading(system, 3))
-            headers = ["segment", "n", *[metric_label(m, k) for m, k in metrics]]
+            headers = ["segment", "n", *[level_label(m, k, sole_level(summary, m)) for m, k in metrics]]
             blocks.append(Block("table", headers=headers, rows=rows))
     return blocks
 
@@ -526,7 +537,7 @@ def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary
         if is_judge_based(str(g.get("metric"))):
             errors = _gate_judge_errors(summary, str(g.get("system")), str(g.get("metric")), k)
             candidate.text += f" · judge errors {'?' if errors is None else errors}"
-        rows.append([g.get("system") or "", metric_label(str(g.get("metric")), k), candidate,
+        rows.append([g.get("system") or "", level_label(str(g.get("metric")), k, g.get("level")), candidate,
                      (num_cell(fmt(g.get("baseline"))) if g.get("baseline") is not None
                       else Cell("not evaluable", css="na")),
                      num_cell(f"{diff:+.4f}") if diff is not None else Cell("—", css="na"),
