@@ -6,6 +6,7 @@ Every error case of the hostile catalogue (``fixtures/hostile/``) that is otherw
 the same configuration exits 1 with the same line and leaves the test's DAGSTER_HOME without a run."""
 
 import json
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -95,9 +96,16 @@ def test_systems_that_cannot_work_are_configuration_problems(tmp_path, home, cap
     assert main(["check", "--config", path]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2
-    assert err[0].startswith("rag-eval: system py (python): system 'py': cannot import module 'no_such_rag_module'")
+    # each names the configuration file and the line of the key it is about (callable, headers_from_env), and
+    # the system once
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    callable_line = next(i for i, t in enumerate(lines, 1) if "no_such_rag_module" in t)
+    headers_line = next(i for i, t in enumerate(lines, 1) if "headers_from_env" in t)
+    assert err[0].startswith(f"rag-eval: {path}, line {callable_line}: system py (python): cannot import module "
+                             "'no_such_rag_module'")
     assert f"looked in the configuration's folder {tmp_path}" in err[0]
-    assert "system web (http)" in err[1] and "NO_SUCH_TOKEN_FOR_TEST" in err[1] and "is not set" in err[1]
+    assert err[1].startswith(f"rag-eval: {path}, line {headers_line}: system web (http): ")
+    assert "NO_SUCH_TOKEN_FOR_TEST" in err[1] and "is not set" in err[1]
     assert main(["run", "--config", path, "--output", str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == err
     assert main(["estimate", "--config", path]) == 2

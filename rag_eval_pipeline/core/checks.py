@@ -108,15 +108,37 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
             load_golden(cfg.golden.path)
         except InputError as exc:
             report.add(DATA, _one_line(exc))
-    for spec in cfg.systems:
+    for index, spec in enumerate(cfg.systems):
         try:
             _check_system(cfg, spec, snapshot, golden, version, report, reach=reach, timeout_s=timeout_s,
                           environ=environ, every_question=every_question)
         except InputError as exc:
             report.add(DATA, f"system {spec.name} ({spec.kind}): {_one_line(exc)}")
         except ConfigError as exc:
-            report.add(CONFIG, f"system {spec.name} ({spec.kind}): {_one_line(exc)}")
+            text = _one_line(exc).removeprefix(f"system {spec.name!r}: ")  # named once, with its kind
+            report.add(CONFIG, f"{_system_line(cfg, index, spec, text)}system {spec.name} ({spec.kind}): {text}")
     return report
+
+
+#: The key a system kind's configuration problem is about when its message names none (what ``preflight`` checks).
+_MAIN_KEY = {"python": "callable", "http": "url"}
+
+
+def _system_line(cfg: EvalConfig, index: int, spec, text: str) -> str:
+    """``"<configuration file>, line N: "`` for the problem ``text`` of the ``index``-th system: the line of the
+    first of its keys the text names (``headers_from_env``, ``callable``...), else of its kind's main key
+    (:data:`_MAIN_KEY`), else of the system's entry; ``""`` when the file cannot be read again."""
+    from rag_eval_pipeline.core.yamlio import load_yaml_located
+
+    try:
+        lines = load_yaml_located(cfg.path).lines
+    except (OSError, EvalError):
+        return ""
+    keys = [p[2] for p in lines if len(p) == 3 and p[:2] == ("systems", index) and isinstance(p[2], str)]
+    named = [k for k in keys if k not in ("name", "kind") and k in text]
+    key = named[0] if named else _MAIN_KEY.get(spec.kind)
+    line = (lines.get(("systems", index, key)) if key else None) or lines.get(("systems", index, "name"))
+    return f"{cfg.path}, line {line}: " if line else f"{cfg.path}: "
 
 
 def _levels(golden: pl.DataFrame) -> str:
