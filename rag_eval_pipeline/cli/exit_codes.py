@@ -67,7 +67,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
                "records its suite); --wait-s that is not a finite number >= 0; a python callable that does not "
                "import or an http secret that is unset (as rag-eval check)",
         "compare": "a side that does not resolve (bad syntax, no such system, night, run id or folder, nothing "
-                   "promoted yet)",
+                   "promoted yet), a --metric the runs have no per-question values for",
         "estimate": "a python callable that does not import (as rag-eval check)",
         "serve": "a folder that does not exist",
         "label": "a configuration without a calibration section",

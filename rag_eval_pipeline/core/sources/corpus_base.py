@@ -34,6 +34,8 @@ class CorpusSource:
     already (the team's own chunks), the ``corpus_snapshot`` table itself; ``corpus.chunking`` then
     does not apply and ``documents`` is not called (None: the documents are chunked here).
     ``doc``: one paragraph for the configuration page. ``order``: its place in lists and messages.
+    ``reads_split``: it reads ``corpus.split`` (a benchmark with one qrels file per split); for the
+    others the key is refused when the configuration loads.
     """
 
     name: str
@@ -44,6 +46,7 @@ class CorpusSource:
     questions: Callable[[Path, str], pl.DataFrame] | None = None
     order: int = 100
     snapshot: Callable[[Path], pl.DataFrame] | None = None
+    reads_split: bool = False
 
     @property
     def own_questions(self) -> bool:

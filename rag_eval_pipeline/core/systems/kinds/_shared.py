@@ -6,17 +6,13 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_eval_pipeline.core.sections import Key, key
+from rag_eval_pipeline.core.sections import Key, check_nonblank, key
 from rag_eval_pipeline.core.systems.base import SystemSpec
 
 #: Phrases that make an answer an abstention when the system gives no decision of its own
 #: (traces, or a mapped reply without a decision path). Matched case-insensitively as substrings.
 DEFAULT_ABSTAIN_PHRASES = ("i don't know", "i do not know", "cannot answer", "can't answer",
                            "no tengo información", "no lo sé", "no puedo responder")
-
-
-def _nonblank(value: str) -> str | None:
-    return None if value.strip() else f"must be a non-empty string, got {value!r}"
 
 
 @dataclass(frozen=True)
@@ -28,10 +24,12 @@ class ChunkMapConfig:
     chunk-level rows are then null, ``doc_ids_only``). At least one is set; the file must exist."""
 
     file: Path | None = key(None, doc="JSONL/Parquet of {document_id: <your id>, chunk_id: <snapshot chunk id>}")
-    strip_prefix: str | None = key(None, check=_nonblank, doc="removed from the front of every id that has it")
+    strip_prefix: str | None = key(None, check=check_nonblank, doc="removed from the front of every id that has it")
     doc_ids: bool = key(False, doc="the ids are document ids: score the system with relevant_docs")
 
-    def validate(self, at):  # noqa: D102 - at least one setting; the file exists
+    def validate(self, at):
+        """The section as it is, once at least one setting is given and the file exists; else a located
+        SectionError."""
         if self.file is None and self.strip_prefix is None and not self.doc_ids:
             raise at.error("sets nothing; expected a file, strip_prefix or doc_ids: true")
         if self.file is not None and not self.file.is_file():
@@ -51,7 +49,9 @@ class IdMappedSpec(SystemSpec):
         None, doc="your ids -> the snapshot's chunk ids: a file of {document_id, chunk_id}, or "
                   "{file, strip_prefix, doc_ids}; null: the ids are the snapshot's")
 
-    def validate(self, at):  # noqa: D102 - a bare path is the file form
+    def validate(self, at):
+        """The section with a bare ``chunk_map`` path read as the file form (:class:`ChunkMapConfig`, whose
+        checks it passes), or None when there is nothing to change. Raises SectionError."""
         if isinstance(self.chunk_map, Path):
             cm = ChunkMapConfig(file=self.chunk_map)
             cm.validate(at.child("chunk_map"))
@@ -64,17 +64,17 @@ class AnswerTextSpec(IdMappedSpec):
     """A system whose replies may carry an answer without a decision: ``abstain_phrases`` decide it."""
 
     abstain_phrases: tuple[str, ...] = key(
-        DEFAULT_ABSTAIN_PHRASES, items=Key(check=_nonblank),
+        DEFAULT_ABSTAIN_PHRASES, items=Key(check=check_nonblank),
         doc="an answer containing one (case-insensitive) is an abstention when the system gives no decision")
 
-    def validate(self, at):  # noqa: D102 - strip the phrases once, here (and the id mapping's own form)
+    def validate(self, at):
+        """The section with its abstain phrases stripped of surrounding spaces (once, here) and its
+        ``chunk_map`` in its one form (:meth:`IdMappedSpec.validate`)."""
         out = IdMappedSpec.validate(self, at) or self
         return dataclasses.replace(out, abstain_phrases=tuple(p.strip() for p in self.abstain_phrases))
 
 
-def nonblank(value: str) -> str | None:
-    """The problem with a blank string (a header or attribute name), or None."""
-    return _nonblank(value)
+nonblank = check_nonblank  # the problem with a blank string (a header or attribute name), or None
 
 
 def mapped_files(spec) -> tuple[str, ...]:
