@@ -556,3 +556,16 @@ def test_a_golden_set_judged_per_document_only_reads_doc_everywhere_recall_is_sh
     # a summary of before levels existed (no level column) prints bare names and no (doc) note
     rep = _report()
     assert "(doc)" not in rep.markdown
+
+
+def test_the_history_of_a_metric_scored_per_document_only_says_doc():
+    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.UTC)
+    hist = pl.DataFrame([{"run_id": f"r{i}", "evaluated_at": t0 + dt.timedelta(days=i), "system": "sys",
+                          "metric": "recall", "k": 5, "value": v, "numerator": None, "denominator": None, "n": 4,
+                          "level": "doc"} for i, v in enumerate((0.5, 0.75))],
+                        schema_overrides={"evaluated_at": pl.Datetime("us", "UTC"), "k": pl.Int32})
+    rep = _report(summary=_with_levels(_summary(), [_DOC_RECALL], chunk_level=False), history=hist,
+                  trend_metrics=["recall_5"])
+    row = next(line for line in rep.markdown.splitlines() if line.startswith("| sys | recall_5"))
+    assert row.startswith("| sys | recall_5 (doc) | 0.5000 | 0.7500 | +0.2500 |")  # 0.75 - 0.5, by hand
+    assert "recall_5 (doc) over the recorded runs" in rep.markdown

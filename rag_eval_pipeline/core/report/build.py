@@ -578,7 +578,9 @@ def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None
             latest = vals.get(last_two[-1])
             prev = vals.get(last_two[0]) if len(last_two) == 2 else None
             change = "—" if latest is None or prev is None else f"{latest - prev:+.4f}"
-            rows.append([system, label, shown(last_two[0] if len(last_two) == 2 else None, prev, "—"),
+            doc = "level" in sel.columns and set(sel["level"].to_list()) == {"doc"}  # scored per document only
+            rows.append([system, label + (" (doc)" if doc else ""),
+                         shown(last_two[0] if len(last_two) == 2 else None, prev, "—"),
                          shown(last_two[-1], latest, "not evaluable"), num_cell(change)])
     if rows:
         blocks.append(Block("table", headers=["system", "metric", "previous run", "latest run", "change"], rows=rows))
@@ -588,6 +590,8 @@ def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None
     for label in metric_labels(trend_metrics):
         svg = trend_svg(history, label)
         if svg:
-            blocks.append(Block("svg", svg=svg, text=f"{label} over the recorded runs, one line per system."))
+            doc = "level" in hist.columns and set(hist.filter(pl.col("_label") == label)["level"].to_list()) == {"doc"}
+            blocks.append(Block("svg", svg=svg, text=f"{label}{' (doc)' if doc else ''} over the recorded runs, one "
+                                                     "line per system."))
     return blocks
 
