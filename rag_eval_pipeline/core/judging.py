@@ -104,7 +104,8 @@ def judge_runs(
 
     # First pass: validate every run and decide which answers need the judge at all.
     fixed_rows: list[dict[str, Any]] = []  # answers settled without a judge call
-    pending: list[tuple[str, str, str, str | None, list[str]]] = []  # (system, qid, question, answer, contexts)
+    # (system, qid, question, answer, contexts): the answer is non-blank text (else it is settled without a call)
+    pending: list[tuple[str, str, str, str, list[str]]] = []
     seen: set[tuple[str, str]] = set()
     for row_no, run in enumerate(rag_runs.select(_RUN_COLUMNS).iter_rows(named=True), start=1):
         system, qid, decision = run["system"], run["question_id"], run["decision"]
@@ -140,7 +141,7 @@ def judge_runs(
             tracker.step()
         # Repeats after the first must reach the judge again (no cache read) to measure its noise.
         kwargs = {"repeat": rep} if rep and accepts_repeat(judge) else {}
-        results = _call_judge(judge, pending, concurrency, kwargs, on_result=tracker.judged)
+        results = _call_judge_by_question(judge, pending, concurrency, kwargs, on_result=tracker.judged)
         for (system, qid, _, answer, contexts), result in zip(pending, results):
             status, n_claims, rows = _rows_from_result(result, qid, answer, contexts)
             base = {"system": system, "question_id": qid, "repeat": rep}
@@ -226,7 +227,7 @@ def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
 
         return judge_many(judge, [(q, a, c) for _, _, q, a, c in pending], concurrency=concurrency,
                           repeat=kwargs.get("repeat", 0), progress=each)
-    out = []
+    out: list[AnswerJudgement | Exception] = []
     for _, _, question, answer, contexts in pending:
         try:
             out.append(judge.judge(question, answer, contexts, **kwargs))
@@ -265,6 +266,19 @@ def _call_in_batches(judge, pending: list, on_result: Callable[[bool], None] | N
             out.append(r)
             if on_result is not None:
                 on_result(isinstance(r, Exception) or getattr(r, "status", None) == "judge_error")
+    return out
+
+
+def _call_judge_by_question(judge: Judge, pending: list, concurrency: int, kwargs: dict,
+                            on_result: Callable[[bool], None] | None = None) -> list:
+    """:func:`_call_judge` with the systems' answers to one question judged one after the other (rag_runs is
+    in system order), so the judge's per-text caches reuse one question's retrieved passages across systems;
+    the results come back in ``pending``'s order."""
+    order = sorted(range(len(pending)), key=lambda i: pending[i][1])  # stable: system order within a question
+    results = _call_judge(judge, [pending[i] for i in order], concurrency, kwargs, on_result=on_result)
+    out: list = [None] * len(pending)
+    for i, result in zip(order, results):
+        out[i] = result
     return out
 
 

@@ -6,7 +6,7 @@ import polars as pl
 
 from rag_eval_pipeline.core.config import JudgeConfig, JudgeConfigError, load_config
 from rag_eval_pipeline.core.errors import ConfigError, InputError
-from rag_eval_pipeline.core.judges.base import BindsRuns, judge_stats
+from rag_eval_pipeline.core.judges.base import BindsRuns, Judge, judge_stats
 from rag_eval_pipeline.core.judges.registry import (
     API_KEY_ENV,
     JUDGE_TYPES,
@@ -16,6 +16,7 @@ from rag_eval_pipeline.core.judges.registry import (
     resolve_judge,
 )
 from rag_eval_pipeline.core.tables import VERDICTS
+from rag_eval_pipeline.defs.pools import JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings
 
 
@@ -43,7 +44,7 @@ class JudgeResource(dg.ConfigurableResource):
             return JudgeConfig.of(self.type)
         return judge_config_from_json(self.settings)
 
-    def get_judge(self):
+    def get_judge(self) -> Judge:
         """The judge, built by its type (``JUDGE_TYPES``). Raises JudgeConfigError for an incomplete
         setup, ConfigError for a bad ``RAG_EVAL_JUDGE_*`` transport variable, InputError for a bad label file."""
         return build_judge(self.config(), self.api_key)
@@ -60,6 +61,7 @@ class JudgeRunConfig(dg.Config):
 
 @dg.multi_asset(
     group_name="judging",
+    pool=JUDGE_POOL,  # every step that calls the judge holds a slot of the judge pool (defs/pools.py)
     outs={
         "judge_labels": dg.AssetOut(kinds={"polars", "parquet"}, description="One claim of one answer, judged once."),
         "answer_judgements": dg.AssetOut(kinds={"polars", "parquet"},
@@ -209,7 +211,7 @@ def select_judge_resource(judge: JudgeConfig | None = None, *, config_path: str 
     return JudgeResource(type=cfg.type, settings=judge_config_to_json(cfg), api_key=api_key)
 
 
-@dg.asset(group_name="judging", kinds={"polars", "parquet"})
+@dg.asset(group_name="judging", kinds={"polars", "parquet"}, pool=JUDGE_POOL)
 def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, settings: EvalSettings,
                    corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                    rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]:

@@ -79,7 +79,6 @@ from rag_eval_pipeline.core.metrics.calibration_results import (
     results_to_frame,
 )
 from rag_eval_pipeline.core.metrics.label_files import LABEL_FILE_SCHEMA, read_human_labels, read_label_file
-from rag_eval_pipeline.core.metrics.stats import wilson_interval
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, majority_vote
 
 # The names below are re-exported: callers import them from this module.
@@ -192,6 +191,8 @@ def calibrate(
     _, confusion = confusion_matrix(h, j, labels)
     per_label = {str(k): v for k, v in per_class_precision_recall(h, j, labels).items()}
     agree = sum(confusion[i][i] for i in range(len(labels)))
+    from rag_eval_pipeline.core.metrics.stats import wilson_interval  # numpy/scipy only when a calibration runs
+
     low, high = wilson_interval(agree, n)
     kappa, reason = kappa_or_reason(h, j, labels, "people", "the judge")
     return CalibrationResult(kappa=kappa, kappa_reason=reason, agreement=agree / n, agreement_ci_low=low,
@@ -229,7 +230,7 @@ def _fresh_human_labels(human_labels: pl.DataFrame, need: list[str], item: list[
                         current_hashes: Mapping[tuple[str, ...], str] | None
                         ) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
     """(labels with an ``annotator`` column, "" when unnamed, minus stale ones; the stale ones listed)."""
-    extra = [c for c in ("annotator", "content_sha256", "line") if c in human_labels.columns]
+    extra: list[str] = [c for c in ("annotator", "content_sha256", "line") if c in human_labels.columns]
     hl = human_labels.select(need + extra).with_columns(pl.col(c).cast(pl.Utf8) for c in need)
     hl = hl.with_columns((pl.col("annotator").cast(pl.Utf8) if "annotator" in extra else pl.lit(None, pl.Utf8))
                          .fill_null("").alias("annotator"))

@@ -171,13 +171,13 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False, ids=None) 
         for hit in hits:
             hit["rank"] = hit["_at"] + 1  # list order (an unmatched passage keeps its place empty)
     else:
-        first: dict[int, int] = {}
+        index_of_rank: dict[int, int] = {}
         for hit in hits:
-            if hit["rank"] in first:
+            if hit["rank"] in index_of_rank:
                 raise f.error(f"retrieved[{hit['_at']}].rank",
-                              f"rank {hit['rank']} repeated (also retrieved[{first[hit['rank']]}]); "
+                              f"rank {hit['rank']} repeated (also retrieved[{index_of_rank[hit['rank']]}]); "
                               "expected distinct ranks")
-            first[hit["rank"]] = hit["_at"]
+            index_of_rank[hit["rank"]] = hit["_at"]
         hits.sort(key=lambda h: h["rank"])
     for hit in hits:
         del hit["_at"]
@@ -202,7 +202,7 @@ def _citations(f: Fields, ids=None) -> list[str]:
     return out
 
 
-def parse_run_record(record: dict, path: str, line: int, system: str, corpus_version: str,
+def parse_run_record(record: dict, path: str | None, line: int | None, system: str, corpus_version: str,
                      golden_version: str, *, known_chunks=None, require_scores: bool = False, ids=None) -> dict:
     """Check and normalise one log record (schema in the module docstring).
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.systems.calls import map_in_pool
@@ -120,6 +120,14 @@ def load_callable(target: str, system: str, base_dir: str | Path | None = None) 
     return obj
 
 
+class CallStats(TypedDict):
+    """What a ``python`` system's run counted: calls, and errors by kind (``timeout``, ``exception``,
+    ``too_large``, ``invalid_reply``)."""
+
+    calls: int
+    errors_by_kind: Counter[str]
+
+
 class PythonSystem:
     """Calls one configured ``python`` system (its typed section). ``fn`` overrides the import (tests);
     ``base_dir``: the configuration's folder, where the module is looked for first."""
@@ -127,7 +135,7 @@ class PythonSystem:
     def __init__(self, spec: PythonSystemConfig, fn: Callable | None = None, base_dir: str | Path | None = None):
         self.spec = spec
         self.fn = fn or load_callable(spec.callable, spec.name, base_dir)
-        self.stats = {"calls": 0, "errors_by_kind": Counter()}
+        self.stats: CallStats = {"calls": 0, "errors_by_kind": Counter()}
         self.capture = _Capture()
 
     def _invoke(self, qid: str, question: str, groups: list[str]):

@@ -206,8 +206,9 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
     unmatched: list[dict] = []
     duplicates: list[str] = []
     counts = {"attribute": 0, "text": 0}
-    shapes = {"ambiguous": [], "rootless": []}
-    orphan_spans, orphan_examples = 0, []
+    shapes: dict[str, list[dict[str, str]]] = {"ambiguous": [], "rootless": []}
+    orphan_spans = 0
+    orphan_examples: list[dict[str, Any]] = []
     for trace_id in sorted(by_trace):
         group = sorted(by_trace[trace_id], key=lambda s: (s.start_ns or 0))
         root, how, notes = find_root(group)
@@ -217,12 +218,13 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
             orphan_examples.append({"trace_id": trace_id, "orphans": orphans[:5]})
         if how != "single":
             shapes[how].append({"trace_id": trace_id, "rule": notes[-1]})
-        qid, how = None, None
+        qid = None
+        matched_by = "attribute"  # how qid was found: by the attribute unless the text match below sets it
         if qattr:
             for s in [root] + [x for x in group if x is not root]:
                 value = lookup(s.attributes, qattr)
                 if value is not None:
-                    qid, how = str(value), "attribute"
+                    qid = str(value)
                     break
             if qid is not None and qid not in golden_ids:
                 unmatched.append({"trace_id": trace_id, "reason": f"{qattr} = {qid!r} is not a question of the "
@@ -238,7 +240,7 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
                 unmatched.append({"trace_id": trace_id,
                                   "reason": (f"no {qattr} attribute and " if qattr else "") + why})
                 continue
-            qid, how = found[0], "text"
+            qid, matched_by = found[0], "text"
         if qid in chosen:
             previous = chosen[qid][0]
             if (root.start_ns or 0) >= (previous.start_ns or 0):
@@ -247,7 +249,7 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
                 duplicates.append(trace_id)
                 continue
         else:
-            counts[how] += 1
+            counts[matched_by] += 1
         chosen[qid] = (root, group)
 
     rows = []
