@@ -164,7 +164,7 @@ def survey(folder: str | Path) -> Survey:
 def _read_corpus_ids(found: Survey) -> None:
     """The corpus's chunk and doc ids and main language, read with the source's own reader (nothing on error:
     ``rag-eval check`` reports it)."""
-    if found.corpus_source in (None, "beir"):
+    if found.corpus_source in (None, "beir") or found.corpus_path is None:
         return
     try:
         if found.corpus_source == "chunks":
@@ -282,18 +282,19 @@ def render_config(found: Survey) -> str:
     if found.corpus_source is None:
         raise ValueError("no corpus found: expected a chunks file (JSONL/Parquet records with chunk_id, doc_id, "
                          "text), a folder of .md/.txt documents, or a BEIR folder")
+    corpus_path = str(found.corpus_path)  # set whenever a corpus source was found
     lines = ["# Made by rag-eval init from the files of this folder. Relative paths are resolved against this file.",
              "# Next: rag-eval check --config config.yaml, then rag-eval estimate, then rag-eval run.", "corpus:"]
     if found.corpus_source == "chunks":
         lines += ["  source: chunks                 # your chunks, your chunk ids (kept as they are)",
-                  f"  path: {_yaml_str(found.corpus_path)}"]
+                  f"  path: {_yaml_str(corpus_path)}"]
     elif found.corpus_source == "documents_dir":
         lines += ["  source: documents_dir          # one .md/.txt file per document, chunked here",
-                  f"  path: {_yaml_str(found.corpus_path)}",
+                  f"  path: {_yaml_str(corpus_path)}",
                   "  chunking: {strategy: paragraphs, max_chars: 1200}   # chunk ids are doc_id#n"]
     else:
         lines += ["  source: beir                   # corpus.jsonl, queries.jsonl, qrels/<split>.tsv",
-                  f"  path: {_yaml_str(found.corpus_path)}", "  split: test"]
+                  f"  path: {_yaml_str(corpus_path)}", "  split: test"]
     if found.corpus_source != "beir":
         golden = found.golden_path or "golden.jsonl"
         note = ("relevance per document (relevant_docs) found: retrieval is also scored per document"

@@ -182,7 +182,7 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
                                   "average; trec_eval -c scores them 0 (missing = 0)",
         "trec_eval": "python -m rag_eval_pipeline.trec_eval -q <output>/trec/qrels.txt <output>/trec/<system>.run",
     }
-    if with_docs:
+    if doc_qrels_path is not None:
         out.update({"qrels_doc": str(doc_qrels_path.resolve()), "doc_runs": doc_written})
         md.update({"qrels_doc": dg.MetadataValue.path(str(doc_qrels_path.resolve())),
                    "doc_runs": dg.MetadataValue.json(doc_written),

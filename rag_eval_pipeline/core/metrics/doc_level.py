@@ -101,7 +101,7 @@ def doc_qrels(golden: pl.DataFrame, snapshot: pl.DataFrame) -> pl.DataFrame:
         "question_id", "_q", pl.lit(None, pl.Int64).alias("_o"), pl.lit(None, pl.Utf8).alias("doc_id"),
         pl.lit(None, pl.Int32).alias("grade"))
     out = pl.concat([judged, empty]).sort("_q", "_o", nulls_last=True)
-    return out.select("question_id", pl.col("doc_id").alias("chunk_id"), "grade").cast(dict(QRELS_SCHEMA))
+    return out.select("question_id", pl.col("doc_id").alias("chunk_id"), "grade").cast(pl.Schema(QRELS_SCHEMA))
 
 
 def doc_run(run_long: pl.DataFrame, snapshot: pl.DataFrame, mode: str = "system") -> DocRun:
@@ -140,7 +140,7 @@ def doc_run(run_long: pl.DataFrame, snapshot: pl.DataFrame, mode: str = "system"
     ], how="vertical_relaxed")
     keep = asked.with_row_index("_pair")
     out = (out.join(keep, on=["system", "question_id"], how="left").sort("_pair", maintain_order=True)
-           .select(list(RUN_LONG_SCHEMA)).cast(dict(RUN_LONG_SCHEMA)))
+           .select(list(RUN_LONG_SCHEMA)).cast(pl.Schema(RUN_LONG_SCHEMA)))
     return DocRun(out, dropped)
 
 

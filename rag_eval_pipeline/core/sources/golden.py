@@ -152,6 +152,7 @@ def _relevant_docs(value, fields: Fields) -> list[dict]:
     seen: dict[str, str] = {}
     for i, item in enumerate(value):
         where = f"relevant_docs[{i}]"
+        doc_id: object  # checked below: a non-blank string
         if isinstance(item, str):
             doc_id, grade = item, 1
         elif isinstance(item, dict):

@@ -140,11 +140,11 @@ def load_chunk_map_file(path: str | Path) -> dict[str, str]:
         for name, value in (("document_id", doc), ("chunk_id", chunk)):
             if not isinstance(value, str) or not value:
                 raise InputError(f"expected a non-empty string, got {value!r}", path=str(path), line=line, field=name)
-        doc = normalise_id(doc)
+        doc = normalise_id(str(doc))
         if doc in out:
             raise InputError(f"id {doc!r} mapped twice; expected one chunk per id", path=str(path), line=line,
                              field="document_id")
-        out[doc] = normalise_id(chunk)
+        out[doc] = normalise_id(str(chunk))
     return out
 
 

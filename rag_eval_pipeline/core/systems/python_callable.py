@@ -98,14 +98,14 @@ def load_callable(target: str, system: str, base_dir: str | Path | None = None) 
     folder = str(Path(base_dir).resolve()) if base_dir is not None else None
     try:
         with _PATH_LOCK:
-            added = folder is not None and folder not in sys.path
-            if added:
-                sys.path.insert(0, folder)
+            added = folder if folder is not None and folder not in sys.path else None
+            if added is not None:
+                sys.path.insert(0, added)
             try:
                 obj = importlib.import_module(module_name)
             finally:
-                if added:
-                    sys.path.remove(folder)
+                if added is not None:
+                    sys.path.remove(added)
     except Exception as exc:  # noqa: BLE001 - any import failure is a configuration problem here
         where = (f" (looked in the configuration's folder {folder}, then PYTHONPATH and the installed packages)"
                  if folder else " (looked on PYTHONPATH and in the installed packages)")
