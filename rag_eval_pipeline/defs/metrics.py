@@ -12,7 +12,7 @@ from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
 # Only the snapshot's columns a step reads: a 200,000-chunk corpus's texts stay on disk.
-SNAPSHOT_FOR_QUESTION_METRICS = ["chunk_id", "acl"]
+SNAPSHOT_FOR_QUESTION_METRICS = ["chunk_id", "doc_id", "acl"]  # doc_id: document-level relevance
 SNAPSHOT_FOR_SUMMARY = ["chunk_id", "acl", "status", "valid_from"]
 
 
