@@ -85,7 +85,8 @@ def test_provenance_comes_from_the_tables_that_define_it(run_folder) -> None:
     ctx = WriteContext(run_id="run-1", suite="sample", lineage_dir=run_folder)
     out = write_parquet_atomic(_question_metrics(), run_folder / "question_metrics.parquet", "question_metrics", ctx)
     md = read_file_metadata(out)
-    assert md["rag_eval.table"] == "question_metrics" and md["rag_eval.schema_version"] == "1"
+    assert md["rag_eval.table"] == "question_metrics"
+    assert md["rag_eval.schema_version"] == str(spec_of("question_metrics").version)
     assert (md["rag_eval.suite"], md["rag_eval.run_id"]) == ("sample", "run-1")
     assert md["rag_eval.corpus_version"] == corpus_version(_snapshot())
     assert md["rag_eval.golden_version"] == "g-1"
@@ -145,8 +146,9 @@ def test_a_file_that_cannot_be_migrated_is_refused_naming_the_file_and_both_vers
     _question_metrics().drop("status").write_parquet(path)  # status is declared not null: no default for it
     with pytest.raises(SchemaVersionError) as err:
         read_table(path)
+    v = spec_of("question_metrics").version
     assert str(err.value) == (f"file {path}: table 'question_metrics' has schema version 0, this pipeline reads "
-                              "version 1 and cannot be migrated: it lacks the not-null column(s) ['status']; "
+                              f"version {v} and cannot be migrated: it lacks the not-null column(s) ['status']; "
                               "re-run the evaluation to rewrite it")
     assert isinstance(err.value, InputError) and isinstance(err.value, SchemaError)
     _question_metrics().with_columns(pl.col("k").cast(pl.Utf8)).write_parquet(path)  # a type nobody migrates
@@ -165,13 +167,13 @@ def test_a_newer_version_or_another_table_is_refused(run_folder) -> None:
     from rag_eval_pipeline.core.tables import spec_of
 
     path = run_folder / "golden_set.parquet"
-    now = spec_of("golden_set").version
-    _with_metadata(path, schema_version=str(now + 1), product_version="9.9.9")
-    with pytest.raises(SchemaVersionError, match=rf"^file .*golden_set.parquet: table 'golden_set' has schema version "
-                                                 rf"{now + 1}, this pipeline reads version {now}: written by a newer "
+    v = spec_of("golden_set").version
+    _with_metadata(path, schema_version=str(v + 1), product_version="9.9.9")
+    with pytest.raises(SchemaVersionError, match=r"^file .*golden_set.parquet: table 'golden_set' has schema version "
+                                                 rf"{v + 1}, this pipeline reads version {v}: written by a newer "
                                                  r"release \(9.9.9\)"):
         read_table(path)
-    _with_metadata(path, schema_version=str(now), table="rag_runs")
+    _with_metadata(path, schema_version=str(v), table="rag_runs")
     with pytest.raises(SchemaVersionError, match="holds table 'rag_runs', expected 'golden_set'"):
         read_table(path, "golden_set")
     path.write_bytes(b"not parquet")

@@ -445,11 +445,21 @@ def _blocked(path):
 """,
 }
 _HOOK_HEADER = """
-import os, time
+import os, sys, time
 import rag_eval_pipeline.core.sources.documents as _documents
+
+_real = _documents.load_documents_dir
 
 def _entered():
     open(os.environ["RAG_EVAL_TEST_HOOK_MARKER"], "w").close()
+
+def _in_step():  # the checks before the run read the corpus for real; only the corpus_snapshot step blocks
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "corpus_snapshot":
+            return True
+        f = f.f_back
+    return False
 """
 
 
@@ -463,8 +473,9 @@ def test_sigterm_ends_a_stuck_run_and_frees_the_folder(name, good_run, tmp_path)
     before = visible_tables(out)
     hooks = tmp_path / "hooks"
     hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(_HOOK_HEADER + _HOOKS[case["hook"]]
-                                            + "\n_documents.load_documents_dir = _blocked\n", encoding="utf-8")
+    (hooks / "sitecustomize.py").write_text(
+        _HOOK_HEADER + _HOOKS[case["hook"]] + "\n_documents.load_documents_dir = "
+        "lambda path: _blocked(path) if _in_step() else _real(path)\n", encoding="utf-8")
     marker = tmp_path / "entered"
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(sample_config(), allow_unicode=True), encoding="utf-8")

@@ -144,7 +144,11 @@ def _pick_system(spec: SideSpec, available: list[str], default: str | None, wher
 
 
 def _only(df: pl.DataFrame | None, system: str) -> pl.DataFrame | None:
-    return None if df is None else df.filter(pl.col("system") == system)
+    """``df``'s rows of ``system``, at one level per metric (chunk when a metric has it, else document:
+    ``core/metrics/doc_level.py``), so a comparison keyed by (metric, k) sees one row each."""
+    from rag_eval_pipeline.core.metrics.doc_level import primary_level_rows
+
+    return None if df is None else primary_level_rows(df.filter(pl.col("system") == system))
 
 
 def _first(df: pl.DataFrame | None, column: str) -> str | None:
@@ -234,7 +238,7 @@ def resolve_side(spec: SideSpec, suite_folder: Path, default_system: str | None 
         side = _from_folder(spec, archive, default_system, label)
         return side
     system = _pick_system(spec, _systems(rows), default_system, f"run {run_id}")
-    mine = rows.filter(pl.col("system") == system)
+    mine = _only(rows, system)
     return Side(spec, f"{label} {system}", system, suite_folder, None, mine, None, None, None,
                 _first(mine, "golden_version"), _first(mine, "corpus_version"),
                 ["no per-question tables were kept for this run: metric values only (split all), no paired test, "

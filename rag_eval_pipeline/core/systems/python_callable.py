@@ -1,5 +1,8 @@
 """The ``python`` kind: a function ``package.module:function`` called once per golden question.
 
+The module is imported from the configuration's folder first (a ``my_rag.py`` beside ``config.yaml``
+is ``callable: my_rag:answer``), then from ``PYTHONPATH`` and the installed packages.
+
 It is called as ``function(question_id, question, user_groups)`` (str, str, list of str) and returns
 one object in the run-log schema, checked like an HTTP reply. An exception becomes an ``error`` row
 whose ``error`` is the exception's type and message; so does a reply that does not fit the schema.
@@ -28,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from rag_eval_pipeline.core.errors import ConfigError
@@ -40,6 +44,8 @@ from rag_eval_pipeline.core.systems.records import (
     json_size,
     record_to_row,
 )
+
+_PATH_LOCK = threading.Lock()
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.systems.kinds.python import PythonSystemConfig
@@ -81,17 +87,30 @@ class _Capture:
         pass
 
 
-def load_callable(target: str, system: str) -> Callable:
+def load_callable(target: str, system: str, base_dir: str | Path | None = None) -> Callable:
     """Import ``package.module:function`` (the attribute part may be dotted: ``module:Class.method``).
 
-    Raises ConfigError naming the system and the target when the module cannot be imported, the
-    attribute is missing or is not callable."""
+    ``base_dir``: the configuration's folder, searched first for the module (put on ``sys.path``
+    while importing, then on ``PYTHONPATH`` as usual). Raises ConfigError naming the system and the
+    target when the module cannot be imported (saying where it was looked for), the attribute is
+    missing or is not callable."""
     module_name, _, attr = target.partition(":")
+    folder = str(Path(base_dir).resolve()) if base_dir is not None else None
     try:
-        obj = importlib.import_module(module_name)
+        with _PATH_LOCK:
+            added = folder if folder is not None and folder not in sys.path else None
+            if added is not None:
+                sys.path.insert(0, added)
+            try:
+                obj = importlib.import_module(module_name)
+            finally:
+                if added is not None:
+                    sys.path.remove(added)
     except Exception as exc:  # noqa: BLE001 - any import failure is a configuration problem here
+        where = (f" (looked in the configuration's folder {folder}, then PYTHONPATH and the installed packages)"
+                 if folder else " (looked on PYTHONPATH and in the installed packages)")
         raise ConfigError(f"system {system!r}: cannot import module {module_name!r} of callable {target!r}: "
-                          f"{type(exc).__name__}: {exc}") from None
+                          f"{type(exc).__name__}: {exc}{where}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ConfigError(f"system {system!r}: {module_name!r} has no attribute {attr!r} (callable {target!r})")
@@ -110,11 +129,12 @@ class CallStats(TypedDict):
 
 
 class PythonSystem:
-    """Calls one configured ``python`` system (its typed section). ``fn`` overrides the import (tests)."""
+    """Calls one configured ``python`` system (its typed section). ``fn`` overrides the import (tests);
+    ``base_dir``: the configuration's folder, where the module is looked for first."""
 
-    def __init__(self, spec: PythonSystemConfig, fn: Callable | None = None):
+    def __init__(self, spec: PythonSystemConfig, fn: Callable | None = None, base_dir: str | Path | None = None):
         self.spec = spec
-        self.fn = fn or load_callable(spec.callable, spec.name)
+        self.fn = fn or load_callable(spec.callable, spec.name, base_dir)
         self.stats: CallStats = {"calls": 0, "errors_by_kind": Counter()}
         self.capture = _Capture()
 
@@ -129,13 +149,18 @@ class PythonSystem:
         qid = q["question_id"]
         start = time.monotonic()
         self.stats["calls"] += 1
+        future = None
         try:
             if pool is None:
                 reply = self._invoke(qid, q["question"], list(q["user_groups"]))
             else:
-                reply = pool.submit(self._invoke, qid, q["question"], list(q["user_groups"])).result(
-                    timeout=self.spec.timeout_s)
-        except FutureTimeout:
+                future = pool.submit(self._invoke, qid, q["question"], list(q["user_groups"]))
+                reply = future.result(timeout=self.spec.timeout_s)
+        except FutureTimeout as exc:
+            if future is None or future.done():  # the callable raised TimeoutError itself (the same class)
+                self.stats["errors_by_kind"]["exception"] += 1
+                return error_row(ctx, qid, f"system {ctx.system!r}, question {qid!r}: the callable raised "
+                                           f"{type(exc).__name__}: {exc}", (time.monotonic() - start) * 1000.0)
             self.stats["errors_by_kind"]["timeout"] += 1
             return error_row(ctx, qid, f"system {ctx.system!r}, question {qid!r}: timeout: the callable did not "
                                        f"return within timeout_s={self.spec.timeout_s:g} s",

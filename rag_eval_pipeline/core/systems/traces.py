@@ -31,9 +31,10 @@ Rules (OpenInference names, from ``openinference-semantic-conventions``):
   ``rag_runs`` logs a warning whenever one of these counts is not zero.
 - retrieval: the RETRIEVER span (``openinference.span.kind``; the last one to start when there are
   several: what the generator saw) gives ``retrieval.documents.N.document.id`` / ``.score``, ranked
-  by N. A document id maps to a chunk id by ``chunk_map`` (JSONL/Parquet with ``document_id``,
-  ``chunk_id``), else as is when it is a chunk id of the snapshot (``doc_id#n``), else to
-  ``doc_id#0`` when the document has exactly one chunk; anything else is an InputError.
+  by N. A document id maps to a chunk id as every kind's ids do (``core/systems/id_mapping.py``:
+  ``chunk_map`` file or rule, else as is when it is a chunk id of the snapshot, else the one chunk
+  of a one-chunk document); anything else is an InputError. A document without ``document.id`` but
+  with ``document.content`` is aligned to the snapshot by its text (unmatched ones counted).
 - the answer is the root span's ``output.value`` (at most ``records.MAX_ANSWER_CHARS`` characters, and
   at most ``records.MAX_RETRIEVED`` retrieval documents: past either the row is an ``error`` row,
   ``decision_rule`` ``too_large``). Only the attributes used here are kept while reading, so a large
@@ -64,7 +65,9 @@ from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.jsonio import JsonError
 from rag_eval_pipeline.core.jsonio import loads as strict_json
-from rag_eval_pipeline.core.sources._records import read_records
+from rag_eval_pipeline.core.sources._records import normalise_id
+from rag_eval_pipeline.core.systems.id_mapping import IdMapper
+from rag_eval_pipeline.core.systems.id_mapping import load_chunk_map_file as load_chunk_map  # noqa: F401 (old name)
 from rag_eval_pipeline.core.systems.records import MAX_ANSWER_CHARS, MAX_RETRIEVED, RunContext, decide, error_row
 from rag_eval_pipeline.core.systems.trace_sources import DOCS, KIND, Span, read_spans, wanted_attributes
 
@@ -155,31 +158,6 @@ def _question_text(root: Span) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class _ChunkMapper:
-    """Document id -> chunk id (module docstring: chunk_map, chunk id as is, one-chunk document)."""
-
-    def __init__(self, known_chunks, chunk_map: dict[str, str]):
-        self.known = set(known_chunks or ())
-        self.map = chunk_map
-        self.per_doc: dict[str, list[str]] = {}
-        for c in self.known:
-            self.per_doc.setdefault(c.rsplit("#", 1)[0], []).append(c)
-
-    def __call__(self, doc_id: str, where: str) -> str:
-        if doc_id in self.map:
-            return self.map[doc_id]
-        if doc_id in self.known or not self.known:
-            return doc_id
-        chunks = self.per_doc.get(doc_id, [])
-        if len(chunks) == 1:
-            return chunks[0]
-        hint = (f"document {doc_id!r} has {len(chunks)} chunks" if chunks
-                else f"no document {doc_id!r} in the snapshot")
-        raise InputError(f"{where}: document.id {doc_id!r} is not a chunk id of the snapshot ({hint}); expected "
-                         "'doc_id#n', the id of a one-chunk document, or an entry in chunk_map",
-                         field=f"{DOCS}.document.id")
-
-
 def _over_bounds(root: Span, group: list[Span]) -> str | None:
     answer = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
     if isinstance(answer, str) and len(answer) > MAX_ANSWER_CHARS:
@@ -189,23 +167,6 @@ def _over_bounds(root: Span, group: list[Span]) -> str | None:
         if len(docs) > MAX_RETRIEVED:
             return (f"span {s.span_id} lists {len(docs)} retrieval documents; expected at most {MAX_RETRIEVED}")
     return None
-
-
-def load_chunk_map(path: str | Path) -> dict[str, str]:
-    """A ``chunk_map`` file (JSONL or Parquet; fields ``document_id``, ``chunk_id``) as a dict.
-    Raises InputError naming file, line and field for a missing field or a document mapped twice."""
-    out: dict[str, str] = {}
-    for line, rec in read_records(path):
-        for name in ("document_id", "chunk_id"):
-            value = rec.get(name)
-            if not isinstance(value, str) or not value:
-                raise InputError(f"expected a non-empty string, got {value!r}", path=str(path), line=line, field=name)
-        doc, chunk = rec["document_id"], rec["chunk_id"]
-        if doc in out:
-            raise InputError(f"document {doc!r} mapped twice; expected one chunk per document id", path=str(path),
-                             line=line, field="document_id")
-        out[doc] = chunk
-    return out
 
 
 def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContext, *,
@@ -221,7 +182,8 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
     ``questions_without_trace`` (+ ids, first 50), ``duplicate_traces``.
     Raises InputError (file, trace, field) for unreadable sources, a document id that maps to no
     chunk, a decision attribute outside answer/abstain/clarify/error, or a hit that fails the
-    run-log rules (non-finite score, a chunk twice).
+    run-log rules (non-finite score, the same document id twice). Two ids that map to one chunk keep
+    the first (counted by the mapper: ``ctx.ids.stats()``, or ``info["id_mapping"]``).
     """
     def resolve(p: str | Path) -> Path:
         q = Path(p)
@@ -230,7 +192,7 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
     source = resolve(spec.path)
     spans = read_spans(source, spec.format,
                        wanted_attributes(spec.question_id_attribute, spec.decision_attribute))
-    mapper = _ChunkMapper(ctx.known_chunks, load_chunk_map(resolve(spec.chunk_map)) if spec.chunk_map else {})
+    mapper = ctx.ids or IdMapper.from_chunk_ids(ctx.known_chunks, spec, base_dir)
     by_trace: dict[str, list[Span]] = {}
     for s in spans:
         by_trace.setdefault(s.trace_id, []).append(s)
@@ -306,12 +268,13 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
             "duplicate_traces": len(duplicates), "duplicate_trace_ids": duplicates[:_LISTED],
             "orphan_spans": orphan_spans, "orphan_span_examples": orphan_examples,
             "ambiguous_root_traces": len(shapes["ambiguous"]), "ambiguous_root_examples": shapes["ambiguous"][:_LISTED],
-            "rootless_traces": len(shapes["rootless"]), "rootless_examples": shapes["rootless"][:_LISTED]}
+            "rootless_traces": len(shapes["rootless"]), "rootless_examples": shapes["rootless"][:_LISTED],
+            "id_mapping": mapper.stats()}
     return TraceImport(rows=rows, info=info)
 
 
 def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group: list[Span],
-         mapper: _ChunkMapper) -> dict:
+         mapper: IdMapper) -> dict:
     where = f"{root.source}, trace {root.trace_id}"
     too_large = _over_bounds(root, group)
     if too_large:
@@ -329,16 +292,32 @@ def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group:
             if m:
                 docs.setdefault(int(m.group(1)), {})[m.group(2)] = value
         seen: dict[str, int] = {}
+        written: dict[str, int] = {}
         for rank, n in enumerate(sorted(docs), start=1):
             doc = docs[n]
             doc_id = doc.get(DocumentAttributes.DOCUMENT_ID)
+            field = f"{DOCS}.{n}.{DocumentAttributes.DOCUMENT_ID}"
             if doc_id in (None, ""):
-                raise InputError(f"{where}: retrieval document {n} has no {DocumentAttributes.DOCUMENT_ID}",
-                                 field=f"{DOCS}.{n}.{DocumentAttributes.DOCUMENT_ID}")
-            chunk = mapper(str(doc_id), where)
+                content = doc.get(DocumentAttributes.DOCUMENT_CONTENT)
+                if not isinstance(content, str) or not content.strip():
+                    raise InputError(f"{where}: retrieval document {n} has no {DocumentAttributes.DOCUMENT_ID} "
+                                     f"(nor {DocumentAttributes.DOCUMENT_CONTENT} to align by text)", field=field)
+                chunk = mapper.text(content, qid, rank)
+                if chunk is None:  # counted and listed by the mapper; left out of the ranking
+                    continue
+            else:
+                doc_id = normalise_id(str(doc_id))
+                if doc_id in written:
+                    raise InputError(f"{where}: document id {doc_id!r} retrieved twice (documents {written[doc_id]} "
+                                     f"and {n}); expected each document once", field=field)
+                written[doc_id] = n
+                chunk = mapper.chunk(doc_id)
+                if mapper.known and chunk not in mapper.known:
+                    raise InputError(f"{where}: document.id {doc_id!r} is not a chunk id of the snapshot: "
+                                     f"{mapper.describe_unknown(doc_id)}", field=field)
             if chunk in seen:
-                raise InputError(f"{where}: chunk {chunk!r} retrieved twice (documents {seen[chunk]} and {n}); "
-                                 "expected each chunk once", field=f"{DOCS}.{n}.{DocumentAttributes.DOCUMENT_ID}")
+                mapper.count_duplicate()
+                continue
             seen[chunk] = n
             score = doc.get(DocumentAttributes.DOCUMENT_SCORE)
             if score is not None:

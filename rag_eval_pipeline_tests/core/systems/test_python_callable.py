@@ -61,6 +61,28 @@ def test_a_call_past_timeout_s_is_an_error_row(sample):
     assert "did not return within timeout_s=0.3 s" in run.runs["error"][1]
 
 
+@pytest.mark.parametrize("timeout_s", [None, 5.0])
+def test_a_callable_that_raises_timeout_error_itself_is_an_error_row_not_a_crash(sample, timeout_s):
+    """Since Python 3.11 the built-in TimeoutError is concurrent.futures.TimeoutError: the callable's own
+    timeout must read as the exception it is, not as the run's deadline (it used to crash without timeout_s)."""
+    def gives_up(question_id, question, user_groups):
+        raise TimeoutError("upstream model did not answer")
+
+    run = PythonRunner(spec(f"{MODULE}:answer", timeout_s=timeout_s), fn=gives_up).run(
+        sample.golden.head(2), sample.ctx("py"))
+    assert run.runs["decision"].to_list() == ["error", "error"]
+    assert run.runs["error"][0].endswith("the callable raised TimeoutError: upstream model did not answer")
+    assert run.info["errors_by_kind"] == {"exception": 2}
+
+
+def test_a_module_beside_the_configuration_is_found_and_a_missing_one_says_where_it_was_looked_for(tmp_path):
+    (tmp_path / "my_rag_beside_config.py").write_text("def answer(q, t, g):\n    return {}\n", encoding="utf-8")
+    runner = PythonRunner(spec("my_rag_beside_config:answer"), base_dir=tmp_path)
+    assert runner.system.fn.__module__ == "my_rag_beside_config"
+    with pytest.raises(ConfigError, match=f"looked in the configuration's folder {tmp_path}, then PYTHONPATH"):
+        PythonRunner(spec("not_beside_config:answer"), base_dir=tmp_path)
+
+
 def test_an_unimportable_callable_is_a_config_error():
     with pytest.raises(ConfigError, match="no_such_module"):
         PythonRunner(spec("no_such_module:fn"))
