@@ -169,20 +169,30 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
         raise SchemaError(f"table {table!r}: column {name!r} has dtype {got}, expected {dtype}")
     if casts:
         df = df.with_columns([pl.col(c).cast(t) for c, t in casts.items()])
+    check_values(df, table)
+    return df.select(list(schema))
+
+
+def check_values(df: pl.DataFrame, table: str) -> None:
+    """The value rules of :func:`conform` on the declared columns ``df`` holds (a column it lacks is not
+    checked): no null in a column declared not null, no NaN in a float column. Raises SchemaError naming
+    the table, the column and the number of rows."""
+    spec = spec_of(table)
     for name in spec.required:
+        if name not in df.columns:
+            continue
         nulls = df[name].null_count()
         if nulls:
             raise SchemaError(f"table {table!r}: column {name!r} is declared not null and holds null in "
                               f"{nulls} row(s) ({spec.describe(name)})")
-    for name, dtype in schema.items():
-        if dtype in (pl.Float64, pl.Float32):
+    for name, dtype in spec.polars.items():
+        if dtype in (pl.Float64, pl.Float32) and name in df.columns:
             bad = df.filter(pl.col(name).is_nan())
             if bad.height:
                 raise SchemaError(
                     f"table {table!r}: column {name!r} holds NaN in {bad.height} row(s); "
                     "store null for 'not evaluable'"
                 )
-    return df.select(list(schema))
 
 
 def _null_inner(got: pl.DataType, want: pl.DataType) -> bool:
