@@ -37,9 +37,10 @@ Rules (OpenInference names, from ``openinference-semantic-conventions``):
 - the answer is the root span's ``output.value`` (at most ``records.MAX_ANSWER_CHARS`` characters, and
   at most ``records.MAX_RETRIEVED`` retrieval documents: past either the row is an ``error`` row,
   ``decision_rule`` ``too_large``). An ``output.value`` that is not a string (an OTLP ``arrayValue``,
-  ``kvlistValue``, number or boolean) is an ``error`` row, ``decision_rule`` ``not_text``: OpenInference's
-  output.value is the answer text, and no other shape is turned into one. Only the attributes used here are kept while reading, so a large
-  export (prompts, messages) is read in bounded memory. The decision: ``decision_attribute`` when
+  ``kvlistValue``, number or boolean) is an ``error`` row, ``decision_rule`` ``not_text``:
+  OpenInference's output.value is the answer text, and no other shape is turned into one. Only the
+  attributes used here are kept while reading, so a large export (prompts, messages) is read in
+  bounded memory. The decision: ``decision_attribute`` when
   configured and present (``attribute``); else ``error`` when the root span's status is ERROR
   (``span_status``); else the rule of ``records.decide`` (``empty_output``, ``abstain_phrase``,
   ``default_answer``). ``decision_rule`` in ``rag_runs`` records which.
