@@ -468,6 +468,11 @@ def test_local_servers_refuse_foreign_hosts_cross_site_posts_and_linked_pages(na
             status, data = _http(port, "GET", "/sample/report.html", {"Host": f"rebound.example:{port}"})
             assert status == expect["status"] and b"REPORT" not in data
             assert _http(port, "GET", "/", {"Host": "rebound.example"})[0] == expect["status"]
+            for host in case.get("foreign_hosts", []):  # they used to pass for 127.0.0.1, localhost, [::1]
+                status, data = _http(port, "GET", "/sample/report.html", {"Host": host})
+                assert (status, b"REPORT" in data) == (expect["status"], False), host
+            for host in (f"127.0.0.1:{port}", "localhost", f"[::1]:{port}"):
+                assert _http(port, "GET", "/sample/report.html", {"Host": host}) == (200, b"<p>REPORT</p>"), host
             assert _http(port, "GET", "/sample/report.html", {"Host": f"localhost:{port}"}) == (200, b"<p>REPORT</p>")
         else:
             status, index = _http(port, "GET", "/", {"Host": f"127.0.0.1:{port}"})
