@@ -120,5 +120,9 @@ def test_skeleton_drops_invisible_characters_and_maps_confusables():
     for disguised in (zero_width, cyrillic, fullwidth, secret.upper(), secret.replace(" ", "\u00a0\u00ad")):
         assert skeleton(disguised) == skeleton(secret), disguised
         assert find_leaks([f"Respuesta: {disguised}."], [secret]) == {f"Respuesta: {disguised}."}
-    assert skeleton("Guía: ¡Envío gratis!") == "guíaenvíogratis"
+    assert skeleton("Guía: ¡Envío gratis!") == "guiaenviogratis"  # accents go too
+    # an accent-stripped or accent-added copy is the same text (it used to pass as another)
+    restricted = "Project Falcon acquisition closes in March at 40 dollars a share"
+    for copy in ("Projéct Fälcon acquisition clôses in March", "El agente debe anotar el codigo ZX-INTERNAL-7731"):
+        assert find_leaks([copy], [restricted, secret]) == {copy}, copy
     assert find_leaks(["un texto público sobre envíos"], [secret]) == set()

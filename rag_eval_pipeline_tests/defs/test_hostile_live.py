@@ -345,8 +345,11 @@ def test_withheld_text_and_everything_derived_from_it_is_shown_nowhere(name, goo
     shutil.copytree(good_out, out)
     records = [json.loads(x) for x in (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()
                if x.strip()]
-    attacked = {case["question_id"]: case["restricted_sentence"],
-                case["zero_width_question_id"]: zero_width(case["restricted_sentence"])}
+    if "answers" in case:  # the answers as written in the case
+        attacked = dict(case["answers"])
+    else:  # a restricted sentence, as is and with a zero-width space between every character
+        attacked = {case["question_id"]: case["restricted_sentence"],
+                    case["zero_width_question_id"]: zero_width(case["restricted_sentence"])}
     for r in records:
         if r["question_id"] in attacked:
             r["answer"], r["decision"] = attacked[r["question_id"]], "answer"
@@ -359,10 +362,11 @@ def test_withheld_text_and_everything_derived_from_it_is_shown_nowhere(name, goo
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
     result = materialize_in(dagster_home(tmp_path), config, out)
-    labels = pl.read_parquet(out / "judge_labels.parquet").filter(
-        (pl.col("system") == TEAM) & (pl.col("question_id") == case["question_id"]))
-    notes = " ".join(labels["justification"].fill_null("").to_list())
-    assert "missing:" in notes and "7731" in notes  # the judge's notes do derive from the withheld text
+    if "question_id" in case:
+        labels = pl.read_parquet(out / "judge_labels.parquet").filter(
+            (pl.col("system") == TEAM) & (pl.col("question_id") == case["question_id"]))
+        notes = " ".join(labels["justification"].fill_null("").to_list())
+        assert "missing:" in notes and "7731" in notes  # the judge's notes do derive from the withheld text
     report_md = (out / "report.md").read_text(encoding="utf-8")
     report_html = (out / "report.html").read_text(encoding="utf-8")
     metadata = result.asset_materializations_for_node("evaluation_report")[-1].metadata["report"].value
@@ -371,15 +375,15 @@ def test_withheld_text_and_everything_derived_from_it_is_shown_nowhere(name, goo
     for shown in (report_md, report_html, metadata):
         for needle in expect["never_shown"]:
             assert needle not in shown, needle
-        assert zero_width(case["restricted_sentence"])[:40] not in shown
-        assert skeleton(case["restricted_sentence"])[:20] not in skeleton(shown)
+        for text in attacked.values():
+            assert text[:40] not in shown and skeleton(text)[:20] not in skeleton(shown), text[:40]
     # the labelling page (same rule): the item is not offered to a labeller outside support-staff
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.labelling.session import LabellingSession
 
     session = LabellingSession(load_config(config), out, "tester", n=500, groups=("customers",))
     offered = {(it.system, it.question_id) for it in session.sample}
-    assert not offered & {(TEAM, q) for q in attacked} and session.n_withheld >= 2
+    assert not offered & {(TEAM, q) for q in attacked} and session.n_withheld >= len(attacked)
 
 
 # ------------------------------------------------------------------------------------------- servers
