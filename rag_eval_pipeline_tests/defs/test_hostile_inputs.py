@@ -48,7 +48,7 @@ HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
 CASES = sorted(p.name for p in HOSTILE.iterdir() if (p / "case.yaml").is_file())
 # round three's targets run in test_hostile_live.py (live systems, servers, the CLI, the baseline)
 NOT_THROUGH_MATERIALIZE = ("trec_run", "cli_signal", "config", "live_http", "live_python", "traces", "traces_size",
-                           "cli", "server", "baseline", "label", "acl")
+                           "traces_values", "traces_line", "cli", "server", "baseline", "label", "acl")
 TEAM = "team_rag"
 
 # Judge calls seen by the counting judge of the current materialisation (in-process executor).

@@ -30,6 +30,8 @@ from rag_eval_pipeline.core.systems.records import MAX_ANSWER_CHARS
 
 #: Longest line of an OTLP JSON or Phoenix JSON Lines file (one span batch): a longer one is an error.
 MAX_LINE_BYTES = 64 * 2**20
+#: A line is read in pieces of this size, so a refused line costs one copy of MAX_LINE_BYTES, not two.
+LINE_PIECE_BYTES = 2**20
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 DOCS = SpanAttributes.RETRIEVAL_DOCUMENTS
@@ -163,13 +165,24 @@ def _lines(path: Path):
     with path.open("rb") as fh:
         lineno = 0
         while True:
-            raw = fh.readline(MAX_LINE_BYTES + 1)
-            if not raw:
+            # in pieces of LINE_PIECE_BYTES: one readline(MAX_LINE_BYTES + 1) joins its chunks into a second
+            # copy, so a refused line would cost twice the bound
+            parts, size = [], 0
+            while size <= MAX_LINE_BYTES:
+                part = fh.readline(LINE_PIECE_BYTES)
+                parts.append(part)
+                size += len(part)
+                if not part or part.endswith(b"\n"):
+                    break
+            if not size:
                 return
             lineno += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            if size - parts[-1].endswith(b"\n") > MAX_LINE_BYTES:
+                del parts
                 raise InputError(f"line longer than {MAX_LINE_BYTES} bytes; expected one span batch of at most "
                                  f"{MAX_LINE_BYTES >> 20} MiB per line", path=str(path), line=lineno, field="json")
+            raw = parts[0] if len(parts) == 1 else b"".join(parts)
+            del parts
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:

@@ -320,6 +320,35 @@ def test_format_auto_reads_a_bounded_prefix_of_a_huge_line(tmp_path):
     assert _format_of(phoenix) == "phoenix"
 
 
+def test_a_line_is_read_up_to_the_bound_and_a_longer_one_refused_holding_one_copy(tmp_path, monkeypatch):
+    import tracemalloc
+
+    from rag_eval_pipeline.core.systems import trace_sources
+
+    monkeypatch.setattr(trace_sources, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(trace_sources, "LINE_PIECE_BYTES", 100)
+    path = tmp_path / "t.jsonl"
+    # line 1: 1000 bytes and its newline (the bound: kept); line 2: 999 bytes at the end, no newline
+    path.write_bytes(b"a" * 1000 + b"\n" + b"b" * 999)
+    assert list(trace_sources._lines(path)) == [(1, "a" * 1000 + "\n"), (2, "b" * 999)]
+    for body, line in ((b"c" * 1001, 1), (b"x\n" + b"d" * 1001 + b"\n", 2)):  # 1001 bytes: one past it
+        path.write_bytes(body)
+        with pytest.raises(InputError, match=rf"line {line}, field 'json': line longer than 1000 bytes"):
+            list(trace_sources._lines(path))
+    # with the real bound, a refused 100 MiB line costs about one copy of 64 MiB (one readline of the
+    # bound joined its chunks into a second copy: 128 MiB)
+    monkeypatch.undo()
+    path.write_bytes(b"y" * (100 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match="line longer than 67108864 bytes"):
+            list(trace_sources._lines(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80 << 20, peak
+
+
 def test_an_id_longer_than_128_characters_is_refused(sample, tmp_path):
     path = tmp_path / "t.jsonl"
     span = {"traceId": "f" * 200, "spanId": "1" * 16, "name": "root"}
