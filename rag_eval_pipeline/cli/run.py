@@ -24,9 +24,7 @@ from rag_eval_pipeline.cli.run_output import (
     check_lines,
     format_summary,
     gate_lines,
-    interrupted,
     promotion_line,
-    step_error_text,
     verdict_line,
 )
 
@@ -100,7 +98,11 @@ def run(args: argparse.Namespace) -> int:
     gates_path = out / "gate_results.parquet"
     decision_path = out / "decision.json"
     decision_rewritten = decision_path.exists() and not stale(decision_path)
-    print("\n" + verdict_line(decision_path if decision_rewritten else None))
+    from rag_eval_pipeline.cli.ci_output import check_cases, extra_failures, step_failures
+
+    failed_steps, raised_checks = step_failures(result, job)
+    checks = check_cases(result, job, raised_checks)
+    print("\n" + verdict_line(decision_path if decision_rewritten else None, extra_failures(checks, failed_steps)))
     print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path))))
     promotion = promotion_line(result, suite.name, quick)
     print(promotion)
@@ -112,23 +114,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         earlier = f" (the one at {report} is from an earlier run)" if report.exists() else ""
         print(f"report: not written by this run{earlier}")
-    failed_steps = []
-    if not result.success:
-        for ev in result.all_events:
-            if ev.is_step_failure and interrupted(ev.event_specific_data.error):
-                failed_steps.append(f"interrupted (SIGTERM or Ctrl-C): the run stopped before step {ev.step_key} "
-                                    "finished")
-            elif ev.is_step_failure:
-                text = step_error_text(ev.event_specific_data.error)[:2000]
-                failed_steps.append(f"step {ev.step_key} failed: {text}")
-        for line in failed_steps:
-            print("\n" + line)
+    # a check that raised is said once, with its error; a blocking check that failed is in the check lines above
+    for line in failed_steps + [f"check {c.classname[len('checks.'):]}:{c.name}: {c.message}" for c in checks
+                                if c.outcome == "error" and c.details]:
+        print("\n" + line)
     if args.junit_xml or args.summary_md:
         from rag_eval_pipeline.cli.ci_output import write_ci_outputs
 
-        checked = [f for f in failed_steps if "blocking asset check failed" not in f]  # the checks say it themselves
+        # a check's own step is told apart by its step key: its case already says why it failed
         for line in write_ci_outputs(args, result, job, out, suite.name, promotion, decision_rewritten,
-                                     gates_path.exists() and not stale(gates_path), checked):
+                                     gates_path.exists() and not stale(gates_path), checks, failed_steps):
             print(line)
     return EXIT_OK if result.success and not failed_checks else EXIT_FAILED
 

@@ -39,9 +39,8 @@ from rag_eval_pipeline.core.errors import EvalError, InputError
 from rag_eval_pipeline.core.gates import PromotedBaseline
 from rag_eval_pipeline.core.jsonio import JsonError
 from rag_eval_pipeline.core.jsonio import loads as strict_json
-from rag_eval_pipeline.core.storage import read_table
+from rag_eval_pipeline.core.storage import BASELINE_DIR, read_table  # the suite folder's names are declared there
 
-BASELINE_DIR = "baseline"
 #: The manifest layout written by :func:`with_file_hashes`: 1 = ``files`` holds every table's sha256.
 MANIFEST_VERSION = 1
 MANIFEST = "manifest.json"

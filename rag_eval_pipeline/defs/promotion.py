@@ -18,10 +18,12 @@ from rag_eval_pipeline.core.gates import (
     GateVerdict,
     PromotedBaseline,
     compute_gate_verdict,
+    regression_case_status,
     run_manifest,
-    same_run_configuration,
+    unchanged_since_promotion,
 )
 from rag_eval_pipeline.core.metrics.names import metric_label
+from rag_eval_pipeline.core.report.decision import NO_GATE
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
@@ -143,7 +145,8 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     if system is None:
         return dg.Output({"promoted": None}, metadata={"promoted_system": "none (no candidate configured)"})
     manifest = run_manifest(rag_runs, golden_set, system)
-    if stored is not None and same_run_configuration(manifest, stored.manifest):
+    # the same function the run's decision (and so the report) reads: they cannot disagree on "kept"
+    if unchanged_since_promotion(rag_runs, golden_set, system, stored.manifest if stored is not None else None):
         context.log.info(f"{system} is already the promoted baseline (unchanged since promotion); kept as stored")
         return dg.Output(dict(stored.manifest), metadata={
             "promoted_system": system, "unchanged_since_promotion": True,
@@ -161,8 +164,10 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     # the tables' content hashes, checked whenever the baseline is read (core/baseline.py)
     manifest = with_file_hashes(manifest, store.path(BASELINE_DIR).parent)
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
-    context.log.info(f"promoted {system} as the baseline")
+    basis = "no blocking failure" if cfg.thresholds else NO_GATE  # worded as the run's decision words it
+    context.log.info(f"promoted {system} as the baseline: {basis}")
     return dg.Output(manifest, metadata={"promoted_system": system, "unchanged_since_promotion": False,
+                                         "promoted_because": basis,
                                          "corpus_version": manifest["corpus_version"],
                                          "golden_version": manifest["golden_version"]})
 
@@ -178,9 +183,10 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
                      gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
 
-    A case is added the first time a candidate's per-question value on a gated metric falls below the baseline's
+    A case is added the first time a candidate's per-question value on a gated metric is worse than the baseline's
     (failures are kept as regression cases). Later runs never drop it; ``status`` says whether it still
-    regresses, has recovered, or has no value now.
+    regresses, has recovered (better than when found, by the metric's direction), or has no value now
+    (``core.gates.regression_case_status``).
     """
     previous = store.read("regression_cases.parquet")
     known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
@@ -204,11 +210,7 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
     cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known
     current = question_metrics.select("system", "metric", "k", "question_id", pl.col("value").alias("current_value"))
     cases = cases.join(current, on=["system", "metric", "k", "question_id"], how="left", nulls_equal=True)
-    cases = cases.with_columns(
-        pl.when(pl.col("current_value").is_null()).then(pl.lit("no_value_now"))
-        .when(pl.col("current_value") < pl.col("value_when_found") + 1e-12).then(pl.lit("still_regressed"))
-        .otherwise(pl.lit("recovered")).alias("status")
-    )
+    cases = regression_case_status(cases)  # oriented by each metric's direction
     counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}
     still = cases.filter(pl.col("status") == "still_regressed")
     return dg.Output(cases, metadata={

@@ -24,11 +24,12 @@ from pathlib import Path
 import polars as pl
 
 from rag_eval_pipeline.core.errors import EvalError, InputError
+from rag_eval_pipeline.core.storage import BASELINE_DIR, RUN_ARCHIVE
 from rag_eval_pipeline.core.storage import read_table as read_checked
 
 KINDS = ("system", "baseline", "night", "run", "dir")
 SYNTAX = ("system:NAME | baseline | night:YYYY-MM-DD[:NAME] | run:RUN_ID[:NAME] | dir:PATH[:NAME]")
-ARCHIVE = "history"  # as defs.report.RUN_ARCHIVE: one folder per run id with its per-question tables
+ARCHIVE = RUN_ARCHIVE  # one folder per run id with its per-question tables (declared in core.storage)
 
 
 class SideError(EvalError):
@@ -209,7 +210,7 @@ def resolve_side(spec: SideSpec, suite_folder: Path, default_system: str | None 
             raise SideError(f"side {spec.text!r}: folder {folder.resolve()} not found")
         return _from_folder(spec, folder.resolve(), default_system, f"{folder.resolve()}:")
     if spec.kind == "baseline":
-        from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline
+        from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
 
         folder = suite_folder / BASELINE_DIR
         try:  # the gate's own reader: strict JSON, hashes, table schema versions
