@@ -177,11 +177,15 @@ def good_run(tmp_path_factory):
 WRITE_STAMP_KEYS = {b"rag_eval.written_at", b"rag_eval.run_id"}
 
 
-def content_hash(p: Path) -> str:
-    """sha256 of a file's bytes; for a Parquet table, of its rows, schema and metadata less the write stamp."""
-    if p.suffix != ".parquet":
+def content_hash(p: Path, exact: bool = False) -> str:
+    """sha256 of a file's bytes; for a Parquet table, of its rows, schema and metadata less the write stamp
+    (of its bytes with ``exact``, or when it is not a readable Parquet file: a damaged table has no stamp)."""
+    if exact or p.suffix != ".parquet":
         return hashlib.sha256(p.read_bytes()).hexdigest()
-    table = pq.read_table(p)
+    try:
+        table = pq.read_table(p)
+    except (pa.ArrowInvalid, OSError):
+        return hashlib.sha256(p.read_bytes()).hexdigest()
     kept = {k: v for k, v in (table.schema.metadata or {}).items() if k not in WRITE_STAMP_KEYS}
     table = table.replace_schema_metadata(kept)
     sink = pa.BufferOutputStream()
@@ -190,9 +194,9 @@ def content_hash(p: Path) -> str:
     return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
-def every_file_hash(folder: Path) -> dict[str, str]:
+def every_file_hash(folder: Path, exact: bool = False) -> dict[str, str]:
     """content_hash of every file under the folder, hidden ones (the lock file) included."""
-    return {str(p.relative_to(folder)): content_hash(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(folder)): content_hash(p, exact) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def visible_files(folder: Path) -> list[Path]:
