@@ -45,7 +45,9 @@ def _hostname(value: str) -> str | None:
 def loopback_host(host_header: str | None) -> bool:
     """True when a ``Host`` header names the loopback interface, with at most a numeric port after it.
     A missing header, or anything else after the host, is False."""
-    return bool(host_header) and _hostname(host_header) in LOOPBACK_HOSTS
+    if not host_header:
+        return False
+    return _hostname(host_header) in LOOPBACK_HOSTS
 
 
 def loopback_origin(origin: str | None) -> bool:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 import pyarrow as pa
@@ -86,7 +87,8 @@ class TableSpec:
     @cached_property
     def polars(self) -> pl.Schema:
         """The polars schema of the table (what :func:`conform` checks a frame against)."""
-        return pl.Schema(pl.from_arrow(self.schema.empty_table()).schema)
+        # an Arrow table converts to a DataFrame (from_arrow gives a Series only for an Arrow array)
+        return pl.Schema(cast(pl.DataFrame, pl.from_arrow(self.schema.empty_table())).schema)
 
     @property
     def metric_table(self) -> bool:
@@ -185,7 +187,7 @@ def conform_columns(df: pl.DataFrame, schema: pl.Schema, what: str) -> pl.DataFr
 def polars_type(arrow_type: pa.DataType) -> pl.DataType:
     """The polars dtype of an Arrow type as polars reads it (``large_string`` -> ``String``, a struct field by
     field): one declaration, two type systems."""
-    return pl.from_arrow(pa.table({"x": pa.array([], arrow_type)})).schema["x"]
+    return cast(pl.DataFrame, pl.from_arrow(pa.table({"x": pa.array([], arrow_type)}))).schema["x"]
 
 
 def check_values(df: pl.DataFrame, table: str) -> None:

@@ -20,7 +20,9 @@ or waits ``lock_wait_s`` seconds first; steps of one run in other processes wait
 
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 import polars as pl
@@ -34,7 +36,7 @@ SUITE_TAG = "rag_eval/suite"
 QUICK = "quick"
 
 
-def suite_folder(base_dir: str, suite_dirs: dict[str, str], prefix: tuple[str, ...] | list[str]) -> Path:
+def suite_folder(base_dir: str, suite_dirs: Mapping[str, str], prefix: Sequence[str]) -> Path:
     """The folder of an asset key prefix: ``()`` -> base_dir; ``("sample",)`` -> the sample suite's
     folder (``suite_dirs["sample"]`` or ``base_dir/sample``); ``("sample", "quick")`` -> ``<that>/quick``."""
     if not prefix:
@@ -81,6 +83,12 @@ def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: flo
 class HoldsOutputLock:
     """Mixin for resources with ``base_dir``, ``suite_dirs``, ``lock_wait_s`` and a ``_locks`` private
     attribute: hold the lock of every folder the run writes, from resource set-up to tear-down."""
+
+    if TYPE_CHECKING:  # the resource's fields (declared there, where Dagster reads them)
+        base_dir: str
+        suite_dirs: dict[str, str]
+        lock_wait_s: float
+        _locks: list[OutputLock]
 
     def lock_folders(self, context: dg.InitResourceContext | None) -> list[Path]:
         """The folders this run writes: its suites' folders, or ``base_dir`` when no suite is known."""

@@ -146,7 +146,7 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
         return dg.Output({"promoted": None}, metadata={"promoted_system": "none (no candidate configured)"})
     manifest = run_manifest(rag_runs, golden_set, system)
     # the same function the run's decision (and so the report) reads: they cannot disagree on "kept"
-    if unchanged_since_promotion(rag_runs, golden_set, system, stored.manifest if stored is not None else None):
+    if stored is not None and unchanged_since_promotion(rag_runs, golden_set, system, stored.manifest):
         context.log.info(f"{system} is already the promoted baseline (unchanged since promotion); kept as stored")
         return dg.Output(dict(stored.manifest), metadata={
             "promoted_system": system, "unchanged_since_promotion": True,

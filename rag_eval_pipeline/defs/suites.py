@@ -31,7 +31,18 @@ def quick_note(size: int) -> str:
             "(it only reads the baseline). ")
 
 
-def _with_group_and_description(assets: list, group: str, note: str = "") -> list:
+def _stage_assets(key_prefix: list[str]) -> list[dg.AssetsDefinition]:
+    """The ``@asset`` definitions of the stage modules under ``key_prefix``. Raises TypeError if a stage
+    module ever defines another kind of asset (a source asset, a bare spec), which this shell does not expect."""
+    loaded = dg.load_assets_from_modules(STAGE_MODULES, key_prefix=key_prefix)
+    out = [a for a in loaded if isinstance(a, dg.AssetsDefinition)]
+    if len(out) != len(loaded):
+        raise TypeError(f"the stage modules define {len(loaded) - len(out)} asset(s) that are not @asset definitions")
+    return out
+
+
+def _with_group_and_description(assets: list[dg.AssetsDefinition], group: str,
+                                note: str = "") -> list[dg.AssetsDefinition]:
     """``assets`` in asset group ``group`` (the suite), ``note`` before each description, the stage as a tag."""
     def spec_fn(spec: dg.AssetSpec) -> dg.AssetSpec:
         stage = spec.group_name or "default"
@@ -77,7 +88,7 @@ def suite_assets(suite: Suite, *, calibration_blocks: bool, quick_size: int) -> 
         blocking_for = lambda check, blocking: False if check == CALIBRATION_CHECK else blocking  # noqa: E731
         note_for = lambda check: warning if check == CALIBRATION_CHECK else ""  # noqa: E731
 
-    full = _with_group_and_description(dg.load_assets_from_modules(STAGE_MODULES, key_prefix=[name]), name)
+    full = _with_group_and_description(_stage_assets([name]), name)
     full_checks = _rebuild_checks(base_checks, lambda k: k.with_prefix([name]), blocking_for, note_for)
 
     quick_prefix = [name, QUICK]
@@ -87,8 +98,7 @@ def suite_assets(suite: Suite, *, calibration_blocks: bool, quick_size: int) -> 
         return k.with_prefix([name]) if k.path[-1] in QUICK_LEAVES_OUT else k.with_prefix(quick_prefix)
 
     left_out = {dg.AssetKey([*quick_prefix, k]) for k in QUICK_LEAVES_OUT}
-    quick = [a for a in dg.load_assets_from_modules(STAGE_MODULES, key_prefix=quick_prefix)
-             if not (set(a.keys) & left_out)]
+    quick = [a for a in _stage_assets(quick_prefix) if not (set(a.keys) & left_out)]
     history = {k: quick_key(dg.AssetKey(k.path[-1])) for k in left_out}
     quick = [a.with_attributes(asset_key_replacements=history)
              if any(d.asset_key in history for s in a.specs for d in s.deps) else a for a in quick]

@@ -38,7 +38,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.systems.calls import map_in_pool
@@ -135,13 +135,22 @@ class _Capture:
 
 
 class _Call:
-    """One call on a daemon thread of its own: ``done`` is set when it returned or raised."""
+    """One call of ``fn`` on a daemon thread of its own (not yet started): ``done`` is set when it returned
+    (``reply``) or raised (``exc``)."""
 
-    def __init__(self):
+    def __init__(self, fn: Callable[[], object], name: str):
         self.done = threading.Event()
-        self.reply = None
+        self.reply: object = None
         self.exc: BaseException | None = None
-        self.thread: threading.Thread | None = None
+        self.thread = threading.Thread(target=self._run, args=(fn,), name=name, daemon=True)
+
+    def _run(self, fn: Callable[[], object]) -> None:
+        try:
+            self.reply = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            self.exc = exc
+        finally:
+            self.done.set()
 
 
 def describe_exception(exc: BaseException, with_message: bool, cap: int = MAX_TEXT_FIELD_CHARS) -> str:
@@ -184,13 +193,21 @@ def load_callable(target: str, system: str) -> Callable:
     return obj
 
 
+class CallStats(TypedDict):
+    """What a ``python`` system's run counted: calls, and errors by kind (``timeout``, ``exception``,
+    ``too_large``, ``invalid_reply``)."""
+
+    calls: int
+    errors_by_kind: Counter[str]
+
+
 class PythonSystem:
     """Calls one configured ``python`` system (its typed section). ``fn`` overrides the import (tests)."""
 
     def __init__(self, spec: PythonSystemConfig, fn: Callable | None = None):
         self.spec = spec
         self.fn = fn or load_callable(spec.callable, spec.name)
-        self.stats = {"calls": 0, "errors_by_kind": Counter()}
+        self.stats: CallStats = {"calls": 0, "errors_by_kind": Counter()}
         self.capture = _Capture()
         self._abandoned: list[threading.Thread] = []
         self._lock = threading.Lock()
@@ -208,17 +225,7 @@ class PythonSystem:
             self._abandoned = [t for t in self._abandoned if t.is_alive()]
             if len(self._abandoned) >= stuck_limit(self.spec.concurrency):
                 return None
-        call = _Call()
-
-        def target() -> None:
-            try:
-                call.reply = self._invoke(qid, question, groups)
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-                call.exc = exc
-            finally:
-                call.done.set()
-
-        call.thread = threading.Thread(target=target, name=f"rag-eval-callable-{qid}"[:60], daemon=True)
+        call = _Call(lambda: self._invoke(qid, question, groups), f"rag-eval-callable-{qid}"[:60])
         call.thread.start()
         return call
 
