@@ -202,7 +202,9 @@ def test_sigterm_during_a_step_says_interrupted_not_a_dagster_error(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
     stdout = log.read_text(encoding="utf-8", errors="replace")
-    assert proc.returncode == 1, stdout[-2000:]
+    # 1 once Dagster has ended the run; on a loaded machine the exit can pass the 3 s grace after the summary is
+    # printed, and the watchdog's SIGKILL (documented, the folder's lock freed) is the other allowed end
+    assert proc.returncode in (1, -signal.SIGKILL), stdout[-2000:]
     assert "interrupted (SIGTERM or Ctrl-C): the run stopped before step corpus_snapshot finished" in stdout
     assert "DagsterExecutionInterruptedError" not in stdout
 

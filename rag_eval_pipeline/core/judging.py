@@ -141,7 +141,7 @@ def judge_runs(
             tracker.step()
         # Repeats after the first must reach the judge again (no cache read) to measure its noise.
         kwargs = {"repeat": rep} if rep and accepts_repeat(judge) else {}
-        results = _call_judge(judge, pending, concurrency, kwargs, on_result=tracker.judged)
+        results = _call_judge_by_question(judge, pending, concurrency, kwargs, on_result=tracker.judged)
         for (system, qid, _, answer, contexts), result in zip(pending, results):
             status, n_claims, rows = _rows_from_result(result, qid, answer, contexts)
             base = {"system": system, "question_id": qid, "repeat": rep}
@@ -266,6 +266,19 @@ def _call_in_batches(judge, pending: list, on_result: Callable[[bool], None] | N
             out.append(r)
             if on_result is not None:
                 on_result(isinstance(r, Exception) or getattr(r, "status", None) == "judge_error")
+    return out
+
+
+def _call_judge_by_question(judge: Judge, pending: list, concurrency: int, kwargs: dict,
+                            on_result: Callable[[bool], None] | None = None) -> list:
+    """:func:`_call_judge` with the systems' answers to one question judged one after the other (rag_runs is
+    in system order), so the judge's per-text caches reuse one question's retrieved passages across systems;
+    the results come back in ``pending``'s order."""
+    order = sorted(range(len(pending)), key=lambda i: pending[i][1])  # stable: system order within a question
+    results = _call_judge(judge, [pending[i] for i in order], concurrency, kwargs, on_result=on_result)
+    out: list = [None] * len(pending)
+    for i, result in zip(order, results):
+        out[i] = result
     return out
 
 

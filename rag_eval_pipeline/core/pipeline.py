@@ -151,14 +151,32 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)
     frames.extend(extra or [])  # e.g. model-judged answer quality, already in question_metrics shape
     cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
-    qm = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
-    qm = qm.join(golden.select("question_id", "split"), on="question_id", how="left")
-    return tables.conform(qm, "question_metrics"), info
+    # one table of questions x metrics x systems rows: concatenated without copying the parts (no rechunk), and
+    # the split looked up per row rather than joined (a join would copy every column once more)
+    gsplit = golden.select("question_id", "split").unique("question_id", keep="first")
+    split = pl.col("question_id").replace_strict(gsplit["question_id"], gsplit["split"], default=None,
+                                                 return_dtype=pl.Utf8).alias("split")
+    # Each part in one chunk per column, so that the parts' chunks line up: polars copies a frame whose columns'
+    # chunks do not line up into one chunk at the next select, ~2x the table at once.
+    parts = [tables.conform(f.select(cols).with_columns(split), "question_metrics").rechunk()
+             for f in frames if f.height]
+    del frames
+    if not parts:
+        return tables.empty("question_metrics"), info
+    # One column at a time, each part's copy of it released as soon as it is copied: the whole table is never
+    # held twice (a pl.concat of the parts ends with one copy too, made by polars when the columns' chunks do not
+    # line up, while the parts are still alive).
+    built = {}
+    for col in tables.SCHEMAS["question_metrics"]:
+        built[col] = pl.concat([part.get_column(col) for part in parts], rechunk=True)
+        parts = [part.drop(col) for part in parts]
+    return tables.conform(pl.DataFrame(built), "question_metrics"), info
 
 
-def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame, golden: pl.DataFrame,
+def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame | pl.LazyFrame, golden: pl.DataFrame,
                   snapshot: pl.DataFrame) -> pl.DataFrame:
-    """Aggregate per-question metrics by system, split, segment and k, with counts and 95% intervals."""
+    """Aggregate per-question metrics by system, split, segment and k, with counts and 95% intervals.
+    ``question_metrics`` may be a LazyFrame (a scanned file): it is then read in batches."""
     from rag_eval_pipeline.core.metrics.summary import question_segments, summarise
 
     segments = question_segments(golden, snapshot)

@@ -16,6 +16,7 @@ from rag_eval_pipeline.core.judges.registry import (
     resolve_judge,
 )
 from rag_eval_pipeline.core.tables import VERDICTS
+from rag_eval_pipeline.defs.pools import JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings
 
 
@@ -60,6 +61,7 @@ class JudgeRunConfig(dg.Config):
 
 @dg.multi_asset(
     group_name="judging",
+    pool=JUDGE_POOL,  # every step that calls the judge holds a slot of the judge pool (defs/pools.py)
     outs={
         "judge_labels": dg.AssetOut(kinds={"polars", "parquet"}, description="One claim of one answer, judged once."),
         "answer_judgements": dg.AssetOut(kinds={"polars", "parquet"},
@@ -209,7 +211,7 @@ def select_judge_resource(judge: JudgeConfig | None = None, *, config_path: str 
     return JudgeResource(type=cfg.type, settings=judge_config_to_json(cfg), api_key=api_key)
 
 
-@dg.asset(group_name="judging", kinds={"polars", "parquet"})
+@dg.asset(group_name="judging", kinds={"polars", "parquet"}, pool=JUDGE_POOL)
 def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, settings: EvalSettings,
                    corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                    rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]:

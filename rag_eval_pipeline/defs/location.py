@@ -20,6 +20,7 @@ from rag_eval_pipeline.core.suites import Suite, ad_hoc_suite, load_suites, miss
 from rag_eval_pipeline.defs import report as report_defs
 from rag_eval_pipeline.defs import schedules
 from rag_eval_pipeline.defs import suites as suite_defs
+from rag_eval_pipeline.defs.executors import EXECUTOR_ENV, executor_from_env
 from rag_eval_pipeline.defs.io import ParquetIOManager, suite_folder
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 from rag_eval_pipeline.defs.systems import has_watched_sources, live_sources_sensor, system_resources
@@ -87,13 +88,14 @@ def _calibration_blocks(cfg: EvalConfig) -> bool:
 
 def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = None,
                       suite_dirs: dict[str, str] | None = None, judge=None,
-                      skipped: dict[str, str] | None = None) -> dg.Definitions:
+                      skipped: dict[str, str] | None = None, executor: str | None = None) -> dg.Definitions:
     """The Definitions of several suites side by side.
 
     ``output_dir``: the folder holding one folder per suite (default RAG_EVAL_OUTPUT_DIR or outputs/);
     ``suite_dirs``: suite name -> its own folder, overriding ``<output_dir>/<suite>``; ``judge``: the judge
     resource (default: from RAG_EVAL_JUDGE); ``skipped``: suite name -> why it is not loaded (shown in
-    the code location's metadata).
+    the code location's metadata); ``executor``: a name of ``defs/executors.py`` (default: RAG_EVAL_EXECUTOR, else
+    Dagster's default executor).
     """
     from rag_eval_pipeline.defs import judging
 
@@ -127,7 +129,8 @@ def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = Non
             "judge": judge or judging.select_judge_resource(config_path=_judge_config(loaded)),
             **system_resources(),  # systems: the deployment's settings for every system kind
         },
-        executor=dg.in_process_executor,
+        # None: Dagster's default (multiprocess, or in_process by run config)
+        executor=executor_from_env(None if executor is None else {EXECUTOR_ENV: executor}),
         metadata={"suites": dg.MetadataValue.json(sorted(dirs)),
                   "skipped_suites": dg.MetadataValue.json(skipped or {})},
     )

@@ -11,8 +11,13 @@ from rag_eval_pipeline.core.pipeline import build_question_metrics, build_summar
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 
+# Only the snapshot's columns a step reads: a 200,000-chunk corpus's texts stay on disk.
+SNAPSHOT_FOR_QUESTION_METRICS = ["chunk_id", "acl"]
+SNAPSHOT_FOR_SUMMARY = ["chunk_id", "acl", "status", "valid_from"]
 
-@dg.asset(group_name="metrics", kinds={"polars", "parquet"})
+
+@dg.asset(group_name="metrics", kinds={"polars", "parquet"},
+          ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": SNAPSHOT_FOR_QUESTION_METRICS})})
 def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
                      golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
                      answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame) -> dg.Output[pl.DataFrame]:
@@ -27,10 +32,13 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
     })
 
 
-@dg.asset(group_name="metrics", kinds={"polars", "parquet"})
+@dg.asset(group_name="metrics", kinds={"polars", "parquet"},
+          ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": SNAPSHOT_FOR_SUMMARY})})
 def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
-                   golden_set: pl.DataFrame, question_metrics: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    """One metric for one system, split, segment and k: value, numerator/denominator, n, 95% interval."""
+                   golden_set: pl.DataFrame, question_metrics: pl.LazyFrame) -> dg.Output[pl.DataFrame]:
+    """One metric for one system, split, segment and k: value, numerator/denominator, n, 95% interval.
+
+    ``question_metrics`` is scanned, not loaded: the summary reads it in batches (core/metrics/summary.py)."""
     summary = build_summary(settings.config, question_metrics, golden_set, corpus_snapshot)
     headline = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
     md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}

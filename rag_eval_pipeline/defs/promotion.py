@@ -56,12 +56,13 @@ def gates_markdown(gates: pl.DataFrame) -> str:
 
 @dg.asset(group_name="promotion", kinds={"polars", "parquet"})
 def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
-                 metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
+                 metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
                  golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
                  judge_variance: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """One row per (candidate, gated metric): candidate vs baseline on the gate split, paired test, verdict.
 
-    Computed once per run; ``gate_verdict`` (promotion), ``regression_cases`` and ``evaluation_report`` read it."""
+    Computed once per run; ``gate_verdict`` (promotion), ``regression_cases`` and ``evaluation_report`` read it.
+    ``question_metrics`` is scanned: only the gated metrics' rows are read."""
     cfg = settings.config
     try:
         promoted = load_baseline(store)
@@ -69,7 +70,8 @@ def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, stor
         context.log.error(str(exc))
         verdict = damaged_verdict(cfg, str(exc))
     else:
-        verdict = compute_gate_verdict(cfg, metric_summary, question_metrics, rag_runs, golden_set,
+        gated = question_metrics.filter(pl.col("metric").is_in(sorted({t.metric for t in cfg.thresholds})))
+        verdict = compute_gate_verdict(cfg, metric_summary, gated.collect(engine="streaming"), rag_runs, golden_set,
                                        corpus_snapshot, judge_variance, promoted)
     gates = verdict.frame()
     return dg.Output(gates, metadata={
@@ -132,7 +134,7 @@ def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFram
 
 @dg.asset(group_name="promotion")
 def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
-              metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
+              metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
               golden_set: pl.DataFrame, judge_calibration: pl.DataFrame, gate_verdict: dict) -> dg.Output[dict]:
     """Store ``gates.promote`` as the promoted baseline. Runs only when every blocking check upstream passed.
 
@@ -152,8 +154,11 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
             "promoted_system": system, "unchanged_since_promotion": True,
             "promoted_at": str(stored.manifest.get("promoted_at")),
             "corpus_version": str(manifest["corpus_version"]), "golden_version": str(manifest["golden_version"])})
-    tables = {"metric_summary": metric_summary, "question_metrics": question_metrics, "rag_runs": rag_runs}
-    parts = {name: df.filter(pl.col("system") == system) for name, df in tables.items()}
+    mine = pl.col("system") == system
+    parts: dict[str, pl.DataFrame] = {
+        "metric_summary": metric_summary.filter(mine),
+        "question_metrics": question_metrics.filter(mine).collect(engine="streaming"),  # scanned: this system's rows
+        "rag_runs": rag_runs.filter(mine)}
     empty = [name for name, df in parts.items() if df.height == 0]
     if empty:
         raise ValueError(f"{cfg.path}: gates.promote {system!r} has no rows in {empty} of this run; "
@@ -179,7 +184,7 @@ REGRESSION_COLUMNS = {c: t for c, t in tables.SCHEMAS["regression_cases"].items(
 
 
 @dg.asset(group_name="promotion", kinds={"polars", "parquet"})
-def regression_cases(context: dg.AssetExecutionContext, store: TableStore, question_metrics: pl.DataFrame,
+def regression_cases(context: dg.AssetExecutionContext, store: TableStore, question_metrics: pl.LazyFrame,
                      gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
 
@@ -201,15 +206,18 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
             (pl.col("system") == system) & (pl.col("metric") == metric)
             & (pl.col("k").is_null() if k is None else pl.col("k") == k)
         )
-        values = dict(per_q.select("question_id", "value").iter_rows())
+        values = dict(per_q.select("question_id", "value").collect(engine="streaming").iter_rows())
         for q in r["regressed_questions"]:
             if (system, metric, k, q) not in seen:
                 new_rows.append({"system": system, "metric": metric, "k": k, "question_id": q,
                                  "value_when_found": values.get(q),
                                  "first_seen_run": context.run_id, "first_seen_at": now})
     cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known
-    current = question_metrics.select("system", "metric", "k", "question_id", pl.col("value").alias("current_value"))
-    cases = cases.join(current, on=["system", "metric", "k", "question_id"], how="left", nulls_equal=True)
+    keys = ["system", "metric", "k", "question_id"]
+    current = (question_metrics.select(*keys, pl.col("value").alias("current_value"))
+               .join(cases.select(keys).lazy(), on=keys, how="semi", nulls_equal=True)  # only the cases' rows
+               .collect(engine="streaming"))
+    cases = cases.join(current, on=keys, how="left", nulls_equal=True)
     cases = regression_case_status(cases)  # oriented by each metric's direction
     counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}
     still = cases.filter(pl.col("status") == "still_regressed")

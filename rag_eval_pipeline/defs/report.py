@@ -53,6 +53,7 @@ from rag_eval_pipeline.core.report.decision import (
     verdict_word,
 )
 from rag_eval_pipeline.core.report.markdown import render_markdown
+from rag_eval_pipeline.core.report.questions import CARD_METRICS
 from rag_eval_pipeline.core.storage import write_json_atomic, write_text_atomic
 from rag_eval_pipeline.defs.calibration import HISTORY_FILE, compute_calibration
 from rag_eval_pipeline.defs.io import suite_folder
@@ -166,14 +167,18 @@ def run_decision(settings: EvalSettings, store: TableStore, gate_results: pl.Dat
     return decision, table
 
 
-def archive_run(store: TableStore, run_id: str, history: pl.DataFrame | None, tables: dict[str, pl.DataFrame]) -> Path:
+def archive_run(store: TableStore, run_id: str, history: pl.DataFrame | None,
+                tables: dict[str, pl.DataFrame | pl.LazyFrame]) -> Path:
     """Keep this run's per-question tables under ``history/<run_id>/`` (with ``run.json``: run id, evaluated
     at, night), for ``rag-eval compare night:DATE``; returns the folder. The night and time are those
     ``metric_history`` recorded for the run (now, when it has none)."""
     rows = history.filter(pl.col("run_id") == run_id) if history is not None and history.height else None
     when = rows["evaluated_at"][0] if rows is not None and rows.height else dt.datetime.now(dt.UTC)
     for name, df in tables.items():
-        store.write(df, RUN_ARCHIVE, run_id, f"{name}.parquet", table=name)
+        if isinstance(df, pl.LazyFrame):  # a scanned table: the file this run wrote, copied as it is
+            store.copy_file(store.path(f"{name}.parquet"), RUN_ARCHIVE, run_id, f"{name}.parquet")
+        else:
+            store.write(df, RUN_ARCHIVE, run_id, f"{name}.parquet", table=name)
     store.write_json({"run_id": run_id, "evaluated_at": when.isoformat(), "night": when.date().isoformat(),
                       "tables": sorted(tables)}, RUN_ARCHIVE, run_id, "run.json")
     return store.path(RUN_ARCHIVE, run_id)
@@ -189,12 +194,13 @@ def archive_run(store: TableStore, run_id: str, history: pl.DataFrame | None, ta
                 "groups.",
 )
 def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
-                      metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
+                      metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
                       golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                       answer_judgements: pl.DataFrame, judge_variance: pl.DataFrame,
                       gate_results: pl.DataFrame) -> dg.Output[dict]:
     """Write report.md, report.html, trend.html and decision.json with the store; return their paths, the
-    decision and the redaction counts."""
+    decision and the redaction counts. ``question_metrics`` is scanned: the report reads the rows of its question
+    cards' metrics (``CARD_METRICS``), the run archive copies the file."""
     cfg = settings.config
     groups = viewer_groups(settings)
     history = store.read("metric_history.parquet")
@@ -208,8 +214,10 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     decision, calibration = run_decision(settings, store, gate_results, golden_set, rag_runs, corpus_snapshot,
                                          judge_labels, manifest)
 
+    card_rows = (question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(list(CARD_METRICS)))
+                 .collect(engine="streaming"))
     report = build_report(
-        metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot, judge_labels, answer_judgements,
+        metric_summary, card_rows, rag_runs, golden_set, corpus_snapshot, judge_labels, answer_judgements,
         calibration=calibration, variance=judge_variance, gates=gates, history=history, viewer_groups=groups,
         baseline_manifest=manifest, generated_at=dt.datetime.now(dt.UTC),
         kappa_floor=cfg.calibration.kappa_floor, decision=decision, gate_split=cfg.gate_split,

@@ -204,3 +204,14 @@ class TableStore(HoldsOutputLock, dg.ConfigurableResource):
         if parts and parts[0] in SHARED_WITH_FULL and self.path(*parts) != self.folder().joinpath(*parts):
             raise dg.Failure(f"a quick evaluation never writes {'/'.join(parts)} of the full evaluation")
         return write_json_atomic(obj, self.path(*parts))
+
+    def copy_file(self, source: str | Path, *parts: str) -> Path:
+        """Copy the file ``source`` to ``parts`` under the step's folder, atomically (a table this run already
+        wrote, kept once more without reading it into memory)."""
+        if parts and parts[0] in SHARED_WITH_FULL and self.path(*parts) != self.folder().joinpath(*parts):
+            raise dg.Failure(f"a quick evaluation never writes {'/'.join(parts)} of the full evaluation")
+        import shutil
+
+        from rag_eval_pipeline.core.storage import write_atomic
+
+        return write_atomic(self.path(*parts), lambda tmp: shutil.copyfile(source, tmp))

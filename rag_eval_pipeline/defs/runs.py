@@ -5,6 +5,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.systems.runs import rag_runs as run_systems
+from rag_eval_pipeline.defs.pools import LIVE_SYSTEMS_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 from rag_eval_pipeline.defs.systems import SystemsResource
 
@@ -15,7 +16,7 @@ class RagRunsConfig(dg.Config):
     systems: list[str] = []
 
 
-@dg.asset(group_name="runs", kinds={"polars", "parquet"})
+@dg.asset(group_name="runs", kinds={"polars", "parquet"}, pool=LIVE_SYSTEMS_POOL)  # defs/pools.py
 def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings: EvalSettings, store: TableStore,
              systems: SystemsResource, corpus_snapshot: pl.DataFrame,
              golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:

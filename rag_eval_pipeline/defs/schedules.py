@@ -4,6 +4,9 @@ Jobs are named ``<suite>__full_evaluation`` and ``<suite>__quick_evaluation`` (D
 separator for prefixed names) and carry the suite's run tags. The schedule ``nightly_full_evaluation``
 launches one run per nightly suite (each run selects that suite's assets and checks), so a suite that
 fails blocks only itself. ``cli_console_logger`` is the console logger ``rag-eval run`` gives its jobs.
+
+No job names an executor: every run takes the code location's (``defs/executors.py``: Dagster's default
+unless the deployment sets ``RAG_EVAL_EXECUTOR``), and run config ``execution:`` can choose per run.
 """
 
 from __future__ import annotations
@@ -32,14 +35,12 @@ def suite_jobs(suite: str, full_group: str, quick_group: str, tags: dict[str, st
             job_name(suite, FULL), selection=dg.AssetSelection.groups(full_group), tags=tags,
             description="Every asset and check on the whole golden set; promotes the candidate if every blocking "
                         "check passes." + about,
-            executor_def=dg.in_process_executor,
         ),
         dg.define_asset_job(
             job_name(suite, QUICK_JOB), selection=dg.AssetSelection.groups(quick_group), tags=tags,
             description=f"A fixed stratified subset of {quick_size} golden questions (all classes), for every change; "
                         "its own assets (<suite>/quick/...): never promotes and never writes the full evaluation's "
                         "history, tables or metadata plots." + about,
-            executor_def=dg.in_process_executor,
         ),
     ]
 

@@ -179,12 +179,12 @@ WRITE_STAMP_KEYS = {b"rag_eval.written_at", b"rag_eval.run_id"}
 
 def content_hash(p: Path, exact: bool = False) -> str:
     """sha256 of a file's bytes; for a Parquet table, of its rows, schema and metadata less the write stamp
-    (of its bytes with ``exact``, or when it is not a readable Parquet file: a damaged table has no stamp)."""
-    if exact or p.suffix != ".parquet":
-        return hashlib.sha256(p.read_bytes()).hexdigest()
+    (of its bytes with ``exact``)."""
     try:
-        table = pq.read_table(p)
-    except (pa.ArrowInvalid, OSError):
+        table = pq.read_table(p) if p.suffix == ".parquet" and not exact else None
+    except (pa.ArrowException, OSError):  # a damaged file (a case's own doing) is compared byte for byte
+        table = None
+    if table is None:
         return hashlib.sha256(p.read_bytes()).hexdigest()
     kept = {k: v for k, v in (table.schema.metadata or {}).items() if k not in WRITE_STAMP_KEYS}
     table = table.replace_schema_metadata(kept)

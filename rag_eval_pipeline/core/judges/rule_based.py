@@ -87,6 +87,7 @@ from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.judges.rule_signals import EncoderSignals
 from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: the judge's vocabulary
+    CHUNK_CACHE_SIZE,
     NEGATION_SCOPE,
     NEGATIONS,
     STOPWORDS,
@@ -232,7 +233,7 @@ def context_sentences(contexts: list[str], window: int = 1, scope: str = "passag
     return out
 
 
-@lru_cache(maxsize=50_000)
+@lru_cache(maxsize=CHUNK_CACHE_SIZE)  # one entry per context chunk: bounded as tokens.py explains
 def _chunk_sentences(ctx: str, window: int):
     spans = sentence_spans(ctx)
     lang = language_of(ctx)  # a sentence without function words takes its chunk's language

@@ -16,6 +16,11 @@ from rag_eval_pipeline.core.report.access import PREVIEW_CHARS, ReportAccess
 from rag_eval_pipeline.core.report.blocks import Block, Cell, fmt, heading, num_cell, para
 from rag_eval_pipeline.core.report.context import EvidenceRank
 
+#: The per-question metrics (k null) the question cards are chosen by and show: all the report reads of
+#: ``question_metrics`` (a caller with a scanned file reads only these rows).
+CARD_METRICS = ("faithfulness", "answer_without_evidence_rate", "false_abstention_rate", "abstention_with_evidence",
+                "run_error_rate")
+
 #: Questions per system and list that get a card in the report (``build_report(worst_n=)``); the CI summary links
 #: at most this many regressed questions per system, those that have a card.
 WORST_N = 10
@@ -60,38 +65,49 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
     table; the first ``worst_n`` per system get a card (reason "regressed against the baseline on ...").
     Every card carries the anchor :func:`question_anchor`."""
     ranks = ranks or {}
-    per_q = question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(
-        ["faithfulness", "answer_without_evidence_rate", "false_abstention_rate", "abstention_with_evidence",
-         "run_error_rate"]))
-    vals = {(r["system"], r["question_id"], r["metric"]): (r["value"], r["status"])
-            for r in per_q.iter_rows(named=True)}
-    runs = {(r["system"], r["question_id"]): r for r in rag_runs.iter_rows(named=True)}
-    gold = {r["question_id"]: r for r in golden.iter_rows(named=True)}
+    per_q = question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(list(CARD_METRICS)))
+    per_q = per_q.select("system", "question_id", "metric", "value", "status")
     min_rep = judge_labels.group_by("system", "question_id").agg(pl.col("repeat").min().alias("_r"))
-    labels = (judge_labels.join(min_rep, on=["system", "question_id"])
-              .filter(pl.col("repeat") == pl.col("_r")).sort("system", "question_id", "claim_id"))
-    claims_by: dict[tuple[str, str], list[dict]] = {}
-    for r in labels.iter_rows(named=True):
-        claims_by.setdefault((r["system"], r["question_id"]), []).append(r)
+    first_repeat = (judge_labels.join(min_rep, on=["system", "question_id"])
+                    .filter(pl.col("repeat") == pl.col("_r")).sort("system", "question_id", "claim_id"))
 
+    def claims_for(keys) -> dict[tuple[str, str], list[dict]]:
+        """The claim rows of only these (system, question_id) keys: a card needs a few, the table has millions."""
+        out: dict[tuple[str, str], list[dict]] = {}
+        for r in first_repeat.join(_keys_frame(keys), on=["system", "question_id"], how="semi").iter_rows(named=True):
+            out.setdefault((r["system"], r["question_id"]), []).append(r)
+        return out
+
+    def values_for(keys) -> dict[tuple[str, str, str], tuple]:
+        """(system, question_id, metric) -> (value, status) of only these (system, question_id) keys."""
+        rows = per_q.join(_keys_frame(keys), on=["system", "question_id"], how="semi").iter_rows()
+        return {(s, q, m): (v, st) for s, q, m, v, st in rows}
+
+    # Selected in polars: a dict of every question's five values took ~0.8 KB per value (GBs at 100,000 questions).
     selected: list[tuple[str, str, list[str]]] = []
     for system in systems:
-        faith = sorted(((v[0], q) for (s, q, m), v in vals.items()
-                        if s == system and m == "faithfulness" and v[0] is not None and v[0] < 1 - 1e-12))
+        mine_q = per_q.filter(pl.col("system") == system)
+        low = (mine_q.filter((pl.col("metric") == "faithfulness") & pl.col("value").is_not_null()
+                             & (pl.col("value") < 1 - 1e-12)).sort("value", "question_id"))
+        faith = list(zip(low["value"].head(worst_n).to_list(), low["question_id"].head(worst_n).to_list()))
         chosen: dict[str, list[str]] = {}
-        for value, q in faith[:worst_n]:
-            errors = sum(c["verdict"] == "JUDGE_ERROR" for c in claims_by.get((system, q), []))
+        faith_claims = claims_for({(system, q) for _, q in faith})
+        for value, q in faith:
+            errors = sum(c["verdict"] == "JUDGE_ERROR" for c in faith_claims.get((system, q), []))
             chosen.setdefault(q, []).append(f"faithfulness {value:.2f}"
                                             + (f" ({errors} judge errors)" if errors else ""))
+        failed = (mine_q.filter(pl.col("metric").is_in(["answer_without_evidence_rate", "false_abstention_rate",
+                                                         "run_error_rate"]) & (pl.col("value") == 1.0))
+                  .sort("question_id", "metric"))
+        top = failed.head(worst_n)
+        vals = values_for({(system, q) for q in top["question_id"].to_list()})
         failures: list[tuple[str, str]] = []
-        for (s, q, m), (v, _st) in sorted(vals.items()):
-            if s != system or v != 1.0:
-                continue
+        for q, m in top.select("question_id", "metric").iter_rows():
             if m == "answer_without_evidence_rate":
                 failures.append((q, "answered an absent question"))
             elif m == "false_abstention_rate":
-                with_ev = vals.get((s, q, "abstention_with_evidence"), (None, None))[0]
-                where = ranks.get((s, q))
+                with_ev = vals.get((system, q, "abstention_with_evidence"), (None, None))[0]
+                where = ranks.get((system, q))
                 if with_ev == 1.0 and where is not None and where.miss:
                     detail = (f", context-window miss (evidence retrieved at rank {where.first_rank}, below the "
                               f"generator's context_k {where.context_k})")
@@ -102,18 +118,27 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
                 failures.append((q, "false abstention" + detail))
             elif m == "run_error_rate":
                 failures.append((q, "run error"))
-        for q, reason in failures[:worst_n]:
+        for q, reason in failures:
             chosen.setdefault(q, []).append(reason)
         mine = [(q, labels) for s, q, labels in regressed if s == system]
         for q, labels in mine[:worst_n]:
             chosen.setdefault(q, []).append("regressed against the baseline on " + ", ".join(labels))
         for q, reasons in chosen.items():
             selected.append((system, q, reasons))
-        selected_more = (max(0, len(faith) - worst_n), max(0, len(failures) - worst_n),
+        selected_more = (max(0, low.height - worst_n), max(0, failed.height - worst_n),
                          max(0, len(mine) - worst_n))
         if any(selected_more):
             selected.append((system, "", [f"{selected_more[0]} more low-faithfulness, {selected_more[1]} "
                                           f"more failed and {selected_more[2]} more regressed questions not shown"]))
+
+    # the rows behind the cards, and only those
+    cards = {(system, q) for system, q, _ in selected if q}
+    claims_by = claims_for(cards)
+    vals = values_for(cards)
+    runs = {(r["system"], r["question_id"]): r
+            for r in rag_runs.join(_keys_frame(cards), on=["system", "question_id"], how="semi").iter_rows(named=True)}
+    wanted_q = pl.DataFrame({"question_id": sorted({q for _, q in cards})}, schema={"question_id": pl.Utf8})
+    gold = {r["question_id"]: r for r in golden.join(wanted_q, on="question_id", how="semi").iter_rows(named=True)}
 
     # register every text that may be shown, for the leak check
     for system, q, _ in selected:
@@ -148,6 +173,13 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
         return blocks
 
     return render
+
+
+def _keys_frame(keys) -> pl.DataFrame:
+    """A two-column frame (system, question_id) of ``keys`` (an iterable of pairs), for semi joins."""
+    keys = sorted(keys)
+    return pl.DataFrame({"system": [k[0] for k in keys], "question_id": [k[1] for k in keys]},
+                        schema={"system": pl.Utf8, "question_id": pl.Utf8})
 
 
 def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess,
