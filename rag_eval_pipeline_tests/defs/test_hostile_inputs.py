@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.locking import OutputLock, read_owner
+from rag_eval_pipeline.core.locking import LOCK_NAME, OutputLock, read_owner
 from rag_eval_pipeline.core.sources.trec import read_trec_run
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline.defs.judging import JudgeResource
@@ -195,8 +195,10 @@ def content_hash(p: Path, exact: bool = False) -> str:
 
 
 def every_file_hash(folder: Path, exact: bool = False) -> dict[str, str]:
-    """content_hash of every file under the folder, hidden ones (the lock file) included."""
-    return {str(p.relative_to(folder)): content_hash(p, exact) for p in sorted(folder.rglob("*")) if p.is_file()}
+    """content_hash of every file under the folder, hidden ones included; the lock file only as present: its
+    owner line is information that each run holding the folder writes again (core/locking.py)."""
+    return {str(p.relative_to(folder)): "present" if p.name == LOCK_NAME else content_hash(p, exact)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def visible_files(folder: Path) -> list[Path]:
