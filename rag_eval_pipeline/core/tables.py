@@ -31,6 +31,7 @@ from rag_eval_pipeline.core.table_schema import (
     declare,
     list_of,
     migration,
+    polars_type,
     spec_of,
     struct,
 )
@@ -38,13 +39,13 @@ from rag_eval_pipeline.core.table_schema import (
 RETRIEVED_HIT_ARROW = struct(chunk_id=STRING, score=FLOAT64, rank=INT32)
 RELEVANT_ID_ARROW = struct(chunk_id=STRING, grade=INT32)
 RELEVANT_DOC_ARROW = struct(doc_id=STRING, grade=INT32)
-GOLDEN_CLAIM_ARROW = struct(claim_id=STRING, text=STRING, supporting=list_of(STRING), importance=STRING)
-RETRIEVED_HIT = pl.Struct({"chunk_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int32})
-RELEVANT_ID = pl.Struct({"chunk_id": pl.Utf8, "grade": pl.Int32})
-RELEVANT_DOC = pl.Struct({"doc_id": pl.Utf8, "grade": pl.Int32})
 # importance: "vital" / "okay" (NUGGET_IMPORTANCE; null = vital), the claim's weight as a nugget
-GOLDEN_CLAIM = pl.Struct({"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8),
-                          "importance": pl.Utf8})
+GOLDEN_CLAIM_ARROW = struct(claim_id=STRING, text=STRING, supporting=list_of(STRING), importance=STRING)
+#: The same types as polars reads them (derived: declared once, in Arrow).
+RETRIEVED_HIT = polars_type(RETRIEVED_HIT_ARROW)
+RELEVANT_ID = polars_type(RELEVANT_ID_ARROW)
+RELEVANT_DOC = polars_type(RELEVANT_DOC_ARROW)
+GOLDEN_CLAIM = polars_type(GOLDEN_CLAIM_ARROW)
 
 ANSWERABILITY = ("answerable", "absent", "clarify")
 DECISIONS = ("answer", "abstain", "clarify", "error")

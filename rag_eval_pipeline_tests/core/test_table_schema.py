@@ -55,11 +55,24 @@ def test_a_null_in_a_column_declared_not_null_is_refused_before_writing(tmp_path
 
 
 def test_an_undeclared_table_is_never_written(tmp_path) -> None:
-    with pytest.raises(SchemaError, match="has no declared schema"):
+    # the messages say what to do in a user's words, never which source file declares the tables
+    with pytest.raises(SchemaError, match="'scratch' is not one of this pipeline's tables .*rename the file") as exc:
         write_parquet_atomic(pl.DataFrame({"a": [1]}), tmp_path / "x.parquet", table="scratch")
-    with pytest.raises(SchemaError, match="needs its declared table name"):
+    assert "core/tables.py" not in str(exc.value)
+    with pytest.raises(SchemaError, match="no table was named for this one") as exc:
         write_parquet_atomic(pl.DataFrame({"a": [1]}), tmp_path / "x.parquet")
+    assert "core/tables.py" not in str(exc.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_polars_nested_types_are_derived_from_the_arrow_declaration() -> None:
+    from rag_eval_pipeline.core import tables
+
+    assert tables.RETRIEVED_HIT == pl.Struct({"chunk_id": pl.String, "score": pl.Float64, "rank": pl.Int32})
+    assert tables.RELEVANT_ID == pl.Struct({"chunk_id": pl.String, "grade": pl.Int32})
+    assert tables.GOLDEN_CLAIM == pl.Struct({"claim_id": pl.String, "text": pl.String,
+                                             "supporting": pl.List(pl.String)})
+    assert tables.SCHEMAS["rag_runs"]["retrieved"] == pl.List(tables.RETRIEVED_HIT)
 
 
 def test_a_declaration_needs_descriptions_and_a_version() -> None:

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.locking import OutputLock, read_owner
+from rag_eval_pipeline.core.locking import LOCK_NAME, OutputLock, read_owner
 from rag_eval_pipeline.core.sources.trec import read_trec_run
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline.defs.judging import JudgeResource
@@ -50,7 +50,7 @@ HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
 CASES = sorted(p.name for p in HOSTILE.iterdir() if (p / "case.yaml").is_file())
 # round three's targets run in test_hostile_live.py (live systems, servers, the CLI, the baseline)
 NOT_THROUGH_MATERIALIZE = ("trec_run", "cli_signal", "config", "live_http", "live_python", "traces", "traces_size",
-                           "cli", "server", "baseline", "label", "acl")
+                           "traces_values", "traces_line", "cli", "server", "baseline", "label", "acl")
 TEAM = "team_rag"
 
 # Judge calls seen by the counting judge of the current materialisation (in-process executor).
@@ -177,10 +177,11 @@ def good_run(tmp_path_factory):
 WRITE_STAMP_KEYS = {b"rag_eval.written_at", b"rag_eval.run_id"}
 
 
-def content_hash(p: Path) -> str:
-    """sha256 of a file's bytes; for a Parquet table, of its rows, schema and metadata less the write stamp."""
+def content_hash(p: Path, exact: bool = False) -> str:
+    """sha256 of a file's bytes; for a Parquet table, of its rows, schema and metadata less the write stamp
+    (of its bytes with ``exact``)."""
     try:
-        table = pq.read_table(p) if p.suffix == ".parquet" else None
+        table = pq.read_table(p) if p.suffix == ".parquet" and not exact else None
     except (pa.ArrowException, OSError):  # a damaged file (a case's own doing) is compared byte for byte
         table = None
     if table is None:
@@ -193,9 +194,11 @@ def content_hash(p: Path) -> str:
     return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
-def every_file_hash(folder: Path) -> dict[str, str]:
-    """content_hash of every file under the folder, hidden ones (the lock file) included."""
-    return {str(p.relative_to(folder)): content_hash(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+def every_file_hash(folder: Path, exact: bool = False) -> dict[str, str]:
+    """content_hash of every file under the folder, hidden ones included; the lock file only as present: its
+    owner line is information that each run holding the folder writes again (core/locking.py)."""
+    return {str(p.relative_to(folder)): "present" if p.name == LOCK_NAME else content_hash(p, exact)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def visible_files(folder: Path) -> list[Path]:

@@ -18,7 +18,6 @@ only system; otherwise the command says which systems there are. Nothing here im
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,14 +214,16 @@ def resolve_side(spec: SideSpec, suite_folder: Path, default_system: str | None 
             raise SideError(f"side {spec.text!r}: folder {folder.resolve()} not found")
         return _from_folder(spec, folder.resolve(), default_system, f"{folder.resolve()}:")
     if spec.kind == "baseline":
+        from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
+
         folder = suite_folder / BASELINE_DIR
-        manifest_path = folder / "manifest.json"
-        if not manifest_path.exists():
-            raise SideError(f"side 'baseline': nothing promoted yet in {suite_folder} (no {manifest_path.name})")
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{manifest_path}: not JSON ({exc})") from None
+        try:  # the gate's own reader: strict JSON, hashes, table schema versions
+            promoted = read_baseline(suite_folder)
+        except BaselineDamaged as exc:
+            raise InputError(str(exc)) from None
+        if promoted is None:
+            raise SideError(f"side 'baseline': nothing promoted yet in {suite_folder} (no manifest.json)")
+        manifest = promoted.manifest
         run_id = manifest.get("run_id")
         archive = suite_folder / ARCHIVE / str(run_id) if run_id else None
         side = _from_folder(SideSpec("baseline", "", manifest.get("system"), spec.text), folder, None,

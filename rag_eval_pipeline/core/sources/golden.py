@@ -313,7 +313,8 @@ def golden_version(golden_raw: pl.DataFrame) -> str:
     so a golden set without document-level relevance keeps the version it had before that column existed."""
     columns = [c for c in GOLDEN_RAW_SCHEMA if c != "relevant_docs" or has_doc_relevance(golden_raw)]
     if "relevant_docs" not in golden_raw.columns:  # a frame from before document-level relevance
-        golden_raw = golden_raw.with_columns(pl.lit([], dtype=GOLDEN_RAW_SCHEMA["relevant_docs"]).alias("relevant_docs"))
+        no_docs = pl.lit([], dtype=GOLDEN_RAW_SCHEMA["relevant_docs"])
+        golden_raw = golden_raw.with_columns(no_docs.alias("relevant_docs"))
     df = tables.conform(golden_raw.select(list(GOLDEN_RAW_SCHEMA)).with_columns(pl.lit("").alias("golden_version")),
                         "golden_set").select(columns).sort("question_id")
     claims_at = columns.index("claims")

@@ -24,6 +24,8 @@ class PythonSystemConfig(AnswerTextSpec):
     concurrency: int = key(1, low=1, doc="threads (the function must then be thread-safe)")
     timeout_s: float | None = key(None, low=0, low_open=True, noun="number",
                                   doc="a call still running then is an error row; null: no deadline")
+    exception_messages: bool = key(False, doc="keep an exception's message (cut to 100,000 characters) in "
+                                              "the error row, not only its type; a message can quote anything")
     max_reply_bytes: int = key(DEFAULT_MAX_REPLY_BYTES, low=1, cap=MAX_REPLY_BYTES_LIMIT,
                                cap_why="the cap keeps one reply's memory bounded",
                                doc="largest return value, measured as JSON; a bigger one is an error row")
