@@ -70,8 +70,9 @@ def test_the_polars_nested_types_are_derived_from_the_arrow_declaration() -> Non
 
     assert tables.RETRIEVED_HIT == pl.Struct({"chunk_id": pl.String, "score": pl.Float64, "rank": pl.Int32})
     assert tables.RELEVANT_ID == pl.Struct({"chunk_id": pl.String, "grade": pl.Int32})
+    assert tables.RELEVANT_DOC == pl.Struct({"doc_id": pl.String, "grade": pl.Int32})
     assert tables.GOLDEN_CLAIM == pl.Struct({"claim_id": pl.String, "text": pl.String,
-                                             "supporting": pl.List(pl.String)})
+                                             "supporting": pl.List(pl.String), "importance": pl.String})
     assert tables.SCHEMAS["rag_runs"]["retrieved"] == pl.List(tables.RETRIEVED_HIT)
 
 
