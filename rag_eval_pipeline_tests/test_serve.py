@@ -155,3 +155,16 @@ def test_serve_and_serve_reference_default_to_different_ports_and_the_live_confi
     live = yaml.safe_load((REPO_ROOT / "data" / "configs" / "live_http.yaml").read_text(encoding="utf-8"))
     urls = [s["url"] for s in live["systems"] if s["kind"] == "http"]
     assert urls == [f"http://127.0.0.1:{reference}/answer"]
+
+
+@pytest.mark.parametrize("host, allowed", [
+    ("127.0.0.1", True), ("localhost:8765", True), ("LOCALHOST", True), ("[::1]:80", True), ("[::1]", True),
+    ("127.0.0.1:80@evil.com", False),  # userinfo-like: the host is evil.com
+    ("localhost:evil", False),  # a port must be digits
+    ("[::1].evil.com", False),  # nothing but ":port" may follow "]"
+    ("localhost:80:80", False), ("localhost.evil.com", False), ("evil.com", False), ("", False), (None, False),
+])
+def test_only_a_loopback_host_with_a_numeric_port_passes(host, allowed):
+    from rag_eval_pipeline.local_guard import loopback_host
+
+    assert loopback_host(host) is allowed

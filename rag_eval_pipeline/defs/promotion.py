@@ -46,9 +46,11 @@ def damaged_verdict(cfg, reason: str) -> GateVerdict:
 
 def gates_markdown(gates: pl.DataFrame) -> str:
     """A Markdown table of gate results: candidate, baseline, difference, p-value, wins/ties/losses, status."""
+    from rag_eval_pipeline.core.metrics.names import level_label
+
     f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
     return markdown_table(["system", "metric", "candidate", "baseline", "diff", "95% CI", "p", "W/T/L", "status"], [
-        [r["system"], metric_label(r["metric"], r["k"]), f(r["candidate"]), f(r["baseline"]),
+        [r["system"], level_label(r["metric"], r["k"], r.get("level")), f(r["candidate"]), f(r["baseline"]),
          f(r["difference"]), "" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
          f(r["p_value"]), f"{r['wins']}/{r['ties']}/{r['losses']}", r["status"]]
         for r in gates.iter_rows(named=True)])
@@ -88,9 +90,11 @@ def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, stor
 
 
 def failed_gates(gate_results: pl.DataFrame) -> list[str]:
-    """``"system/metric: reason"`` of every blocking gate row that did not pass (version mismatches included)."""
+    """``"system/metric: reason"`` of every blocking gate row that did not pass (version mismatches included;
+    a document-level gate's metric reads ``metric (doc)``)."""
     failed = gate_results.filter(pl.col("blocking") & ~pl.col("passed"))
-    return [f"{r['system']}/{r['metric']}: {r['reason']}" for r in failed.iter_rows(named=True)]
+    return [f"{r['system']}/{r['metric']}{' (doc)' if r.get('level') == 'doc' else ''}: {r['reason']}"
+            for r in failed.iter_rows(named=True)]
 
 
 @dg.asset(group_name="promotion", kinds={"json"})
@@ -128,6 +132,26 @@ def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFram
             "regressed_questions": dg.MetadataValue.json({
                 f"{r['system']}/{r['metric']}": r["regressed_questions"][:50]
                 for r in gate_results.iter_rows(named=True) if r["regressed_questions"]}),
+        },
+    )
+
+
+@dg.asset_check(asset=gate_verdict, blocking=True, additional_ins={"rag_runs": dg.AssetIn()},
+                description="No system's share of errored runs (decision error: a failed call, a timeout, a trace "
+                            "reporting an error) is above gates.max_run_error_share: errors are reported apart from "
+                            "the retrieval and decision rates, and too many of them block promotion.")
+def run_errors_within_share(settings: EvalSettings, gate_verdict: dict, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
+    from rag_eval_pipeline.core.systems.error_reasons import error_counts
+
+    limit = settings.config.gates.max_run_error_share
+    counts = error_counts(rag_runs)
+    over = {s: c for s, c in counts.items() if c["share"] > limit}
+    return dg.AssetCheckResult(
+        passed=not over,
+        metadata={
+            "limit": limit,
+            "over_limit": dg.MetadataValue.json(sorted(over)),
+            "errors_by_system": dg.MetadataValue.json(counts),
         },
     )
 
@@ -191,8 +215,13 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
     A case is added the first time a candidate's per-question value on a gated metric is worse than the baseline's
     (failures are kept as regression cases). Later runs never drop it; ``status`` says whether it still
     regresses, has recovered (better than when found, by the metric's direction), or has no value now
-    (``core.gates.regression_case_status``).
+    (``core.gates.regression_case_status``). Cases are kept for chunk-level (and level-less) rows; a
+    document-level gate's regressed questions are in ``gate_results`` only.
     """
+    if "level" in question_metrics.collect_schema().names():  # scanned: the schema alone, no rows read
+        question_metrics = question_metrics.filter(pl.col("level").fill_null("") != "doc")
+    if "level" in gate_results.columns:
+        gate_results = gate_results.filter(pl.col("level").fill_null("") != "doc")
     previous = store.read("regression_cases.parquet")
     known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
     now = dt.datetime.now(dt.UTC).isoformat()

@@ -156,6 +156,9 @@ class TableStore(HoldsOutputLock, dg.ConfigurableResource):
         return suite_folder(self.base_dir, self.suite_dirs, current_prefix())
 
     def path(self, *parts: str) -> Path:
+        """The path of ``parts`` (folder names, then a file name) inside the executing step's suite folder;
+        ``baseline``, ``metric_history.parquet`` and ``promotion.json`` (:data:`SHARED_WITH_FULL`) always in the
+        full evaluation's folder, also from a quick one. Nothing is created or checked."""
         prefix = current_prefix()
         if parts and parts[0] in SHARED_WITH_FULL:
             prefix = prefix[:1]
@@ -195,6 +198,9 @@ class TableStore(HoldsOutputLock, dg.ConfigurableResource):
         return write_parquet_atomic(df, self.path(*parts), table=table, context=context)
 
     def write_json(self, obj, *parts: str) -> Path:
+        """Write ``obj`` (JSON-serialisable; other values as ``str``) as indented, key-sorted JSON at ``parts``,
+        atomically (``core/storage.write_json_atomic``); returns the path. Raises dagster.Failure when a quick
+        evaluation would write a file it shares with the full one (:data:`SHARED_WITH_FULL`)."""
         if parts and parts[0] in SHARED_WITH_FULL and self.path(*parts) != self.folder().joinpath(*parts):
             raise dg.Failure(f"a quick evaluation never writes {'/'.join(parts)} of the full evaluation")
         return write_json_atomic(obj, self.path(*parts))
