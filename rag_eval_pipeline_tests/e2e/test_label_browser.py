@@ -260,7 +260,19 @@ def test_label_five_undo_restart_kill_and_calibrate(evaluated, browser, tmp_path
     def judge_labels_from_the_run() -> pl.DataFrame:
         return frame
 
-    result = dg.materialize([judge_labels_from_the_run, judge_calibration],
+    # the run's citation and nugget tables, as they are (judge_calibration reads them for its family rows)
+    families = {name: pl.read_parquet(out / f"{name}.parquet") for name in ("citation_claims", "nugget_labels")}
+
+    @dg.asset(name="citation_claims")
+    def citation_claims_from_the_run() -> pl.DataFrame:
+        return families["citation_claims"]
+
+    @dg.asset(name="nugget_labels")
+    def nugget_labels_from_the_run() -> pl.DataFrame:
+        return families["nugget_labels"]
+
+    result = dg.materialize([judge_labels_from_the_run, citation_claims_from_the_run, nugget_labels_from_the_run,
+                             judge_calibration],
                             resources={"settings": EvalSettings(config_path=str(config)),
                                        "store": TableStore(base_dir=str(out)),
                                        "io_manager": ParquetIOManager(base_dir=str(out))})
