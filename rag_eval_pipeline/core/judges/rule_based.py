@@ -67,6 +67,7 @@ from pathlib import Path
 
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
 from rag_eval_pipeline.core.judges.claims import sentence_spans, split_claims
+from rag_eval_pipeline.core.judges.direction import direction_flip
 from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported: the rule's pieces
     OPTIONAL_KEYS,
     PARAM_KEYS,
@@ -78,9 +79,11 @@ from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported
     extras_left,
     matches,
     needs_counterparts,
+    opposed,
     needs_semantic,
     quantifier_extras,
     substituted,
+    support_score,
     with_counterpart,
     with_semantic,
 )
@@ -303,6 +306,27 @@ def matching_text(claim: str) -> str:
     return _SPLITTER_CONNECTIVE.sub(" ", claim)
 
 
+def passage_recall(claim: str, sentences: list[_Sentence]) -> float:
+    """The share of ``claim``'s content tokens (stemmed words, numbers, dates) that its best passage
+    states: the highest, over the context chunks, of |claim tokens ∩ chunk tokens| / |claim tokens|,
+    the claim tokenised in the chunk's language. A passage, not the pool of every chunk: with many
+    chunks the pool states most words of any claim by chance. Input: the claim and the candidate
+    sentences (:func:`context_sentences`). Output: a float in [0, 1], 0.0 for a claim with no
+    content token or no sentence. Never raises. Source: ROUGE-1 recall (Lin, 2004) of the claim
+    against one passage."""
+    by_chunk: dict[int, tuple[str, set[str]]] = {}
+    for s in sentences:
+        lang, toks = by_chunk.setdefault(s.context, (s.tokens.language, set()))
+        toks |= s.tokens.content
+    text = matching_text(claim)
+    best = 0.0
+    for lang, toks in by_chunk.values():
+        ct = tokens(text, lang).content
+        if ct:
+            best = max(best, len(ct & toks) / len(ct))
+    return best
+
+
 class RuleBasedJudge(EncoderSignals):
     """The embedded judge (rules in the module docstring).
 
@@ -402,7 +426,8 @@ class RuleBasedJudge(EncoderSignals):
         source; ALCE citation support (Gao et al., EMNLP 2023)."""
         sentences = self._sentences(passages)
         if not sentences or not (claim or "").strip():
-            return ClaimVerdict("c1", claim, "NOT_MENTIONED", None, False, "no passage text to judge against")
+            return ClaimVerdict("c1", claim, "NOT_MENTIONED", None, False, "no passage text to judge against",
+                                support_score=0.0)
         p = _Prepared([claim], sentences, list(passages), [self._row(claim, sentences)])
         self._resolve([p])
         return self._verdict("c1", claim, p.rows[0], sentences, list(passages))
@@ -487,6 +512,10 @@ class RuleBasedJudge(EncoderSignals):
             stated = surface_words(s.chunk) | acronyms(s.chunk)
             names_ok = names <= stated
             ev = evidence(ct, s.tokens, entities_ok=names_ok, cross_lingual=cross)
+            if not cross:
+                flip = direction_flip(text, s.text, lang)
+                if flip:
+                    ev = replace(ev, direction_flipped=flip)
             if cross or max(ev.lexical, ev.word) >= floor:
                 chunk_names = frozenset(stem_word(n, lang) for n in names if n in stated)
                 missing = ct.words - s.tokens.words
@@ -523,8 +552,10 @@ class RuleBasedJudge(EncoderSignals):
                  contexts: list[str]) -> ClaimVerdict:
         p = self.params
         reason = fixed_reason(claim)
+        best_recall = passage_recall(claim, sentences)
         if reason:
-            return ClaimVerdict(cid, claim, "NOT_MENTIONED", None, False, reason)
+            return ClaimVerdict(cid, claim, "NOT_MENTIONED", None, False, reason,
+                                support_score=support_score("NOT_MENTIONED", best_recall))
         ranked = sorted(range(len(row)), key=lambda j: (-row[j].lexical, -(row[j].semantic or -2.0), j))
         for want in ("SUPPORTED", "CONTRADICTED"):
             for j in ranked:
@@ -542,17 +573,20 @@ class RuleBasedJudge(EncoderSignals):
                            else f"paraphrase: semantic {sem} >= {p['support_semantic']:g} with lexical "
                                 f"{ev.lexical:.2f} >= {p['lexical_floor']:g}, names present")
                     return ClaimVerdict(cid, claim, "SUPPORTED", s.text, True,
-                                        f"{how} in {where}; numbers and negation agree")
+                                        f"{how} in {where}; numbers and negation agree",
+                                        support_score=support_score("SUPPORTED", ev.lexical))
                 why = []
                 if ev.number_conflict:
                     ct = tokens(matching_text(claim), s.tokens.language)
                     why.append(f"numbers differ (claim {sorted(ct.numbers - s.tokens.numbers)}, "
                                f"context {sorted(s.tokens.numbers - ct.numbers)})")
-                if ev.negation_flipped:
+                if ev.negation_flipped and opposed(ev):
                     why.append(f"negation differs on {sorted(ev.negation_flipped)}")
+                if ev.direction_flipped and opposed(ev):
+                    why.append(f"direction differs ({ev.direction_flipped})")
                 return ClaimVerdict(cid, claim, "CONTRADICTED", s.text, quote_in_context(s.text, contexts),
                                     f"same topic in {where} (word recall {ev.word:.2f}, semantic {sem}), but "
-                                    + " and ".join(why))
+                                    + " and ".join(why), support_score=support_score("CONTRADICTED", 0.0))
         j = ranked[0]
         ev, s = row[j], sentences[j]
         sem = "n/a" if ev.semantic is None else f"{ev.semantic:.3f}"
@@ -567,7 +601,7 @@ class RuleBasedJudge(EncoderSignals):
                 f"extra detail: context {t.context + 1}, sentence {t.index + 1} matches the claim but does "
                 f"not state {left} of its words ({words}); an added word needs a counterpart in the "
                 f"sentence (word similarity >= {p.get('word_counterpart', 1.01):g}), a unit or name must "
-                f"be there")
+                f"be there", support_score=support_score("NOT_MENTIONED", best_recall))
         missing = sorted(tokens(matching_text(claim), s.tokens.language).content - s.tokens.content)
         shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
         return ClaimVerdict(
@@ -575,5 +609,5 @@ class RuleBasedJudge(EncoderSignals):
             f"best lexical {ev.lexical:.2f}, semantic {sem} ({where}); support needs lexical "
             f"{p['support_lexical']:g}, or semantic {p['support_semantic']:g} with lexical "
             f"{p['lexical_floor']:g}, all numbers, the same negation and no extra detail; missing: "
-            f"{shown or 'none'}",
+            f"{shown or 'none'}", support_score=support_score("NOT_MENTIONED", best_recall),
         )
