@@ -68,6 +68,7 @@ from pathlib import Path
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
 from rag_eval_pipeline.core.judges.claims import sentence_spans, split_claims
 from rag_eval_pipeline.core.judges.direction import direction_flip
+from rag_eval_pipeline.core.judges.number_kinds import kinds_conflict
 from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported: the rule's pieces
     OPTIONAL_KEYS,
     PARAM_KEYS,
@@ -109,7 +110,7 @@ JUDGE_NAME = "rule_based"
 #: The version of the rule *code* (tokens, claim splitting, evidence, decision): part of the judge's
 #: identity (``prompt_sha256``), so labels and calibrations made by older code are not reused. Bump
 #: it in every change that can change a verdict with the same parameter file.
-RULE_VERSION = 4
+RULE_VERSION = 5
 #: The fitted parameters, versioned with the package; their sha256 is the judge's prompt_sha256.
 PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
@@ -516,6 +517,8 @@ class RuleBasedJudge(EncoderSignals):
                 flip = direction_flip(text, s.text, lang)
                 if flip:
                     ev = replace(ev, direction_flipped=flip)
+                if ev.number_conflict and not kinds_conflict(text, s.text, lang, ct.numbers, s.tokens.numbers):
+                    ev = replace(ev, number_conflict=False)  # the differing numbers count different things
             if cross or max(ev.lexical, ev.word) >= floor:
                 chunk_names = frozenset(stem_word(n, lang) for n in names if n in stated)
                 missing = ct.words - s.tokens.words
