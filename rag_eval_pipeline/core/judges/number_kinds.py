@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from rag_eval_pipeline.core.judges.tokens import STOPWORDS, _fold, _stemmer, _TOKEN, canonical_number
+from rag_eval_pipeline.core.judges.tokens import _TOKEN, STOPWORDS, _fold, _stemmer, canonical_number
 
 #: How many tokens after a number are searched for the word it counts (stopwords skipped).
 LOOKAHEAD = 3

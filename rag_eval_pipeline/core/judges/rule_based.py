@@ -24,7 +24,12 @@ no context can support it.
 - *lexical* = |claim tokens ∩ sentence tokens| / |claim tokens| (words, numbers and dates);
   *word* = the same over words only.
 - *numeric*: ``numbers_ok`` when every number/date of the claim is in the sentence; a *number
-  conflict* when the claim has one the sentence lacks and the sentence has one the claim lacks.
+  conflict* when the claim has one the sentence lacks and the sentence has one of the same kind
+  that the claim lacks (a year with a year, weeks with weeks:
+  :mod:`~rag_eval_pipeline.core.judges.number_kinds`).
+- *direction*: a direction word of the claim ("lower", "disminuyó") against the sentence's
+  direction word that speaks of the same thing (:mod:`~rag_eval_pipeline.core.judges.direction`);
+  a direction that differs counts as a negation that differs, and the two together cancel.
 - *negation*: a word of :data:`NEGATIONS` negates the next :data:`NEGATION_SCOPE` tokens up to
   clause punctuation (NegEx, Chapman et al. 2001; "not only" / "no solo" do not negate); the
   claim is negated when it has a negated token, the sentence when a token it shares with the claim
@@ -42,6 +47,12 @@ extra detail; the quote is that whole sentence, verbatim, checked by
 semantic, then earliest). Parameters: :data:`PARAMS_FILE`, fitted by ``bench/fit_rule_based.py`` on
 public training data. The encoder signals are computed only where they can change a verdict, in
 batches (:mod:`~rag_eval_pipeline.core.judges.rule_signals`).
+
+**Graded support**: each verdict carries ``support_score`` in [0, 1]
+(:func:`~rag_eval_pipeline.core.judges.evidence.support_score`: CONTRADICTED 0, NOT_MENTIONED
+0.5 x the claim's recall in its best passage, :func:`passage_recall`, SUPPORTED 0.5 + 0.5 x the
+quoted sentence's lexical recall); its mean over an answer's claims is the judge's graded
+faithfulness, which tells apart answers with the same verdicts.
 
 Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
@@ -68,7 +79,6 @@ from pathlib import Path
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
 from rag_eval_pipeline.core.judges.claims import sentence_spans, split_claims
 from rag_eval_pipeline.core.judges.direction import direction_flip
-from rag_eval_pipeline.core.judges.number_kinds import kinds_conflict
 from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported: the rule's pieces
     OPTIONAL_KEYS,
     PARAM_KEYS,
@@ -80,14 +90,15 @@ from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported
     extras_left,
     matches,
     needs_counterparts,
-    opposed,
     needs_semantic,
+    opposed,
     quantifier_extras,
     substituted,
     support_score,
     with_counterpart,
     with_semantic,
 )
+from rag_eval_pipeline.core.judges.number_kinds import kinds_conflict
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.judges.rule_signals import EncoderSignals
 from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: the judge's vocabulary
