@@ -28,7 +28,11 @@ with a fixed seed, so a run is reproducible. Five case sets:
 Scores. The judge's unfaithfulness is 1 - faithfulness (share of the answer's claims judged
 SUPPORTED; the pipeline path ``judge_runs``, so a SUPPORTED quote is verified in code); an answer
 with no checkable claim scores 0.5 and is counted. Its decision: unfaithful when any claim is not
-SUPPORTED. Beside it, a *graded* unfaithfulness from the same verdicts (added after the first
+SUPPORTED. The judge's own graded score (*score*): 1 - the mean of its claims' ``support_score``
+(CONTRADICTED 0, NOT_MENTIONED 0.5 x the claim's recall in its best passage, SUPPORTED 0.5 + 0.5 x
+its quoted sentence's recall; docs/judges.md, graded support), with its balanced accuracy at the
+threshold that maximises it (as the baseline's, optimistic alike). Beside it, a *graded*
+unfaithfulness from the same verdicts (added after the first
 results: with one claim per answer the verdict share is 0 or 1, so its ROC AUC is its balanced
 accuracy): the mean over claims of 0 (SUPPORTED), 1 (CONTRADICTED) or, for NOT_MENTIONED, 0.5 + 0.5
 x the share of the claim's content tokens (the judge's stemmed words, numbers and dates) found in no
@@ -39,7 +43,7 @@ unfaithful), ROC AUC (Mann-Whitney U / (n0 n1), ties count one half; scipy) and 
 both, the seconds and answers/s of the judge with the load average.
 
 Usage: python bench/long_inputs.py [--datasets DIR] [--per-set 200] [--seed 0] [--no-semantic]
-The last line is "auc judge <a> graded <g> baseline <b>" averaged over the sets.
+The last line is "auc judge <a> score <s> graded <g> baseline <b>" averaged over the sets.
 """
 
 from __future__ import annotations

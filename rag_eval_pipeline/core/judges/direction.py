@@ -5,8 +5,8 @@ A closed class of direction words, Spanish and English (comparatives and verbs o
 or *down*. :func:`direction_flip` finds, for each direction word of the claim, the sentence's
 direction word that speaks of the same thing — the one followed (and preceded) by most of the words
 that follow (and precede) the claim's direction word — and reports a flip when that word points the
-other way. With no such local evidence, a flip needs the sentence to hold only opposite direction
-words. So "Dexamethasone decreased the risk of vomiting but increased the risk of bleeding" flips
+other way; with no such local evidence, nothing is flipped. So "Dexamethasone decreased the risk
+of vomiting but increased the risk of bleeding" flips
 "Dexamethasone decreased the risk of bleeding" (a swap inside one sentence), and "higher" flips
 "lower" although the word encoder scores the two as near-synonyms.
 
@@ -85,10 +85,10 @@ def direction_flip(claim: str, sentence: str, language: str) -> str | None:
     stems that locate what a direction word speaks of). For each direction word of the claim, the
     sentence's direction words are ranked by how many of the ``WINDOW`` content words after the
     claim word follow them in the sentence too, then by how many of the words before it precede
-    them; among the best ranked (at least one shared neighbour), one pointing the same way means no
-    flip, else a flip.
-    Without any shared neighbour, a flip needs every direction word of the sentence to point the
-    other way. Output: str or None; never raises."""
+    them; among the best ranked, one pointing the same way means no flip, else a flip. The best
+    must share a word after the claim's direction word, or, sharing none after, at least half of
+    the words before it; otherwise the sentence says nothing about that direction (no flip).
+    Output: str or None; never raises."""
     cseq = _sequence(claim, language)
     sseq = _sequence(sentence, language)
     sdirs = [(j, p) for j, (_, p) in enumerate(sseq) if p]
@@ -105,10 +105,11 @@ def direction_flip(claim: str, sentence: str, language: str) -> str | None:
             # precedes it (often the sentence's shared subject) only breaks ties
             scored.append(((len(ca & sa), len(cb & sb)), j, q))
         best = max(s for s, _, _ in scored)
+        # local evidence: a word after the claim's direction word follows the sentence's too, or
+        # (nothing after is shared) at least half of the words before it precede the sentence's
+        if best[0] == 0 and not (best[1] and 2 * best[1] >= len(cb)):
+            continue
         pool = [(j, q) for s, j, q in scored if s == best]
-        if best > (0, 0):
-            if all(q != p for _, q in pool):
-                return f"{cstem} / {sseq[pool[0][0]][0]}"
-        elif all(q != p for _, q in sdirs):
-            return f"{cstem} / {sseq[sdirs[0][0]][0]}"
+        if all(q != p for _, q in pool):
+            return f"{cstem} / {sseq[pool[0][0]][0]}"
     return None

@@ -1,6 +1,7 @@
 """What a number counts: two numbers conflict only when they are of the same kind.
 
-A number's *kind* is "year" for a whole number from 1000 to 2100 (and the year of a date), else the
+A number's *kind* is "name" when a hyphen joins it to a word ("kinesin-8", "IL-6", "3-kinase": part
+of a name, never in conflict), "year" for a whole number from 1000 to 2100 (and the year of a date), else the
 stem of the first content word after it in its clause ("12 weeks" → "week", "30 %" → "percent",
 "3 million inhabitants" → "inhabit"), else None (a bare number: "the total was 7"). A claim's number
 that its sentence lacks conflicts with a sentence number of its own kind that the claim lacks; a
@@ -13,10 +14,13 @@ fact checking (Roy, Vieira & Roth, TACL 2015, "Reasoning about quantities in nat
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from rag_eval_pipeline.core.judges.tokens import _TOKEN, STOPWORDS, _fold, _stemmer, canonical_number
 
+#: A number joined to a letter by a hyphen, before or after it (in the text as written).
+_NAMED = re.compile(r"(?<=[^\W\d_])-(\d+)(?![.,]?\d)|(?<![\d.,])(\d+)-(?=[^\W\d_])")
 #: How many tokens after a number are searched for the word it counts (stopwords skipped).
 LOOKAHEAD = 3
 
@@ -32,6 +36,7 @@ def number_kinds(text: str, language: str) -> dict[str, frozenset[str | None]]:
     Output: a dict (empty when the text has no number); never raises."""
     stem = _stemmer(language).stemWord
     matches = list(_TOKEN.finditer(_fold(text)))
+    named = {canonical_number(a or b) for a, b in _NAMED.findall(text)}
     out: dict[str, set[str | None]] = {}
     for i, m in enumerate(matches):
         if m.group("date") is not None:
@@ -43,7 +48,9 @@ def number_kinds(text: str, language: str) -> dict[str, frozenset[str | None]]:
             continue
         n = canonical_number(m.group("num"))
         kind: str | None = None
-        if _year(n):
+        if n in named:
+            kind = "name"  # "kinesin-8", "IL-6", "3-kinase": part of a name, not a quantity
+        elif _year(n):
             kind = "year"
         else:
             for nxt in matches[i + 1:i + 1 + LOOKAHEAD]:
@@ -60,7 +67,8 @@ def number_kinds(text: str, language: str) -> dict[str, frozenset[str | None]]:
 def kinds_conflict(claim: str, sentence: str, language: str, claim_numbers: frozenset[str],
                    sentence_numbers: frozenset[str]) -> bool:
     """True when a number of the claim that the sentence lacks meets, in the sentence, a number of
-    the same kind that the claim lacks (a bare claim number: any number the claim lacks). Input:
+    the same kind that the claim lacks (a bare claim number: any number the claim lacks; a number
+    of a name conflicts with nothing and nothing conflicts with it). Input:
     the two texts, their language and their number tokens
     (:class:`~rag_eval_pipeline.core.judges.tokens.Tokens` ``numbers``). Output: bool; never raises."""
     missing = claim_numbers - sentence_numbers
@@ -72,8 +80,9 @@ def kinds_conflict(claim: str, sentence: str, language: str, claim_numbers: froz
     other_kinds: set[str | None] = set()
     for n in others:
         other_kinds |= sk.get(n, frozenset({None}))
+    other_kinds.discard("name")
     for n in missing:
-        kinds = ck.get(n, frozenset({None}))
+        kinds = ck.get(n, frozenset({None})) - {"name"}
         if None in kinds or kinds & other_kinds:
             return True
     return False

@@ -33,6 +33,9 @@ def test_same_kind_other_value_is_contradicted(judge, ctx, claim):
     # claim's 8 is not in the sentence -> not SUPPORTED, and no conflict -> NOT_MENTIONED
     ("Kip3, a kinesin-5 family member, promotes spindle assembly.",
      "The kinesin-8 protein Kip3 promotes spindle assembly."),
+    # numbers joined to a word by a hyphen are part of a name: IL-8 is not a count that IL-6
+    # contradicts; the claim's 8 is missing -> NOT_MENTIONED
+    ("Interleukin IL-6 levels rose in 30 patients.", "Interleukin IL-8 levels rose in 30 patients."),
     # a year (1979) against a sentence with no year, only counts of persons: NOT_MENTIONED
     ("Incidence of heart failure among women was 289 per 100 000 persons.",
      "Incidence of heart failure among women was stable since 1979."),
@@ -47,3 +50,6 @@ def test_number_kinds_by_hand():
         "12": frozenset({"week"}), "1979": frozenset({"year"}), "3000000": frozenset({"inhabit"})}
     # a number at the end of a clause counts nothing: no kind (None)
     assert number_kinds("The total was 7.", "english") == {"7": frozenset({None})}
+    # joined to a word by a hyphen, before or after: part of a name
+    assert number_kinds("The A-769662 compound binds 3-kinase.", "english") == {
+        "769662": frozenset({"name"}), "3": frozenset({"name"})}
