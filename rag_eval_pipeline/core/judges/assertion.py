@@ -1,14 +1,13 @@
 """Whether a context sentence states something: a question, or a sentence that asks "whether", does not.
 
 "OBJECTIVE To assess whether screening leads to improvements in vision" says neither that screening
-helps nor that it does not, so it can neither support nor contradict a claim that states either;
-the embedded judge leaves such sentences out as evidence for a stating claim (their words still
-count for the passage's recall in the graded support), and compares a claim that asks ("The trial
-assessed whether ...") only with sentences that ask. A concessive "whether or not" / "regardless
-of whether" ("Mortality fell, whether or not they smoked") still states its main clause. Spanish:
-a sentence opened by "¿" or ending with "?". Source: the hypothetical / question triggers of the
-ConText algorithm (Harkema et al., J Biomed Inform 2009), which extends NegEx; FActScore (Min et
-al., EMNLP 2023) likewise counts only declarative atomic facts.
+helps nor that it does not, so it can neither support nor contradict a claim about it; the embedded
+judge leaves such sentences out as evidence (their words still count for the passage's recall in
+the graded support). A concessive "whether or not" / "regardless of whether" ("Mortality fell,
+whether or not they smoked") still states its main clause. Spanish: a sentence opened by "¿" or
+ending with "?". Source: the hypothetical / question triggers of the ConText algorithm (Harkema et
+al., J Biomed Inform 2009), which extends NegEx; FActScore (Min et al., EMNLP 2023) likewise counts
+only declarative atomic facts.
 """
 
 from __future__ import annotations

@@ -27,9 +27,8 @@ no context can support it.
   conflict* when the claim has one the sentence lacks and the sentence has one of the same kind
   that the claim lacks (a year with a year, weeks with weeks:
   :mod:`~rag_eval_pipeline.core.judges.number_kinds`).
-- *statements against statements*: a context sentence that asks instead of stating (a question,
-  "whether ...": :mod:`~rag_eval_pipeline.core.judges.assertion`) neither supports nor contradicts
-  a claim that states; a claim that asks is compared with sentences that ask.
+- *statements only*: a context sentence that asks instead of stating (a question, "whether ...":
+  :mod:`~rag_eval_pipeline.core.judges.assertion`) neither supports nor contradicts.
 - *direction*: a direction word of the claim ("lower", "disminuyó") against the sentence's
   direction word that speaks of the same thing (:mod:`~rag_eval_pipeline.core.judges.direction`);
   a direction that differs counts as a negation that differs, and the two together cancel.
@@ -510,7 +509,6 @@ class RuleBasedJudge(EncoderSignals):
         text = matching_text(claim)
         own = language_of(text)
         names = entities(text)
-        claim_asserts = asserts(text)
         if floor is None:
             floor = min(self.params["lexical_floor"], self.params["support_lexical"])
         row = []
@@ -523,8 +521,8 @@ class RuleBasedJudge(EncoderSignals):
             ct, name_stems = by_lang[lang]
             other = language_of(s.text)
             cross = None not in (own, other) and own != other
-            if (not cross and not (ct.content & s.tokens.content)) or asserts(s.text) != claim_asserts:
-                row.append(_EMPTY)  # nothing shared, or one side asks ("whether ...") and the other states
+            if (not cross and not (ct.content & s.tokens.content)) or not asserts(s.text):
+                row.append(_EMPTY)  # nothing shared, or a sentence that asks instead of stating
                 continue
             stated = surface_words(s.chunk) | acronyms(s.chunk)
             names_ok = names <= stated
