@@ -27,8 +27,6 @@ no context can support it.
   conflict* when the claim has one the sentence lacks and the sentence has one of the same kind
   that the claim lacks (a year with a year, weeks with weeks:
   :mod:`~rag_eval_pipeline.core.judges.number_kinds`).
-- *statements only*: a context sentence that asks instead of stating (a question, "whether ...":
-  :mod:`~rag_eval_pipeline.core.judges.assertion`) neither supports nor contradicts.
 - *direction*: a direction word of the claim ("lower", "disminuyó") against the sentence's
   direction word that speaks of the same thing (:mod:`~rag_eval_pipeline.core.judges.direction`);
   a direction that differs counts as a negation that differs, and the two together cancel.
@@ -78,7 +76,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from rag_eval_pipeline.core.judges.assertion import asserts
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
 from rag_eval_pipeline.core.judges.claims import sentence_spans, split_claims
 from rag_eval_pipeline.core.judges.direction import direction_flip
@@ -521,8 +518,8 @@ class RuleBasedJudge(EncoderSignals):
             ct, name_stems = by_lang[lang]
             other = language_of(s.text)
             cross = None not in (own, other) and own != other
-            if (not cross and not (ct.content & s.tokens.content)) or not asserts(s.text):
-                row.append(_EMPTY)  # nothing shared, or a sentence that asks instead of stating
+            if not cross and not (ct.content & s.tokens.content):
+                row.append(_EMPTY)
                 continue
             stated = surface_words(s.chunk) | acronyms(s.chunk)
             names_ok = names <= stated
