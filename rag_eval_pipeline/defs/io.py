@@ -1,17 +1,17 @@
-"""Parquet IO for every asset: one small IO manager over polars.
+"""Parquet IO for every asset: one small IO manager over polars, one instance per suite.
 
 dagster-polars does not load Parquet with polars 2.x (``scan_parquet`` lost ``rechunk``), so this
 ~40-line manager replaces it. DataFrames go to ``<base_dir>/<asset>.parquet`` (checked against the
 table's declared schema, written atomically); anything else goes to ``<base_dir>/<asset>.json``.
-A suite's assets carry its name as key prefix (``sample/metric_summary``): they go to the suite's
-folder, ``suite_dirs[suite]`` when given (``rag-eval run --output``), else ``<base_dir>/<suite>/``;
-the quick evaluation's keys (``sample/quick/...``) to ``quick/`` inside it.
+Each suite has its own manager (resource key ``<suite>__io_manager``) whose ``base_dir`` is the suite's
+folder (``outputs/<suite>/``, or ``rag-eval run --output``): ``sample/metric_summary`` goes to
+``<base_dir>/metric_summary.parquet``, the quick evaluation's ``sample/quick/...`` to ``<base_dir>/quick/``.
 
 One writer per folder: while a run's resources are up, the IO manager (and the table store, see
-``resources.py``) holds ``.rag-eval.lock`` of every suite folder the run writes (``core/locking.py``;
-``<base_dir>`` itself for unprefixed assets). A second run on the same
-folder fails at resource initialisation with a message naming the holder (pid, run id, start time),
-or waits ``lock_wait_s`` seconds first; steps of one run in other processes wait for each other.
+``resources.py``) holds ``.rag-eval.lock`` of its suite's folder (``core/locking.py``); Dagster starts
+only the resources of the suites a run writes. A second run on the same folder fails at resource
+initialisation with a message naming the holder (pid, run id, start time), or waits ``lock_wait_s``
+seconds first; steps of one run in other processes wait for each other.
 """
 
 
@@ -25,33 +25,6 @@ from pydantic import PrivateAttr
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
 
-SUITE_TAG = "rag_eval/suite"
-QUICK = "quick"
-
-
-def suite_folder(base_dir: str, suite_dirs: dict[str, str], prefix: tuple[str, ...] | list[str]) -> Path:
-    """The folder of an asset key prefix: ``()`` -> base_dir; ``("sample",)`` -> the sample suite's
-    folder (``suite_dirs["sample"]`` or ``base_dir/sample``); ``("sample", "quick")`` -> ``<that>/quick``."""
-    if not prefix:
-        return Path(base_dir)
-    root = Path(suite_dirs[prefix[0]]) if prefix[0] in suite_dirs else Path(base_dir, prefix[0])
-    return root.joinpath(*prefix[1:])
-
-
-def run_suites(dagster_run, known: list[str]) -> list[str]:
-    """The suites a run writes: the key prefixes of its asset (and check) selection, else its
-    ``rag_eval/suite`` tag, else every known suite (a run of the whole code location)."""
-    if dagster_run is None:
-        return list(known)
-    keys = list(dagster_run.asset_selection or []) + [c.asset_key for c in (dagster_run.asset_check_selection or [])]
-    if keys:
-        return sorted({k.path[0] for k in keys if len(k.path) > 1 and k.path[0] in known})
-    tagged = (dagster_run.tags or {}).get(SUITE_TAG)
-    if tagged:
-        return [s for s in tagged.split(",") if s in known] or list(known)
-    return list(known)
-
-
 def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: float) -> OutputLock:
     """Take the folder lock for the run being initialised (re-entrant within the process)."""
     lock = OutputLock(base_dir, run_id=getattr(context, "run_id", None), wait_s=wait_s).acquire()
@@ -62,22 +35,13 @@ def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: flo
 
 
 class HoldsOutputLock:
-    """Mixin for resources with ``base_dir``, ``suite_dirs``, ``lock_wait_s`` and a ``_locks`` private
-    attribute: hold the lock of every folder the run writes, from resource set-up to tear-down."""
-
-    def lock_folders(self, context: dg.InitResourceContext | None) -> list[Path]:
-        """The folders this run writes: its suites' folders, or ``base_dir`` when no suite is known."""
-        known = sorted(self.suite_dirs)
-        if not known:
-            return [Path(self.base_dir)]
-        suites = run_suites(getattr(context, "dagster_run", None), known) or known
-        return [suite_folder(self.base_dir, self.suite_dirs, (s,)) for s in suites]
+    """Mixin for resources with ``base_dir``, ``lock_wait_s`` and a ``_locks`` private attribute: hold
+    the lock of ``base_dir`` (the suite's folder) from resource set-up to tear-down."""
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self._locks = []
         try:
-            for folder in self.lock_folders(context):
-                self._locks.append(hold_output_lock(str(folder), context, self.lock_wait_s))
+            self._locks.append(hold_output_lock(str(self.base_dir), context, self.lock_wait_s))
         except BaseException:
             self.teardown_after_execution(context)
             raise
@@ -89,16 +53,25 @@ class HoldsOutputLock:
 
 
 class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
-    """Stores polars DataFrames as Parquet and other values as JSON under ``base_dir``."""
+    """Stores polars DataFrames as Parquet and other values as JSON under ``base_dir``.
+
+    ``suite``: the key prefix of the suite whose folder ``base_dir`` is (None: unprefixed keys);
+    ``lock_wait_s``: how long a run waits for another run writing the same folder (0: fail at once)."""
 
     base_dir: str
-    suite_dirs: dict[str, str] = {}  # suite name -> its output folder (default base_dir/<suite>)
-    lock_wait_s: float = 0.0  # how long a run waits for another run writing the same folder; 0 = fail at once
+    suite: str | None = None
+    lock_wait_s: float = 0.0
 
     _locks: list = PrivateAttr(default_factory=list)
 
     def _path(self, key: dg.AssetKey, suffix: str) -> Path:
-        return suite_folder(self.base_dir, self.suite_dirs, key.path[:-1]).joinpath(key.path[-1] + suffix)
+        parts = list(key.path)
+        if self.suite is not None:
+            if parts[0] != self.suite:
+                raise dg.Failure(f"asset {key.to_user_string()} is not in suite {self.suite}: its IO manager "
+                                 f"writes only {self.base_dir}")
+            parts = parts[1:]
+        return Path(self.base_dir).joinpath(*parts[:-1], parts[-1] + suffix)
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         if obj is None:
@@ -115,15 +88,20 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
 
     def load_input(self, context: dg.InputContext):
         """Read an upstream table. ``dg.AssetIn(metadata={"columns": [...]})`` reads only those columns
-        (a check that needs the 200,000 chunk ids of a snapshot need not load its text)."""
+        (a check that needs the 200,000 chunk ids of a snapshot need not load its text);
+        ``metadata={"allow_missing": True}`` gives None for a table never materialised (a quick
+        evaluation reading the full evaluation's history before the first full run)."""
         key = context.upstream_output.asset_key if context.upstream_output else context.asset_key
         parquet = self._path(key, ".parquet")
+        metadata = context.definition_metadata or {}
         if parquet.exists():
-            columns = (context.definition_metadata or {}).get("columns")
+            columns = metadata.get("columns")
             return pl.read_parquet(parquet, columns=list(columns) if columns else None)
         as_json = self._path(key, ".json")
         if as_json.exists():
             return json.loads(as_json.read_text(encoding="utf-8"))
+        if metadata.get("allow_missing"):
+            return None
         raise FileNotFoundError(
             f"asset {key.to_user_string()} has not been materialised yet: no {parquet} or {as_json}"
         )

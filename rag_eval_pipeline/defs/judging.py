@@ -1,5 +1,11 @@
-"""judge_labels and answer_judgements: per-claim verdicts from the configured judge."""
+"""The judging stage: judge_labels and answer_judgements (per-claim verdicts from the suite's judge) and
+answer_quality (model-judged answer and context relevance, correctness), the judge resources, and the
+checks beside the labels.
 
+The computations are plain functions; :func:`build` declares them as one suite's stage: one step
+(Dagster multi-asset ``judging``) that reads ``rag_runs``, ``golden_set`` and ``corpus_snapshot`` once.
+Materialising ``answer_quality`` alone runs only its part (the stage can be subset).
+"""
 
 import dagster as dg
 import polars as pl
@@ -9,6 +15,9 @@ from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.judges.base import BindsRuns, judge_stats
 from rag_eval_pipeline.core.tables import VERDICTS
 from rag_eval_pipeline.defs.resources import EvalSettings
+from rag_eval_pipeline.defs.scope import SuiteScope
+
+STAGE = "judging"
 
 
 class JudgeResource(dg.ConfigurableResource):
@@ -81,14 +90,6 @@ class JudgeRunConfig(dg.Config):
     repeats: int | None = None
 
 
-@dg.multi_asset(
-    group_name="judging",
-    outs={
-        "judge_labels": dg.AssetOut(kinds={"polars", "parquet"}, description="One claim of one answer, judged once."),
-        "answer_judgements": dg.AssetOut(kinds={"polars", "parquet"},
-                                         description="Why each answer has (or lacks) claim labels."),
-    },
-)
 def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
                   settings: EvalSettings, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                   rag_runs: pl.DataFrame):
@@ -123,8 +124,6 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
     })
 
 
-@dg.asset_check(asset="answer_judgements", blocking=True, additional_ins={"rag_runs": dg.AssetIn()},
-                description="Every run row of every system has a judgement for every repeat (labels are complete).")
 def every_answer_has_a_judgement(answer_judgements: pl.DataFrame, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
     repeats = answer_judgements["repeat"].unique().to_list() or [0]
     repeat_frame = pl.DataFrame({"repeat": repeats}, schema={"repeat": pl.Int32})
@@ -147,8 +146,6 @@ def progress_line(p: dict) -> str:
             f"{p['elapsed_s']:.1f} s")
 
 
-@dg.asset_check(asset="judge_labels", blocking=True,
-                description="Every verdict is in the allowed set; SUPPORTED always carries a verified quote.")
 def verdicts_in_allowed_set(judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
     bad = judge_labels.filter(~pl.col("verdict").is_in(list(VERDICTS)))
     unverified = judge_labels.filter((pl.col("verdict") == "SUPPORTED") & ~pl.col("quote_found").fill_null(False))
@@ -161,7 +158,6 @@ def verdicts_in_allowed_set(judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
     )
 
 
-@dg.asset_check(asset="judge_labels", blocking=True, description="JUDGE_ERROR labels stay below the configured share.")
 def judge_error_share(settings: EvalSettings, judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
     limit = settings.config.max_judge_error_share
     errors = judge_labels.filter(pl.col("verdict") == "JUDGE_ERROR")
@@ -239,7 +235,6 @@ def select_judge_resource(judge: JudgeConfig | None = None, *, config_path: str 
     raise JudgeConfigError(f"judge type {cfg.type!r}: expected one of rule_based, openai_compatible, human")
 
 
-@dg.asset(group_name="judging", kinds={"polars", "parquet"})
 def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, settings: EvalSettings,
                    corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                    rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]:
@@ -265,3 +260,62 @@ def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, sett
     errors = int((quality["status"] == "judge_error").sum())
     return dg.Output(quality, metadata={"evaluated": True, "judge_model": j.model, "rows": quality.height,
                                         "judge_errors": errors, "reverse_questions": embed is not None})
+
+
+DESCRIPTIONS = {
+    "judge_labels": "One claim of one answer, judged once.",
+    "answer_judgements": "Why each answer has (or lacks) claim labels.",
+    "answer_quality": answer_quality.__doc__,
+}
+CHECK_DESCRIPTIONS = {
+    "every_answer_has_a_judgement": "Every run row of every system has a judgement for every repeat (labels are "
+                                    "complete).",
+    "verdicts_in_allowed_set": "Every verdict is in the allowed set; SUPPORTED always carries a verified quote.",
+    "judge_error_share": "JUDGE_ERROR labels stay below the configured share.",
+}
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of the judging stage for ``scope``.
+
+    One step reads ``rag_runs``, ``golden_set`` and ``corpus_snapshot``; the lineage draws each table from
+    the nearest table it is computed from (``judge_labels`` from all three; ``answer_judgements`` and
+    ``answer_quality`` from ``rag_runs``, whose own upstream are the other two)."""
+    outs = {name: dg.AssetOut(key=scope.key(name), kinds={"polars", "parquet"}, is_required=False,
+                              description=scope.describe(text), io_manager_key=scope.io_manager_key,
+                              group_name=scope.group(STAGE), tags={"stage": STAGE})
+            for name, text in DESCRIPTIONS.items()}
+    runs, golden, corpus = scope.key("rag_runs"), scope.key("golden_set"), scope.key("corpus_snapshot")
+
+    @dg.multi_asset(name=scope.op(STAGE), outs=outs, ins=scope.ins("rag_runs", "golden_set", "corpus_snapshot"),
+                    internal_asset_deps={"judge_labels": {runs, golden, corpus}, "answer_judgements": {runs},
+                                         "answer_quality": {runs}},
+                    can_subset=True, required_resource_keys=scope.needs("settings", "judge"))
+    def judging(context: dg.AssetExecutionContext, config: JudgeRunConfig, rag_runs: pl.DataFrame,
+                golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame):
+        selected = context.selected_output_names
+        settings, judge = scope.settings(context), scope.judge(context)
+        if selected & {"judge_labels", "answer_judgements"}:  # one judging pass gives both
+            for output in judge_answers(context, config, judge, settings, corpus_snapshot, golden_set, rag_runs):
+                if output.output_name in selected:
+                    yield output
+        if "answer_quality" in selected:
+            quality = answer_quality(context, judge, settings, corpus_snapshot, golden_set, rag_runs)
+            yield dg.Output(quality.value, output_name="answer_quality", metadata=quality.metadata)
+
+    @dg.asset_check(asset=scope.key("answer_judgements"), name="every_answer_has_a_judgement", blocking=True,
+                    additional_ins=scope.ins("rag_runs"), description=CHECK_DESCRIPTIONS["every_answer_has_a_judgement"])
+    def judgements_complete(answer_judgements: pl.DataFrame, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
+        return every_answer_has_a_judgement(answer_judgements, rag_runs)
+
+    @dg.asset_check(asset=scope.key("judge_labels"), name="verdicts_in_allowed_set", blocking=True,
+                    description=CHECK_DESCRIPTIONS["verdicts_in_allowed_set"])
+    def verdicts(judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
+        return verdicts_in_allowed_set(judge_labels)
+
+    @dg.asset_check(asset=scope.key("judge_labels"), name="judge_error_share", blocking=True,
+                    required_resource_keys=scope.needs("settings"), description=CHECK_DESCRIPTIONS["judge_error_share"])
+    def error_share(context, judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
+        return judge_error_share(scope.settings(context), judge_labels)
+
+    return [judging], [judgements_complete, verdicts, error_share]

@@ -4,6 +4,14 @@
 report and ``regression_cases`` read that table. The blocking check sits on ``gate_verdict``, the
 small asset that decides promotion: Dagster skips everything downstream of a failed blocking check,
 so only ``promotion`` hangs below it and the report is still written on a night the gate fails.
+``gate_results`` and ``gate_verdict`` are computed in the aggregate stage (``defs/aggregate.py``);
+:func:`build` declares ``regression_cases``, ``promotion`` and the promoted baseline.
+
+The promoted baseline (``<suite folder>/baseline/``) is not an asset of a run: ``promotion`` writes it,
+and the next run's gates and report read it. It is declared as the external asset
+``<suite>/promoted_baseline``, which the lineage draws into ``gate_results`` and ``evaluation_report``;
+``promotion`` reports a materialisation of it (system, promotion time) each time it writes one. ``regression_cases`` adds to its own previous
+materialisation (read from the suite's folder).
 """
 
 
@@ -15,12 +23,16 @@ import polars as pl
 
 from rag_eval_pipeline.core.gates import PromotedBaseline, compute_gate_verdict, run_manifest, same_run_configuration
 from rag_eval_pipeline.core.report.markdown import markdown_table
-from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
+from rag_eval_pipeline.defs.scope import SuiteScope
 
+STAGE = "promotion"
 BASELINE_DIR = "baseline"
+NO_REGRESSION_DESCRIPTION = ("Every blocking gate passes: no regression beyond its threshold that the paired test calls "
+                             "real, no floor breached, no comparison across golden or corpus versions.")
 
 
-def load_baseline(store: TableStore) -> PromotedBaseline | None:
+def load_baseline(store: TableFolder) -> PromotedBaseline | None:
     """The promoted baseline (manifest, metric_summary, question_metrics), or None before the first promotion."""
     manifest_path = store.path(BASELINE_DIR, "manifest.json")
     if not manifest_path.exists():
@@ -40,8 +52,7 @@ def gates_markdown(gates: pl.DataFrame) -> str:
         for r in gates.iter_rows(named=True)])
 
 
-@dg.asset(group_name="promotion", kinds={"polars", "parquet"})
-def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
                  metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
                  golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
                  judge_variance: pl.DataFrame) -> dg.Output[pl.DataFrame]:
@@ -70,20 +81,23 @@ def failed_gates(gate_results: pl.DataFrame) -> list[str]:
     return [f"{r['system']}/{r['metric']}: {r['reason']}" for r in failed.iter_rows(named=True)]
 
 
-@dg.asset(group_name="promotion", kinds={"json"})
-def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings,
-                 gate_results: pl.DataFrame) -> dg.Output[dict]:
+def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate_results: pl.DataFrame,
+                 rag_runs: pl.DataFrame | None = None, golden_set: pl.DataFrame | None = None) -> dg.Output[dict]:
     """Whether ``gates.promote`` may become the baseline: the gate table's blocking failures, and the system.
 
     ``promote`` is null when no candidate is configured; ``unchanged_since_promotion`` when the
-    candidate is already the promoted baseline (promotion then keeps the stored one)."""
+    candidate is already the promoted baseline (promotion then keeps the stored one); ``manifest`` what
+    the candidate ran (``core.gates.run_manifest`` of ``rag_runs`` and ``golden_set``), the manifest
+    ``promotion`` stores (null without a candidate or without those tables)."""
     cfg = settings.config
     failures = failed_gates(gate_results)
     promote = cfg.gates.promote
     rows = gate_results.filter(pl.col("system") == promote) if promote else gate_results.clear()
     unchanged = rows.height > 0 and rows["status"].eq("unchanged_since_promotion").any()
+    manifest = run_manifest(rag_runs, golden_set, promote) if promote and rag_runs is not None \
+        and golden_set is not None else None
     verdict = {"promote": promote, "passed": not failures, "blocking_failures": failures,
-               "unchanged_since_promotion": bool(unchanged)}
+               "unchanged_since_promotion": bool(unchanged), "manifest": manifest}
     return dg.Output(verdict, metadata={
         "promote": promote or "none (no candidate configured)", "passed": not failures,
         "blocking_failures": dg.MetadataValue.json(failures),
@@ -91,9 +105,6 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings,
     })
 
 
-@dg.asset_check(asset=gate_verdict, blocking=True, additional_ins={"gate_results": dg.AssetIn()},
-                description="Every blocking gate passes: no regression beyond its threshold that the paired test "
-                            "calls real, no floor breached, no comparison across golden or corpus versions.")
 def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFrame) -> dg.AssetCheckResult:
     failed = failed_gates(gate_results)
     return dg.AssetCheckResult(
@@ -109,11 +120,13 @@ def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFram
     )
 
 
-@dg.asset(group_name="promotion")
-def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
               metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
-              golden_set: pl.DataFrame, judge_calibration: pl.DataFrame, gate_verdict: dict) -> dg.Output[dict]:
-    """Store ``gates.promote`` as the promoted baseline. Runs only when every blocking check upstream passed.
+              judge_calibration: pl.DataFrame, gate_verdict: dict,
+              baseline_key: dg.AssetKey | None = None) -> dg.Output[dict]:
+    """Store ``gates.promote`` as the promoted baseline. Runs only when every blocking check upstream passed
+    (``judge_calibration`` is an input so that the calibration check, where it blocks, stops it); a new
+    baseline is reported as a materialisation of the external asset ``baseline_key`` when given.
 
     Nothing is written when no candidate is configured, or when the candidate is the promoted baseline
     itself (the stored one, with its promotion time, stays). Raises ValueError, before writing, when
@@ -123,7 +136,7 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     stored = load_baseline(store)
     if system is None:
         return dg.Output({"promoted": None}, metadata={"promoted_system": "none (no candidate configured)"})
-    manifest = run_manifest(rag_runs, golden_set, system)
+    manifest = dict(gate_verdict["manifest"])  # what the candidate ran, as gate_verdict recorded it
     if stored is not None and same_run_configuration(manifest, stored.manifest):
         context.log.info(f"{system} is already the promoted baseline (unchanged since promotion); kept as stored")
         return dg.Output(dict(stored.manifest), metadata={
@@ -141,6 +154,10 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
         store.write(df, BASELINE_DIR, f"{name}.parquet", table=name)
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
     context.log.info(f"promoted {system} as the baseline")
+    if baseline_key is not None:  # the external asset promoted_baseline: what it holds now
+        context.log_event(dg.AssetMaterialization(asset_key=baseline_key, metadata={
+            "promoted_system": system, "promoted_at": manifest["promoted_at"], "run_id": context.run_id,
+            "path": dg.MetadataValue.path(str(store.path(BASELINE_DIR).resolve()))}))
     return dg.Output(manifest, metadata={"promoted_system": system, "unchanged_since_promotion": False,
                                          "corpus_version": manifest["corpus_version"],
                                          "golden_version": manifest["golden_version"]})
@@ -152,8 +169,7 @@ REGRESSION_COLUMNS = {
 }
 
 
-@dg.asset(group_name="promotion", kinds={"polars", "parquet"})
-def regression_cases(context: dg.AssetExecutionContext, store: TableStore, question_metrics: pl.DataFrame,
+def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, question_metrics: pl.DataFrame,
                      gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
 
@@ -196,3 +212,35 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
             [f"{r['system']}/{r['metric']}{'' if r['k'] is None else '_' + str(r['k'])}: {r['question_id']}"
              for r in still.head(50).iter_rows(named=True)]),
     })
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of ``scope``: ``regression_cases``; in a full evaluation also ``promotion`` and the
+    external asset ``promoted_baseline`` (a quick evaluation reads its suite's and never promotes)."""
+
+    @dg.asset(key=scope.key("regression_cases"), ins=scope.ins("question_metrics", "gate_results"),
+              kinds={"polars", "parquet"}, description=scope.describe(regression_cases.__doc__),
+              required_resource_keys=scope.needs("store"), **scope.asset_args(STAGE))
+    def regressions(context: dg.AssetExecutionContext, question_metrics: pl.DataFrame,
+                    gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+        return regression_cases(context, scope.store(context), question_metrics, gate_results)
+
+    if scope.quick:
+        return [regressions], []
+
+    promoted_baseline = dg.AssetSpec(
+        key=scope.key("promoted_baseline"), group_name=scope.group(STAGE), tags={"stage": STAGE},
+        description="The promoted baseline (baseline/ in the suite's folder: manifest, metric_summary, "
+                    "question_metrics, rag_runs of the promoted system). Not an asset of a run: promotion writes it "
+                    "(and reports it here as a materialisation), the next run's gates and report read it.")
+
+    @dg.asset(key=scope.key("promotion"), ins=scope.ins("metric_summary", "question_metrics", "rag_runs",
+                                                        "judge_calibration", "gate_verdict"),
+              description=scope.describe(promotion.__doc__), required_resource_keys=scope.needs("settings", "store"),
+              **scope.asset_args(STAGE))
+    def promote(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, question_metrics: pl.DataFrame,
+                rag_runs: pl.DataFrame, judge_calibration: pl.DataFrame, gate_verdict: dict) -> dg.Output[dict]:
+        return promotion(context, scope.settings(context), scope.store(context), metric_summary, question_metrics,
+                         rag_runs, judge_calibration, gate_verdict, baseline_key=promoted_baseline.key)
+
+    return [regressions, promoted_baseline, promote], []

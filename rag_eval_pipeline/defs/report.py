@@ -2,12 +2,13 @@
 
 The pages come from :mod:`rag_eval_pipeline.core.report`; this module gathers their inputs. The viewer
 groups (whose access the pages respect: a restricted chunk's text never appears) come from the
-configuration section ``report: {viewer_groups: [...]}`` (default ``["customers"]``). The history is
-read from the table store, not taken as an input, so that the quick job (which leaves
-``metric_history`` out) can still build the report; in the full job the report runs after
-``metric_history`` and includes this run. The gate results are this run's ``gate_results`` table, an
-upstream asset; the blocking gate check sits on ``gate_verdict`` below it, so the report is written
-even on a night when the regression gate fails.
+configuration section ``report: {viewer_groups: [...]}`` (default ``["customers"]``). Every table it
+reads is a declared input, ``metric_history`` included: in the full job the report runs after
+``metric_history`` and includes this run; a quick evaluation (which never appends to the history)
+reads its suite's full ``metric_history`` (nothing before the first full run). The gate results are
+this run's ``gate_results`` table; the blocking gate check sits on ``gate_verdict`` beside it, so the
+report is written even on a night when the regression gate fails. The promoted baseline's manifest is
+read from the observable source ``<suite>/promoted_baseline``.
 """
 
 
@@ -19,7 +20,10 @@ import polars as pl
 
 from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
 from rag_eval_pipeline.core.storage import write_text_atomic
-from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
+from rag_eval_pipeline.defs.scope import SuiteScope
+
+STAGE = "reports"
 
 TREND_METRICS = ("faithfulness", "recall_5", "ndcg_cut_10", "evidence_retrieved", "coverage",
                  "false_abstention_rate", "answer_without_evidence_rate", "run_error_rate")
@@ -47,21 +51,20 @@ def headline_markdown(headline: list[dict]) -> str:
     return markdown_table(["system", "metric", "value", "num/den", "n", "95% CI", "judge errors", "band"], rows)
 
 
-@dg.asset(
-    group_name="reports",
-    kinds={"html", "markdown"},
-    deps=[dg.AssetKey("metric_history")],
-    description="The run as pages people read: report.md, report.html (self-contained) and trend.html beside the "
-                "Parquet tables; restricted chunk text is withheld for the configured viewer groups.",
-)
-def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+DESCRIPTION = ("The run as pages people read: report.md, report.html (self-contained) and trend.html beside the "
+               "Parquet tables; restricted chunk text is withheld for the configured viewer groups.")
+
+
+def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
                       metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
                       golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                       answer_judgements: pl.DataFrame, judge_calibration: pl.DataFrame,
-                      judge_variance: pl.DataFrame, gate_results: pl.DataFrame) -> dg.Output[dict]:
-    """Write report.md, report.html and trend.html with the store; return their paths and the redaction counts."""
+                      judge_variance: pl.DataFrame, gate_results: pl.DataFrame,
+                      metric_history: pl.DataFrame | None = None) -> dg.Output[dict]:
+    """Write report.md, report.html and trend.html with the store; return their paths and the redaction counts.
+    ``metric_history``: the history the trend shows (None: no history yet)."""
     groups = viewer_groups(settings)
-    history = store.read("metric_history.parquet")
+    history = metric_history
     manifest_path = store.path("baseline", "manifest.json")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
@@ -105,3 +108,24 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         "trend_html": str(trend_path.resolve()), "viewer_groups": list(groups), "withheld_texts": report.withheld,
         "restricted_previews_hidden": report.restricted_chunks, "gates_source": gates_source,
     }, metadata=md)
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of the report for ``scope``. A quick evaluation's report reads its suite's full
+    ``metric_history`` (None before the first full run)."""
+    ins = scope.ins("metric_summary", "question_metrics", "rag_runs", "golden_set", "corpus_snapshot", "judge_labels",
+                    "answer_judgements", "judge_calibration", "judge_variance", "gate_results")
+    ins["metric_history"] = dg.AssetIn(key=scope.full_key("metric_history"), metadata={"allow_missing": True})
+
+    @dg.asset(key=scope.key("evaluation_report"), ins=ins, deps=[scope.full_key("promoted_baseline")],
+              kinds={"html", "markdown"}, description=scope.describe(DESCRIPTION),
+              required_resource_keys=scope.needs("settings", "store"), **scope.asset_args(STAGE))
+    def report(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, question_metrics: pl.DataFrame,
+               rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
+               judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame, judge_calibration: pl.DataFrame,
+               judge_variance: pl.DataFrame, gate_results: pl.DataFrame, metric_history) -> dg.Output[dict]:
+        return evaluation_report(context, scope.settings(context), scope.store(context), metric_summary,
+                                 question_metrics, rag_runs, golden_set, corpus_snapshot, judge_labels,
+                                 answer_judgements, judge_calibration, judge_variance, gate_results, metric_history)
+
+    return [report], []

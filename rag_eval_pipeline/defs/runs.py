@@ -1,5 +1,10 @@
-"""rag_runs: every configured system answering every golden question, with its run manifest."""
+"""rag_runs: every configured system answering every golden question, with its run manifest.
 
+The computations are plain functions; :func:`build` declares them as one suite's asset and check.
+``rag_runs`` with ``systems: [...]`` in its run config re-runs only those systems and keeps the other
+systems' rows of its own previous materialisation (read from the suite's folder: an asset reading
+what it wrote last time, not another table).
+"""
 
 import dagster as dg
 import polars as pl
@@ -8,8 +13,15 @@ from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.pipeline import build_runs
 from rag_eval_pipeline.core.systems.records import RunContext
 from rag_eval_pipeline.core.systems.specs import LIVE_KINDS
-from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
+from rag_eval_pipeline.defs.scope import SuiteScope
 from rag_eval_pipeline.defs.systems import HttpSystemResource, PythonSystemResource, TracesSystemResource
+
+STAGE = "runs"
+SYSTEM_RESOURCES = ("http_system", "python_system", "traces_system")  # shared by every suite (defs/systems.py)
+RUN_ROW_DESCRIPTION = ("Every golden question has exactly one run row per configured system, on this corpus version "
+                       "(with metrics.complete: true a missing question is allowed, counted and scored as an empty "
+                       "retrieval, as trec_eval -c).")
 
 
 class RagRunsConfig(dg.Config):
@@ -24,8 +36,7 @@ def _with_optional_columns(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns([pl.lit(None, tables.SCHEMAS["rag_runs"][c]).alias(c) for c in missing])
 
 
-@dg.asset(group_name="runs", kinds={"polars", "parquet"})
-def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings: EvalSettings, store: TableStore,
+def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings: EvalSettings, store: TableFolder,
              http_system: HttpSystemResource, python_system: PythonSystemResource,
              traces_system: TracesSystemResource,
              corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:
@@ -81,12 +92,6 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
     )
 
 
-@dg.asset_check(asset=rag_runs, blocking=True,
-                additional_ins={"golden_set": dg.AssetIn(metadata={"columns": ["question_id"]}),
-                                "corpus_snapshot": dg.AssetIn()},
-                description="Every golden question has exactly one run row per configured system, on this corpus "
-                            "version (with metrics.complete: true a missing question is allowed, counted and scored "
-                            "as an empty retrieval, as trec_eval -c).")
 def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
                                  corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
     from rag_eval_pipeline.core.corpus import corpus_version
@@ -120,3 +125,26 @@ def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame,
             "corpus_version_mismatch": dg.MetadataValue.json(stale),
         },
     )
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of the runs stage for ``scope``: ``rag_runs`` reads ``golden_set`` and ``corpus_snapshot``."""
+
+    @dg.asset(key=scope.key("rag_runs"), ins=scope.ins("corpus_snapshot", "golden_set"), kinds={"polars", "parquet"},
+              description=scope.describe(rag_runs.__doc__), **scope.asset_args(STAGE),
+              required_resource_keys=scope.needs("settings", "store") | set(SYSTEM_RESOURCES))
+    def runs(context: dg.AssetExecutionContext, config: RagRunsConfig, corpus_snapshot: pl.DataFrame,
+             golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+        systems = [getattr(context.resources, key) for key in SYSTEM_RESOURCES]
+        return rag_runs(context, config, scope.settings(context), scope.store(context), *systems, corpus_snapshot,
+                        golden_set)
+
+    @dg.asset_check(asset=runs, name="every_question_has_a_run_row", blocking=True,
+                    required_resource_keys=scope.needs("settings"),
+                    additional_ins=scope.ins("corpus_snapshot", golden_set={"columns": ["question_id"]}),
+                    description=RUN_ROW_DESCRIPTION)
+    def run_rows(context, rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
+                 corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+        return every_question_has_a_run_row(scope.settings(context), rag_runs, golden_set, corpus_snapshot)
+
+    return [runs], [run_rows]

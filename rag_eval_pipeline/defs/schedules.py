@@ -1,7 +1,8 @@
 """Jobs and schedules: per suite, the full evaluation and the quick on-change subset; one nightly schedule.
 
 Jobs are named ``<suite>__full_evaluation`` and ``<suite>__quick_evaluation`` (Dagster's own ``__``
-separator for prefixed names) and carry the suite's run tags. The schedule ``nightly_full_evaluation``
+separator for prefixed names) and carry the suite's run tags. They name no executor: Dagster's default
+selection applies (the deployment or the run config chooses; ``rag-eval run`` executes in process). The schedule ``nightly_full_evaluation``
 launches one run per nightly suite (each run selects that suite's assets and checks), so a suite that
 fails blocks only itself. ``cli_console_logger`` is the console logger ``rag-eval run`` gives its jobs.
 """
@@ -32,14 +33,12 @@ def suite_jobs(suite: str, full_group: str, quick_group: str, tags: dict[str, st
             job_name(suite, FULL), selection=dg.AssetSelection.groups(full_group), tags=tags,
             description="Every asset and check on the whole golden set; promotes the candidate if every blocking "
                         "check passes." + about,
-            executor_def=dg.in_process_executor,
         ),
         dg.define_asset_job(
             job_name(suite, QUICK_JOB), selection=dg.AssetSelection.groups(quick_group), tags=tags,
             description=f"A fixed stratified subset of {quick_size} golden questions (all classes), for every change; "
                         "its own assets (<suite>/quick/...): never promotes and never writes the full evaluation's "
                         "history, tables or metadata plots." + about,
-            executor_def=dg.in_process_executor,
         ),
     ]
 
