@@ -31,8 +31,12 @@ NAME = "run"
 
 
 def run(args: argparse.Namespace) -> int:
-    """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``."""
-    dagster_home()
+    """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``.
+
+    A listed suite's run is recorded in the Dagster instance the UI reads; an ad-hoc configuration's in its own
+    (see :func:`~rag_eval_pipeline.cli.common.dagster_home`)."""
+    suite = resolve_suite(args.suite, args.config)
+    dagster_home(ad_hoc=suite.ad_hoc)
     import dagster as dg
     import polars as pl
 
@@ -41,7 +45,6 @@ def run(args: argparse.Namespace) -> int:
     from rag_eval_pipeline.defs.location import build_definitions, check_suite
     from rag_eval_pipeline.defs.schedules import CLI_LOGGER_DEFS, QUICK_JOB, job_name
 
-    suite = resolve_suite(args.suite, args.config)
     try:  # a bad configuration is one line here, not a failed run with a stack trace in its log
         loaded = check_suite(suite)
     except ConfigError as exc:

@@ -75,9 +75,9 @@ def live_sources_sensor(scope: SuiteScope, tags: dict[str, str]) -> dg.SensorDef
                default_status=dg.DefaultSensorStatus.STOPPED,
                description=f"Starts {suite}'s quick_evaluation when a logged system's log or a traces source "
                            "changes content.", required_resource_keys=scope.needs("settings"))
-    def live_sources_changed(context: dg.SensorEvaluationContext):
+    def live_sources_changed(context: dg.SensorEvaluationContext, **resources):  # the suite's settings, by key
         try:
-            current = source_fingerprints(scope.settings(context).config)
+            current = source_fingerprints(resources[scope.resource_key("settings")].config)
         except EvalError as exc:
             return dg.SkipReason(f"configuration not loaded: {exc}")
         previous = json.loads(context.cursor) if context.cursor else None
