@@ -1,6 +1,6 @@
 """Whole chain on the embedded sample, in a fresh process: wall time (goal <= 30 s on 2 cores).
 
-Runs ``rag-eval run`` (the README's main command, minus the install) with a fresh DAGSTER_HOME and
+Runs ``rag-eval run`` (the README's quick-start command, minus the install) with a fresh DAGSTER_HOME and
 output folder, so imports, Dagster start-up and every asset and check are counted.
 Usage: python bench/bench_chain.py [--repeat N]
 """

@@ -4,7 +4,7 @@ Deployment choices come from environment variables, read once here:
 RAG_EVAL_SUITES (the suites file, default data/suites.yaml), RAG_EVAL_CONFIG (an extra, ad-hoc
 configuration file loaded as its own suite), RAG_EVAL_OUTPUT_DIR (the folder holding one folder per
 suite, default outputs/), RAG_EVAL_REPORT_URL (where ``rag-eval serve`` serves the reports),
-RAG_EVAL_JUDGE (rule_based | openai_compatible | human) and the judge's own variables (see docs).
+RAG_EVAL_JUDGE (rule_based | openai_compatible | human) and the judge's own variables (see docs/judges.md).
 
 Each suite is built by the asset factory ``defs/factory.py`` with its own resources (its judge
 included). ``ASSETS`` and ``CHECKS`` are the unprefixed chain of one configuration (keys without a

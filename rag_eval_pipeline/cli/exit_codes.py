@@ -8,6 +8,7 @@ below, never a bare number. A new command adds its meanings here.
 
 from __future__ import annotations
 
+import argparse
 import textwrap
 from dataclasses import dataclass
 
@@ -15,8 +16,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LOCKED, EXIT_KILLED = 0, 1, 2, 3, 137
 
 #: The meaning of status 2, shared by every command (a command may add its own cases).
 USAGE_MEANING = ("a usage or configuration mistake, before anything starts: a bad option, an unknown suite, a "
-                 "configuration that does not load, a suite whose data folder is absent, a misconfigured judge, "
-                 "a port in use")
+                 "configuration that does not load, a suite whose data folder is absent, a misconfigured judge "
+                 "(RAG_EVAL_JUDGE=openai_compatible without RAG_EVAL_JUDGE_BASE_URL or RAG_EVAL_JUDGE_MODEL, an "
+                 "unknown judge name), a port in use")
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "serve-reference": "stopped cleanly (Ctrl-C or SIGTERM)",
     }),
     ExitCode(EXIT_FAILED, {
-        "run": "a step failed or a blocking check failed",
+        "run": "a step failed or a blocking check failed (a CI system can call rag-eval run directly)",
         "estimate": "bad input data (corpus, golden set, a run log): the message names the file, line and field",
         "label": "a data mistake: the suite's tables are not written yet (rag-eval run first), a bad label file, "
                  "nothing to label for your groups",
@@ -115,3 +117,31 @@ def markdown_table() -> str:
         for meaning, names in _by_meaning(e).items():
             rows.append(f"| {e.code} | {meaning} | {', '.join(f'`{n}`' for n in names)} |")
     return "\n".join(rows)
+
+
+BEGIN, END = "<!-- generated: rag-eval commands and exit codes -->", "<!-- end of generated block -->"
+
+
+def manual_block() -> str:
+    """The manual's generated block: every command's usage line and :func:`markdown_table`, between markers."""
+    from rag_eval_pipeline.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    usage = "\n".join(" ".join(p.format_usage().replace("[-h] ", "").split()[1:]) for p in sub.choices.values())
+    return f"{BEGIN}\n```\n{usage}\n```\n\n{markdown_table()}\n{END}"
+
+
+def write_manual(page: str) -> None:
+    """Rewrite the generated block (:func:`manual_block`) of the manual page at ``page`` in place.
+
+    Raises ValueError when the page has no pair of markers."""
+    from pathlib import Path
+
+    path = Path(page)
+    text = path.read_text(encoding="utf-8")
+    head, sep, rest = text.partition(BEGIN)
+    _, sep2, tail = rest.partition(END)
+    if not (sep and sep2):
+        raise ValueError(f"{path}: no generated block ({BEGIN} ... {END})")
+    path.write_text(head + manual_block() + tail, encoding="utf-8")

@@ -1,8 +1,9 @@
 """Model-judged answer quality beside faithfulness: relevance, context relevance, correctness.
 
-Seed 004 separates three generation metrics (faithfulness, answer relevance, context relevance) and
-notes that only a comparison with a reviewed reference answer catches omissions; seed 003 keeps the
-holistic YES / PARTIAL / NO label as a second faithfulness reading. These need a model judge
+Ragas (Es et al., EACL 2024 demo) and ARES (Saad-Falcon et al., NAACL 2024) separate three generation
+metrics (faithfulness, answer relevance, context relevance); only a comparison with a reviewed
+reference answer catches omissions (Ragas' ``answer_correctness``); the holistic YES / PARTIAL / NO
+label is kept as a second faithfulness reading. These need a model judge
 (``core/judges/openai_compatible.py``): with a judge that lacks the methods (the rule-based baseline),
 nothing is computed and the caller reports why.
 

@@ -3,9 +3,10 @@
 The snapshot is what every later stage points at: golden relevant ids, retrieved ids and claim
 support ids are all ``chunk_id`` values of the form ``doc_id#n``. Freezing and versioning the
 document set (with its validity dates and permissions) before any question is labelled is the first
-step of seed 000_1000bb13b7b4c340.txt (section 1); keeping chunk ids stable within a run, and
-re-annotating on purpose when a chunking experiment changes them, is from seed
-001_6404d9485c4e62d0.txt ("Haz que los casos de prueba sean inspeccionables").
+step of a Cranfield-style test collection (E. M. Voorhees, "The Philosophy of Information Retrieval
+Evaluation", CLEF 2001, LNCS 2406); chunk ids stay stable within a run and name their document and
+position, as the segment ids of TREC RAG 2024's segmented MS MARCO V2.1 corpus do, and a chunking
+experiment that changes them needs the golden set re-annotated on purpose.
 
 Text normalisation (applied by every reader before chunking, and again here): a leading UTF-8 BOM
 (U+FEFF) is removed and CRLF / lone CR line ends become LF. Nothing else in the text is changed.
@@ -192,7 +193,7 @@ def chunk_documents(documents: pl.DataFrame, strategy: str = "paragraphs", max_c
     empty after normalisation, InputError (field ``doc_id``) for a missing, duplicate (after NFC: two
     ids that differ only in normalisation are shown with their code points) or '#'-holding doc_id,
     SchemaError for a frame of the wrong shape, ConfigError for a bad strategy / max_chars.
-    Definition: seed 000 section 1 (freeze a versioned document set), seed 001 (stable chunk ids).
+    Definition: a frozen, versioned document set (Voorhees 2002) with stable chunk ids (module docstring).
     """
     documents = conform_documents(documents)
     if strategy not in STRATEGIES:
@@ -263,7 +264,7 @@ def corpus_version(snapshot: pl.DataFrame) -> str:
     strings, lists kept in order), rows sorted by ``chunk_id``. The same rows in any order give the
     same version; any change to a text or to any metadata column gives a new one.
     Raises SchemaError for a table of the wrong shape, InputError for a duplicate chunk_id.
-    Definition: seed 000 section 1 and section 5 ("registra cualquier cambio de corpus").
+    Definition: module docstring (the corpus version records every change of the corpus).
     """
     snapshot = tables.conform(snapshot, "corpus_snapshot")
     dup = snapshot.group_by("chunk_id").len().filter(pl.col("len") > 1)

@@ -1,8 +1,8 @@
 """Promotion gates: per-metric thresholds against a baseline, decided with a paired test over questions.
 
-Source: seed 000 (accept a change on a held-out split, criteria fixed before results are seen) and
-seed 001 (reject a change that materially lowers recall or claim evidence availability even when an
-aggregate improves); the paired randomisation test follows Smucker, Allan & Carterette (2007).
+Rules: a change is accepted on the held-out split with criteria fixed before results are seen, and a
+change that materially lowers recall or claim evidence availability is rejected even when an aggregate
+improves; the paired randomisation test follows Smucker, Allan & Carterette (CIKM 2007).
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ def compute_gate_verdict(
     configuration, corpus and golden versions) gets ``unchanged_since_promotion`` instead of a
     vacuous pass (its floors still apply). A candidate evaluated on other golden or corpus versions
     than the promoted baseline is a version error, never compared. Output: a :class:`GateVerdict`.
-    Seed 000 (criteria decided before results) and the paired test of :func:`evaluate_gates`.
+    Criteria decided before results (module docstring) and the paired test of :func:`evaluate_gates`.
     """
     from rag_eval_pipeline.core.metrics.variance import resolution_from_table
     from rag_eval_pipeline.core.pipeline import build_summary

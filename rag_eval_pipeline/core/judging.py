@@ -1,12 +1,13 @@
 """Run a faithfulness judge over the answers of ``rag_runs`` and build the judge tables.
 
-Seed ``004_292fd69c3d96947d.txt``: faithfulness is decided claim by claim, and a claim can only be
-SUPPORTED by a literal quote of the retrieved context. That rule is enforced here, in code, for
-every judge: a SUPPORTED verdict whose quote is not found in the retrieved text (see
+Faithfulness is decided claim by claim (Ragas, Es et al. 2024), and a claim can only be SUPPORTED by a
+literal quote of the retrieved context (ALCE, Gao et al., EMNLP 2023, checks citations the same way). That
+rule is enforced here, in code, for every judge: a SUPPORTED verdict whose quote is not found in the retrieved
+text (see
 :func:`~rag_eval_pipeline.core.judges.quotes.quote_in_context`) is stored as NOT_MENTIONED with
 ``quote_found = False`` and a justification that starts with :data:`DOWNGRADE_PREFIX`.
-Seed ``000_1000bb13b7b4c340.txt``: abstentions, clarifications and execution errors are recorded
-apart, never judged and never folded into the faithfulness rate.
+Abstentions, clarifications and execution errors are recorded apart, never judged and never folded
+into the faithfulness rate (docs/METRICS.md, decision metrics).
 """
 
 from __future__ import annotations
@@ -278,7 +279,7 @@ def _rows_from_result(result, qid: str, answer: str, contexts: list[str]):
 
 
 class JudgingProgress:
-    """Progress of a long judging loop, reported to a callback (seed 003: the run prints where it is).
+    """Progress of a long judging loop, reported to a callback (the run prints where it is).
 
     ``callback`` gets a dict: ``done`` and ``total`` items (one item = one run and repeat), ``errors``
     (items whose status is judge_error), ``calls`` (judge calls made; abstentions and the like need

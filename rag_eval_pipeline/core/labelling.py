@@ -1,8 +1,8 @@
 """What a person labels for judge calibration: the items, their content hash, the sample, the label file.
 
-Seed ``004_292fd69c3d96947d.txt``: label about fifty cases by hand and measure how far the judge
-agrees. This module is the pure part of the labelling page (``rag-eval label``); the page itself
-lives outside the core.
+Label a few dozen cases by hand and measure how far the judge agrees (Cohen's kappa; ARES,
+Saad-Falcon et al., NAACL 2024, validates its judges on a small human-labelled set). This module is the pure
+part of the labelling page (``rag-eval label``); the page itself lives outside the core.
 
 - An *item* is one claim of one answer (calibration level ``claim``: the judge's own claims, ids
   as ``judge_labels`` writes them) or one answer (level ``response``), for every answer the judge

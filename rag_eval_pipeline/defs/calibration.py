@@ -9,8 +9,8 @@ which hand labels are stale (the item changed since it was labelled), ``rag_runs
 ``corpus_snapshot``: all declared inputs. The hand-label file is not an asset of a run: it is declared
 as the external asset ``<suite>/calibration_labels``, so the lineage shows it. The blocking check
 ``judge_calibrated_above_floor`` stops promotion when the judge's kappa is under the floor, null,
-missing or stale (a judge not calibrated against people measures nothing you can trust: Zheng et al.
-2023, "Judging LLM-as-a-judge"; recalibrate when the judge model or prompt changes).
+missing or stale (a judge not calibrated against people measures nothing you can trust, Zheng et al.,
+NeurIPS 2023; recalibrate when the judge model or prompt changes).
 ``judge_variance`` reports flip rates and the minimum resolution from repeated judging. Both tables are
 computed in the aggregate stage (``defs/aggregate.py``).
 """

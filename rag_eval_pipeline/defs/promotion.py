@@ -174,7 +174,7 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, ques
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
 
     A case is added the first time a candidate's per-question value on a gated metric falls below the baseline's
-    (seed 000: keep failures as regressions). Later runs never drop it; ``status`` says whether it still
+    (failures are kept as regression cases). Later runs never drop it; ``status`` says whether it still
     regresses, has recovered, or has no value now.
     """
     previous = store.read("regression_cases.parquet")

@@ -2,10 +2,11 @@
 
 A judge receives one question, one answer and the texts of the chunks retrieved for it (in rank
 order) and returns an :class:`AnswerJudgement`: one :class:`ClaimVerdict` per claim of the answer,
-each with a three-way verdict and the literal quote of the context it relies on (seed
-``004_292fd69c3d96947d.txt``: claim decomposition, SUPPORTED / CONTRADICTED / NOT_MENTIONED, a
-literal quote required for SUPPORTED), plus an optional whole-answer YES / PARTIAL / NO label
-(seed ``003_9cfbf16fe7b371c5.txt``).
+each with a three-way verdict and the literal quote of the context it relies on (claim
+decomposition as in Ragas' faithfulness, Es et al. 2024, and FActScore, Min et al., EMNLP 2023; three
+verdicts as FEVER's SUPPORTS / REFUTES / NOT ENOUGH INFO, Thorne et al., NAACL 2018; a literal quote
+required for SUPPORTED, as attribution to identified sources, Rashkin et al., Computational
+Linguistics 2023), plus an optional whole-answer YES / PARTIAL / NO label.
 
 The judge's own ``quote_found`` is advisory: :func:`rag_eval_pipeline.core.judging.judge_runs`
 re-checks every quote against the retrieved text in code and downgrades an unverified SUPPORTED.
@@ -23,7 +24,7 @@ from rag_eval_pipeline.core.tables import VERDICTS
 #: for runs it never sends to a judge.
 JUDGEMENT_STATUSES = ("judged", "abstained", "no_claims", "no_retrieval", "judge_error")
 
-#: Whole-answer labels and their scores (seed 003: YES = 1, PARTIAL = 0.5, NO = 0).
+#: Whole-answer labels and their scores (this pipeline's scoring: YES = 1, PARTIAL = 0.5, NO = 0).
 HOLISTIC_SCORES: dict[str, float] = {"YES": 1.0, "PARTIAL": 0.5, "NO": 0.0}
 
 __all__ = [
@@ -193,7 +194,7 @@ def judge_stats(judge: object) -> dict[str, int | float]:
 
 
 def holistic_label(verdicts: list[str]) -> str | None:
-    """Whole-answer label from claim verdicts (seed ``003_9cfbf16fe7b371c5.txt`` labels).
+    """Whole-answer label (YES / PARTIAL / NO) from claim verdicts; docs/METRICS.md, faithfulness_holistic.
 
     Input: verdicts of one answer (JUDGE_ERROR entries are ignored). Output: "YES" when every
     claim is SUPPORTED; "NO" when any is CONTRADICTED or none is SUPPORTED; "PARTIAL" otherwise;

@@ -12,8 +12,8 @@ one of them is a different key, so a stale answer is never served. ``repeat`` fo
 re-judgement, so :meth:`JudgeCache.lookup` never reads for it, but :meth:`JudgeCache.store` still
 writes it under its own key (the repeat is part of the key). Failed calls are never stored.
 
-Seed ``004_292fd69c3d96947d.txt`` ("Lo que cuesta"): evaluating a query costs several model calls;
-caching identical calls is the cheap half of the cost control (the other is running a subset).
+Evaluating a query costs several model calls; caching identical calls is the cheap half of the cost
+control (the other is running a subset).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Deterministic sentence and claim splitting for Spanish, English and CJK text (no ML).
 
-Seed ``004_292fd69c3d96947d.txt`` decomposes an answer into atomic claims before verifying each
-one. A model does that decomposition semantically; this module is the rule-based stand-in used by
-the embedded judge: one claim per sentence, list item or semicolon-separated clause.
+Ragas' faithfulness (Es et al., EACL 2024 demo) and FActScore (Min et al., EMNLP 2023) decompose an
+answer into atomic claims before verifying each one. A model does that decomposition semantically; this module
+is the rule-based stand-in used by the embedded judge: one claim per sentence, list item or
+semicolon-separated clause.
 
 Rules, in order:
 
@@ -83,7 +84,7 @@ def split_claims(text: str | None, *, coordinated: bool = True) -> list[str]:
     Input: any string (None or blank gives []). Output: list of trimmed, non-empty strings, each
     holding at least one letter or digit, list markers removed; with ``coordinated=False`` each is
     an exact substring of ``text``. Never raises. Rules: module docstring (every line break ends a
-    claim; semicolons split). Source: seed ``004_292fd69c3d96947d.txt`` (decompose the answer into
+    claim; semicolons split). Source: Ragas' faithfulness and FActScore (decompose the answer into
     claims before verifying them).
     """
     if not text:

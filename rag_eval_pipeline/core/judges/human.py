@@ -1,8 +1,9 @@
 """Human claim labels: load them as a ``judge_labels`` table and serve them through the Judge protocol.
 
-Seed ``004_292fd69c3d96947d.txt`` ("Los sesgos del juez"): calibrate the model judge against human
-annotation (label ~50 cases by hand, run the judge over them, measure agreement; again whenever the
-judge model or prompt changes). This module is the human side of that comparison.
+A model judge is validated against human annotation before its numbers are trusted (Zheng et al.,
+"Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena", NeurIPS 2023; ARES, Saad-Falcon et al.,
+NAACL 2024): label a few dozen cases by hand, run the judge over them, measure agreement; again
+whenever the judge model or prompt changes. This module is the human side of that comparison.
 
 File formats (chosen by suffix): ``.csv`` (UTF-8, header row, a BOM is accepted), ``.jsonl`` /
 ``.ndjson`` (one JSON object per line; blank lines skipped) and ``.parquet``.
@@ -14,8 +15,8 @@ of an answer in :meth:`HumanLabelJudge.judge`), and the fields the labelling pag
 ``core/labelling.py``; a label whose item has changed since is *stale*) and ``note``. Any other
 column is an error (it is usually a typo). Verdicts: SUPPORTED, CONTRADICTED, NOT_MENTIONED (case
 and spaces/hyphens ignored: "not mentioned" → NOT_MENTIONED); a SUPPORTED label needs a non-blank
-quote (seed 004: no literal quote, no support). ``(system, question_id, claim_id, annotator)`` must
-be unique: one label per item and person (several people may label the same item).
+quote (no literal quote, no support: see :mod:`rag_eval_pipeline.core.judges.quotes`). ``(system, question_id,
+claim_id, annotator)`` must be unique: one label per item and person (several people may label the same item).
 
 Response-level label files (:func:`read_response_label_rows`): required ``system``,
 ``question_id``, ``verdict`` (any label the calibration mapping knows); the optional columns above;

@@ -214,7 +214,7 @@ class OpenAICompatibleJudge:
 
     # -- faithfulness ---------------------------------------------------------------------------
     def judge(self, question: str, answer: str, contexts: list[str], *, repeat: int = 0) -> AnswerJudgement:
-        """Judge one answer claim by claim (seed 004; Ragas faithfulness = SUPPORTED / all claims).
+        """Judge one answer claim by claim (Ragas faithfulness = SUPPORTED / all claims).
 
         Inputs: the question (str, may be ""), the answer (str), the retrieved chunk texts in rank
         order, ``repeat`` (int >= 0; above 0 the cache is not read). Output: AnswerJudgement:
@@ -256,7 +256,7 @@ class OpenAICompatibleJudge:
         return AnswerJudgement(status, verdicts, holistic_label(labels))
 
     def verify_claims(self, claims: Sequence[str], contexts: list[str], *, repeat: int = 0) -> list[ClaimVerdict]:
-        """Step 2 alone: verify given claims against the retrieved texts (seed 004; also usable for
+        """Step 2 alone: verify given claims against the retrieved texts (Ragas' second step; also usable for
         the golden set's reference claims or a rule-based split).
 
         Inputs: claims (non-empty strings), contexts (retrieved texts in rank order), ``repeat``.
@@ -288,11 +288,11 @@ class OpenAICompatibleJudge:
 
     # -- other metrics --------------------------------------------------------------------------
     def holistic(self, question: str, answer: str, contexts: list[str], *, repeat: int = 0) -> str:
-        """Whole-answer faithfulness label, one call (seed ``003_9cfbf16fe7b371c5.txt``).
+        """Whole-answer faithfulness label, one call (an LLM-as-a-judge rubric, Zheng et al., NeurIPS 2023).
 
         Inputs: question, answer, non-empty retrieved texts. Output: "YES" | "PARTIAL" | "NO"
         (score with :data:`~rag_eval_pipeline.core.judges.base.HOLISTIC_SCORES`: 1 / 0.5 / 0).
-        Unlike the seed's parser, an unparsable reply is retried, never read as "NO". Raises
+        Unlike a parser that defaults to "NO", an unparsable reply is retried, never read as "NO". Raises
         ValueError for empty contexts, JudgeCallError when the call fails after retries.
         """
         ctx = self._need_contexts(contexts)
@@ -302,7 +302,7 @@ class OpenAICompatibleJudge:
         return out["label"]
 
     def answer_relevance(self, question: str, answer: str, *, repeat: int = 0) -> int:
-        """How well the answer addresses the question, 1..5 (seed 003's twin metric; the
+        """How well the answer addresses the question, 1..5 (ARES' answer relevance; the
         Ragas *answer_relevancy* idea without embeddings). Correctness is not judged.
 
         Output: int in 1..5. Raises JudgeCallError (including an out-of-range score after retries).
@@ -313,7 +313,7 @@ class OpenAICompatibleJudge:
     def reverse_questions(self, answer: str, n: int = 3, *, repeat: int = 0) -> list[str]:
         """``n`` questions the answer would reply to, in the answer's language (Ragas
         *answer_relevancy*: embed them and average their cosine similarity to the real question;
-        seed 004 "relevancia de la respuesta"). Output: list of exactly ``n`` non-empty strings.
+        Es et al. 2024). Output: list of exactly ``n`` non-empty strings.
         Raises ValueError for n < 1, JudgeCallError when the call fails after retries.
         """
         if n < 1:
@@ -322,8 +322,8 @@ class OpenAICompatibleJudge:
                           lambda o: validate_questions(o, n))["questions"]
 
     def context_relevance(self, question: str, contexts: list[str], *, repeat: int = 0) -> float:
-        """Share of the retrieved chunks needed to answer the question (seed 004 "relevancia del
-        contexto"; Ragas *context_relevancy*, ARES' context relevance), one call.
+        """Share of the retrieved chunks needed to answer the question (Ragas *context_relevancy*,
+        ARES' context relevance), one call.
 
         Output: float in [0, 1] = needed chunks / retrieved chunks. Raises ValueError for empty
         contexts, JudgeCallError when the call fails after retries.
@@ -334,8 +334,8 @@ class OpenAICompatibleJudge:
         return sum(needed) / len(needed)
 
     def correctness(self, answer: str, reference: str, *, repeat: int = 0) -> dict:
-        """Compare an answer with a reference answer to catch omissions and contradictions (seed 004
-        "Límites": only a reference catches what an answer leaves out), one call.
+        """Compare an answer with a reference answer to catch omissions and contradictions (as Ragas'
+        *answer_correctness*: only a reference catches what an answer leaves out), one call.
 
         Output: dict with ``facts`` (list of {fact, status COVERED/MISSING/CONTRADICTED,
         justification}), ``n_facts``, ``coverage`` (COVERED / facts, None without facts),

@@ -1,6 +1,7 @@
 """Literal quote verification: is the judge's quote really in the retrieved text?
 
-Seed ``004_292fd69c3d96947d.txt`` makes a literal quote the condition for a SUPPORTED verdict;
+A literal quote of the context is the condition for a SUPPORTED verdict (attribution to identified
+sources, Rashkin et al., Computational Linguistics 2023; ALCE's citation checks, Gao et al., EMNLP 2023);
 the project design ("a link is not support") requires that this is checked by code, not taken
 from the judge. The check is literal *after* a normalisation that only removes differences of
 typography, never of wording:
@@ -49,8 +50,8 @@ def quote_in_context(quote: str | None, contexts: Iterable[str | None]) -> bool:
 
     Input: the judge's quote (None, "" or whitespace-only → False) and the retrieved chunk texts
     (None entries are skipped). Output: bool. A quote spanning two chunks is not found (each chunk
-    is searched on its own). Never raises. Source: seed ``004_292fd69c3d96947d.txt`` (a claim
-    cannot be SUPPORTED without a literal quote).
+    is searched on its own). Never raises. Source: module docstring (a claim cannot be SUPPORTED
+    without a literal quote).
     """
     q = normalise_text(quote)
     if not q:

@@ -1,8 +1,8 @@
 """The embedded default judge: lexical, numeric, negation and semantic evidence, one rule, no server.
 
-It follows the claim-by-claim procedure of seed ``004_292fd69c3d96947d.txt`` (decompose, verify
-each claim three ways, cite the context literally) with rules and a small embedded encoder instead
-of a language model, so that the pipeline runs with no server and no network.
+It follows the claim-by-claim procedure of Ragas' faithfulness (Es et al., EACL 2024 demo: decompose,
+verify each claim; here three ways, as FEVER's labels, and citing the context literally) with rules and a
+small embedded encoder instead of a language model, so that the pipeline runs with no server and no network.
 
 **Claims.** :func:`~rag_eval_pipeline.core.judges.claims.split_claims` (sentences, list items,
 ";"-clauses, then coordinated facts and non-restrictive relatives, each made self-contained:
@@ -49,7 +49,7 @@ public training data):
   ``lexical``) and has a number conflict or a negation disagreement;
 - **NOT_MENTIONED** otherwise.
 
-Whole answer (seed ``003_9cfbf16fe7b371c5.txt``): YES if every claim is SUPPORTED, NO if any is
+Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
 
 ``prompt_sha256`` is the sha256 of the parameter file's bytes (so calibration goes stale when the

@@ -1,9 +1,9 @@
 """Agreement between two raters (a judge and people, or two people): confusion matrix, Cohen's
 kappa, per-class precision / recall, and the agreement between several labellers.
 
-Seed ``004_292fd69c3d96947d.txt``: calibrate a judge against human labels and measure the
-agreement before trusting its numbers. Cohen's kappa: J. Cohen, "A coefficient of agreement for
-nominal scales", Educational and Psychological Measurement 20(1), 1960:
+Calibrate a judge against human labels and measure the agreement before trusting its numbers
+(Zheng et al., NeurIPS 2023, measure LLM judges' agreement with people). Cohen's kappa: J. Cohen, "A
+coefficient of agreement for nominal scales", Educational and Psychological Measurement 20(1), 1960:
 kappa = (p_o - p_e) / (1 - p_e), with p_o the observed agreement and p_e the agreement expected
 from the two raters' marginal label frequencies. Several labellers: the mean of the pairwise
 Cohen's kappas (Light's kappa, R. J. Light 1971). Pure Python (polars only to read the labels of

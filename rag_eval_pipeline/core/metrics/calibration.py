@@ -1,8 +1,9 @@
 """Judge calibration: how far a judge agrees with people on the same items.
 
-Seed ``004_292fd69c3d96947d.txt``: label about fifty cases by hand, run the judge over them and
-measure the agreement; if it is poor the judge does not measure what you think and none of its
-figures mean anything; repeat the calibration whenever the judge model or the evaluation prompt
+Label a few dozen cases by hand, run the judge over them and measure the agreement (Zheng et al.,
+NeurIPS 2023; ARES, Saad-Falcon et al., NAACL 2024); if it is poor the judge does not measure what you think
+and none of its figures mean anything; repeat the calibration whenever the judge model or the evaluation
+prompt
 changes. Hence every result carries the judge key (judge, judge_model, prompt_sha256), and
 :func:`calibration_table` marks a calibration ``stale`` when it was made for another key and
 ``missing`` when none exists.
@@ -142,7 +143,7 @@ def calibrate(
     Raises ValueError for an unknown level / bad mapping, or when ``judge_labels`` holds more
     than one judge key (use :func:`calibrate_all`); SchemaError for a missing column; InputError
     for a label absent from the mapping or an item labelled twice by the same person.
-    Source: seed 004 (calibrate against ~50 hand labels); J. Cohen (1960) for kappa;
+    Source: ARES (Saad-Falcon et al. 2024: validate the judge on hand labels); J. Cohen (1960) for kappa;
     E. B. Wilson (1927) for the agreement interval.
     """
     m = resolve_mapping(mapping, level)

@@ -53,7 +53,7 @@ DEFAULT_MAPPINGS: dict[str, dict[str, Any]] = {
             # the calibrated labels themselves
             "attributable": "attributable",
             "not_attributable": "not_attributable",
-            # seed 003 whole-answer labels: only YES is fully supported
+            # whole-answer labels (faithfulness_holistic): only YES is fully supported
             "YES": "attributable",
             "PARTIAL": "not_attributable",
             "NO": "not_attributable",

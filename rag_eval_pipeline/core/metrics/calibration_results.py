@@ -175,7 +175,7 @@ def calibration_table(
        n > 0 → ``stale`` False, ``missing`` False;
     2. else the latest calibration with n > 0 at that level for another key → its figures, the
        ``calibrated_*`` columns naming the key it was made for, ``stale`` True: the judge, model
-       or prompt changed since (seed 004: recalibrate on any such change);
+       or prompt changed since (recalibrate on any such change);
     3. else the latest calibration of that key with n = 0 → ``stale`` False, ``missing`` False,
        kappa null with its reason (the hand labels do not cover the items judged);
     4. else nulls with ``missing`` True.

@@ -1,6 +1,6 @@
 """Lexical correctness against the reference answer: SQuAD's token F1 and token recall.
 
-Faithfulness cannot see an omission (seed 004, "límites": an answer that leaves out the important
+Faithfulness cannot see an omission (an answer that leaves out the important
 exception can be perfectly faithful); only a comparison with a reviewed reference answer catches it.
 This is the deterministic, offline version: the official SQuAD evaluation's normalisation
 (Rajpurkar et al. 2016, ``evaluate-v2.0.py``: lower case, drop punctuation and articles, collapse

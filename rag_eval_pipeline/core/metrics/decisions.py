@@ -1,7 +1,8 @@
 """Per-question decision metrics: coverage, answering without evidence, false abstention,
 retrieval failure versus abstention, clarifications and execution errors.
 
-Definitions follow seed guide ``000_1000bb13b7b4c340.txt`` (sections 1-3):
+Definitions (the answerable / unanswerable split of SQuAD 2.0, Rajpurkar, Jia & Liang, ACL 2018; the
+rates beyond it are this pipeline's, docs/METRICS.md):
 
 - The *binary subset* is the answerable and absent questions; clarification questions are kept
   out of it and reported in their own table, and execution errors (``decision == "error"``) are
@@ -177,7 +178,7 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
     docstring). Raises ConfigError for malformed phrase lists, InputError for an answerability outside
     ``tables.ANSWERABILITY``, a decision outside ``tables.DECISIONS``, a duplicated golden question or two
     runs of one system for one question.
-    Source: seed ``000_1000bb13b7b4c340.txt`` (module docstring gives every definition).
+    Source: module docstring (every definition); SQuAD 2.0 (Rajpurkar, Jia & Liang, ACL 2018).
     """
     _validate(rag_runs, golden)
     ev = evidence_chunks(golden, snapshot)

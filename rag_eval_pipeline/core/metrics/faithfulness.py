@@ -1,8 +1,8 @@
 """Per-question faithfulness metrics from the judge tables.
 
-Definitions (seed ``004_292fd69c3d96947d.txt``: faithfulness = supported claims / claims, e.g.
-5 of 6 → 0.83; seed ``003_9cfbf16fe7b371c5.txt``: whole-answer YES / PARTIAL / NO scored
-1 / 0.5 / 0), computed per (system, question) over the judge's repeats:
+Definitions (Ragas' ``faithfulness``, Es et al., EACL 2024 demo: supported claims / claims, e.g.
+5 of 6 → 0.83; the whole-answer YES / PARTIAL / NO label scored 1 / 0.5 / 0, this pipeline's scoring),
+computed per (system, question) over the judge's repeats:
 
 - ``faithfulness`` = SUPPORTED / judged claims. JUDGE_ERROR claims are left out of numerator and
   denominator (and counted by ``judge_error_rate``).

@@ -3,9 +3,8 @@
 A judge ``f`` labels every item of a large unlabelled set cheaply; people label a small set on
 which the judge is also run. The judge's rate on the large set is biased by its errors; PPI removes
 that bias with the small labelled set and gives a valid confidence interval whose width shrinks
-with the large set when the judge is good (seed ``004_292fd69c3d96947d.txt``: calibrate the judge
-against about fifty hand labels; ARES uses exactly this correction to turn judge scores into
-intervals).
+with the large set when the judge is good (ARES, Saad-Falcon et al., NAACL 2024, uses exactly this
+correction to turn judge scores on a small hand-labelled set into intervals).
 
 Estimator, for a mean (the rate of a 0/1 outcome), with ``N`` unlabelled judge predictions
 ``f(X~_i)``, ``n`` labelled judge predictions ``f(X_j)`` and their human labels ``Y_j``::

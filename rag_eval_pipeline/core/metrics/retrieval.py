@@ -1,9 +1,10 @@
 """Offline retrieval metrics per question, with trec_eval's definitions and names.
 
-Definitions come from the seed guides ``001_6404d9485c4e62d0.txt`` (recall@k, hit@k, reciprocal
-rank, claim evidence availability, null when a question has no relevant ids) and
-``002_467b844feab73551.txt`` (recall@k, precision@k, F1@k, MRR, nDCG@k), and, where trec_eval
-implements the measure, from trec_eval 10.0 (``usnistgov/trec_eval``): ``form_res_rels.c``
+Definitions: Manning, Raghavan & Schütze, *Introduction to Information Retrieval* (2008), ch. 8
+(recall@k, precision@k, F1, MAP, R-precision); E. M. Voorhees, "The TREC-8 Question Answering Track
+Report" (1999) (reciprocal rank); Järvelin & Kekäläinen, ACM TOIS 20 (2002) (nDCG);
+claim evidence availability is this pipeline's (docs/METRICS.md); and, where trec_eval
+implements the measure, trec_eval 10.0 (``usnistgov/trec_eval``): ``form_res_rels.c``
 (ranking, tie-break, duplicate check, relevance levels), ``m_P.c``, ``m_recall.c``,
 ``m_success.c``, ``m_recip_rank.c``, ``m_ndcg_cut.c``, ``m_map.c``, ``m_Rprec.c``, ``m_num_*.c``,
 ``meas_avg.c`` and ``trec_eval.c`` (averaging, ``-c``, ``-l``). The per-question values agree with
@@ -51,9 +52,10 @@ Rules that differ from a bare formula:
   (``m_ndcg_cut.c``), so with ``rel_level=2`` a grade-1 document still earns gain 1.
 * A question with no relevant document (``num_rel == 0``) is not evaluable for recall, F1,
   success, recip_rank, recip_rank_cut, map and Rprec: value null, status ``"no_relevant"``,
-  numerator and denominator still filled (seed 001: such questions are abstention cases, report
-  them apart, never as 0). nDCG is null with the same status when the question has no judged
-  grade > 0. Precision stays evaluable (status ``"ok"``, value 0 when nothing relevant exists):
+  numerator and denominator still filled (such questions are abstention cases, reported apart,
+  never as 0; trec_eval leaves a question without relevance judgements out of its means). nDCG is null with
+  the same status when the question has no judged grade > 0. Precision stays evaluable (status ``"ok"``, value
+  0 when nothing relevant exists):
   its denominator is k, not the relevant count, so "every one of the k passages is noise" is a
   true statement about the context; trec_eval gives the same 0.
 * ``mode="system"`` ranks by the ``rank`` column (the order the generator saw), ties in rank
@@ -167,7 +169,8 @@ def retrieval_question_metrics(
     judgment, a null rank (mode system), a null or NaN score (mode trec_eval), or a null
     question/system/grade. Sources: trec_eval 10.0 ``form_res_rels.c``, ``m_P.c``, ``m_recall.c``,
     ``m_success.c``, ``m_recip_rank.c``, ``m_ndcg_cut.c``, ``m_map.c``, ``m_Rprec.c``,
-    ``trec_eval.c``; seeds ``001_6404d9485c4e62d0.txt`` and ``002_467b844feab73551.txt``.
+    ``trec_eval.c``; Manning, Raghavan & Schütze (2008), ch. 8; Voorhees (1999); Järvelin & Kekäläinen
+    (2002).
     """
     ks_t = check_ks(ks)
     wanted = requested(measures, ks_t)

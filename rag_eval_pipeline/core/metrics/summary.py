@@ -1,9 +1,8 @@
 """Question segments and the one aggregation every per-question metric goes through.
 
 - :func:`question_segments` tags each golden question with the segments it is reported in:
-  ``all``, its answerability class, its golden ``segments`` tags, and two corpus segments the seed
-  asks to keep apart (``000_1000bb13b7b4c340.txt``, section 1: permission errors and withdrawn or
-  replaced documents as segments of their own).
+  ``all``, its answerability class, its golden ``segments`` tags, and two corpus
+  segments of their own (permission errors, and withdrawn or replaced documents).
 - :func:`summarise` turns ``question_metrics`` rows into ``metric_summary`` rows per system,
   split, segment, metric and k, with a confidence interval: Wilson (1927) for 0/1 indicators of a
   declared proportion metric, a seeded percentile bootstrap over questions (Efron & Tibshirani
@@ -66,7 +65,7 @@ def question_segments(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None
       when the snapshot has one.
 
     Evidence chunks absent from the snapshot are ignored for the corpus segments.
-    Source: seed ``000_1000bb13b7b4c340.txt`` section 1 (permissions and withdrawn or replaced
+    Source: this pipeline's segments (docs/METRICS.md: permissions and withdrawn or replaced
     documents as segments of their own).
     """
     qid = golden.select("question_id")
@@ -116,7 +115,7 @@ def question_segments(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None
                 pl.col("valid_from").max().dt.year().alias("year"),
             )
         )
-        # the date segment: the year the newest evidence document became valid (seed 001: by date)
+        # the date segment: the year the newest evidence document became valid
         parts.append(ev.drop_nulls("year").select(
             "question_id", pl.concat_str(pl.lit("doc_year="), pl.col("year").cast(pl.Utf8)).alias("segment")))
         ev = ev.drop("year")
@@ -200,8 +199,8 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     Raises SchemaError when a needed column is missing; InputError when a (system, question_id,
     metric, k) appears twice or a question has two split values; ValueError for a confidence
     outside (0, 1) or a negative ``bootstrap_resamples``.
-    Sources: Wilson (1927); Efron & Tibshirani, *An Introduction to the Bootstrap* (1993); seed
-    ``000_1000bb13b7b4c340.txt`` (null for an empty denominator, counts reported beside rates).
+    Sources: Wilson (1927); Efron & Tibshirani, *An Introduction to the Bootstrap* (1993); the
+    null and counts rules of docs/METRICS.md (null for an empty denominator, counts beside rates).
     """
     if not (0.0 < confidence < 1.0):
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")

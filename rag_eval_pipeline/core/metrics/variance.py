@@ -1,6 +1,6 @@
 """How much a judge's labels move when nothing else changes: flip rates and minimum resolution.
 
-Seed ``004_292fd69c3d96947d.txt``: a model judge is not deterministic, so run the same evaluation
+A model judge is not deterministic, so run the same evaluation
 two or three times on the same system version and see how far the result moves; that movement is
 the minimum resolution, and any difference smaller than it is a fluctuation, not an improvement.
 The input is the ``judge_labels`` table with several ``repeat`` values (``judge_runs(...,
@@ -22,8 +22,8 @@ Definitions (an *item* is one claim: system, question_id, claim_id, judged by on
 - **spread** = max - min of the per-repeat faithfulness over repeats; **std** = its sample
   standard deviation (ddof = 1; None with fewer than 2 repeats).
 - **minimum resolution** (rule :data:`RESOLUTION_RULE`): the spread (max - min) of the per-repeat
-  faithfulness, the largest over systems and judge keys. This is the seed's rule read literally
-  ("run it two or three times and see how much it moves"): with 2-3 repeats a standard deviation
+  faithfulness, the largest over systems and judge keys. This is the rule "run it two or three times
+  and see how much it moves" read literally: with 2-3 repeats a standard deviation
   has 1-2 degrees of freedom and is too unstable to scale, while the range is exactly the
   movement observed; for 2 repeats the range |a - b| is also the smallest difference that the
   judge alone has been seen to produce. The largest over systems is taken because one number per
@@ -79,7 +79,7 @@ def item_stability(judge_labels: pl.DataFrame) -> pl.DataFrame:
     verdict; ties → NOT_MENTIONED), ``majority_share`` (votes of the majority verdict / n_repeats;
     for a tie, the share of the tied verdicts' count). Sorted by item key.
     Raises SchemaError when a needed column is missing.
-    Source: seed 004 (repeat the judge; vote on doubtful decisions).
+    Source: majority vote over repeated samples, as self-consistency (Wang et al., ICLR 2023).
     """
     keys = list(ITEM_KEY + JUDGE_KEY)
     labels = _check(judge_labels)
@@ -175,7 +175,7 @@ def repeat_faithfulness(judge_labels: pl.DataFrame) -> pl.DataFrame:
     ``repeat`` (Int32), ``supported`` and ``claims`` (Int64; JUDGE_ERROR left out),
     ``faithfulness`` (supported / claims in [0, 1]). A repeat whose every row is JUDGE_ERROR has
     no row. Raises SchemaError when a needed column is missing.
-    Source: seed 004 (faithfulness = supported claims / total claims).
+    Source: Ragas' faithfulness (supported claims / total claims; Es et al. 2024).
     """
     by = ["system", *JUDGE_KEY, "repeat"]
     labels = _check(judge_labels)
@@ -199,7 +199,7 @@ def variance_table(judge_labels: pl.DataFrame) -> pl.DataFrame:
     ``faithfulness_std`` (ddof = 1; null with fewer than 2 repeats), ``resolution`` (= spread,
     the rule :data:`RESOLUTION_RULE`), ``rule`` (that text). Empty input → empty frame with these
     columns. Raises SchemaError when a needed column is missing.
-    Source: seed 004 (minimum resolution from 2-3 repeats).
+    Source: this pipeline's definition (minimum resolution from 2-3 repeats; docs/METRICS.md).
     """
     by = ["system", *JUDGE_KEY]
     per_repeat = repeat_faithfulness(judge_labels)
@@ -245,6 +245,6 @@ def minimum_resolution(judge_labels: pl.DataFrame) -> dict[str, float]:
     r in [0, 1] the largest max - min spread of per-repeat faithfulness over systems and judge
     keys (rule in the module docstring); ``{}`` when no system has two repeats with claims.
     Raises SchemaError when a needed column is missing.
-    Source: seed 004 ("run it two or three times; anything smaller is a fluctuation").
+    Source: this pipeline's definition (a difference smaller than the spread of repeats is noise).
     """
     return resolution_from_table(variance_table(judge_labels))

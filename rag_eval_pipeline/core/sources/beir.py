@@ -15,7 +15,7 @@ Mapping
 - split: ``test`` for BEIR's ``test`` qrels (the held-out set), ``dev`` for any other qrels file
   (``train``, ``dev``), which is used for tuning. Segment tags: ``source=beir``.
 
-Definition of relevance ids and recall: seed 001_6404d9485c4e62d0.txt; the dataset is described in
+Relevance ids as in BEIR (Thakur et al., NeurIPS 2021 Datasets and Benchmarks); the dataset is described in
 ../shared/datasets/scifact_beir/PROVENANCE.md.
 """
 
@@ -75,7 +75,7 @@ def load_beir(path: str | Path, split: str = "test") -> tuple[pl.DataFrame, pl.D
     line without ``_id`` or with a repeated ``_id``; a document with neither text nor title; a qrels
     row that is malformed, repeated, or names an unknown query or document; a judged query with empty
     text.
-    Definition: seed 001_6404d9485c4e62d0.txt (relevant chunk ids per question).
+    Definition: BEIR's qrels (Thakur et al. 2021): relevant chunk ids per question.
     """
     root = Path(path)
     if not root.is_dir():

@@ -37,9 +37,8 @@ Any other key is an error (a misspelt ``replaced_by`` must not pass unnoticed). 
 block is the document body; paragraphs are separated by blank lines (see ``core/corpus.py``).
 ``source`` is ``<folder name>/<file name>`` so that it does not depend on where the folder lives.
 
-Segments for withdrawn / replaced documents and for permissions are called for by seed
-000_1000bb13b7b4c340.txt (section 1: freeze validity and the test user's permissions; "documentos
-retirados o sustituidos" as their own segments).
+Validity and the test user's permissions are frozen with the documents, so that withdrawn / replaced
+documents and permissions can be segments of their own (docs/METRICS.md).
 """
 
 from __future__ import annotations
@@ -250,7 +249,7 @@ def load_documents_dir(path: str | Path) -> pl.DataFrame:
     ``replaced_by``; ``replaced_by`` on another status, pointing to itself or to an unknown doc_id; a
     bad language tag, acl or date (an impossible date such as 2025-02-30 included); an empty
     document; a folder with no documents.
-    Definition: seed 000_1000bb13b7b4c340.txt section 1 (validity, permissions, withdrawn/replaced).
+    Definition: module docstring (validity, permissions, withdrawn/replaced).
     """
     folder = Path(path)
     if not folder.is_dir():

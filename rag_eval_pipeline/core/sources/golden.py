@@ -25,9 +25,10 @@ notes, golden_version optional; ignored (``golden_version`` is recomputed)
 
 Any other field is an error. Blank lines are skipped; a BOM and CRLF are repaired.
 
-Rules checked by :func:`validate_golden` (definitions: seed 000_1000bb13b7b4c340.txt section 1 for the
-three classes, permissions and the reviewed reference; seed 001_6404d9485c4e62d0.txt for relevant
-chunk ids and claim-to-chunk support annotations): question ids are unique; every relevant and
+Rules checked by :func:`validate_golden` (definitions: SQuAD 2.0's answerable / unanswerable questions,
+Rajpurkar, Jia & Liang, ACL 2018, with a third class for questions that need clarification, Aliannejadi
+et al., SIGIR 2019; graded relevance as TREC qrels; claim-to-chunk support as ALCE's citations, Gao et
+al., EMNLP 2023): question ids are unique; every relevant and
 supporting chunk id exists in the snapshot; an ``absent`` question has no relevant ids and no claims;
 an ``answerable`` question has at least one relevant id with grade >= 1, and at least one of those is
 readable by its ``user_groups`` (otherwise, for that user, the answer is absent from the authorised
@@ -218,7 +219,7 @@ def load_golden(path: str | Path) -> pl.DataFrame:
     non-object line; an unknown field; a missing or empty question_id; an empty question; an unknown
     answerability; a missing or unknown split; a grade outside 0..2147483647; a malformed relevant /
     claims / segments / user_groups value.
-    Definition: seed 000_1000bb13b7b4c340.txt section 1; seed 001_6404d9485c4e62d0.txt.
+    Definition: module docstring (SQuAD 2.0's classes plus clarification; TREC qrels grades).
     """
     p = Path(path)
     rows = [parse_golden_record(rec, str(p), line) for line, rec in read_records(p)]
@@ -287,7 +288,7 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
     relevant ids or claims; an answerable question with no relevant id of grade >= 1, or none its
     user_groups may read (acl); a claim with no supporting id.
     SchemaError when the frame lacks golden_raw columns.
-    Definition: module docstring (seed 000 section 1, seed 001).
+    Definition: module docstring.
     """
     if "golden_version" in golden_raw.columns:
         golden_raw = golden_raw.drop("golden_version")

@@ -31,8 +31,8 @@ system_version, trace_id, decision_rule   optional strings (as in ``rag_runs``)
 ==================  ===============================================================================
 
 Any other field is an error. Blank lines are skipped; a BOM and CRLF are repaired; a last line cut
-off mid-object is reported as such. The fields are what seed 000_1000bb13b7b4c340.txt (section 2)
-asks to keep for every run: corpus version, model, instructions (prompt), retriever configuration,
+off mid-object is reported as such. The fields are what a run must keep to be reproduced and
+compared: corpus version, model, instructions (prompt), retriever configuration,
 retrieved ids, the answer / abstain / clarify decision, final text and citations.
 """
 
@@ -252,7 +252,7 @@ def load_run_log(path: str | Path, system: str, corpus_version: str, golden_vers
     ``golden_version`` that differs from the one being evaluated (naming both); with ``known_chunks``
     (the snapshot's chunk ids), a retrieved or cited chunk id outside it; with ``require_scores``
     (``ranking_mode: trec_eval``), a hit without a score.
-    Definition: seed 000_1000bb13b7b4c340.txt section 2 (what to keep per run).
+    Definition: module docstring (what to keep per run).
     """
     p = Path(path)
     rows: list[dict] = []

@@ -10,8 +10,8 @@ Mapping
 - An answerable question (``is_impossible`` false) → ``answerable``, relevant = its paragraph's chunk
   (grade 1), reference_answer = the first answer's text.
 - An unanswerable question (``is_impossible`` true) → ``absent`` with no relevant ids: the paragraph
-  it was written against does not hold the answer (the "Know What You Don't Know" negatives that seed
-  000_1000bb13b7b4c340.txt section 1 cites as near misses). That paragraph is recorded in the segment
+  it was written against does not hold the answer (the near-miss negatives of "Know What You Don't
+  Know", Rajpurkar, Jia & Liang, ACL 2018). That paragraph is recorded in the segment
   tag ``near_paragraph=<doc_id>``; reference_answer is null.
 - split: ``dev`` or ``test`` from sha256(f"{split_seed}:{question_id}") (first 8 hex digits, even →
   dev, odd → test): deterministic, about half each, independent of file order.
@@ -53,7 +53,7 @@ def load_squad_v2(path: str | Path, split_seed: int = 0) -> tuple[pl.DataFrame, 
     a missing file, bad UTF-8 or JSON, a missing ``data`` list, a paragraph without context, a
     question without id or text, a repeated question id, an answerable question without answers, an
     unanswerable one with answers.
-    Definition: seed 000 section 1 (answerable vs absent questions; SQuAD 2.0 as the precedent).
+    Definition: SQuAD 2.0 (Rajpurkar, Jia & Liang, ACL 2018): answerable vs absent questions.
     """
     p = Path(path)
     if not p.is_file():

@@ -1,8 +1,8 @@
 """From one system reply to one ``rag_runs`` row: the default contract, ``response_fields`` mapping,
 decision rules, and ``error`` rows.
 
-The default contract: the reply is one object in the run-log schema (README "Logs of your own RAG
-system"), checked by the same rules as a log line (:func:`parse_run_record`). ``question_id`` may be
+The default contract: the reply is one object in the run-log schema (docs/systems.md, "Logs of your
+own RAG system"), checked by the same rules as a log line (:func:`parse_run_record`). ``question_id`` may be
 left out (it is the question asked); when present it must be that question. With ``response_fields``
 the reply is any JSON document and each field is read at a dotted path (``data.hits``,
 ``choices.0.text``); a hit's ``chunk_id`` and ``score`` paths are relative to the hit.

@@ -65,7 +65,7 @@ class ReferenceService:
         self._lock = threading.Lock()
 
     def answer(self, question_id: str, question: str, user_groups: list[str] | None) -> dict[str, Any]:
-        """One run-log object (README "Logs of your own RAG system") for one question.
+        """One run-log object (docs/systems.md, "Logs of your own RAG system") for one question.
 
         Output keys: ``question_id``, ``retrieved`` (chunk_id, score, rank), ``decision``, ``answer``,
         ``citations``, ``error``, ``corpus_version``, ``retriever``, ``generator``, ``model``,

@@ -2,7 +2,7 @@
 
 :func:`validate_system_spec` checks one entry of the configuration's ``systems`` list and returns it
 with every default filled in, so the runners never guess. The keys, their defaults and meaning are in
-the README ("Systems under test"); an unknown key is an error (a typo is never ignored).
+docs/systems.md ("Systems under test"); an unknown key is an error (a typo is never ignored).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def validate_system_spec(spec: dict, path: str | Path, index: int) -> dict[str, 
 
     Input: the entry as read from YAML (a dict with ``name`` and ``kind``), the configuration file's
     path and the entry's index (both only for messages). Output: a new dict with every default filled
-    in (see the README's table of keys). Raises ConfigError naming the file, ``systems[i]``, the
+    in (see docs/systems.md for the keys). Raises ConfigError naming the file, ``systems[i]``, the
     system and the key for an unknown key, a missing ``url`` / ``callable`` / ``path``, a number out
     of range (``timeout_s`` > 0, ``max_retries`` >= 0, ``concurrency`` >= 1, ``rate_per_s`` > 0), a
     credential-looking header in ``headers`` (secrets belong in ``headers_from_env``), an

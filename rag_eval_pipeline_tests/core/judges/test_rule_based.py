@@ -23,7 +23,7 @@ def _verdicts(j: AnswerJudgement) -> list[str]:
 
 
 def test_six_claims_five_supported():
-    # Seed 004's worked ratio (5 of 6 supported -> 0.83) on our own text: claims 1-5 appear
+    # Ragas' faithfulness ratio (5 of 6 supported -> 0.83) on our own text: claims 1-5 appear
     # in the context word for word (recall 1.0); claim 6 shares no content word (recall 0).
     answer = (
         "La biblioteca municipal abre de lunes a viernes de 9 a 20 horas. "

@@ -1,5 +1,5 @@
 """Decision metrics: coverage, answer without evidence, false abstention, retrieval failure vs
-abstention, clarifications and errors (seed 000_1000bb13b7b4c340.txt). Expected values are
+abstention, clarifications and errors (definitions: docs/METRICS.md). Expected values are
 recomputed by hand from the definitions."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Retrieval metrics (core/metrics/retrieval.py): the seed guides' worked examples recomputed by
-hand (seeds 001_6404d9485c4e62d0.txt and 002_467b844feab73551.txt), property tests against
+"""Retrieval metrics (core/metrics/retrieval.py): worked examples (recall, precision, F1,
+reciprocal rank, nDCG) recomputed by hand, property tests against
 pytrec_eval (trec_eval's own code) in trec_eval mode, and the error and null rules."""
 
 from __future__ import annotations
@@ -89,18 +89,18 @@ def golden_frame(rows: list[dict]) -> pl.DataFrame:
                                      "claims": SCHEMAS["golden_set"]["claims"]})
 
 
-# ----------------------------------------------------------------------------- seed 002 worked examples
+# ----------------------------------------------------------------------------- worked examples
 
 
-def seed002_case() -> tuple[pl.DataFrame, pl.DataFrame]:
+def worked_case() -> tuple[pl.DataFrame, pl.DataFrame]:
     # retrieved [1, 3, 5, 7, 9, 11, 13], relevant {3, 7, 12}
     run = run_frame({"python": ["d1", "d3", "d5", "d7", "d9", "d11", "d13"]})
     qrels = qrels_frame({"python": {"d3": 1, "d7": 1, "d12": 1}})
     return run, qrels
 
 
-def test_seed002_recall_precision_f1_at_5() -> None:
-    run, qrels = seed002_case()
+def test_worked_example_recall_precision_f1_at_5() -> None:
+    run, qrels = worked_case()
     pq = retrieval_question_metrics(run, qrels, ks=(5,)).per_question
     r = value(pq, "recall", 5)
     assert (r["numerator"], r["denominator"]) == (2.0, 3.0) and r["value"] == pytest.approx(2 / 3)
@@ -112,11 +112,11 @@ def test_seed002_recall_precision_f1_at_5() -> None:
     assert value(pq, "recip_rank")["value"] == 0.5  # first relevant (d3) at rank 2
 
 
-def test_seed002_ndcg_printed_0756_is_wrong() -> None:
-    # The seed's evaluator prints ndcg@k 0.756 for this case, but under its own definition
+def test_worked_example_ndcg_printed_0756_is_wrong() -> None:
+    # 0.756, a figure printed for this case elsewhere, is wrong: under the definition
     # (binary gain, 1/log2(i+1), ideal = min(|relevant|, k) ones) the value is
     # (1/log2 3 + 1/log2 5) / (1 + 1/log2 3 + 1/log2 4) = 1.06161 / 2.13093 = 0.4982.
-    run, qrels = seed002_case()
+    run, qrels = worked_case()
     got = value(retrieval_question_metrics(run, qrels, ks=(5,)).per_question, "ndcg_cut", 5)
     hand = (1 / L2(3) + 1 / L2(5)) / (1 + 1 / L2(3) + 1 / L2(4))
     assert got["value"] == pytest.approx(hand, abs=1e-12)
@@ -124,7 +124,7 @@ def test_seed002_ndcg_printed_0756_is_wrong() -> None:
     assert abs(got["value"] - 0.756) > 0.2
 
 
-def test_seed002_exercise_2_ndcg_0_6509() -> None:
+def test_worked_example_exercise_2_ndcg_0_6509() -> None:
     run = run_frame({"q": ["d1", "d3", "d5", "d7", "d9"]})
     qrels = qrels_frame({"q": {"d3": 1, "d7": 1}})
     got = value(retrieval_question_metrics(run, qrels, ks=(5,)).per_question, "ndcg_cut", 5)["value"]
@@ -132,26 +132,25 @@ def test_seed002_exercise_2_ndcg_0_6509() -> None:
     assert round(got, 4) == 0.6509
 
 
-def test_seed002_exercise_1_recall_one_third() -> None:
+def test_worked_example_exercise_1_recall_one_third() -> None:
     run = run_frame({"q": ["d1", "d2", "d3", "d4", "d5"]})
     qrels = qrels_frame({"q": {"d3": 1, "d6": 1, "d9": 1}})
     assert value(retrieval_question_metrics(run, qrels, ks=(5,)).per_question, "recall", 5)["value"] == \
         pytest.approx(1 / 3)
 
 
-def test_seed002_reciprocal_rank_examples_and_mrr() -> None:
+def test_worked_example_reciprocal_rank_examples_and_mrr() -> None:
     run = run_frame({"q1": ["d1", "d3", "d5", "d7", "d9"], "q2": ["d2", "d4", "d6", "d8", "d10"],
                      "q3": ["d1", "d3", "d5", "d7", "d9"]})
     qrels = qrels_frame({"q1": {"d3": 1, "d7": 1}, "q2": {"d6": 1}, "q3": {"d1": 1}})
     pq = retrieval_question_metrics(run, qrels, ks=(5,), measures=["mrr"]).per_question
     assert [value(pq, "recip_rank", None, q)["value"] for q in ("q1", "q2", "q3")] == [0.5, 1 / 3, 1.0]
     mrr = trec_eval_aggregate(pq).filter(pl.col("metric") == "recip_rank")["value"][0]
-    assert mrr == pytest.approx((0.5 + 1 / 3 + 1.0) / 3)  # 0.6111 (the seed rounds to 0.61)
+    assert mrr == pytest.approx((0.5 + 1 / 3 + 1.0) / 3)  # 0.6111
 
 
-def test_seed002_batch_means_recomputed() -> None:
-    # the seed's three-query batch; its printed averages (recall 0.722, precision 0.533, f1 0.600,
-    # ndcg 0.812) do not follow from its definitions; mrr 0.667 does. Recomputed by hand:
+def test_worked_example_batch_means_recomputed() -> None:
+    # a three-query batch; its means recomputed by hand:
     run = run_frame({"a": ["d1", "d3", "d5", "d7", "d9"], "b": ["d2", "d4", "d6", "d8", "d10"],
                      "c": ["d1", "d2", "d3", "d4", "d5"]})
     qrels = qrels_frame({"a": {"d3": 1, "d7": 1, "d12": 1}, "b": {"d4": 1, "d6": 1}, "c": {"d1": 1, "d3": 1}})
@@ -167,10 +166,10 @@ def test_seed002_batch_means_recomputed() -> None:
     assert got[("ndcg_cut", 5)] == pytest.approx(sum(ndcg) / 3)  # 0.7038
 
 
-# ----------------------------------------------------------------------------- seed 001
+# ----------------------------------------------------------------------------- claims and their evidence
 
 
-def seed001() -> tuple[pl.DataFrame, pl.DataFrame]:
+def claims_case() -> tuple[pl.DataFrame, pl.DataFrame]:
     golden = golden_frame([{
         "question_id": "vacaciones",
         "relevant": ["politica-ausencias-2026-1", "politica-ausencias-2026-4"],
@@ -181,8 +180,8 @@ def seed001() -> tuple[pl.DataFrame, pl.DataFrame]:
     return golden, runs
 
 
-def test_seed001_recall_hit_and_claim_evidence_availability() -> None:
-    golden, runs = seed001()
+def test_claims_case_recall_hit_and_claim_evidence_availability() -> None:
+    golden, runs = claims_case()
     pq = retrieval_question_metrics(explode_runs(runs), qrels_from_golden(golden), ks=(2,)).per_question
     assert value(pq, "recall", 2)["value"] == 0.5
     assert value(pq, "success", 2)["value"] == 1.0
@@ -208,7 +207,7 @@ def test_claim_evidence_availability_rules() -> None:
     # a claim without supporting ids stays in the denominator and is never available
     assert [value(cea, "claim_evidence_availability", k, "q1")["value"] for k in (1, 2, 3)] == [0.0, 1 / 3, 2 / 3]
     q2 = value(cea, "claim_evidence_availability", 2, "q2")
-    assert q2["value"] is None and q2["status"] == "no_claims"  # the seed returns 1.0; we report null
+    assert q2["value"] is None and q2["status"] == "no_claims"  # a question without claims is null, never 1.0
     with pytest.raises(ConfigError):
         claim_evidence_availability(runs, golden, ks=(0,))
 
@@ -255,13 +254,13 @@ def test_ndcg_uses_grades_and_ignores_rel_level() -> None:
 
 @pytest.mark.parametrize("k", [0, -1])
 def test_k_below_one_is_config_error(k: int) -> None:
-    run, qrels = seed002_case()
+    run, qrels = worked_case()
     with pytest.raises(ConfigError, match="k"):
         retrieval_question_metrics(run, qrels, ks=(1, k))
 
 
 def test_bad_options_are_config_errors() -> None:
-    run, qrels = seed002_case()
+    run, qrels = worked_case()
     for kwargs in ({"mode": "random"}, {"on_duplicate": "last"}, {"rel_level": -1}, {"measures": ["bpref"]},
                    {"measures": ["recall@0"]}, {"measures": ["map@5"]}, {"ks": (True,)}):
         with pytest.raises(ConfigError):
@@ -289,7 +288,7 @@ def test_keep_first_drops_later_copies_and_renumbers() -> None:
 
 
 def test_duplicate_qrels_and_null_ranking_columns_are_input_errors() -> None:
-    run, qrels = seed002_case()
+    run, qrels = worked_case()
     with pytest.raises(InputError, match="d3"):
         retrieval_question_metrics(run, pl.concat([qrels, qrels.head(1)]))
     with pytest.raises(InputError, match="rank is null"):
@@ -377,14 +376,14 @@ def test_names_and_aliases() -> None:
     assert trec_name("ndcg_cut", 10) == "ndcg_cut_10" and trec_name("map", None) == "map"
     with pytest.raises(ConfigError):
         parse_measure("nope@3")
-    run, qrels = seed002_case()
+    run, qrels = worked_case()
     pq = retrieval_question_metrics(run, qrels, ks=(3,), measures=["hit@1", "recall", "mrr@2"]).per_question
     assert sorted(zip(pq["metric"], pq["k"])) == [("recall", 3), ("recip_rank_cut", 2), ("success", 1)]
     assert value(pq, "recip_rank_cut", 2)["value"] == 0.5
 
 
 def test_per_question_conforms_to_question_metrics() -> None:
-    run, qrels = seed002_case()
+    run, qrels = worked_case()
     pq = retrieval_question_metrics(run, qrels).per_question
     assert pq.schema == PER_QUESTION_SCHEMA
     from rag_eval_pipeline.core.tables import conform
