@@ -24,7 +24,7 @@ def test_core_imports_nothing_from_dagster_or_defs():
 
 
 def test_asset_keys_are_pinned():
-    # the sample suite is always loaded (the public suites only where their data is); see defs/test_suites.py
+    # the sample suite is always loaded (the public suites only where their data is); see defs/test_location.py
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {f"sample/{k}" for k in (
         "corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements",

@@ -252,7 +252,7 @@ def test_label_five_undo_restart_kill_and_calibrate(evaluated, browser, tmp_path
 
     from rag_eval_pipeline.defs.io import ParquetIOManager
     from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
-    from rag_eval_pipeline_tests.defs.test_calibration_defs import trust_assets
+    from rag_eval_pipeline_tests.defs.test_calibration import trust_assets
 
     frame = pl.read_parquet(out / "judge_labels.parquet")
     tables = tuple(pl.read_parquet(out / f"{name}.parquet") for name in ("rag_runs", "golden_set", "corpus_snapshot"))
