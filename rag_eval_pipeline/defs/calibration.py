@@ -164,9 +164,9 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
     return dg.Output(table, metadata=md)
 
 
-CALIBRATED_DESCRIPTION = ("The judge agrees with hand labels (Cohen's kappa >= calibration.kappa_floor) for its current "
-                          "model and prompt. Blocking (ERROR) whenever a gate is on a judge-based metric; a warning "
-                          "otherwise.")
+CALIBRATED_DESCRIPTION = ("The judge agrees with hand labels (Cohen's kappa >= calibration.kappa_floor) for its "
+                          "current model and prompt. Blocking (ERROR) whenever a gate is on a judge-based metric; a "
+                          "warning otherwise.")
 WARNING_ONLY = ("Warning only in this suite: no gate is on a judge-based metric, so a judge below the floor cannot "
                 "block promotion. ")
 

@@ -23,8 +23,18 @@ import dagster as dg
 
 from rag_eval_pipeline.core.config import EvalConfig
 from rag_eval_pipeline.core.suites import Suite
-from rag_eval_pipeline.defs import aggregate, calibration, corpus, golden, judging, metrics, promotion, report, runs
-from rag_eval_pipeline.defs import schedules
+from rag_eval_pipeline.defs import (
+    aggregate,
+    calibration,
+    corpus,
+    golden,
+    judging,
+    metrics,
+    promotion,
+    report,
+    runs,
+    schedules,
+)
 from rag_eval_pipeline.defs.io import ParquetIOManager
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 from rag_eval_pipeline.defs.scope import QUICK, SuiteScope

@@ -25,6 +25,7 @@ from pydantic import PrivateAttr
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
 
+
 def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: float) -> OutputLock:
     """Take the folder lock for the run being initialised (re-entrant within the process)."""
     lock = OutputLock(base_dir, run_id=getattr(context, "run_id", None), wait_s=wait_s).acquire()

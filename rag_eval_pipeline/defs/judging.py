@@ -304,7 +304,8 @@ def build(scope: SuiteScope) -> tuple[list, list]:
             yield dg.Output(quality.value, output_name="answer_quality", metadata=quality.metadata)
 
     @dg.asset_check(asset=scope.key("answer_judgements"), name="every_answer_has_a_judgement", blocking=True,
-                    additional_ins=scope.ins("rag_runs"), description=CHECK_DESCRIPTIONS["every_answer_has_a_judgement"])
+                    additional_ins=scope.ins("rag_runs"),
+                    description=CHECK_DESCRIPTIONS["every_answer_has_a_judgement"])
     def judgements_complete(answer_judgements: pl.DataFrame, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
         return every_answer_has_a_judgement(answer_judgements, rag_runs)
 

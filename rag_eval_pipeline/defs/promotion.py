@@ -10,8 +10,8 @@ so only ``promotion`` hangs below it and the report is still written on a night 
 The promoted baseline (``<suite folder>/baseline/``) is not an asset of a run: ``promotion`` writes it,
 and the next run's gates and report read it. It is declared as the external asset
 ``<suite>/promoted_baseline``, which the lineage draws into ``gate_results`` and ``evaluation_report``;
-``promotion`` reports a materialisation of it (system, promotion time) each time it writes one. ``regression_cases`` adds to its own previous
-materialisation (read from the suite's folder).
+``promotion`` reports a materialisation of it (system, promotion time) each time it writes one.
+``regression_cases`` adds to its own previous materialisation (read from the suite's folder).
 """
 
 
@@ -28,8 +28,8 @@ from rag_eval_pipeline.defs.scope import SuiteScope
 
 STAGE = "promotion"
 BASELINE_DIR = "baseline"
-NO_REGRESSION_DESCRIPTION = ("Every blocking gate passes: no regression beyond its threshold that the paired test calls "
-                             "real, no floor breached, no comparison across golden or corpus versions.")
+NO_REGRESSION_DESCRIPTION = ("Every blocking gate passes: no regression beyond its threshold that the paired test "
+                             "calls real, no floor breached, no comparison across golden or corpus versions.")
 
 
 def load_baseline(store: TableFolder) -> PromotedBaseline | None:

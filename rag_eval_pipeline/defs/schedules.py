@@ -2,9 +2,10 @@
 
 Jobs are named ``<suite>__full_evaluation`` and ``<suite>__quick_evaluation`` (Dagster's own ``__``
 separator for prefixed names) and carry the suite's run tags. They name no executor: Dagster's default
-selection applies (the deployment or the run config chooses; ``rag-eval run`` executes in process). The schedule ``nightly_full_evaluation``
-launches one run per nightly suite (each run selects that suite's assets and checks), so a suite that
-fails blocks only itself. ``cli_console_logger`` is the console logger ``rag-eval run`` gives its jobs.
+selection applies (the deployment or the run config chooses; ``rag-eval run`` executes in process).
+The schedule ``nightly_full_evaluation`` launches one run per nightly suite (each run selects that
+suite's assets and checks), so a suite that fails blocks only itself. ``cli_console_logger`` is the
+console logger ``rag-eval run`` gives its jobs.
 """
 
 from __future__ import annotations
