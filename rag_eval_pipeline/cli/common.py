@@ -21,7 +21,7 @@ def dagster_home(ad_hoc: bool = False) -> Path:
 
     ``ad_hoc``: a run of a configuration that no suites file lists (``rag-eval run --config FILE``) is recorded
     in its own instance, ``<that folder>/adhoc/``, which the UI does not read: the UI's catalog lists only
-    assets its code location defines (docs/suites.md). Its ``dagster.yaml`` is a copy of the shared one."""
+    assets its code location defines (docs/pipeline.md, Suites). Its ``dagster.yaml`` is a copy of the shared one."""
     home = Path(os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / ".dagster_home")
     home.mkdir(exist_ok=True)
     if ad_hoc:

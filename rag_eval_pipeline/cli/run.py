@@ -25,6 +25,7 @@ from rag_eval_pipeline.cli.run_output import (
     interrupted,
     promotion_line,
     step_error_text,
+    step_name,
 )
 
 NAME = "run"
@@ -110,9 +111,11 @@ def run(args: argparse.Namespace) -> int:
     if not result.success:
         for ev in result.all_events:
             if ev.is_step_failure and interrupted(ev.event_specific_data.error):
-                print(f"\ninterrupted (SIGTERM or Ctrl-C): the run stopped before step {ev.step_key} finished")
+                print(f"\ninterrupted (SIGTERM or Ctrl-C): the run stopped before step "
+                      f"{step_name(ev.step_key, suite.name)} finished")
             elif ev.is_step_failure:
-                print(f"\nstep {ev.step_key} failed: {step_error_text(ev.event_specific_data.error)[:2000]}")
+                print(f"\nstep {step_name(ev.step_key, suite.name)} failed: "
+                      f"{step_error_text(ev.event_specific_data.error)[:2000]}")
     return EXIT_OK if result.success and not failed_checks else EXIT_FAILED
 
 

@@ -53,6 +53,13 @@ def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
     return "\n".join(out)
 
 
+def step_name(step_key: str, suite: str) -> str:
+    """A step of the suite's job as the user knows it: ``sample__golden_set`` -> ``golden_set``,
+    ``sample__quick__judging`` -> ``judging`` (op names carry the suite's key prefix, see defs/scope.py)."""
+    name = step_key.removeprefix(f"{suite}__")
+    return name.removeprefix("quick__") if name != step_key else step_key
+
+
 def step_error_text(error) -> str:
     """The message of a failed step: the error raised by our code (file, line, field for bad input),
     not Dagster's "Error occurred while executing op" wrapper. Input: a ``SerializableErrorInfo``."""

@@ -12,7 +12,8 @@ environment's overrides, so the UI and ``rag-eval run`` judge a suite the same w
 
 Each stage module declares its assets for a :class:`~rag_eval_pipeline.defs.scope.SuiteScope` with a
 ``build(scope)`` function; :data:`STAGES` lists them in the order of the chain. ``defs/`` is a plain
-package with this explicit list, not a folder that ``dg`` loads by itself (see docs/suites.md).
+package with this explicit list, not a folder that ``dg`` loads by itself (docs/pipeline.md,
+"How a suite is built").
 """
 
 from __future__ import annotations
