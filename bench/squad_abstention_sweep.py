@@ -7,6 +7,7 @@ Usage: python bench/squad_abstention_sweep.py [--config data/configs/squad_v2.ya
 """
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -32,12 +33,13 @@ def main() -> int:
     cfg = load_config(args.config)
     snapshot, version = build_snapshot(cfg)
     golden = build_golden(cfg, snapshot)
-    base = {k: v for k, v in cfg.systems[0].items() if k != "kind"}
+    base = cfg.systems[0]  # the typed section of a kind: reference system
     print(f"SQuAD 2.0 subset: {golden.height} questions "
-          f"({(golden['answerability'] == 'absent').sum()} absent); retriever {base['retriever']}")
+          f"({(golden['answerability'] == 'absent').sum()} absent); retriever {base.retriever.resolved()}")
     print(f"{'threshold':>9}  " + "  ".join(f"{m:>36}" for m in RATES))
     for t in [float(x) for x in args.thresholds.split(",")]:
-        system = dict(base, name=f"t{t}", generator=dict(base["generator"], abstain_threshold=t))
+        system = dataclasses.replace(base, name=f"t{t}",
+                                     generator=dataclasses.replace(base.generator, abstain_threshold=t))
         runs = run_reference_system(snapshot, golden, system, version, golden["golden_version"][0])
         qm = decision_question_metrics(runs, golden, snapshot)
         cells = []

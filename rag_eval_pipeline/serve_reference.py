@@ -31,8 +31,8 @@ def build_app(config_path: str, system_name: str):
 
     cfg = load_config(config_path)
     spec = cfg.system(system_name)
-    if spec["kind"] != "reference":
-        raise ConfigError(f"{cfg.path}: system {system_name!r} is of kind {spec['kind']!r}; serve-reference serves a "
+    if spec.kind != "reference":
+        raise ConfigError(f"{cfg.path}: system {system_name!r} is of kind {spec.kind!r}; serve-reference serves a "
                           "kind: reference system")
     snapshot, version = build_snapshot(cfg)
     service = ReferenceService(snapshot, spec, version)

@@ -12,10 +12,10 @@ is given, then the ``all`` block. Per-query lines leave out ``runid``, ``num_q``
 Measures (``-m``, repeatable, several words after one ``-m``; trec_eval syntax
 ``name[.cutoff,cutoff...]``, the printed form ``name_cutoff`` such as ``ndcg_cut_10``, or a readable
 alias such as ``ndcg@10``): ``num_q``, ``num_ret``, ``num_rel``, ``num_rel_ret``, ``map``,
-``gm_map``, ``Rprec``, ``recip_rank``, ``P``, ``recall``, ``ndcg`` (full depth, ``m_ndcg.c``, default
+``gm_map``, ``Rprec``, ``bpref``, ``recip_rank``, ``P``, ``recall``, ``ndcg`` (full depth, ``m_ndcg.c``, default
 gains only), ``ndcg_cut``, ``success``, plus this package's ``F1`` and ``recip_rank_cut``; the
 nicknames ``official`` (the default) and ``all_trec`` select the subset of trec_eval's sets that is
-implemented here (``bpref``, ``iprec_at_recall``, ``infAP`` and the others are not; a note on
+implemented here (``iprec_at_recall``, ``infAP`` and the others are not; a note on
 stderr lists what a nickname left out). Default cutoffs are trec_eval's: 5..1000 for P, recall and
 ndcg_cut, 1,5,10 for success. The default ranking mode is trec_eval's (``--mode trec_eval``).
 ``-c`` averages over every qrels topic (missing topics score 0), ``-l N`` sets the relevance
@@ -39,6 +39,7 @@ from rag_eval_pipeline.core.metrics.retrieval import (
     COUNT_MEASURES,
     CUT_MEASURES,
     RANKING_MODES,
+    UNCUT_MEASURES,
     parse_measure,
     retrieval_question_metrics,
     trec_eval_aggregate,
@@ -57,6 +58,7 @@ PRINT_ORDER: dict[str, tuple[int, ...] | None] = {
     "map": None,
     "gm_map": None,
     "Rprec": None,
+    "bpref": None,
     "recip_rank": None,
     "P": LONG_CUTOFFS,
     "recall": LONG_CUTOFFS,
@@ -68,11 +70,11 @@ PRINT_ORDER: dict[str, tuple[int, ...] | None] = {
 }
 NICKNAMES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # nickname: (implemented members, trec_eval members not implemented here)
-    "official": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
-                  "recip_rank", "P"), ("bpref", "iprec_at_recall")),
-    "all_trec": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec",
+    "official": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
+                  "recip_rank", "P"), ("iprec_at_recall",)),
+    "all_trec": (("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "gm_map", "Rprec", "bpref",
                   "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "success"),
-                 ("bpref", "iprec_at_recall", "relstring", "infAP", "gm_bpref", "Rprec_mult", "utility",
+                 ("iprec_at_recall", "relstring", "infAP", "gm_bpref", "Rprec_mult", "utility",
                   "11pt_avg", "binG", "G", "ndcg_rel", "Rndcg", "map_cut", "relative_P", "set_P",
                   "set_relative_P", "set_recall", "set_map", "set_F", "num_nonrel_judged_ret", "rbp",
                   "rbp_resid", "unj")),
@@ -184,11 +186,10 @@ def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, comple
     run = run.with_columns(pl.lit(runid).alias("system"))
 
     ks = sorted({k for m, cut in chosen.items() if m in CUT_MEASURES for k in cut or ()})
-    wanted = [m for m in chosen if m in CUT_MEASURES or m in ("num_ret", "num_rel", "num_rel_ret", "map",
-                                                              "Rprec", "recip_rank", "ndcg")]
+    wanted = [m for m in chosen if m in CUT_MEASURES or m in UNCUT_MEASURES]
     if "gm_map" in chosen and "map" not in wanted:
         wanted.append("map")
-    for m in ("num_ret", "num_rel", "num_rel_ret"):
+    for m in COUNT_MEASURES:
         if m not in wanted:
             wanted.append(m)  # cheap, and keeps every evaluated topic visible in per_question
     try:

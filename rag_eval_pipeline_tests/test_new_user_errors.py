@@ -159,10 +159,31 @@ def test_run_with_a_bad_configuration_is_one_line_and_starts_no_run(tmp_path):
     out = tmp_path / "out"
     proc = _cli(tmp_path, path, out)
     assert proc.returncode == 2 and proc.stdout == ""  # 2: a configuration error, no run started
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "rel_levl:" in text)
     assert proc.stderr.strip().splitlines() == [
-        f"rag-eval: {path}: unknown key(s) ['rel_levl'] in metrics; expected only ['ks', 'ranking_mode', "
+        f"rag-eval: {path}, line {line}: unknown key(s) ['rel_levl'] in metrics; expected only ['ks', 'ranking_mode', "
         "'rel_level', 'on_duplicate', 'complete', 'bootstrap_resamples', 'small_segment_n']"]
     assert not list(out.glob("*.parquet"))
+
+
+def test_a_typo_inside_a_system_is_one_line_exit_2_and_no_dagster_run(tmp_path):
+    """``retriver:`` (and ``langauge:`` one level down) used to launch a run that failed inside rag_runs."""
+    import dagster as dg
+
+    path = config_with(tmp_path, lambda c: c["systems"][1].update(retriver={"k": 3}))
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "retriver:" in text)
+    with pytest.raises(ConfigError, match=rf"^{path}, line {line}: systems\[1\] \(bm25_k10, kind reference\): "
+                                          r"unknown key\(s\) \['retriver'\] in systems\[1\]"):
+        load_config(path, environ={})
+    path = config_with(tmp_path, lambda c: c["systems"][0]["retriever"].update(langauge="spanish"))
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "langauge:" in text)
+    proc = _cli(tmp_path, path, tmp_path / "out")
+    assert proc.returncode == 2 and proc.stdout == ""
+    err = proc.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"rag-eval: {path}, line {line}: systems[0] (bm25_k5, kind reference): ")
+    assert "unknown key(s) ['langauge'] in systems[0].retriever" in err[0]
+    with dg.DagsterInstance.from_config(str(tmp_path / "dagster_home")) as instance:
+        assert instance.get_run_records() == []  # refused before any Dagster run started
 
 
 def test_a_failed_run_does_not_print_an_earlier_runs_summary(tmp_path):

@@ -21,6 +21,7 @@ def estimate(args: argparse.Namespace) -> int:
     from rag_eval_pipeline.core.errors import ConfigError, EvalError
     from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
     from rag_eval_pipeline.core.judges.base import EstimatesCost
+    from rag_eval_pipeline.core.judges.registry import JUDGE_TYPES
     from rag_eval_pipeline.core.pipeline import build_golden, build_runs, build_snapshot
     from rag_eval_pipeline.core.systems.estimate import offline_systems, system_call_lines
     from rag_eval_pipeline.defs.location import check_suite
@@ -52,8 +53,12 @@ def estimate(args: argparse.Namespace) -> int:
               [texts[h["chunk_id"]] for h in r["retrieved"] if h["chunk_id"] in texts])
              for r in runs.iter_rows(named=True)
              if r["decision"] == "answer" and r["retrieved"] and not abstention_phrase(r["answer"], phrases)]
-    if not isinstance(judge, EstimatesCost):
+    if not JUDGE_TYPES.get(cfg.judge.type).makes_calls:  # declared by the judge type
         print(f"judge {judge.name}: {len(items)} answers to judge; it makes no model calls (cost 0)")
+        return EXIT_OK
+    if not isinstance(judge, EstimatesCost):
+        print(f"judge {judge.name}: {len(items)} answers to judge; it calls a model but gives no estimate of how "
+              "many calls")
         return EXIT_OK
     est = judge.dry_run_estimate(items)
     repeats = cfg.judge.repeats

@@ -5,25 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rag_eval_pipeline.core.metrics.names import is_judge_based, metric_label
+
 DEFAULT_METRICS = (("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
                    ("claim_evidence_availability", 5), ("coverage", None), ("answer_without_evidence_rate", None),
                    ("false_abstention_rate", None), ("abstention_without_evidence", None), ("faithfulness", None),
                    ("faithfulness_holistic", None), ("reference_token_recall", None), ("run_error_rate", None),
                    ("latency_ms_p50", None), ("latency_ms_p95", None))
-
-
-def metric_label(metric: str, k: int | None) -> str:
-    """The trec_eval-style name of a (metric, k) row: ("recall", 5) -> "recall_5"; ("map", None) -> "map"."""
-    from rag_eval_pipeline.core.metrics.names import trec_name
-
-    return trec_name(metric, k)
-
-
-def is_judge_based(metric: str) -> bool:
-    """Whether a metric's value comes from the judge (faithfulness*, answer/context relevance, correctness)."""
-    from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
-
-    return bool(judge_based_metrics([metric]))
 
 
 def format_summary(summary, metrics=DEFAULT_METRICS) -> str:

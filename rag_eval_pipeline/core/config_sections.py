@@ -1,31 +1,54 @@
 """The typed evaluation configuration: one frozen dataclass per section of the YAML file.
 
-:func:`rag_eval_pipeline.core.config.load_config` reads a file into these and checks every field;
-nothing here reads files. Frozen dataclasses rather than pydantic models: the core stays free of a
-library that reaches it only through Dagster, and the checks (with messages of the form
-``FILE: section.key must be ..., got VALUE``, and the ones spanning sections, such as a threshold's
-``k`` among ``metrics.ks``) live in one place, ``core/config.py``.
+Each field is one key, declared with :func:`rag_eval_pipeline.core.sections.key` (default, range,
+choices, documentation); :func:`rag_eval_pipeline.core.config.load_config` reads the file into these
+with the generic parser of ``core/sections.py`` and adds the checks that span sections (a threshold's
+``k`` among ``metrics.ks``, a candidate that is a configured system). Systems are typed by their kind
+(``core/systems/kinds/``), the judge by its type (``core/judges/types/``), the corpus source is one of
+``core/sources/corpus/``. Nothing here reads files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import zoneinfo
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.metrics.names import RANKING_MODES
+from rag_eval_pipeline.core.sections import Key, key
 
-CORPUS_SOURCES = ("documents_dir", "beir", "squad_v2")
-SYSTEM_KINDS = ("reference", "logged", "http", "python", "traces")
-RANKING_MODES = ("system", "trec_eval")
-JUDGE_TYPES = ("rule_based", "openai_compatible", "human")
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.base import SystemSpec
+
 CALIBRATION_LEVELS = ("claim", "response")  # as core.metrics.calibration.LEVELS (a test keeps them equal)
 CHUNKING_STRATEGIES = ("paragraphs", "document")  # as core.corpus.STRATEGIES (a test keeps them equal)
 GATE_SPLITS = ("dev", "test", "all")
+ON_DUPLICATE = ("error", "keep_first")
 DEFAULT_VIEWER_GROUPS = ("customers",)
 DEFAULT_KAPPA_FLOOR = 0.4
+#: Largest cut-off: the ``k`` column of every metric table is a 32-bit integer (as the ``rank`` of a hit).
+MAX_K = 2**31 - 1
+#: Most bootstrap resamples: 2,000 already put the interval's ends within about 0.01 of their limit;
+#: more than 100,000 only costs memory (resamples x questions) and time.
+MAX_BOOTSTRAP_RESAMPLES = 100_000
 
+
+def _corpus_sources() -> tuple[str, ...]:
+    from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
+
+    return CORPUS_SOURCES.names()
+
+
+def _nonblank(value: str) -> str | None:
+    return None if value.strip() else f"must be a non-empty string, got {value!r}"
+
+
+def _nonempty(value: tuple) -> str | None:
+    return None if value else "must list at least one value"
 
 
 @dataclass(frozen=True)
@@ -35,16 +58,30 @@ class Threshold:
     ``max_abs_drop`` is in the metric's own units (0.05 = five points of a rate), finite and >= 0;
     ``max_rel_drop`` is a share of the baseline value in [0, 1] (0.10 = ten per cent); ``min_value``
     is an absolute floor, finite and >= 0 (a ceiling when ``higher_is_better`` is False, as for
-    error rates). At least one of the three is set. ``blocking``: a failure stops promotion.
+    error rates). At least one of the three is set. ``higher_is_better`` defaults to the metric's own
+    direction (``core/metrics/names.py``: False for error and abstention rates). ``blocking``: a
+    failure stops promotion.
     """
 
-    metric: str
-    k: int | None = None
-    max_abs_drop: float | None = None
-    max_rel_drop: float | None = None
-    min_value: float | None = None
-    higher_is_better: bool = True
-    blocking: bool = True
+    metric: str = key(check=_nonblank, expected="a metric name",
+                      doc="a metric name: trec_eval's (recall_5, ndcg_cut_10) or a readable alias (ndcg@10, mrr)")
+    k: int | None = key(None, low=1, doc="cut-off, one of metrics.ks (or in the name: recall_5)")
+    max_abs_drop: float | None = key(None, low=0.0, doc="largest allowed drop, in the metric's units")
+    max_rel_drop: float | None = key(None, low=0.0, high=1.0, doc="largest allowed drop, as a share of the baseline")
+    min_value: float | None = key(None, low=0.0, doc="absolute floor (a ceiling when lower is better)")
+    higher_is_better: bool | None = key(None, doc="default: the metric's own direction")
+    blocking: bool = key(True, doc="a failure stops promotion")
+
+    def __post_init__(self) -> None:
+        if self.higher_is_better is None:
+            from rag_eval_pipeline.core.metrics.names import higher_is_better
+
+            object.__setattr__(self, "higher_is_better", higher_is_better(self.metric))
+
+    def validate(self, at):  # noqa: D102
+        if all(getattr(self, k) is None for k in ("max_abs_drop", "max_rel_drop", "min_value")):
+            raise at.error(f"({self.metric}) sets no limit; expected max_abs_drop, max_rel_drop or min_value")
+        return None
 
 
 @dataclass(frozen=True)
@@ -52,19 +89,19 @@ class ChunkingConfig:
     """``corpus.chunking``: ``strategy`` one of :data:`CHUNKING_STRATEGIES` (None: the source's
     default, paragraphs for a documents folder, one chunk per document otherwise), ``max_chars`` >= 1."""
 
-    strategy: str | None = None
-    max_chars: int = 1200
+    strategy: str | None = key(None, choices=CHUNKING_STRATEGIES, doc="default: the corpus source's")
+    max_chars: int = key(1200, low=1, doc="longest chunk, characters")
 
 
 @dataclass(frozen=True)
 class CorpusConfig:
-    """``corpus``: ``source`` (:data:`CORPUS_SOURCES`), ``path`` (absolute; it exists), ``split``
-    (the BEIR qrels split, default "test"), ``chunking``."""
+    """``corpus``: ``source`` (a registered corpus source), ``path`` (absolute; it exists, a file or a
+    folder as the source says), ``split`` (the BEIR qrels split, default "test"), ``chunking``."""
 
-    source: str
-    path: Path
-    split: str = "test"
-    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    source: str = key(choices=_corpus_sources, doc="documents_dir, beir, squad_v2 (see the corpus sources)")
+    path: Path = key(doc="the source's file or folder")
+    split: str = key("test", check=_nonblank, expected="a split name", doc="the qrels split a BEIR source reads")
+    chunking: ChunkingConfig = key(default_factory=ChunkingConfig, doc="strategy, max_chars")
 
 
 @dataclass(frozen=True)
@@ -72,54 +109,85 @@ class GoldenConfig:
     """``golden``: ``path`` (absolute) of the golden JSONL/Parquet file; None when the corpus source
     carries its own questions (beir, squad_v2)."""
 
-    path: Path | None = None
+    path: Path | None = key(None, doc="the golden set, JSONL or Parquet; required unless the source has questions")
 
 
 @dataclass(frozen=True)
 class MetricsConfig:
-    """``metrics``: cut-offs ``ks`` (integers >= 1), ``ranking_mode`` (:data:`RANKING_MODES`),
+    """``metrics``: cut-offs ``ks`` (integers in [1, 2^31 - 1]), ``ranking_mode`` (:data:`RANKING_MODES`),
     ``rel_level`` (>= 0, as trec_eval -l), ``on_duplicate`` ("error" | "keep_first"), ``complete``
-    (as trec_eval -c), ``bootstrap_resamples`` (>= 1), ``small_segment_n`` (>= 0)."""
+    (as trec_eval -c), ``bootstrap_resamples`` (1 to 100,000), ``small_segment_n`` (>= 0)."""
 
-    ks: tuple[int, ...] = (1, 3, 5, 10)
-    ranking_mode: str = "system"
-    rel_level: int = 1
-    on_duplicate: str = "error"
-    complete: bool = False
-    bootstrap_resamples: int = 2000
-    small_segment_n: int = 10
+    ks: tuple[int, ...] = key((1, 3, 5, 10), check=_nonempty,
+                              items=Key(low=1, cap=MAX_K, cap_why="the k column is a 32-bit integer"),
+                              doc="fixed cut-offs, decided before results are seen")
+    ranking_mode: str = key("system", choices=RANKING_MODES,
+                            doc="system: the order the generator saw; trec_eval: score desc, doc id desc")
+    rel_level: int = key(1, low=0, doc="as trec_eval -l: grades >= this count as relevant (not for nDCG)")
+    on_duplicate: str = key("error", choices=ON_DUPLICATE, doc="a chunk twice in one ranking")
+    complete: bool = key(False, doc="as trec_eval -c: golden questions without a run row score 0")
+    bootstrap_resamples: int = key(2000, low=1, cap=MAX_BOOTSTRAP_RESAMPLES,
+                                   cap_why="more only costs memory and time", doc="resamples of each interval")
+    small_segment_n: int = key(10, low=0, doc="segments with fewer questions are flagged")
+
+
+#: Bounds of the judge transport (one place: the configuration and ``core/judges/transport.py`` read them).
+MAX_JUDGE_TIMEOUT_S = 3600.0
+MAX_JUDGE_RETRIES = 20
+MAX_JUDGE_BACKOFF_S = 300.0
+MAX_JUDGE_CONCURRENCY = 256
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    """``judge`` after environment overrides (:data:`JUDGE_ENV`).
+    """``judge`` after environment overrides (``core/judges/registry.py``, :func:`judge_env`).
 
-    ``type`` (:data:`JUDGE_TYPES`), ``type_source`` ("default", "config" or the variable that set
-    it), ``max_error_share`` in [0, 1], ``repeats`` >= 1, ``reverse_questions``; the model endpoint's
-    ``base_url`` and ``model`` (both required for openai_compatible), ``cache`` (SQLite path or
-    None), ``human_labels`` (label file, required for human); the transport's ``timeout_s`` (total
-    seconds per call, > 0), ``max_retries`` (extra attempts, 0..20), ``backoff_s`` (first retry
-    wait in seconds, >= 0), ``concurrency`` (calls in flight, 1..256), ``rate_limit_per_s`` (None
-    or > 0); ``abstention_phrases`` (language -> phrases marking an answer as an abstention, None
-    for the built-in es/en lists); ``from_env`` lists the variables that overrode the file.
+    Shared by every judge type: ``type`` (a registered judge type), ``max_error_share`` in [0, 1],
+    ``repeats`` in [1, 100], ``reverse_questions``, ``abstention_phrases`` (language -> phrases marking
+    an answer as an abstention; None for the built-in es/en lists); the model transport's
+    ``timeout_s`` (total seconds per call, in (0, 3600]), ``max_retries`` (extra attempts, 0..20),
+    ``backoff_s`` (first retry wait in seconds, 0..300), ``concurrency`` (calls in flight, 1..256),
+    ``rate_limit_per_s`` (None or > 0). Set by the loader: ``options`` (the chosen type's own section,
+    e.g. a model endpoint's ``base_url``, ``model``, ``cache``; a human judge's ``human_labels``),
+    ``type_source`` ("default", "config" or the variable that set it) and ``from_env`` (the variables
+    that overrode the file). ``base_url``, ``model``, ``cache`` and ``human_labels`` read ``options``.
     """
 
-    type: str = "rule_based"
-    type_source: str = "default"
-    max_error_share: float = 0.05
-    repeats: int = 1
-    reverse_questions: bool = False
-    base_url: str | None = None
-    model: str | None = None
-    cache: Path | None = None
-    human_labels: Path | None = None
-    timeout_s: float = 30.0
-    max_retries: int = 3
-    backoff_s: float = 1.0
-    concurrency: int = 4
-    rate_limit_per_s: float | None = None
-    abstention_phrases: Mapping[str, Any] | None = None  # language -> phrases; None: the built-in lists
-    from_env: tuple[str, ...] = ()
+    type: str = key("rule_based", doc="the judge type (see the judge types); variable RAG_EVAL_JUDGE overrides it")
+    max_error_share: float = key(0.05, low=0.0, high=1.0,
+                                 doc="the judge_error_share check fails above this share of JUDGE_ERROR labels")
+    repeats: int = key(1, low=1, high=100, doc="times each answer is judged (repeat 0 may come from the cache)")
+    reverse_questions: bool = key(False, doc="answer_relevancy from questions a model judge writes back")
+    abstention_phrases: Mapping[str, tuple[str, ...]] | None = key(
+        None, items=Key(items=Key(check=_nonblank)),
+        doc="language -> phrases that make an answer an abstention; null: the built-in es/en lists")
+    timeout_s: float = key(30.0, low=0.0, low_open=True, cap=MAX_JUDGE_TIMEOUT_S, cap_why="an hour per call",
+                           env="RAG_EVAL_JUDGE_TIMEOUT_S", doc="total seconds one call may take")
+    max_retries: int = key(3, low=0, high=MAX_JUDGE_RETRIES, env="RAG_EVAL_JUDGE_MAX_RETRIES",
+                           doc="further attempts after a failed one")
+    backoff_s: float = key(1.0, low=0.0, high=MAX_JUDGE_BACKOFF_S, env="RAG_EVAL_JUDGE_BACKOFF_S",
+                           doc="wait before the first retry, doubling after each")
+    concurrency: int = key(4, low=1, high=MAX_JUDGE_CONCURRENCY, env="RAG_EVAL_JUDGE_CONCURRENCY",
+                           doc="calls in flight")
+    rate_limit_per_s: float | None = key(None, low=0.0, low_open=True, env="RAG_EVAL_JUDGE_RATE_LIMIT_PER_S",
+                                         doc="call starts per second; null: no limit")
+    options: Any = key(None, internal=True)
+    type_source: str = key("default", internal=True)
+    from_env: tuple[str, ...] = key((), internal=True)
+
+    base_url = property(lambda self: getattr(self.options, "base_url", None))
+    model = property(lambda self: getattr(self.options, "model", None))
+    cache = property(lambda self: getattr(self.options, "cache", None))
+    human_labels = property(lambda self: getattr(self.options, "human_labels", None))
+
+    @classmethod
+    def of(cls, type: str = "rule_based", **settings: Any) -> JudgeConfig:
+        """A judge configuration built in code (tests, benchmarks): ``settings`` are the shared keys and
+        the type's own keys, as in a ``judge`` section. Checked like a file's section; no environment
+        override. Raises ConfigError / JudgeConfigError as loading would."""
+        from rag_eval_pipeline.core.judges.registry import resolve_judge
+
+        return resolve_judge({"type": type, **settings}, path=Path("<code>"), environ={})
 
 
 @dataclass(frozen=True)
@@ -129,58 +197,133 @@ class GatesConfig:
     (one of the candidates, default the first; None when there is no candidate), ``alpha`` in
     (0, 1), ``block_inconclusive``, ``thresholds``."""
 
-    split: str = "test"
-    baseline_system: str | None = None
-    candidate_systems: tuple[str, ...] = ()
-    promote: str | None = None
-    alpha: float = 0.05
-    block_inconclusive: bool = True
-    thresholds: tuple[Threshold, ...] = ()
+    split: str = key("test", choices=GATE_SPLITS, doc="gates use the held-out split; dev is for tuning")
+    baseline_system: str | None = key(None, doc="compared against until a candidate is promoted")
+    candidate_systems: tuple[str, ...] = key((), expected="a list of system names",
+                                             doc="default: every system but the baseline")
+    promote: str | None = key(None, doc="the candidate promotion stores as the baseline; default the first")
+    alpha: float = key(0.05, low=0.0, high=1.0, low_open=True, high_open=True,
+                       doc="level of the paired randomisation test (two-sided)")
+    block_inconclusive: bool = key(True, doc="a drop beyond its threshold the test cannot call real still blocks")
+    thresholds: tuple[Threshold, ...] = key((), doc="one per gated metric")
+
+
+@dataclass(frozen=True)
+class CalibrationMapping(Mapping):
+    """``calibration.mapping``: how each side's labels become one calibrated label per item
+    (``core/metrics/calibration_mapping.py``): ``judge_rule`` / ``human_rule`` (label, all_supported,
+    holistic), ``judge`` / ``human`` (raw label -> calibrated label; null drops the item), ``labels``
+    (the calibrated label set). Unset keys keep the level's defaults; the section reads as the mapping
+    of its set keys, which is what the calibration code takes."""
+
+    judge_rule: str | None = key(None, doc="how the judge's claim verdicts become one label per item")
+    judge: Mapping[str, str | None] | None = key(None, doc="judge raw label -> calibrated label")
+    human_rule: str | None = key(None, doc="how people's rows become one label per item")
+    human: Mapping[str, str | None] | None = key(None, doc="human raw label -> calibrated label")
+    labels: tuple[str, ...] | None = key(None, doc="the calibrated labels, in display order")
+
+    def _set(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+
+    def __getitem__(self, name: str) -> Any:
+        values = self._set()
+        if name not in values:
+            raise KeyError(name)
+        value = values[name]
+        return list(value) if isinstance(value, tuple) else dict(value) if isinstance(value, Mapping) else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._set())
+
+    def __len__(self) -> int:
+        return len(self._set())
 
 
 @dataclass(frozen=True)
 class CalibrationConfig:
     """``calibration``: ``configured`` (the section is present), ``human_labels`` (absolute path of
-    an existing file; required when configured), ``kappa_floor`` in [-1, 1] (default 0.4), ``level``
-    (:data:`CALIBRATION_LEVELS`, default "claim"), ``mapping`` (response-level label mapping, read
-    by ``core/metrics/calibration.py``, or None)."""
+    a label file; required when configured; absent is allowed: ``rag-eval label`` creates it),
+    ``kappa_floor`` in [-1, 1] (default 0.4), ``level`` (:data:`CALIBRATION_LEVELS`, default
+    "claim"), ``mapping`` (:class:`CalibrationMapping`, or None for the level's defaults)."""
 
-    configured: bool = False
-    human_labels: Path | None = None
-    kappa_floor: float = DEFAULT_KAPPA_FLOOR
-    level: str = "claim"
-    mapping: Mapping[str, Any] | None = None
+    configured: bool = key(False, internal=True)
+    human_labels: Path | None = key(None, doc="hand labels (JSONL / CSV / Parquet); required in the section")
+    kappa_floor: float = key(DEFAULT_KAPPA_FLOOR, low=-1.0, high=1.0, doc="Cohen's kappa below this blocks or warns")
+    level: str = key("claim", choices=CALIBRATION_LEVELS, doc="claim: one label per claim; response: per answer")
+    mapping: CalibrationMapping | None = key(None, doc="judge_rule, judge, human_rule, human, labels")
+
+    def validate(self, at):  # noqa: D102
+        if self.human_labels is None:
+            raise at.error("is required in the calibration section", label="calibration.human_labels")
+        if self.human_labels.exists() and not self.human_labels.is_file():
+            raise at.fail("human_labels", f"{self.human_labels}: not a regular file; expected a label file")
+        if self.mapping is not None:
+            from rag_eval_pipeline.core.metrics.calibration_mapping import resolve_mapping
+
+            try:
+                resolve_mapping(self.mapping, self.level)
+            except ValueError as exc:
+                raise at.fail("mapping", f"is refused: {exc}") from None
+        return dataclasses.replace(self, configured=True)
+
+
+def _groups(value: tuple[str, ...]) -> str | None:
+    if not value or not all(g.strip() for g in value):
+        return f"must be a list of group names, got {list(value)!r}"
+    return None
+
+
+def _group(value: str) -> str | None:
+    from rag_eval_pipeline.core.systems.base import check_short_text
+
+    return check_short_text(value)
 
 
 @dataclass(frozen=True)
 class ReportConfig:
     """``report``: ``viewer_groups`` (non-empty group names: the test user the report is written for)."""
 
-    viewer_groups: tuple[str, ...] = DEFAULT_VIEWER_GROUPS
+    viewer_groups: tuple[str, ...] = key(DEFAULT_VIEWER_GROUPS, check=_groups, items=Key(check=_group),
+                                         expected="a list of group names",
+                                         doc="text from documents outside these ACL groups is never shown")
+
+
+def _cron(value: str) -> str | None:
+    return None if len(value.split()) == 5 else f"must be a cron expression of five fields, got {value!r}"
+
+
+def _timezone(value: str) -> str | None:
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return f"must be an IANA time zone name, got {value!r}"
+    return None
 
 
 @dataclass(frozen=True)
 class ScheduleConfig:
     """``schedule``: ``cron`` (five fields) and ``timezone`` (an IANA name), or None each."""
 
-    cron: str | None = None
-    timezone: str | None = None
+    cron: str | None = key(None, check=_cron, expected="a cron expression of five fields",
+                           doc="checked, not used: the nightly time comes from RAG_EVAL_NIGHTLY_CRON")
+    timezone: str | None = key(None, check=_timezone, expected="an IANA time zone name",
+                               doc="checked, not used: RAG_EVAL_TIMEZONE")
 
 
 @dataclass(frozen=True)
 class EvalConfig:
     """A validated configuration (see ``data/sample/config.yaml`` for a commented example).
 
-    Sections: ``corpus``, ``golden``, ``systems`` (one mapping per system, in file order), ``metrics``,
-    ``judge``, ``gates``, ``calibration``, ``report``, ``schedule``; top-level ``seed`` (>= 0) and
-    ``quick_subset_size`` (>= 1). The flat properties (``ks``, ``thresholds``, ``alpha``, ...) read
-    the sections.
+    Sections: ``corpus``, ``golden``, ``systems`` (one typed section per system, in file order: the
+    kind's section of ``core/systems/kinds/``), ``metrics``, ``judge``, ``gates``, ``calibration``,
+    ``report``, ``schedule``; top-level ``seed`` (>= 0) and ``quick_subset_size`` (>= 1). The flat
+    properties (``ks``, ``thresholds``, ``alpha``, ...) read the sections.
     """
 
     path: Path
     corpus: CorpusConfig
     golden: GoldenConfig
-    systems: tuple[dict[str, Any], ...]
+    systems: tuple[SystemSpec, ...]
     metrics: MetricsConfig
     judge: JudgeConfig
     gates: GatesConfig
@@ -209,16 +352,16 @@ class EvalConfig:
     @property
     def system_names(self) -> list[str]:
         """Names of the configured systems, in file order."""
-        return [s["name"] for s in self.systems]
+        return [s.name for s in self.systems]
 
     def resolve(self, p: str | Path) -> Path:
         """Resolve a path from the configuration against the configuration file's folder."""
         p = Path(p)
         return p if p.is_absolute() else (self.path.parent / p).resolve()
 
-    def system(self, name: str) -> dict[str, Any]:
-        """Return the configuration of the system named ``name``; ConfigError if none."""
+    def system(self, name: str) -> SystemSpec:
+        """The typed section of the system named ``name`` (its kind's class); ConfigError if none."""
         for s in self.systems:
-            if s["name"] == name:
+            if s.name == name:
                 return s
         raise ConfigError(f"{self.path}: no system named {name!r} (systems: {self.system_names})")

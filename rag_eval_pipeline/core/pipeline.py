@@ -18,30 +18,21 @@ from rag_eval_pipeline.core.errors import ConfigError, InputError
 def load_documents(cfg: EvalConfig) -> pl.DataFrame:
     """Read the configured corpus source into a documents frame (see docs/CONTRACTS.md).
 
-    Sources: ``documents_dir`` (a folder of .md/.txt files with optional front matter), ``beir``
-    (corpus.jsonl) and ``squad_v2`` (paragraphs become documents). Raises InputError from the
-    source reader, ConfigError for an unknown source.
+    The source's loader comes from the registry of corpus sources (``core/sources/corpus/``:
+    ``documents_dir``, ``beir``, ``squad_v2``, ...). Raises InputError from the source reader,
+    ConfigError for an unknown source.
     """
-    src = cfg.corpus.source
-    path = cfg.corpus.path
-    if src == "documents_dir":
-        from rag_eval_pipeline.core.sources.documents import load_documents_dir
+    from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
 
-        return load_documents_dir(path)
-    if src == "beir":
-        from rag_eval_pipeline.core.sources.beir import load_beir
-
-        return load_beir(path, split=cfg.corpus.split)[0]
-    if src == "squad_v2":
-        from rag_eval_pipeline.core.sources.squad import load_squad_v2
-
-        return load_squad_v2(path)[0]
-    raise ConfigError(f"{cfg.path}: unknown corpus.source {src!r}")
+    return CORPUS_SOURCES.get(cfg.corpus.source).documents(cfg.corpus.path, cfg.corpus.split)
 
 
 def chunking_strategy(cfg: EvalConfig) -> tuple[str, int]:
-    """Return (strategy, max_chars): datasets with document-level qrels default to one chunk per doc."""
-    default = "paragraphs" if cfg.corpus.source == "documents_dir" else "document"
+    """Return (strategy, max_chars): the configured strategy, else the source's default (one chunk per
+    document for sources with document-level qrels)."""
+    from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
+
+    default = CORPUS_SOURCES.get(cfg.corpus.source).default_chunking
     return cfg.corpus.chunking.strategy or default, cfg.corpus.chunking.max_chars
 
 
@@ -60,27 +51,18 @@ def build_golden(cfg: EvalConfig, snapshot: pl.DataFrame) -> pl.DataFrame:
 
     Output: the golden_set table with ``golden_version``. Raises InputError naming file, line, field.
     """
+    from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
     from rag_eval_pipeline.core.sources.golden import load_golden, validate_golden
 
-    src = cfg.corpus.source
+    src = CORPUS_SOURCES.get(cfg.corpus.source)
     if cfg.golden.path is not None:
-        gpath = cfg.golden.path
-        raw = load_golden(gpath)
-        source = str(gpath)
-    elif src == "beir":
-        from rag_eval_pipeline.core.sources.beir import load_beir
-
-        path = cfg.corpus.path
-        raw = load_beir(path, split=cfg.corpus.split)[1]
-        source = str(path)
-    elif src == "squad_v2":
-        from rag_eval_pipeline.core.sources.squad import load_squad_v2
-
-        path = cfg.corpus.path
-        raw = load_squad_v2(path)[1]
-        source = str(path)
+        raw = load_golden(cfg.golden.path)
+        source = str(cfg.golden.path)
+    elif src.questions is not None:
+        raw = src.questions(cfg.corpus.path, cfg.corpus.split)
+        source = str(cfg.corpus.path)
     else:
-        raise ConfigError(f"{cfg.path}: golden.path is required for corpus.source {src!r}")
+        raise ConfigError(f"{cfg.path}: golden.path is required for corpus.source {src.name!r}")
     if raw.height == 0:  # every metric would be null and every gate not evaluable: say why, here
         raise InputError("no questions in the golden set; expected at least one", path=source)
     return tables.conform(validate_golden(raw, snapshot, source), "golden_set")
@@ -111,40 +93,21 @@ def quick_subset(golden: pl.DataFrame, size: int, seed: int = 0) -> pl.DataFrame
 
 
 def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, corpus_version: str,
-               systems: list[str] | None = None) -> pl.DataFrame:
+               systems: list[str] | None = None, deployment=None) -> pl.DataFrame:
     """Produce the rag_runs table for the configured systems (all, or only those named).
 
-    Reference systems are run here (BM25/dense/hybrid + extractive answerer); logged systems are
-    read from their JSONL/Parquet log; a logged chunk id outside ``snapshot`` is an InputError at its
-    line, and so is a hit without a score when ``ranking_mode`` is ``trec_eval``. Logged rows for
-    questions outside ``golden`` are kept: the ``rag_runs`` asset counts and excludes them. Raises InputError
-    for bad logs, ConfigError for unknown names.
+    Each system is run by its kind's runner (``core/systems/kinds/``, through
+    :func:`rag_eval_pipeline.core.systems.base.run_system`): the reference system in process, a logged
+    system read from its log (a chunk id outside ``snapshot`` is an InputError at its line, and so is
+    a hit without a score when ``ranking_mode`` is ``trec_eval``), live systems called or imported with
+    the ``deployment`` settings (default :class:`~rag_eval_pipeline.core.systems.base.Deployment`).
+    Logged rows for questions outside ``golden`` are kept: :func:`rag_eval_pipeline.core.systems.runs.rag_runs`
+    counts and excludes them. Raises InputError for bad logs, ConfigError for unknown names.
     """
-    from rag_eval_pipeline.core.reference_system import run_reference_system
-    from rag_eval_pipeline.core.sources.run_logs import load_run_log
+    from rag_eval_pipeline.core.systems.runs import run_each
 
-    golden_version = golden["golden_version"][0] if golden.height else ""
-    wanted = systems or [s["name"] for s in cfg.systems]
-    known_chunks = set(snapshot["chunk_id"].to_list())
-    frames = []
-    for name in wanted:
-        system = cfg.system(name)
-        if system["kind"] == "reference":
-            spec = {k: v for k, v in system.items() if k != "kind"}
-            frames.append(run_reference_system(snapshot, golden, spec, corpus_version, golden_version))
-        elif system["kind"] in ("http", "python", "traces"):  # live systems: core/systems
-            from rag_eval_pipeline.core.systems.records import RunContext
-            from rag_eval_pipeline.core.systems.runner import run_system
-
-            ctx = RunContext(name, corpus_version, golden_version, frozenset(known_chunks),
-                             cfg.ranking_mode == "trec_eval")
-            frames.append(run_system(system, golden, ctx, base_dir=cfg.path.parent).runs)
-        else:
-            runs = load_run_log(cfg.resolve(system["path"]), name, corpus_version, golden_version,
-                                known_chunks=known_chunks, require_scores=cfg.ranking_mode == "trec_eval")
-            frames.append(runs)
-    out = pl.concat([tables.conform(f, "rag_runs") for f in frames]) if frames else tables.empty("rag_runs")
-    return out
+    frames = [result.runs for _, result in run_each(cfg, snapshot, golden, corpus_version, systems, deployment)]
+    return pl.concat(frames) if frames else tables.empty("rag_runs")
 
 
 def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame,

@@ -4,25 +4,10 @@ It exists so that the whole chain runs offline with no model server, and as a tr
 :func:`run_reference_system` answers every question of a golden set against a corpus snapshot and
 returns the ``rag_runs`` table (``core.tables.SCHEMAS["rag_runs"]``).
 
-System configuration (a dict; unknown keys raise ConfigError)::
-
-    {"name": "bm25_extractive",
-     "retriever": {"type": "bm25" | "dense" | "hybrid",
-                   "k": 10,                       # hits recorded per question
-                   "index_status": ["active"],    # chunk statuses that are indexed
-                   "with_title": True,            # index title + text (answers quote text only)
-                   "language": "english",         # BM25 stemmer; generator's default language
-                   # bm25 and hybrid:
-                   "stopwords": <bm25s list for the language>,
-                   "k1": 1.5, "b": 0.75, "method": "lucene",
-                   # dense and hybrid:
-                   "model": "all-MiniLM-L6-v2",
-                   # hybrid only (reciprocal rank fusion of the bm25 and dense lists):
-                   "k_rrf": 60, "depth": max(k, 100)},
-     "generator": {"type": "extractive", "abstain_threshold": 0.4, "context_k": 3,
-                   "max_sentences": 1, "language": <retriever's or "english">,
-                   "stopwords": "auto"},   # see core.generation.extractive
-     "prompt_version": "none"}
+System configuration: the typed section :class:`~rag_eval_pipeline.core.systems.kinds.reference.ReferenceSystem`
+(``retriever``, ``generator``, ``prompt_version``; every key, default and range is declared there and
+listed in ``docs/systems.md``). The functions here also accept the same entry as a plain mapping
+(``{"name": ..., "retriever": {...}, "generator": {...}}``), read by the same parser.
 
 Access control: a chunk whose ``acl`` is empty (or null) is readable by everyone; otherwise a
 question may retrieve it only when its ``user_groups`` share at least one group with the ``acl``.
@@ -33,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -41,72 +27,34 @@ from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.generation.extractive import GENERATOR_VERSION, ExtractiveAnswerer
 
-# Snowball language name -> bm25s stopword list, for the default "stopwords"
-_STOPWORDS_FOR = {
-    "english": "en", "spanish": "es", "german": "de", "french": "fr", "dutch": "nl",
-    "portuguese": "pt", "italian": "it", "russian": "ru", "swedish": "sv", "norwegian": "no",
-    "turkish": "tr", "danish": "da",
-}
-_RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
-_COMMON_KEYS = {"type", "k", "index_status", "with_title", "language"}
-_BM25_KEYS = {"stopwords", "k1", "b", "method"}
-_DENSE_KEYS = {"model", "device", "batch_size"}
-_HYBRID_KEYS = {"k_rrf", "depth"}
-_GENERATOR_KEYS = {"type", "abstain_threshold", "context_k", "max_sentences", "language", "stopwords"}
-_SYSTEM_KEYS = {"name", "retriever", "generator", "prompt_version"}
+
+def reference_spec(system: Any) -> Any:
+    """``system`` as a :class:`~rag_eval_pipeline.core.systems.kinds.reference.ReferenceSystem`: returned
+    as is when it already is one; a mapping (``kind`` optional) is read by the configuration's parser.
+    Raises ConfigError (a SectionError naming the key) for an unknown key or a bad value."""
+    from rag_eval_pipeline.core.systems.base import system_from_mapping
+    from rag_eval_pipeline.core.systems.kinds.reference import ReferenceSystem
+
+    if isinstance(system, ReferenceSystem):
+        return system
+    if not isinstance(system, dict):
+        raise ConfigError(f"a reference system's configuration must be a mapping, got {type(system).__name__}")
+    if system.get("kind", "reference") != "reference":
+        raise ConfigError(f"system {system.get('name')!r} is of kind {system.get('kind')!r}, not reference")
+    return system_from_mapping({**system, "kind": "reference"})
 
 
 def resolve_retriever_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
-    """Fill in the defaults of a retriever configuration (see the module docstring).
+    """Fill in the defaults of a retriever configuration (the manifest stored on every row).
 
-    Input: the ``retriever`` dict (None = all defaults, BM25). Output: a new dict with every key
-    that applies to its type. Raises ConfigError for an unknown type or key, or a bad value.
+    Input: the ``retriever`` mapping (None = all defaults, BM25). Output: a new dict with every key
+    that applies to its type (``RetrieverConfig.resolved``). Raises ConfigError for an unknown
+    type or key, or a bad value.
     """
-    cfg = dict(cfg or {})
-    rtype = cfg.get("type", "bm25")
-    if rtype not in _RETRIEVER_TYPES:
-        raise ConfigError(f"retriever.type {rtype!r} not one of {_RETRIEVER_TYPES}")
-    allowed = set(_COMMON_KEYS)
-    if rtype in ("bm25", "hybrid"):
-        allowed |= _BM25_KEYS
-    if rtype in ("dense", "hybrid"):
-        allowed |= _DENSE_KEYS
-    if rtype == "hybrid":
-        allowed |= _HYBRID_KEYS
-    unknown = sorted(set(cfg) - allowed)
-    if unknown:
-        raise ConfigError(f"retriever ({rtype}): unknown keys {unknown}; allowed {sorted(allowed)}")
-    out: dict[str, Any] = {"type": rtype}
-    k = cfg.get("k", 10)
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ConfigError(f"retriever.k must be an integer >= 1, got {k!r}")
-    out["k"] = k
-    status = cfg.get("index_status", ["active"])
-    if isinstance(status, str):
-        status = [status]
-    bad = [s for s in status if s not in tables.CHUNK_STATUS]
-    if bad or not status:
-        raise ConfigError(f"retriever.index_status {status!r}: each must be one of {tables.CHUNK_STATUS}")
-    out["index_status"] = sorted(set(status))
-    out["with_title"] = bool(cfg.get("with_title", True))
-    lang = cfg.get("language", "english")
-    out["language"] = lang  # BM25 stemmer; for every type, the generator's default language
-    if rtype in ("bm25", "hybrid"):
-        out["stopwords"] = cfg.get("stopwords", _STOPWORDS_FOR.get(lang))
-        out["k1"] = float(cfg.get("k1", 1.5))
-        out["b"] = float(cfg.get("b", 0.75))
-        out["method"] = cfg.get("method", "lucene")
-    if rtype in ("dense", "hybrid"):
-        out["model"] = cfg.get("model", "all-MiniLM-L6-v2")
-        out["device"] = cfg.get("device", "cpu")
-        out["batch_size"] = int(cfg.get("batch_size", 64))
-    if rtype == "hybrid":
-        out["k_rrf"] = float(cfg.get("k_rrf", 60))
-        depth = cfg.get("depth", max(k, 100))
-        if not isinstance(depth, int) or depth < k:
-            raise ConfigError(f"retriever.depth must be an integer >= k ({k}), got {depth!r}")
-        out["depth"] = depth
-    return out
+    from rag_eval_pipeline.core.sections import At, parse_section
+    from rag_eval_pipeline.core.systems.kinds.reference import RetrieverConfig
+
+    return parse_section(RetrieverConfig, cfg, At(Path("<retriever>"), label="retriever")).resolved()
 
 
 def _build_retriever(cfg: dict[str, Any]):
@@ -186,14 +134,15 @@ def _allowed_sets(
 def run_reference_system(
     snapshot: pl.DataFrame,
     golden: pl.DataFrame,
-    system: dict[str, Any],
+    system: Any,
     corpus_version: str,
     golden_version: str,
 ) -> pl.DataFrame:
     """Answer every question of ``golden`` with the reference system described by ``system``.
 
     Input: ``snapshot`` (``corpus_snapshot`` schema), ``golden`` (``golden_set`` schema; question
-    texts non-empty), ``system`` (module docstring), the two version strings recorded in each row.
+    texts non-empty), ``system`` (a ReferenceSystem section or the same as a mapping, module docstring),
+    the two version strings recorded in each row.
     Output: ``rag_runs`` (conformed), one row per question in golden order: ``retrieved`` = up to k
     hits (chunk_id, score, rank counted from 1) among the chunks whose status is in
     ``index_status`` and that the question's ``user_groups`` may read; ``decision`` "answer" or
@@ -204,30 +153,19 @@ def run_reference_system(
     Raises ConfigError for a bad configuration (including dense retrieval without
     sentence-transformers) -- a configuration error stops the run, a per-question error does not.
     """
-    if not isinstance(system, dict):
-        raise ConfigError(f"system configuration must be a dict, got {type(system).__name__}")
-    unknown = sorted(set(system) - _SYSTEM_KEYS)
-    if unknown:
-        raise ConfigError(f"system: unknown keys {unknown}; allowed {sorted(_SYSTEM_KEYS)}")
-    name = system.get("name")
-    if not name or not isinstance(name, str):
-        raise ConfigError("system.name must be a non-empty string")
-    rcfg = resolve_retriever_config(system.get("retriever"))
-    gcfg = dict(system.get("generator") or {})
-    if gcfg.get("type", "extractive") != "extractive":
-        raise ConfigError(f"generator.type {gcfg.get('type')!r}: the reference system has only 'extractive'")
-    bad = sorted(set(gcfg) - _GENERATOR_KEYS)
-    if bad:
-        raise ConfigError(f"generator: unknown keys {bad}; allowed {sorted(_GENERATOR_KEYS)}")
-    lang = gcfg.get("language", rcfg["language"])
+    spec = reference_spec(system)
+    name = spec.name
+    rcfg = spec.retriever.resolved()
+    gcfg = spec.generator
+    lang = gcfg.language if gcfg.language is not None else rcfg["language"]
     answerer = ExtractiveAnswerer(
-        abstain_threshold=gcfg.get("abstain_threshold", 0.4),
-        context_k=gcfg.get("context_k", 3),
-        max_sentences=gcfg.get("max_sentences", 1),
+        abstain_threshold=gcfg.abstain_threshold,
+        context_k=gcfg.context_k,
+        max_sentences=gcfg.max_sentences,
         language=lang,
-        stopwords=gcfg.get("stopwords", "auto"),
+        stopwords=list(gcfg.stopwords) if isinstance(gcfg.stopwords, tuple) else gcfg.stopwords,
     )
-    prompt_version = str(system.get("prompt_version", "none"))
+    prompt_version = spec.prompt_version
     retriever_json = json.dumps(rcfg, sort_keys=True)
     # The generator's settings go into the manifest so two systems differing only in them stay apart.
     generator_desc = GENERATOR_VERSION + " " + json.dumps(

@@ -19,6 +19,8 @@ from __future__ import annotations
 import itertools
 import os
 import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -32,8 +34,8 @@ MAX_EXPANDED_NODES = 100_000      # nodes after every alias is expanded
 MAX_SHOWN_CHARS = 80              # of any value quoted in an error
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
-__all__ = ["MAX_YAML_BYTES", "MAX_ALIASES", "MAX_EXPANDED_NODES", "YAMLInputError", "StrictSafeLoader",
-           "load_yaml", "load_yaml_text", "shown"]
+__all__ = ["MAX_YAML_BYTES", "MAX_ALIASES", "MAX_EXPANDED_NODES", "Located", "YAMLInputError", "StrictSafeLoader",
+           "key_lines", "load_yaml", "load_yaml_located", "load_yaml_text", "shown"]
 
 
 def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
@@ -163,6 +165,76 @@ def _expanded_size(root: Node, limit: int) -> int:
     return size(root)
 
 
+def key_lines(root: Node | None, line_offset: int = 0) -> dict[tuple, int]:
+    """The file line of every mapping key and list item of a composed YAML document.
+
+    Input: the root node (``yaml.compose`` / :meth:`StrictSafeLoader.get_single_node`) and the
+    lines of the file before the parsed text. Output: ``{path: line}``, ``path`` a tuple of mapping
+    keys (as written, str) and list indices (int) from the root, ``line`` 1-based: the line of the
+    key for a mapping entry, of the item's first token for a list item. Keys a merge (``<<``)
+    brings in get the line where the merged mapping writes them, unless the mapping itself writes
+    them. Never raises; the walk is bounded by the loader's expansion limit.
+    """
+    out: dict[tuple, int] = {}
+    if root is None:
+        return out
+    # (path, node, merged): a merged entry only fills lines the mapping's own keys leave free
+    stack: list[tuple[tuple, Node, bool]] = [((), root, False)]
+    while stack:
+        path, node, merged = stack.pop()
+        if isinstance(node, MappingNode):
+            for k, v in node.value:
+                if k.tag == _MERGE_TAG:
+                    for m in (v.value if isinstance(v, SequenceNode) else [v]):
+                        stack.append((path, m, True))
+                    continue
+                if not isinstance(k, ScalarNode):
+                    continue
+                p = path + (str(k.value),)
+                if merged:
+                    out.setdefault(p, k.start_mark.line + 1 + line_offset)
+                else:
+                    out[p] = k.start_mark.line + 1 + line_offset
+                stack.append((p, v, merged))
+        elif isinstance(node, SequenceNode):
+            for i, item in enumerate(node.value):
+                p = path + (i,)
+                if merged:
+                    out.setdefault(p, item.start_mark.line + 1 + line_offset)
+                else:
+                    out[p] = item.start_mark.line + 1 + line_offset
+                stack.append((p, item, merged))
+    return out
+
+
+@dataclass(frozen=True)
+class Located:
+    """A parsed YAML document and where its keys are: ``value`` (what :func:`load_yaml` returns),
+    ``source`` (the file, for messages) and ``lines`` (see :func:`key_lines`)."""
+
+    value: object
+    source: str
+    lines: Mapping[tuple, int] = field(default_factory=dict)
+
+    def line(self, path: tuple) -> int | None:
+        """The line of the key or item at ``path`` (keys compared as str), else of its nearest
+        enclosing key, else None."""
+        p = tuple(k if isinstance(k, int) else str(k) for k in path)
+        while p:
+            if p in self.lines:
+                return self.lines[p]
+            p = p[:-1]
+        return None
+
+
+def _loader(text: str, max_aliases: int, max_expanded_nodes: int) -> StrictSafeLoader:
+    loader_cls = StrictSafeLoader
+    if (max_aliases, max_expanded_nodes) != (MAX_ALIASES, MAX_EXPANDED_NODES):
+        loader_cls = type("BoundedLoader", (StrictSafeLoader,),
+                          {"max_aliases": max_aliases, "max_expanded_nodes": max_expanded_nodes})
+    return loader_cls(text)
+
+
 def load_yaml_text(text: str, *, source: str, line_offset: int = 0, max_aliases: int = MAX_ALIASES,
                    max_expanded_nodes: int = MAX_EXPANDED_NODES) -> object:
     """Parse one YAML document from ``text`` with :class:`StrictSafeLoader`.
@@ -175,13 +247,16 @@ def load_yaml_text(text: str, *, source: str, line_offset: int = 0, max_aliases:
     aliases, more than ``max_expanded_nodes`` values after alias expansion, a recursive alias, or
     nesting deeper than Python's recursion limit allows.
     """
-    loader_cls = StrictSafeLoader
-    if (max_aliases, max_expanded_nodes) != (MAX_ALIASES, MAX_EXPANDED_NODES):
-        loader_cls = type("BoundedLoader", (StrictSafeLoader,),
-                          {"max_aliases": max_aliases, "max_expanded_nodes": max_expanded_nodes})
-    loader = loader_cls(text)
+    return _parse(text, source, line_offset, max_aliases, max_expanded_nodes, with_lines=False).value
+
+
+def _parse(text: str, source: str, line_offset: int, max_aliases: int, max_expanded_nodes: int, *,
+           with_lines: bool) -> Located:
+    loader = _loader(text, max_aliases, max_expanded_nodes)
     try:
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        value = loader.construct_document(node) if node is not None else None
+        return Located(value, source, key_lines(node, line_offset) if with_lines else {})
     except RecursionError:  # PyYAML composes and constructs recursively
         raise YAMLInputError("not valid YAML: values nested too deeply; expected a few levels of mappings and lists",
                              path=source, line=None) from None
@@ -201,14 +276,7 @@ def load_yaml_text(text: str, *, source: str, line_offset: int = 0, max_aliases:
         loader.dispose()
 
 
-def load_yaml(path: str | Path, *, max_bytes: int = MAX_YAML_BYTES, max_aliases: int = MAX_ALIASES,
-              max_expanded_nodes: int = MAX_EXPANDED_NODES) -> object:
-    """Read and parse the YAML file at ``path`` (UTF-8, one document) with :class:`StrictSafeLoader`.
-
-    Output: the document's value (None for an empty file). Raises :class:`YAMLInputError` naming the
-    file when it is missing, not a regular file (a FIFO or a folder is never opened), larger than
-    ``max_bytes``, not UTF-8, or refused by :func:`load_yaml_text` (then with line and key).
-    """
+def _read_text(path: str | Path, max_bytes: int) -> str:
     p = Path(path)
     try:
         st = os.stat(p)
@@ -225,9 +293,30 @@ def load_yaml(path: str | Path, *, max_bytes: int = MAX_YAML_BYTES, max_aliases:
         raise YAMLInputError(f"file is larger than {max_bytes} bytes; expected a small YAML file",
                              path=str(p), line=None)
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise YAMLInputError(f"not UTF-8 at byte offset {exc.start}; expected UTF-8 text", path=str(p),
                              line=line, field="encoding") from None
-    return load_yaml_text(text, source=str(p), max_aliases=max_aliases, max_expanded_nodes=max_expanded_nodes)
+
+
+def load_yaml(path: str | Path, *, max_bytes: int = MAX_YAML_BYTES, max_aliases: int = MAX_ALIASES,
+              max_expanded_nodes: int = MAX_EXPANDED_NODES) -> object:
+    """Read and parse the YAML file at ``path`` (UTF-8, one document) with :class:`StrictSafeLoader`.
+
+    Output: the document's value (None for an empty file). Raises :class:`YAMLInputError` naming the
+    file when it is missing, not a regular file (a FIFO or a folder is never opened), larger than
+    ``max_bytes``, not UTF-8, or refused by :func:`load_yaml_text` (then with line and key).
+    """
+    return load_yaml_located(path, max_bytes=max_bytes, max_aliases=max_aliases,
+                             max_expanded_nodes=max_expanded_nodes, with_lines=False).value
+
+
+def load_yaml_located(path: str | Path, *, max_bytes: int = MAX_YAML_BYTES, max_aliases: int = MAX_ALIASES,
+                      max_expanded_nodes: int = MAX_EXPANDED_NODES, with_lines: bool = True) -> Located:
+    """:func:`load_yaml` plus the line of every key (:class:`Located`), for messages that name the line.
+
+    Same inputs, limits and errors as :func:`load_yaml`.
+    """
+    text = _read_text(path, max_bytes)
+    return _parse(text, str(Path(path)), 0, max_aliases, max_expanded_nodes, with_lines=with_lines)

@@ -10,9 +10,17 @@ Materialising ``answer_quality`` alone runs only its part (the stage can be subs
 import dagster as dg
 import polars as pl
 
-from rag_eval_pipeline.core.config import JudgeConfig, JudgeConfigError, load_config, resolve_judge
+from rag_eval_pipeline.core.config import JudgeConfig, JudgeConfigError, load_config
 from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.judges.base import BindsRuns, judge_stats
+from rag_eval_pipeline.core.judges.registry import (
+    API_KEY_ENV,
+    JUDGE_TYPES,
+    build_judge,
+    judge_config_from_json,
+    judge_config_to_json,
+    resolve_judge,
+)
 from rag_eval_pipeline.core.tables import VERDICTS
 from rag_eval_pipeline.defs.resources import EvalSettings
 from rag_eval_pipeline.defs.scope import SuiteScope
@@ -21,64 +29,34 @@ STAGE = "judging"
 
 
 class JudgeResource(dg.ConfigurableResource):
-    """The judge every claim label comes from. Subclasses pick the backend; ``get_judge`` builds it."""
+    """The judge every claim label comes from, built through the registry of judge types
+    (``core/judges/types/``): ``type`` picks the judge, ``settings`` is the resolved ``judge`` section as
+    JSON (``core.judges.registry.judge_config_to_json``: shared keys, the transport, the type's own keys;
+    never a secret), ``api_key`` the endpoint key of a judge that calls one, given only as
+    ``dg.EnvVar("RAG_EVAL_JUDGE_API_KEY")`` (Dagster then shows the variable's name, never its value).
+    Build one with :func:`select_judge_resource`."""
 
-    def get_judge(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    type: str = "rule_based"
+    settings: str = ""
+    api_key: str | None = None
 
+    @classmethod
+    def of(cls, type: str = "rule_based", *, api_key: str | None = None, **settings) -> "JudgeResource":
+        """A resource built in code (tests, scripts): ``settings`` are keys of a ``judge`` section (shared
+        and the type's own), checked as a file's would be; ``api_key`` a literal or a ``dg.EnvVar``."""
+        cfg = JudgeConfig.of(type, **{k: v for k, v in settings.items() if v is not None})
+        return cls(type=type, settings=judge_config_to_json(cfg), api_key=api_key)
 
-class RuleBasedJudgeResource(JudgeResource):
-    """The embedded judge: deterministic, offline; lexical, numeric, negation and semantic evidence
-    with parameters fitted on public data (see core/judges/rule_based.py)."""
-
-    support_threshold: float | None = None  # None: the fitted value of the judge's parameter file
-
-    def get_judge(self):
-        from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
-
-        return RuleBasedJudge(support_threshold=self.support_threshold)
-
-
-class OpenAICompatibleJudgeResource(JudgeResource):
-    """A model judge behind any OpenAI-compatible endpoint (core/judges/openai_compatible.py).
-
-    ``api_key`` must come from ``dg.EnvVar`` (see :func:`select_judge_resource`): Dagster then
-    shows the variable's name, never its value. ``cache_path``: SQLite judge cache (None = none).
-    ``timeout_s``, ``max_retries``, ``backoff_s``, ``concurrency``, ``rate_limit_per_s``: the
-    transport's settings, from ``judge.*`` of the configuration (see ``core.config.JudgeConfig``).
-    """
-
-    base_url: str
-    model: str
-    api_key: str
-    timeout_s: float = 30.0
-    max_retries: int = 3
-    backoff_s: float = 1.0
-    concurrency: int = 4
-    rate_limit_per_s: float | None = None
-    cache_path: str | None = None
+    def config(self) -> JudgeConfig:
+        """The judge settings this resource holds (the defaults of ``type`` when ``settings`` is empty)."""
+        if not self.settings:
+            return JudgeConfig.of(self.type)
+        return judge_config_from_json(self.settings)
 
     def get_judge(self):
-        from rag_eval_pipeline.core.judges.cache import JudgeCache
-        from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge
-
-        return OpenAICompatibleJudge(
-            base_url=self.base_url, model=self.model, api_key=self.api_key, timeout_s=self.timeout_s,
-            max_retries=self.max_retries, backoff_s=self.backoff_s, concurrency=self.concurrency,
-            rate_limit_per_s=self.rate_limit_per_s,
-            cache=JudgeCache(self.cache_path) if self.cache_path else None,
-        )
-
-
-class HumanLabelsJudgeResource(JudgeResource):
-    """Human claim labels from a CSV / JSONL / Parquet file (core/judges/human.py)."""
-
-    path: str
-
-    def get_judge(self):
-        from rag_eval_pipeline.core.judges.human import HumanLabelJudge
-
-        return HumanLabelJudge.from_file(self.path)
+        """The judge, built by its type (``JUDGE_TYPES``). Raises JudgeConfigError for an incomplete
+        setup, ConfigError for a bad ``RAG_EVAL_JUDGE_*`` transport variable, InputError for a bad label file."""
+        return build_judge(self.config(), self.api_key)
 
 
 class JudgeRunConfig(dg.Config):
@@ -215,24 +193,17 @@ def select_judge_resource(judge: JudgeConfig | None = None, *, config_path: str 
     """The judge resource for ``judge`` settings (default: :func:`judge_settings` of ``config_path``).
 
     ``judge.type`` of the configuration picks the judge; ``RAG_EVAL_JUDGE`` in the environment
-    overrides it (rule_based when neither is set). The API key is read through
-    ``dg.EnvVar("RAG_EVAL_JUDGE_API_KEY")``, never from the file. Raises JudgeConfigError (one line,
-    before any run starts) for an unknown judge name, a model endpoint without base URL or model, or
-    human labels without a label file.
+    overrides it (rule_based when neither is set). A judge type that calls an endpoint reads its API key
+    through ``dg.EnvVar("RAG_EVAL_JUDGE_API_KEY")``, never from the file. One call per suite gives that
+    suite's judge. Raises JudgeConfigError (one line, before any run starts) for an unknown judge name,
+    a model endpoint without base URL or model, or human labels without a label file.
     """
     cfg = judge if judge is not None else judge_settings(config_path)
-    if cfg.type == "rule_based":
-        return RuleBasedJudgeResource()
-    if cfg.type == "openai_compatible":
-        return OpenAICompatibleJudgeResource(
-            base_url=cfg.base_url, model=cfg.model, api_key=dg.EnvVar("RAG_EVAL_JUDGE_API_KEY"),
-            timeout_s=cfg.timeout_s, max_retries=cfg.max_retries, backoff_s=cfg.backoff_s,
-            concurrency=cfg.concurrency, rate_limit_per_s=cfg.rate_limit_per_s,
-            cache_path=str(cfg.cache) if cfg.cache else None,
-        )
-    if cfg.type == "human":
-        return HumanLabelsJudgeResource(path=str(cfg.human_labels))
-    raise JudgeConfigError(f"judge type {cfg.type!r}: expected one of rule_based, openai_compatible, human")
+    judge_type = JUDGE_TYPES.get(cfg.type)
+    if judge_type.check is not None:
+        judge_type.check(cfg, f"judge type {cfg.type}", str(config_path or "the configuration"))
+    api_key = dg.EnvVar(API_KEY_ENV) if judge_type.makes_calls else None
+    return JudgeResource(type=cfg.type, settings=judge_config_to_json(cfg), api_key=api_key)
 
 
 def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, settings: EvalSettings,

@@ -47,7 +47,7 @@ def build_resources(config_path: str | None = None, output_dir: str | None = Non
         "store": TableStore(base_dir=output_dir),
         "io_manager": ParquetIOManager(base_dir=output_dir),
         "judge": judge or judging.select_judge_resource(config_path=config_path),
-        **system_resources(),  # http_system, python_system, traces_system
+        **system_resources(),  # systems: the deployment's settings for every system kind
     }
 
 
@@ -112,7 +112,7 @@ def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = Non
             nightly[name] = full_evaluation_keys(part, name)
     shared = dg.Definitions(
         schedules=[schedules.nightly_schedule(nightly, lambda s: tags_for[s]())],
-        resources=system_resources(),  # http_system, python_system, traces_system
+        resources=system_resources(),  # systems: the deployment's settings for every system kind
         metadata={"suites": dg.MetadataValue.json(sorted(dirs)),
                   "skipped_suites": dg.MetadataValue.json(skipped or {})},
     )

@@ -10,6 +10,7 @@ import datetime as dt
 import dagster as dg
 import polars as pl
 
+from rag_eval_pipeline.core.metrics.names import metric_label
 from rag_eval_pipeline.core.pipeline import build_question_metrics, build_summary
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
@@ -41,7 +42,7 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
     md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}
     for row in headline.iter_rows(named=True):
         if row["value"] is not None:
-            name = f"{row['system']}/{row['metric']}" + (f"_{row['k']}" if row["k"] is not None else "")
+            name = f"{row['system']}/{metric_label(row['metric'], row['k'])}"
             md[name] = float(row["value"])
     md["summary"] = dg.MetadataValue.md(summary_markdown(headline))
     return dg.Output(summary, metadata=md)
@@ -50,7 +51,7 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
 def summary_markdown(headline: pl.DataFrame) -> str:
     """A Markdown table of the headline rows: metric, value, numerator/denominator, n, 95% CI."""
     return markdown_table(["system", "metric", "value", "num/den", "n", "95% CI"], [
-        [r["system"], r["metric"] + (f"_{r['k']}" if r["k"] is not None else ""),
+        [r["system"], metric_label(r["metric"], r["k"]),
          "null" if r["value"] is None else f"{r['value']:.4f}", f"{r['numerator']:g}/{r['denominator']:g}", r["n"],
          "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"]
         for r in headline.sort("system", "metric").iter_rows(named=True)])

@@ -21,7 +21,9 @@ import json
 import dagster as dg
 import polars as pl
 
+from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.gates import PromotedBaseline, compute_gate_verdict, run_manifest, same_run_configuration
+from rag_eval_pipeline.core.metrics.names import metric_label
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
@@ -46,7 +48,7 @@ def gates_markdown(gates: pl.DataFrame) -> str:
     """A Markdown table of gate results: candidate, baseline, difference, p-value, wins/ties/losses, status."""
     f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
     return markdown_table(["system", "metric", "candidate", "baseline", "diff", "95% CI", "p", "W/T/L", "status"], [
-        [r["system"], r["metric"] + ("" if r["k"] is None else f"_{r['k']}"), f(r["candidate"]), f(r["baseline"]),
+        [r["system"], metric_label(r["metric"], r["k"]), f(r["candidate"]), f(r["baseline"]),
          f(r["difference"]), "" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
          f(r["p_value"]), f"{r['wins']}/{r['ties']}/{r['losses']}", r["status"]]
         for r in gates.iter_rows(named=True)])
@@ -163,10 +165,10 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
                                          "golden_version": manifest["golden_version"]})
 
 
-REGRESSION_COLUMNS = {
-    "system": pl.Utf8, "metric": pl.Utf8, "k": pl.Int32, "question_id": pl.Utf8, "baseline_value": pl.Float64,
-    "value_when_found": pl.Float64, "first_seen_run": pl.Utf8, "first_seen_at": pl.Utf8,
-}
+#: The columns a regression case keeps across runs: the declared ``regression_cases`` schema without the
+#: two that every run recomputes (``current_value``, ``status``).
+REGRESSION_COLUMNS = {c: t for c, t in tables.SCHEMAS["regression_cases"].items()
+                      if c not in ("current_value", "status")}
 
 
 def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, question_metrics: pl.DataFrame,
@@ -209,7 +211,7 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, ques
     return dg.Output(cases, metadata={
         "cases": cases.height, "new_cases": len(new_rows), "status": dg.MetadataValue.json(counts),
         "still_regressed": dg.MetadataValue.json(
-            [f"{r['system']}/{r['metric']}{'' if r['k'] is None else '_' + str(r['k'])}: {r['question_id']}"
+            [f"{r['system']}/{metric_label(r['metric'], r['k'])}: {r['question_id']}"
              for r in still.head(50).iter_rows(named=True)]),
     })
 

@@ -1,74 +1,51 @@
-"""The systems under test as Dagster resources (one ``ConfigurableResource`` per live kind), and the
-sensor that starts a suite's ``quick_evaluation`` when a logged system's file or a traces source changes.
+"""The systems under test in the Dagster shell: one resource holding the deployment's settings, and the
+sensor that starts a suite's ``quick_evaluation`` when a file a system reads changes content.
 
-The resources hold deployment settings only; the systems themselves are entries of the evaluation
-configuration, and the work is done by ``core/systems``. Secrets never pass through a resource's
-config: an ``http`` system reads its ``headers_from_env`` variables when the run starts.
+The systems themselves are entries of the evaluation configuration, each run by its kind
+(``core/systems/kinds/``); the resource holds what belongs to the deployment, not to a system.
+Secrets never pass through a resource's config: an ``http`` system reads its ``headers_from_env``
+variables when the run starts.
 """
 
 import hashlib
 import json
-from pathlib import Path
 
 import dagster as dg
 
 from rag_eval_pipeline.core.errors import EvalError
-from rag_eval_pipeline.core.systems.fingerprints import changed_systems, source_fingerprints
-from rag_eval_pipeline.core.systems.runner import HttpRunner, PythonRunner, SystemUnderTest, TracesRunner
+from rag_eval_pipeline.core.systems.base import Deployment
+from rag_eval_pipeline.core.systems.fingerprints import changed_systems, source_fingerprints, watched_paths
 from rag_eval_pipeline.defs.schedules import QUICK_JOB, job_name
 from rag_eval_pipeline.defs.scope import SuiteScope
 
 
-class SystemUnderTestResource(dg.ConfigurableResource):
-    """The interface: ``system(spec, base_dir)`` builds the runner for one validated configuration entry."""
+class SystemsResource(dg.ConfigurableResource):
+    """Deployment settings for every system under test: ``max_concurrency`` caps each system's own
+    ``concurrency`` (requests or threads in flight), ``user_agent`` is sent by ``http`` systems."""
 
-    def system(self, spec: dict, base_dir: Path) -> SystemUnderTest:
-        raise NotImplementedError
-
-
-class HttpSystemResource(SystemUnderTestResource):
-    """``kind: http`` systems. ``max_concurrency`` caps every system's ``concurrency`` in this deployment."""
-
+    max_concurrency: int = 32
     user_agent: str = "rag-eval"
-    max_concurrency: int = 32
 
-    def system(self, spec: dict, base_dir: Path) -> SystemUnderTest:
-        spec = {**spec, "concurrency": min(spec["concurrency"], self.max_concurrency)}
-        return HttpRunner(spec, user_agent=self.user_agent)
-
-
-class PythonSystemResource(SystemUnderTestResource):
-    """``kind: python`` systems (imported in the run's process). ``max_concurrency`` caps their threads."""
-
-    max_concurrency: int = 32
-
-    def system(self, spec: dict, base_dir: Path) -> SystemUnderTest:
-        return PythonRunner({**spec, "concurrency": min(spec["concurrency"], self.max_concurrency)})
-
-
-class TracesSystemResource(SystemUnderTestResource):
-    """``kind: traces`` systems: OTLP JSON or Phoenix exports read from disk."""
-
-    def system(self, spec: dict, base_dir: Path) -> SystemUnderTest:
-        return TracesRunner(spec, base_dir)
+    def deployment(self) -> Deployment:
+        """These settings as the core's :class:`~rag_eval_pipeline.core.systems.base.Deployment`."""
+        return Deployment(max_concurrency=self.max_concurrency, user_agent=self.user_agent)
 
 
 def system_resources() -> dict:
-    """The default resource per live kind, under the keys ``rag_runs`` asks for."""
-    return {"http_system": HttpSystemResource(), "python_system": PythonSystemResource(),
-            "traces_system": TracesSystemResource()}
+    """The default systems resource, under the key ``rag_runs`` asks for."""
+    return {"systems": SystemsResource()}
 
 
 def has_watched_sources(cfg) -> bool:
-    """Whether a configuration has a ``logged`` or ``traces`` system, whose content the sensor watches."""
-    return any(spec["kind"] in ("logged", "traces") for spec in cfg.systems)
+    """Whether a configuration has a system whose kind watches files (the sensor's sources)."""
+    return bool(watched_paths(cfg))
 
 
 def live_sources_sensor(scope: SuiteScope, tags: dict[str, str]) -> dg.SensorDefinition:
     """The sensor ``<suite>__live_sources_changed`` (stopped by default): starts the suite's
-    ``quick_evaluation`` when the content (sha256) of a ``logged`` system's file or a ``traces`` source
-    changes; the first tick only records the fingerprints. Reads the suite's configuration through its
-    settings resource (``scope``)."""
+    ``quick_evaluation`` when the content (sha256) of a file a system's kind watches (a ``logged``
+    system's log, a ``traces`` source) changes; the first tick only records the fingerprints. Reads the
+    suite's configuration through its settings resource (``scope``)."""
     suite = scope.suite
 
     @dg.sensor(name=f"{suite}__live_sources_changed", job_name=job_name(suite, QUICK_JOB), minimum_interval_seconds=60,

@@ -182,7 +182,8 @@ def test_the_environment_overrides_the_judge_section(tmp_path):
 
 
 @pytest.mark.parametrize("env, message", [
-    ({"RAG_EVAL_JUDGE": "gpt4"}, r"^RAG_EVAL_JUDGE='gpt4': expected one of rule_based, openai_compatible, human$"),
+    ({"RAG_EVAL_JUDGE": "gpt4"},
+     r"^RAG_EVAL_JUDGE='gpt4': expected one of rule_based, openai_compatible, human, python$"),
     ({"RAG_EVAL_JUDGE": "openai_compatible"},
      r"^RAG_EVAL_JUDGE=openai_compatible needs RAG_EVAL_JUDGE_BASE_URL, RAG_EVAL_JUDGE_MODEL to be set"),
     ({"RAG_EVAL_JUDGE": "openai_compatible", "RAG_EVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"},
@@ -199,6 +200,23 @@ def test_a_judge_the_environment_cannot_build_is_one_line_at_load(env, message):
         load_config(SAMPLE_DIR / "config.yaml", environ=env)
     assert "\n" not in str(info.value)
     assert isinstance(info.value, ConfigError) and isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("edit, message", [
+    # these loaded and failed mid-run (an Int32 overflow of the k column; a bootstrap that never ends)
+    (lambda c: c["metrics"].update(ks=[1, 2**32]),
+     r"metrics.ks\[1\] must be at most 2147483647 \(the k column is a 32-bit integer\), got 4294967296"),
+    (lambda c: c["metrics"].update(bootstrap_resamples=10**9),
+     r"metrics.bootstrap_resamples must be at most 100000 \(more only costs memory and time\), got 1000000000"),
+    (lambda c: c["metrics"].update(bootstrap_resamples=1e9),
+     r"metrics.bootstrap_resamples must be an integer >= 1, got 1000000000.0 \(and at most 100000\)"),
+    (lambda c: c["metrics"].update(ks=[]), r"metrics.ks must list at least one value"),
+])
+def test_cut_offs_and_resamples_beyond_their_bounds_are_refused_at_load(tmp_path, edit, message):
+    path = edited(tmp_path, edit)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config(path, environ={})
+    assert str(info.value).startswith(f"{path}, line ")
 
 
 def test_the_config_constants_match_the_modules_that_use_them():

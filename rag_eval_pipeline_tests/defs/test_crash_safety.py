@@ -25,7 +25,7 @@ import pytest
 from rag_eval_pipeline.core.judges.cache import JudgeCache
 from rag_eval_pipeline.core.locking import LOCK_NAME, OutputLock, OutputLocked, read_owner
 from rag_eval_pipeline.core.storage import SLOW_WRITE_ENV
-from rag_eval_pipeline.defs.judging import OpenAICompatibleJudgeResource
+from rag_eval_pipeline.defs.judging import JudgeResource
 from rag_eval_pipeline_tests.defs.subprocess_runs import (
     ad_hoc_home,
     cli_env,
@@ -172,8 +172,8 @@ def test_kill_during_judging_then_rerun_reuses_the_judge_cache(good_out, tmp_pat
         rule_based = pl.read_parquet(good_out / "judge_labels.parquet")["judge"].unique().to_list()
 
         server.reset()
-        judge = OpenAICompatibleJudgeResource(base_url=server.base_url, model="fault-model", api_key="sk-test-crash",
-                                              cache_path=str(cache_path))
+        judge = JudgeResource.of("openai_compatible", base_url=server.base_url, model="fault-model",
+                                 api_key="sk-test-crash", cache=str(cache_path))
         result = materialize_sample(config, out, judge=judge)
         assert result.success
         with JudgeCache(cache_path) as cache:

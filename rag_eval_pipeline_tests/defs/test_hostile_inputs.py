@@ -32,7 +32,7 @@ from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.locking import OutputLock, read_owner
 from rag_eval_pipeline.core.sources.trec import read_trec_run
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
-from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
+from rag_eval_pipeline.defs.judging import JudgeResource
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import (
     cli_env,
@@ -63,7 +63,7 @@ class _CountingJudge:
         return self.inner.judge(question, answer, contexts, **kw)
 
 
-class CountingJudgeResource(RuleBasedJudgeResource):
+class CountingJudgeResource(JudgeResource):
     """The rule-based judge, recording every call in JUDGE_CALLS."""
 
     def get_judge(self):

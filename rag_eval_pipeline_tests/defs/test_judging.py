@@ -28,16 +28,17 @@ def test_the_configured_judge_type_is_the_one_built(tmp_path, monkeypatch):
     path = config(tmp_path, type="openai_compatible", base_url="http://127.0.0.1:9/v1", model="judge-m",
                   timeout_s=7, max_retries=1, backoff_s=0.5, concurrency=2, cache="judge_cache.sqlite")
     res = build_resources(path, str(tmp_path / "out"))["judge"]
-    assert isinstance(res, dj.OpenAICompatibleJudgeResource)
-    assert (res.base_url, res.model, res.timeout_s, res.max_retries, res.backoff_s, res.concurrency) == (
+    assert isinstance(res, dj.JudgeResource) and res.type == "openai_compatible"
+    cfg = res.config()
+    assert (cfg.base_url, cfg.model, cfg.timeout_s, cfg.max_retries, cfg.backoff_s, cfg.concurrency) == (
         "http://127.0.0.1:9/v1", "judge-m", 7.0, 1, 0.5, 2)
-    assert res.cache_path == str(tmp_path / "judge_cache.sqlite")
+    assert cfg.cache == tmp_path / "judge_cache.sqlite"
     # the environment overrides the file, in the documented way
     monkeypatch.setenv("RAG_EVAL_JUDGE", "rule_based")
-    assert isinstance(build_resources(path, str(tmp_path / "out"))["judge"], dj.RuleBasedJudgeResource)
+    assert build_resources(path, str(tmp_path / "out"))["judge"].type == "rule_based"
     monkeypatch.setenv("RAG_EVAL_JUDGE", "openai_compatible")
     monkeypatch.setenv("RAG_EVAL_JUDGE_TIMEOUT_S", "3")
-    assert build_resources(path, str(tmp_path / "out"))["judge"].timeout_s == 3.0
+    assert build_resources(path, str(tmp_path / "out"))["judge"].config().timeout_s == 3.0
 
 
 def test_judge_misconfiguration_is_one_clear_error_before_any_run(tmp_path, monkeypatch):
@@ -60,6 +61,6 @@ def test_a_configuration_broken_elsewhere_still_gives_its_judge(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     # the code location still loads; the run reports the bad alpha when it loads the configuration
-    assert isinstance(dj.select_judge_resource(config_path=str(path)), dj.RuleBasedJudgeResource)
+    assert dj.select_judge_resource(config_path=str(path)).type == "rule_based"
     with pytest.raises(ConfigError, match="gates.alpha"):
         load_config(path)

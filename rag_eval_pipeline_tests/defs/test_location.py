@@ -12,7 +12,7 @@ import yaml
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.suites import ad_hoc_suite, load_suites
-from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
+from rag_eval_pipeline.defs.judging import JudgeResource
 from rag_eval_pipeline.defs.location import build_definitions, check_suite
 from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
 
@@ -60,7 +60,7 @@ def suites_dir(tmp_path_factory) -> Path:
 def location(suites_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("outputs")
     loaded = [check_suite(s) for s in load_suites(suites_dir / "suites.yaml")]
-    return build_definitions(loaded, output_dir=str(out), judge=RuleBasedJudgeResource()), out
+    return build_definitions(loaded, output_dir=str(out), judge=JudgeResource()), out
 
 
 def _keys(defs) -> set[str]:

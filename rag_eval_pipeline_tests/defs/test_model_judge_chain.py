@@ -5,7 +5,7 @@ import polars as pl
 import pytest
 
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
-from rag_eval_pipeline.defs.judging import OpenAICompatibleJudgeResource
+from rag_eval_pipeline.defs.judging import JudgeResource
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 from rag_eval_pipeline_tests.servers.fault_server import FaultServer
 
@@ -17,8 +17,9 @@ def server():
 
 
 def _run(tmp_path, srv, cache=None, **settings):
-    judge = OpenAICompatibleJudgeResource(base_url=srv.base_url, model="fake-judge", api_key="sk-test-not-a-secret",
-                                          concurrency=4, cache_path=str(cache) if cache else None, **settings)
+    judge = JudgeResource.of("openai_compatible", base_url=srv.base_url, model="fake-judge",
+                             api_key="sk-test-not-a-secret", concurrency=4, cache=str(cache) if cache else None,
+                             **settings)
     return dg.materialize(
         [*ASSETS, *CHECKS],
         resources=build_resources(str(SAMPLE_DIR / "config.yaml"), str(tmp_path / "out"), judge=judge),

@@ -19,7 +19,8 @@ therefore lasts at most ``(1 + max_retries) * timeout_s`` plus the backoff waits
 Settings (:func:`transport_settings`): ``timeout_s`` (default 30), ``max_retries`` (3) and
 ``backoff_s`` (0.5) come from the caller (the configuration's ``judge`` section, through the Dagster
 resource), and the environment variables ``RAG_EVAL_JUDGE_TIMEOUT_S``, ``RAG_EVAL_JUDGE_MAX_RETRIES``
-and ``RAG_EVAL_JUDGE_BACKOFF_S`` override them. The values in use are in :attr:`ChatTransport.stats`.
+and ``RAG_EVAL_JUDGE_BACKOFF_S`` override them; their bounds are the configuration's (one declaration,
+``JudgeConfig``). The values in use are in :attr:`ChatTransport.stats`.
 
 Structured output: ``response_format`` ``{"type": "json_schema", ...}`` first; if the server
 rejects it (a 400/422 that names the response format or a schema, or a 5xx that names
@@ -43,7 +44,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import re
 import threading
@@ -73,8 +73,6 @@ DEFAULT_BACKOFF_S = 0.5
 ENV_TIMEOUT_S = "RAG_EVAL_JUDGE_TIMEOUT_S"
 ENV_MAX_RETRIES = "RAG_EVAL_JUDGE_MAX_RETRIES"
 ENV_BACKOFF_S = "RAG_EVAL_JUDGE_BACKOFF_S"
-#: Upper bounds that keep a typo from turning a deadline off (an hour per request, 20 retries, a minute's backoff).
-MAX_TIMEOUT_S, MAX_RETRIES_LIMIT, MAX_BACKOFF_S = 3600.0, 20, 60.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,19 +172,13 @@ class TransportSettings:
     sources: dict[str, str]
 
 
-def _number(raw: Any, name: str, where: str, *, integer: bool, low: float, high: float, low_open: bool,
-            error: type[Exception]) -> float:
-    bad = f"{where}: {name} must be {'an integer' if integer else 'a number'} " \
-          f"{'>' if low_open else '>='} {low:g} and <= {high:g}, got {str(raw)[:40]!r}"
-    if isinstance(raw, bool):
-        raise error(bad)
-    try:
-        v = float(raw.strip()) if isinstance(raw, str) else float(raw)
-    except (TypeError, ValueError):
-        raise error(bad) from None
-    if not math.isfinite(v) or v < low or (low_open and v == low) or v > high or (integer and not v.is_integer()):
-        raise error(bad)
-    return v
+def _limits() -> dict[str, tuple[Any, Any]]:
+    """``{name: (type, Key)}`` of the transport's settings, as the configuration declares them."""
+    from rag_eval_pipeline.core.config_sections import JudgeConfig
+    from rag_eval_pipeline.core.sections import fields_of
+
+    return {f.name: (tp, k) for f, tp, k in fields_of(JudgeConfig) if f.name in ("timeout_s", "max_retries",
+                                                                                  "backoff_s")}
 
 
 def transport_settings(timeout_s: float | None = None, max_retries: int | None = None,
@@ -196,29 +188,41 @@ def transport_settings(timeout_s: float | None = None, max_retries: int | None =
     Inputs: ``timeout_s``, ``max_retries``, ``backoff_s`` (None = not configured) and ``environ``
     (default ``os.environ``; ``RAG_EVAL_JUDGE_TIMEOUT_S``, ``RAG_EVAL_JUDGE_MAX_RETRIES``,
     ``RAG_EVAL_JUDGE_BACKOFF_S``; an empty variable counts as unset). Output: a
-    :class:`TransportSettings` with timeout in (0, 3600] s, retries an integer in [0, 20], backoff in
-    [0, 60] s. For anything else (not a number, NaN, infinite, negative, out of range) raises
-    ConfigError naming the environment variable and its value, or ValueError naming the parameter.
+    :class:`TransportSettings`. Every value is checked by the configuration's own declaration of the
+    key (``JudgeConfig`` in ``core/config_sections.py``: timeout in (0, 3600] s, retries an integer in
+    [0, 20], backoff in [0, 300] s), so what the configuration accepts the transport accepts. For
+    anything else (not a number, NaN, infinite, negative, out of range) raises ConfigError naming the
+    environment variable and its value, or a JudgeConfigError (a ConfigError and ValueError) naming
+    the parameter.
     """
+    from pathlib import Path
+
+    from rag_eval_pipeline.core.judges.registry import JudgeConfigError
+    from rag_eval_pipeline.core.sections import At, SectionError, read_value, value_from_env
+
     env = os.environ if environ is None else environ
-    spec = (("timeout_s", timeout_s, ENV_TIMEOUT_S, DEFAULT_TIMEOUT_S, False, 0.0, MAX_TIMEOUT_S, True),
-            ("max_retries", max_retries, ENV_MAX_RETRIES, DEFAULT_MAX_RETRIES, True, 0, MAX_RETRIES_LIMIT, False),
-            ("backoff_s", backoff_s, ENV_BACKOFF_S, DEFAULT_BACKOFF_S, False, 0.0, MAX_BACKOFF_S, False))
+    given = {"timeout_s": timeout_s, "max_retries": max_retries, "backoff_s": backoff_s}
+    defaults = {"timeout_s": DEFAULT_TIMEOUT_S, "max_retries": DEFAULT_MAX_RETRIES, "backoff_s": DEFAULT_BACKOFF_S}
     values: dict[str, float] = {}
     sources: dict[str, str] = {}
-    for name, given, var, default, integer, low, high, low_open in spec:
-        raw_env = env.get(var)
+    for name, (tp, k) in _limits().items():
+        raw_env = env.get(k.env) if k.env else None
+        error: type[Exception]
         if raw_env is not None and str(raw_env).strip():
-            values[name] = _number(raw_env, var, "environment", integer=integer, low=low, high=high, low_open=low_open,
-                                   error=ConfigError)
-            sources[name] = "environment"
-        elif given is not None:
-            values[name] = _number(given, name, "judge settings", integer=integer, low=low, high=high,
-                                   low_open=low_open, error=ValueError)
+            value = value_from_env(str(raw_env).strip(), k.env, tp)
+            at, error, sources[name] = At(Path("<environment>"), label=k.env), ConfigError, "environment"
+        elif given[name] is not None:
+            value, at, error = given[name], At(Path("<judge settings>"), label=name), JudgeConfigError
             sources[name] = "configuration"
         else:
-            values[name], sources[name] = float(default), "default"
-    return TransportSettings(values["timeout_s"], int(values["max_retries"]), values["backoff_s"], sources)
+            values[name], sources[name] = float(defaults[name]), "default"
+            continue
+        try:
+            values[name] = read_value(value, tp, k, at)
+        except SectionError as exc:
+            raise error(exc.problem) from None
+    return TransportSettings(float(values["timeout_s"]), int(values["max_retries"]), float(values["backoff_s"]),
+                             sources)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -86,7 +86,6 @@ from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, majority_vote
 __all__ = [
     "DEFAULT_MAPPINGS",
     "HISTORY_SCHEMA",
-    "JUDGE_BASED_METRIC_PREFIXES",
     "LABEL_FILE_SCHEMA",
     "LEVELS",
     "TABLE_SCHEMA",
@@ -106,8 +105,6 @@ __all__ = [
     "results_to_frame",
 ]
 
-#: Gate metrics whose values come from a judge (a threshold on one requires a calibration).
-JUDGE_BASED_METRIC_PREFIXES = ("faithfulness", "answer_relevance", "context_relevance", "correctness")
 
 
 def calibrate(
@@ -287,11 +284,13 @@ def calibrate_all(
 def judge_based_metrics(metrics: Iterable[str]) -> list[str]:
     """The metric names (e.g. of gate thresholds) whose values come from a judge.
 
-    Input: metric names. Output: those starting with one of
-    :data:`JUDGE_BASED_METRIC_PREFIXES` (faithfulness*, answer_relevance*, context_relevance*,
-    correctness*), sorted and deduplicated. Never raises.
+    Input: metric names (base names or labels such as ``faithfulness``). Output: those declared
+    ``judge_based`` in ``core/metrics/names.py`` (faithfulness and its companions, the model-judged
+    answer quality), sorted and deduplicated. Never raises.
     """
-    return sorted({m for m in metrics if isinstance(m, str) and m.startswith(JUDGE_BASED_METRIC_PREFIXES)})
+    from rag_eval_pipeline.core.metrics.names import is_judge_based
+
+    return sorted({m for m in metrics if is_judge_based(m)})
 
 
 def ppi_rates(

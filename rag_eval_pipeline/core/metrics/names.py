@@ -1,35 +1,185 @@
-"""Every metric name the pipeline writes, in one module that imports no metric code.
+"""Every metric the pipeline writes, declared once with its attributes, in a module that imports no
+metric code.
 
-The configuration checks gate names against :data:`PIPELINE_METRICS` and parses readable retrieval
-names with :func:`parse_measure`, so it needs no metric module; the metric modules take their names
-from here. Definitions, denominators and null rules of every name: ``docs/METRICS.md``.
+Each metric is one :class:`MetricInfo` in :data:`METRICS`: its name, family, whether its value comes
+from a judge (a gate on it makes the judge calibration check blocking), whether higher is better (the
+default direction of a gate, the colour of a trend), whether it needs a relevant chunk to be evaluable,
+whether it takes a cut-off ``k``, a one-line definition and its public source. Calibration's blocking
+decision, the report's bands and judge-error columns, the command line's summary, gate defaults and
+the docs test read these attributes; the metric modules take their name lists (:data:`DECISION_METRICS`,
+...) from here, and the configuration checks gate names against :data:`PIPELINE_METRICS` and parses
+readable retrieval names with :func:`parse_measure`, so it needs no metric module. Definitions,
+denominators and null rules in full: ``docs/METRICS.md``.
 
 Retrieval names are trec_eval's (``usnistgov/trec_eval``, ``m_*.c``); the cutoff is stored apart in
-the ``k`` column (``recall`` with k = 5) and printed as trec_eval does (``recall_5``).
+the ``k`` column (``recall`` with k = 5) and printed as trec_eval does (``recall_5``, :func:`metric_label`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.registry import Registry
+
+FAMILIES = ("retrieval", "claim_evidence", "decision", "faithfulness", "correctness", "quality", "latency")
+TREC_EVAL = "trec_eval 10.0 (usnistgov/trec_eval)"
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One metric. ``family``: one of :data:`FAMILIES`. ``judge_based``: its value comes from a judge's
+    labels (a model, the rule-based judge or people); a gate on it needs a calibrated judge.
+    ``higher_is_better``: False for error, abstention and latency measures. ``needs_relevant``: null
+    (status ``no_relevant``) for a question without a relevant chunk. ``cut``: computed at every k of
+    ``metrics.ks``. ``proportion``: a 0/1 value per question (Wilson interval in the summary).
+    ``default``: computed by every run (False: only when asked for, e.g. by the trec_eval command).
+    ``count``: a trec_eval count measure (summed, not averaged, in its ``all`` line).
+    ``summary_only``: a ``metric_summary`` row computed from another metric (latency percentiles).
+    ``definition``: one line; ``source``: the public source of the definition."""
+
+    name: str
+    family: str
+    definition: str
+    source: str
+    judge_based: bool = False
+    higher_is_better: bool = True
+    needs_relevant: bool = False
+    cut: bool = False
+    proportion: bool = False
+    default: bool = True
+    count: bool = False
+    summary_only: bool = False
+
+
+#: Every metric, in declaration order (retrieval measures in trec_eval's print order).
+METRICS: Registry[MetricInfo] = Registry("metric")
+
+
+def metric(name: str, family: str, definition: str, source: str, **attrs: bool) -> MetricInfo:
+    """Declare metric ``name`` (one call per metric, below). Raises RegistryError for a second declaration."""
+    if family not in FAMILIES:
+        raise ValueError(f"metric {name!r}: family {family!r} is not one of {FAMILIES}")
+    return METRICS.register(MetricInfo(name, family, definition, source, **attrs))
+
 
 # ----------------------------------------------------------------------------- retrieval (trec_eval)
 
+metric("num_ret", "retrieval", "chunks retrieved", f"{TREC_EVAL}, m_num_ret.c", count=True)
+metric("num_rel", "retrieval", "relevant chunks in the golden set", f"{TREC_EVAL}, m_num_rel.c", count=True)
+metric("num_rel_ret", "retrieval", "relevant chunks retrieved (whole list)", f"{TREC_EVAL}, m_num_rel_ret.c",
+       count=True)
+metric("map", "retrieval", "mean average precision", f"{TREC_EVAL}, m_map.c",
+       needs_relevant=True)
+metric("Rprec", "retrieval", "relevant chunks in the top num_rel / num_rel", f"{TREC_EVAL}, m_Rprec.c",
+       needs_relevant=True)
+metric("bpref", "retrieval", "share of the top num_rel judged non-relevant chunks ranked below each relevant one",
+       f"{TREC_EVAL}, m_bpref.c; Buckley & Voorhees, SIGIR 2004", needs_relevant=True, default=False)
+metric("recip_rank", "retrieval", "1 / rank of the first relevant chunk", f"{TREC_EVAL}, m_recip_rank.c",
+       needs_relevant=True)
+metric("ndcg", "retrieval", "nDCG over the whole ranking", f"{TREC_EVAL}, m_ndcg.c", default=False)
+metric("P", "retrieval", "share of the top k that is relevant", f"{TREC_EVAL}, m_P.c", cut=True)
+metric("recall", "retrieval", "share of a question's relevant chunks found in the top k", f"{TREC_EVAL}, m_recall.c",
+       cut=True, needs_relevant=True)
+metric("ndcg_cut", "retrieval", "graded ranking quality of the top k", f"{TREC_EVAL}, m_ndcg_cut.c", cut=True)
+metric("success", "retrieval", "1 when any relevant chunk is in the top k", f"{TREC_EVAL}, m_success.c",
+       cut=True, needs_relevant=True, proportion=True)
+metric("F1", "retrieval", "harmonic mean of P@k and recall@k", "van Rijsbergen's F at a cut-off (trec_eval set_F)",
+       cut=True, needs_relevant=True)
+metric("recip_rank_cut", "retrieval", "recip_rank counting only the top k", "ir_measures' RR@k", cut=True,
+       needs_relevant=True, default=False)
+
+CLAIM_METRIC = "claim_evidence_availability"
+metric(CLAIM_METRIC, "claim_evidence", "share of golden claims with a supporting chunk in the top k",
+       "recall@k taken per golden claim (this pipeline's definition)", cut=True)
+
+# ----------------------------------------------------------------------------- decisions
+
+_SQUAD2 = "SQuAD 2.0's answerable / unanswerable split (Rajpurkar et al., ACL 2018)"
+metric("coverage", "decision", "answered share of the answerable and absent questions", _SQUAD2, proportion=True)
+metric("answer_without_evidence_rate", "decision", "absent questions answered anyway", _SQUAD2, proportion=True,
+       higher_is_better=False)
+metric("false_abstention_rate", "decision", "answerable questions the system abstained on", _SQUAD2, proportion=True,
+       higher_is_better=False)
+metric("clarify_on_binary_rate", "decision", "binary-subset questions the system asked back on",
+       "this pipeline's definition", proportion=True)
+metric("evidence_retrieved", "decision", "answerable questions where any evidence chunk was retrieved, at any rank",
+       "this pipeline's definition", proportion=True)
+metric("abstention_with_evidence", "decision",
+       "abstentions on answerable questions with the evidence in the context: a generator miss",
+       "this pipeline's definition", proportion=True, higher_is_better=False)
+metric("abstention_without_evidence", "decision",
+       "abstentions on answerable questions without the evidence: a retrieval failure",
+       "this pipeline's definition", proportion=True)
+metric("clarify_asked_rate", "decision", "clarification questions the system asked back on",
+       "this pipeline's definition", proportion=True)
+metric("clarify_answered_rate", "decision", "clarification questions the system answered",
+       "this pipeline's definition", proportion=True)
+metric("clarify_abstained_rate", "decision", "clarification questions the system abstained on",
+       "this pipeline's definition", proportion=True)
+metric("run_error_rate", "decision", "questions whose run failed", "this pipeline's definition", proportion=True,
+       higher_is_better=False)
+metric("abstention_text_in_answer", "decision", "answers logged as answers whose text abstains",
+       "this pipeline's definition", proportion=True)
+
+# ----------------------------------------------------------------------------- judged claims and answers
+
+_RAGAS = "Ragas (Es et al., EACL 2024 demo; arXiv:2309.15217)"
+metric("faithfulness", "faithfulness", "SUPPORTED claims / judged claims, per answer, averaged",
+       f"{_RAGAS} faithfulness", judge_based=True)
+metric("faithfulness_holistic", "faithfulness", "whole-answer score YES 1 / PARTIAL 0.5 / NO 0, averaged",
+       "this pipeline's reading of the claim verdicts", judge_based=True)
+metric("contradicted_claim_rate", "faithfulness", "CONTRADICTED claims / judged claims",
+       "this pipeline's definition", judge_based=True, higher_is_better=False)
+metric("quote_downgrade_rate", "faithfulness", "SUPPORTED verdicts whose quote was not in the retrieved text",
+       "this pipeline's definition", judge_based=True, higher_is_better=False)
+metric("judge_error_rate", "faithfulness", "claim rows the judge failed on", "this pipeline's definition",
+       judge_based=True, higher_is_better=False)
+
+_SQUAD = "the official SQuAD evaluation script (Rajpurkar et al., EMNLP 2016)"
+metric("answer_token_f1", "correctness", "F1 of the token overlap of answer and reference", f"{_SQUAD}, compute_f1")
+metric("reference_token_recall", "correctness", "reference tokens found in the answer", f"{_SQUAD}, recall side")
+
+_ARES = "ARES (Saad-Falcon et al., NAACL 2024; arXiv:2311.09476)"
+metric("answer_relevance", "quality", "the judge's 1-5 score of how well the answer addresses the question",
+       _ARES, judge_based=True)
+metric("answer_relevancy", "quality", "similarity of the question and questions generated from the answer",
+       f"{_RAGAS} answer_relevancy", judge_based=True)
+metric("context_relevance", "quality", "share of the retrieved chunks needed to answer", f"{_RAGAS} and {_ARES}",
+       judge_based=True)
+metric("answer_correctness", "quality", "share of the reference answer's facts the answer covers",
+       "this pipeline's judge rubric", judge_based=True)
+metric("faithfulness_holistic_model", "quality", "the judge's own YES / PARTIAL / NO, scored 1 / 0.5 / 0",
+       "holistic attribution label; this pipeline's scoring", judge_based=True)
+
+# ----------------------------------------------------------------------------- latency
+
+_HF7 = "percentile with linear interpolation (Hyndman & Fan 1996, definition 7)"
+metric("latency_ms", "latency", "wall time of the call that produced the row, ms", "rag_runs.latency_ms",
+       higher_is_better=False)
+metric("latency_ms_p50", "latency", "median latency, ms", _HF7, higher_is_better=False, summary_only=True)
+metric("latency_ms_p95", "latency", "95th percentile latency, ms", _HF7, higher_is_better=False, summary_only=True)
+
+
+def _names(**where: object) -> tuple[str, ...]:
+    return tuple(m.name for m in METRICS if all(getattr(m, k) == v for k, v in where.items()))
+
+
 #: Measures without a cutoff, in trec_eval's print order (``ndcg`` is full-depth nDCG, ``m_ndcg.c``).
-UNCUT_MEASURES = ("num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank", "ndcg")
+UNCUT_MEASURES = _names(family="retrieval", cut=False)
 #: Measures computed at every k, in trec_eval's print order (F1 and recip_rank_cut are not trec_eval's).
-CUT_MEASURES = ("P", "recall", "ndcg_cut", "success", "F1", "recip_rank_cut")
+CUT_MEASURES = _names(family="retrieval", cut=True)
 MEASURES = UNCUT_MEASURES + CUT_MEASURES
 #: What the pipeline computes (and ``measures=None`` means): every measure except the cut reciprocal
 #: rank and full-depth nDCG, which are computed when asked for (the trec_eval command, a ``measures``
 #: list).
-DEFAULT_MEASURES = tuple(m for m in MEASURES if m not in ("recip_rank_cut", "ndcg"))
+DEFAULT_MEASURES = tuple(m for m in MEASURES if METRICS.get(m).default)
 #: Measures that are null (status ``no_relevant``) for a question with num_rel == 0 (the nDCGs: with
 #: no judged grade > 0).
-NEEDS_RELEVANT = frozenset({"recall", "F1", "success", "recip_rank", "recip_rank_cut", "map", "Rprec"})
+NEEDS_RELEVANT = frozenset(_names(family="retrieval", needs_relevant=True))
 #: Count measures: summed, not averaged, in trec_eval's ``all`` line.
-COUNT_MEASURES = ("num_ret", "num_rel", "num_rel_ret")
+COUNT_MEASURES = _names(count=True)
 RANKING_MODES = ("system", "trec_eval")
 
 #: Readable names (lower case, before an optional ``@k``) -> trec_eval base name. With a cutoff,
@@ -65,51 +215,66 @@ ALIASES: dict[str, str] = {
 _CUT_FORM = {"recip_rank": "recip_rank_cut", "ndcg": "ndcg_cut"}
 _CUT_NAME = re.compile(r"^(?P<base>.+?)(?:[@_](?P<k>\d+))?$")
 
-CLAIM_METRIC = "claim_evidence_availability"
-
 # ----------------------------------------------------------------------------- other families
 
 #: Decision metrics (abstention, clarification, run errors; SQuAD 2.0's answerable / unanswerable split).
-DECISION_METRICS: tuple[str, ...] = (
-    "coverage",
-    "answer_without_evidence_rate",
-    "false_abstention_rate",
-    "clarify_on_binary_rate",
-    "evidence_retrieved",
-    "abstention_with_evidence",
-    "abstention_without_evidence",
-    "clarify_asked_rate",
-    "clarify_answered_rate",
-    "clarify_abstained_rate",
-    "run_error_rate",
-    "abstention_text_in_answer",
-)
+DECISION_METRICS: tuple[str, ...] = _names(family="decision")
 #: Claim-level faithfulness (Ragas' ``faithfulness``) and the judge's error counts beside it.
-FAITHFULNESS_METRICS = (
-    "faithfulness",
-    "faithfulness_holistic",
-    "contradicted_claim_rate",
-    "quote_downgrade_rate",
-    "judge_error_rate",
-)
+FAITHFULNESS_METRICS = _names(family="faithfulness")
 #: Token overlap with the reference answer (SQuAD's F1 and recall).
-CORRECTNESS_METRICS = ("answer_token_f1", "reference_token_recall")
+CORRECTNESS_METRICS = _names(family="correctness")
 #: Model-judged answer quality (Ragas' answer relevancy, ARES' context relevance, correctness).
-QUALITY_METRICS = ("answer_relevance", "answer_relevancy", "context_relevance", "answer_correctness",
-                   "faithfulness_holistic_model")
+QUALITY_METRICS = _names(family="quality")
+#: Metrics whose values come from a judge: a gate on one makes the judge calibration check blocking.
+JUDGE_BASED_METRICS: frozenset[str] = frozenset(_names(judge_based=True))
+#: Metrics where lower is better (error and abstention rates, latency).
+LOWER_IS_BETTER: frozenset[str] = frozenset(_names(higher_is_better=False))
+#: Metrics with one 0/1 value per question (Wilson intervals in the summary).
+PROPORTION_METRICS: frozenset[str] = frozenset(_names(proportion=True))
 
-#: Every metric name the pipeline writes to ``question_metrics`` (base names; the cutoff is ``k``).
-PIPELINE_METRICS: frozenset[str] = frozenset((*DEFAULT_MEASURES, CLAIM_METRIC, *DECISION_METRICS,
-                                              *FAITHFULNESS_METRICS, *CORRECTNESS_METRICS, *QUALITY_METRICS))
+#: Every metric name the pipeline writes to ``question_metrics`` and a gate may name (base names; the
+#: cutoff is ``k``). Latency is a measurement reported beside the metrics, not gated.
+PIPELINE_METRICS: frozenset[str] = frozenset(m.name for m in METRICS
+                                             if m.default and not m.summary_only and m.family != "latency")
+
+_LABEL = re.compile(r"^(?P<base>.+)_(?P<k>\d+)$")
 
 
-def trec_name(metric: str, k: int | None) -> str:
-    """The trec_eval spelling of ``(metric, k)``: ``"P_5"``, ``"ndcg_cut_10"``, ``"map"``.
-
-    Input: a base measure name and a cutoff or None. Output: ``metric`` when ``k`` is None,
-    otherwise ``f"{metric}_{k}"``. Raises nothing. Source: trec_eval's measure names (``m_*.c``).
-    """
+def metric_label(metric: str, k: int | None) -> str:
+    """The label of a ``(metric, k)`` row, as trec_eval prints it: ``("recall", 5)`` -> ``"recall_5"``,
+    ``("map", None)`` -> ``"map"``. The one label formatter: tables, reports, the CLI and asset metadata
+    call it. Raises nothing. Source: trec_eval's measure names (``m_*.c``)."""
     return metric if k is None else f"{metric}_{k}"
+
+
+def metric_info(name: str) -> MetricInfo | None:
+    """The declaration of metric ``name``, a base name (``recall``) or a label (``recall_5``); None for a
+    name the pipeline does not write. Never raises."""
+    if not isinstance(name, str):
+        return None
+    if name in METRICS:
+        return METRICS.get(name)
+    m = _LABEL.match(name)
+    if m and m.group("base") in METRICS and METRICS.get(m.group("base")).cut:
+        return METRICS.get(m.group("base"))
+    return None
+
+
+def is_judge_based(name: str) -> bool:
+    """True when the values of metric ``name`` (base name or label) come from a judge. Never raises."""
+    info = metric_info(name)
+    return bool(info and info.judge_based)
+
+
+def higher_is_better(name: str) -> bool:
+    """The direction of metric ``name`` (base name or label): False for error, abstention and latency
+    measures, True otherwise (and for an unknown name). Never raises."""
+    info = metric_info(name)
+    return True if info is None else info.higher_is_better
+
+
+#: The trec_eval spelling of ``(metric, k)`` (``"P_5"``, ``"ndcg_cut_10"``, ``"map"``): :func:`metric_label`.
+trec_name = metric_label
 
 
 def parse_measure(name: str) -> tuple[str, int | None]:
@@ -151,6 +316,8 @@ def parse_measure(name: str) -> tuple[str, int | None]:
 
 __all__ = [
     "ALIASES", "CLAIM_METRIC", "CORRECTNESS_METRICS", "COUNT_MEASURES", "CUT_MEASURES", "DECISION_METRICS",
-    "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "MEASURES", "NEEDS_RELEVANT", "PIPELINE_METRICS",
-    "QUALITY_METRICS", "RANKING_MODES", "UNCUT_MEASURES", "parse_measure", "trec_name",
+    "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "JUDGE_BASED_METRICS", "LOWER_IS_BETTER", "MEASURES", "METRICS",
+    "NEEDS_RELEVANT", "PIPELINE_METRICS", "PROPORTION_METRICS", "QUALITY_METRICS", "RANKING_MODES", "UNCUT_MEASURES",
+    "MetricInfo", "higher_is_better", "is_judge_based", "metric", "metric_info", "metric_label", "parse_measure",
+    "trec_name",
 ]

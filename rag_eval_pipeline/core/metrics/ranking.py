@@ -115,7 +115,9 @@ class PreparedRankings:
     ``no_rel`` (num_rel == 0), ``num_rel_ret``, ``first_rel_pos`` (1-based position of the first
     relevant hit, 0 when none). Hit arrays list the relevant hits (``rel_pair``, ``rel_pos``, by pair
     then position) and the hits with a positive grade (``gain_pair``, ``gain_pos``,
-    ``gain_disc`` = grade / log2(pos + 1)). Per-question ideal ranking: ``ideal_question``,
+    ``gain_disc`` = grade / log2(pos + 1)) and the judged non-relevant hits (``nonrel_pair``,
+    ``nonrel_pos``: grade >= 0 and below rel_level), with ``num_nonrel`` per pair (judged non-relevant
+    chunks of the question in the qrels). Per-question ideal ranking: ``ideal_question``,
     ``ideal_pos``, ``ideal_disc`` (positive grades, best first), ``has_gain`` (question has one).
     ``dropped_duplicates``, ``missing`` (system, question_id without a run row) and ``unknown``
     (run questions absent from the qrels, with ``n_rows``) describe what was left out.
@@ -135,6 +137,9 @@ class PreparedRankings:
     gain_pair: np.ndarray
     gain_pos: np.ndarray
     gain_disc: np.ndarray
+    nonrel_pair: np.ndarray
+    nonrel_pos: np.ndarray
+    num_nonrel: np.ndarray
     ideal_question: np.ndarray
     ideal_pos: np.ndarray
     ideal_disc: np.ndarray
@@ -257,6 +262,7 @@ def prepare(run_long: pl.DataFrame, qrels: pl.DataFrame, mode: str = "system", r
     j_grade = judg["grade"].to_numpy().astype(np.int64)
     j_chunk = judg["chunk_id"]
     num_rel_q = np.bincount(j_qi[j_grade >= rel_level], minlength=nq).astype(np.float64)
+    num_nonrel_q = np.bincount(j_qi[(j_grade >= 0) & (j_grade < rel_level)], minlength=nq).astype(np.float64)
     pos_mask = j_grade > 0
     ideal_qi = j_qi[pos_mask]
     ideal_pos = _positions(ideal_qi)
@@ -416,6 +422,7 @@ def prepare(run_long: pl.DataFrame, qrels: pl.DataFrame, mode: str = "system", r
     no_rel = R == 0
     rel = judged_grade >= rel_level  # rel_level >= 0, so a negative (unjudged-in-pool) grade never counts
     rel_e, rel_pos = j_e[rel], j_pos[rel]
+    nonrel = (judged_grade >= 0) & (judged_grade < rel_level)  # judged non-relevant (trec_eval rel_levels[0..l))
     gain_mask = judged_grade > 0
     gain_e, gain_pos = j_e[gain_mask], j_pos[gain_mask]
     gain_disc = judged_grade[gain_mask] / np.log2(gain_pos + 1.0)
@@ -434,6 +441,8 @@ def prepare(run_long: pl.DataFrame, qrels: pl.DataFrame, mode: str = "system", r
         systems=systems, questions=questions, pair_system=e_si, pair_question=e_qi, num_ret=num_ret,
         num_rel=R.astype(np.float64), no_rel=no_rel, num_rel_ret=num_rel_ret, first_rel_pos=first_pos,
         rel_pair=rel_e, rel_pos=rel_pos, gain_pair=gain_e, gain_pos=gain_pos, gain_disc=gain_disc,
+        nonrel_pair=j_e[nonrel], nonrel_pos=j_pos[nonrel],
+        num_nonrel=num_nonrel_q[e_qi] if nq else np.zeros(nE),
         ideal_question=ideal_qi, ideal_pos=ideal_pos, ideal_disc=ideal_disc, has_gain=has_gain_q,
         dropped_duplicates=dropped, missing=missing, unknown=unknown)
 

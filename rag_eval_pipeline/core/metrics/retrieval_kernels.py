@@ -85,6 +85,22 @@ def r_precision(p: PreparedRankings, k: int | None = None) -> Measured:
     return Measured(_ratio(num, p.num_rel, p.no_rel), num, p.num_rel, p.no_rel)
 
 
+@kernel("bpref")
+def bpref(p: PreparedRankings, k: int | None = None) -> Measured:
+    """Binary preference (``m_bpref.c``; Buckley & Voorhees, SIGIR 2004): over the judged hits only, each
+    relevant hit adds 1 - min(n, R) / min(N, R), n the judged non-relevant hits ranked above it, R =
+    num_rel, N = judged non-relevant chunks of the question (1 when n = 0); the sum / R."""
+    span = int(max(p.rel_pos.max(initial=0), p.nonrel_pos.max(initial=0))) + 1
+    nonrel_keys = np.sort(p.nonrel_pair * span + p.nonrel_pos)  # by pair, then position
+    above = (np.searchsorted(nonrel_keys, p.rel_pair * span + p.rel_pos)
+             - np.searchsorted(nonrel_keys, p.rel_pair * span))
+    r = p.num_rel[p.rel_pair]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        term = np.where(above > 0, 1.0 - np.minimum(above, r) / np.minimum(p.num_nonrel[p.rel_pair], r), 1.0)
+    num = np.bincount(p.rel_pair, weights=term, minlength=p.n_pairs)
+    return Measured(_ratio(num, p.num_rel, p.no_rel), num, p.num_rel, p.no_rel)
+
+
 @kernel("recip_rank")
 def recip_rank(p: PreparedRankings, k: int | None = None) -> Measured:
     """1 / position of the first relevant document, 0 when none is retrieved (``m_recip_rank.c``)."""

@@ -20,15 +20,18 @@ import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError, SchemaError
 from rag_eval_pipeline.core.metrics import stats
-from rag_eval_pipeline.core.metrics.decisions import DECISION_METRICS, evidence_chunks, readable_expr
+from rag_eval_pipeline.core.metrics.decisions import evidence_chunks, readable_expr
+from rag_eval_pipeline.core.metrics.names import ALIASES
+from rag_eval_pipeline.core.metrics.names import PROPORTION_METRICS as _PROPORTIONS
 from rag_eval_pipeline.core.metrics.stats import wilson_arrays
 from rag_eval_pipeline.core.tables import SCHEMAS, conform
 
 #: Metrics whose per-question value is a 0/1 indicator, so the summary is a proportion and gets a
 #: Wilson interval (when every non-null value of the group is 0 or 1). Names are matched after
 #: lower-casing and removing a trailing ``_<k>`` or ``@<k>`` (so ``success_5`` and ``success@5``
-#: match ``success``). Extend it through ``summarise(proportion_metrics=...)``.
-PROPORTION_METRICS: frozenset[str] = frozenset(DECISION_METRICS) | frozenset({"success", "hit", "hit_rate"})
+#: match ``success``). Declared per metric in ``core/metrics/names.py`` (``proportion``), plus the readable
+#: aliases of those names (``hit``, ``hit_rate``). Extend it through ``summarise(proportion_metrics=...)``.
+PROPORTION_METRICS: frozenset[str] = _PROPORTIONS | frozenset(a for a, base in ALIASES.items() if base in _PROPORTIONS)
 
 _K_SUFFIX = re.compile(r"[_@]\d+$")
 _KEYS = ["system", "split", "segment", "metric", "k"]

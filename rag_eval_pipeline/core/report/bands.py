@@ -11,6 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rag_eval_pipeline.core.metrics.names import LOWER_IS_BETTER as LOWER_IS_BETTER  # re-exported
+from rag_eval_pipeline.core.metrics.names import METRICS
+from rag_eval_pipeline.core.metrics.names import is_judge_based as is_judge_based  # re-exported
+from rag_eval_pipeline.core.metrics.names import metric_label as metric_label  # re-exported
+
 HEADLINE_METRICS: tuple[tuple[str, int | None], ...] = (
     ("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
     ("claim_evidence_availability", 5), ("evidence_retrieved", None), ("coverage", None),
@@ -31,32 +36,10 @@ SEGMENT_METRICS: tuple[tuple[str, int | None], ...] = (
 )
 #: Metrics the interpretation bands apply to (a mean faithfulness score).
 BANDED_METRICS: frozenset[str] = frozenset({"faithfulness", "faithfulness_holistic"})
-#: Lower-is-better metrics (a rising line is bad).
-LOWER_IS_BETTER: frozenset[str] = frozenset({
-    "answer_without_evidence_rate", "false_abstention_rate", "contradicted_claim_rate", "judge_error_rate",
-    "run_error_rate", "quote_downgrade_rate", "abstention_with_evidence",
-})
-METRIC_NOTES: dict[str, str] = {
-    "recall": "share of a question's relevant chunks found in the top k",
-    "P": "share of the top k that is relevant",
-    "success": "1 when any relevant chunk is in the top k",
-    "ndcg_cut": "graded ranking quality of the top k",
-    "recip_rank": "1 / rank of the first relevant chunk",
-    "map": "mean average precision",
-    "claim_evidence_availability": "share of golden claims with a supporting chunk in the top k",
-    "evidence_retrieved": "answerable questions where any evidence chunk was retrieved, at any rank",
-    "coverage": "answered share of the answerable and absent questions",
-    "answer_without_evidence_rate": "absent questions answered anyway (lower is better)",
-    "false_abstention_rate": "answerable questions the system abstained on (lower is better)",
-    "abstention_with_evidence": ("abstentions on answerable questions with the evidence in the context: "
-                                 "a generator miss"),
-    "abstention_without_evidence": "abstentions on answerable questions without the evidence: a retrieval failure",
-    "faithfulness": "SUPPORTED claims / judged claims, per answer, averaged",
-    "faithfulness_holistic": "whole-answer score YES 1 / PARTIAL 0.5 / NO 0, averaged",
-    "contradicted_claim_rate": "CONTRADICTED claims / judged claims (lower is better)",
-    "judge_error_rate": "claim rows the judge failed on (lower is better)",
-    "run_error_rate": "questions whose run failed (lower is better)",
-}
+#: One line per metric for titles and trend captions: its declared definition (``core/metrics/names.py``),
+#: with "(lower is better)" where that is its direction.
+METRIC_NOTES: dict[str, str] = {m.name: m.definition + ("" if m.higher_is_better else " (lower is better)")
+                                for m in METRICS}
 
 
 @dataclass(frozen=True)
@@ -102,25 +85,10 @@ def interpretation_band(value: float | None) -> Band | None:
     return BANDS[-1]  # pragma: no cover - the last band starts at 0
 
 
-def metric_label(metric: str, k: int | None) -> str:
-    """The trec_eval-style name of a (metric, k) row: ("recall", 5) -> "recall_5"; ("map", None) -> "map"."""
-    return metric if k is None else f"{metric}_{k}"
-
 
 
 #: Where users read every metric's definition, denominator, null rule and public source.
 DEFINITIONS_DOC = "docs/METRICS.md"
-#: Metric names whose values come from a judge (a model, a rule or a person), by prefix.
-JUDGE_BASED_PREFIXES: tuple[str, ...] = (
-    "faithfulness", "contradicted_claim_rate", "quote_downgrade_rate", "judge_error_rate", "answer_relevance",
-    "answer_relevancy", "context_relevance", "answer_correctness", "correctness",
-)
-
-
-def is_judge_based(metric: str) -> bool:
-    """True when ``metric``'s value comes from judge labels (see :data:`JUDGE_BASED_PREFIXES`). Never raises."""
-    return isinstance(metric, str) and metric.startswith(JUDGE_BASED_PREFIXES)
-
 
 def definition_ref(metric: str | None = None) -> str:
     """Where a metric is defined: ``docs/METRICS.md#<metric>`` (the base name, lower case, as the

@@ -1,7 +1,8 @@
-"""Content fingerprints of the files a configuration reads its offline systems from.
+"""Content fingerprints of the files a configuration reads its systems from.
 
-The sensor that starts ``quick_evaluation`` compares these between ticks: a ``logged`` system's log
-or a ``traces`` source whose bytes changed (not merely its modification time) starts a run.
+The sensor that starts ``quick_evaluation`` compares these between ticks: a file that a system kind
+``watches`` (a ``logged`` system's log, a ``traces`` source) whose bytes changed (not merely its
+modification time) starts a run.
 """
 
 from __future__ import annotations
@@ -10,34 +11,29 @@ import hashlib
 from pathlib import Path
 
 from rag_eval_pipeline.core.config import EvalConfig
+from rag_eval_pipeline.core.systems.base import SYSTEM_KINDS, fingerprint
 
-WATCHED_KINDS = ("logged", "traces")
-_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet")
+__all__ = ["changed_systems", "fingerprint", "source_fingerprints", "watched_paths"]
 
 
-def fingerprint(path: Path) -> str:
-    """sha256 hex of a file's bytes, or of a folder's (name, bytes) pairs for its trace/log files in
-    name order; ``"missing"`` when the path does not exist."""
-    if path.is_file():
-        files = [path]
-    elif path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in _SUFFIXES)
-    else:
-        return "missing"
-    h = hashlib.sha256()
-    for p in files:
-        h.update(p.name.encode() + b"\0")
-        with p.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        h.update(b"\0")
-    return h.hexdigest()
+def watched_paths(cfg: EvalConfig) -> dict[str, list[Path]]:
+    """``{system name: [absolute paths]}`` for every system whose kind watches files (empty lists left out)."""
+    out = {}
+    for s in cfg.systems:
+        paths = [cfg.resolve(p) for p in SYSTEM_KINDS.get(s.kind).watches(s)]
+        if paths:
+            out[s.name] = paths
+    return out
 
 
 def source_fingerprints(cfg: EvalConfig) -> dict[str, str]:
-    """``{system name: fingerprint}`` for every ``logged`` and ``traces`` system of ``cfg`` (paths
-    resolved against the configuration's folder)."""
-    return {s["name"]: fingerprint(cfg.resolve(s["path"])) for s in cfg.systems if s["kind"] in WATCHED_KINDS}
+    """``{system name: fingerprint}`` for every system whose kind watches files: the sha256 of its one
+    file or folder (:func:`fingerprint`), or of its files' fingerprints when it watches several."""
+    out = {}
+    for name, paths in watched_paths(cfg).items():
+        prints = [fingerprint(p) for p in paths]
+        out[name] = prints[0] if len(prints) == 1 else hashlib.sha256("\0".join(prints).encode()).hexdigest()
+    return out
 
 
 def changed_systems(previous: dict[str, str], current: dict[str, str]) -> list[str]:

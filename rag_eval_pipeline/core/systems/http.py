@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 
@@ -42,6 +42,9 @@ from rag_eval_pipeline.core.systems.records import (
     mapped_to_row,
     record_to_row,
 )
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.kinds.http import HttpSystemConfig
 
 _SNIPPET = 200
 
@@ -95,23 +98,23 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
 
 
 class HttpSystem:
-    """Calls one configured ``http`` system (its validated spec, see ``specs.validate_system_spec``).
+    """Calls one configured ``http`` system (its typed section, ``core/systems/kinds/http.py``).
 
     ``environ``: where ``headers_from_env`` are read (default ``os.environ``), once, here. Raises
     ConfigError naming the system, header and variable when a variable is unset or empty.
     ``transport``: an ``httpx2`` transport (tests of error paths); default a real connection pool.
     """
 
-    def __init__(self, spec: dict, environ: Mapping[str, str] | None = None, *, user_agent: str = "rag-eval",
-                 transport: httpx2.BaseTransport | None = None, sleep=time.sleep):
+    def __init__(self, spec: HttpSystemConfig, environ: Mapping[str, str] | None = None, *,
+                 user_agent: str = "rag-eval", transport: httpx2.BaseTransport | None = None, sleep=time.sleep):
         environ = os.environ if environ is None else environ
         self.spec = spec
-        headers = {"User-Agent": user_agent, **spec.get("headers", {})}
+        headers = {"User-Agent": user_agent, **spec.headers}
         self._secrets: list[str] = []
-        for header, var in spec.get("headers_from_env", {}).items():
+        for header, var in spec.headers_from_env.items():
             value = environ.get(var)
             if not value:
-                raise ConfigError(f"system {spec['name']!r}: environment variable {var} (headers_from_env.{header}) "
+                raise ConfigError(f"system {spec.name!r}: environment variable {var} (headers_from_env.{header}) "
                                   "is not set; expected the header's value there")
             headers[header] = value
             self._secrets.append(value)
@@ -131,7 +134,7 @@ class HttpSystem:
         return text
 
     def _body(self, q: dict) -> Any:
-        template = self.spec.get("request_template")
+        template = self.spec.request_template
         if template is None:
             return {"question_id": q["question_id"], "question": q["question"], "user_groups": list(q["user_groups"])}
         return fill_template(template, q["question_id"], q["question"], list(q["user_groups"]))
@@ -142,7 +145,7 @@ class HttpSystem:
         The request runs on a helper thread; the caller waits at most ``timeout_s``. An abandoned
         request ends on its own within httpx's per-phase timeouts (also ``timeout_s``) and its result
         is discarded."""
-        timeout = self.spec["timeout_s"]
+        timeout = self.spec.timeout_s
         start = time.monotonic()
         future = self._attempts.submit(self._request, client, body)
         try:
@@ -152,11 +155,11 @@ class HttpSystem:
                             latency_ms=(time.monotonic() - start) * 1000.0)
 
     def _request(self, client: httpx2.Client, body: Any) -> _Attempt:
-        timeout = self.spec["timeout_s"]
+        timeout = self.spec.timeout_s
         start = time.monotonic()
         out = _Attempt()
         try:
-            with client.stream("POST", self.spec["url"], json=body, headers=self._headers,
+            with client.stream("POST", self.spec.url, json=body, headers=self._headers,
                                timeout=httpx2.Timeout(timeout)) as resp:
                 chunks = []
                 for chunk in resp.iter_bytes():
@@ -165,8 +168,8 @@ class HttpSystem:
                         raise httpx2.ReadTimeout("body still arriving at the deadline")
                 out.status = resp.status_code
                 out.body = b"".join(chunks).decode(resp.encoding or "utf-8", errors="replace")
-                if self.spec.get("version_header"):
-                    out.version = resp.headers.get(self.spec["version_header"])
+                if self.spec.version_header:
+                    out.version = resp.headers.get(self.spec.version_header)
                 out.retry_after = parse_retry_after(resp.headers.get("Retry-After"))
         except httpx2.TimeoutException:
             out.reason = f"timeout: no complete reply within timeout_s={timeout:g} s"
@@ -185,8 +188,8 @@ class HttpSystem:
         except json.JSONDecodeError as exc:
             raise ReplyError(f"system {ctx.system!r}, question {qid!r}: malformed JSON body (HTTP {got.status}, "
                              f"{exc.msg} at position {exc.pos}): {got.body[:_SNIPPET]!r}") from None
-        if self.spec.get("response_fields"):
-            row = mapped_to_row(reply, self.spec["response_fields"], self.spec["abstain_phrases"], ctx, qid)
+        if self.spec.response_fields:
+            row = mapped_to_row(reply, self.spec.response_fields, list(self.spec.abstain_phrases), ctx, qid)
         else:
             row = record_to_row(reply, ctx, qid)
         row["latency_ms"], row["system_version"] = got.latency_ms, got.version
@@ -218,12 +221,12 @@ class HttpSystem:
                     kind = "malformed_json" if "malformed JSON" in str(exc) else "invalid_reply"
                     self.stats.count("errors", kind)
                     return error_row(ctx, q["question_id"], self.redact(str(exc)), got.latency_ms, got.version)
-            if retryable and attempts <= self.spec["max_retries"]:
-                delay = backoff_delay(attempts, self.spec["backoff_s"], self.spec["max_backoff_s"])
+            if retryable and attempts <= self.spec.max_retries:
+                delay = backoff_delay(attempts, self.spec.backoff_s, self.spec.max_backoff_s)
                 if got.retry_after is not None:
-                    if got.retry_after > self.spec["max_backoff_s"]:
+                    if got.retry_after > self.spec.max_backoff_s:
                         reason += (f"; Retry-After {got.retry_after:g} s is beyond max_backoff_s="
-                                   f"{self.spec['max_backoff_s']:g} s, not retried")
+                                   f"{self.spec.max_backoff_s:g} s, not retried")
                     else:
                         delay = max(delay, got.retry_after)
                         self.stats.count("retries")
@@ -244,18 +247,18 @@ class HttpSystem:
         ``rag_runs`` row dicts. Never raises for a failed call (it is an error row); ``self.stats``
         counts calls, retries and errors by kind afterwards.
         """
-        limiter = RateLimiter(self.spec.get("rate_per_s"))
-        limits = httpx2.Limits(max_connections=2 * self.spec["concurrency"],
-                               max_keepalive_connections=self.spec["concurrency"])
+        limiter = RateLimiter(self.spec.rate_per_s)
+        limits = httpx2.Limits(max_connections=2 * self.spec.concurrency,
+                               max_keepalive_connections=self.spec.concurrency)
         # proxies from the environment apply to remote endpoints only: a local service is reached directly
-        loopback = httpx2.URL(self.spec["url"]).host in ("127.0.0.1", "localhost", "::1")
+        loopback = httpx2.URL(self.spec.url).host in ("127.0.0.1", "localhost", "::1")
         # twice the connections and helper threads of the concurrency: room for abandoned attempts
-        self._attempts = ThreadPoolExecutor(max_workers=2 * self.spec["concurrency"],
+        self._attempts = ThreadPoolExecutor(max_workers=2 * self.spec.concurrency,
                                             thread_name_prefix="rag-eval-http")
         try:
             with httpx2.Client(limits=limits, transport=self._transport, follow_redirects=False,
                                trust_env=not loopback) as client:
                 return map_in_pool(lambda q: self._one(client, limiter, ctx, q), list(questions),
-                                   self.spec["concurrency"])
+                                   self.spec.concurrency)
         finally:
             self._attempts.shutdown(wait=False, cancel_futures=True)

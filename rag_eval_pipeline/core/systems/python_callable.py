@@ -16,10 +16,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TYPE_CHECKING
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.systems.calls import map_in_pool
 from rag_eval_pipeline.core.systems.records import ReplyError, RunContext, error_row, record_to_row
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.kinds.python import PythonSystemConfig
 
 
 def load_callable(target: str, system: str) -> Callable:
@@ -43,11 +47,11 @@ def load_callable(target: str, system: str) -> Callable:
 
 
 class PythonSystem:
-    """Calls one configured ``python`` system (validated spec). ``fn`` overrides the import (tests)."""
+    """Calls one configured ``python`` system (its typed section). ``fn`` overrides the import (tests)."""
 
-    def __init__(self, spec: dict, fn: Callable | None = None):
+    def __init__(self, spec: PythonSystemConfig, fn: Callable | None = None):
         self.spec = spec
-        self.fn = fn or load_callable(spec["callable"], spec["name"])
+        self.fn = fn or load_callable(spec.callable, spec.name)
         self.stats = {"calls": 0, "errors_by_kind": Counter()}
 
     def _call(self, ctx: RunContext, q: dict, pool: ThreadPoolExecutor | None) -> dict:
@@ -59,11 +63,11 @@ class PythonSystem:
                 reply = self.fn(qid, q["question"], list(q["user_groups"]))
             else:
                 reply = pool.submit(self.fn, qid, q["question"], list(q["user_groups"])).result(
-                    timeout=self.spec["timeout_s"])
+                    timeout=self.spec.timeout_s)
         except FutureTimeout:
             self.stats["errors_by_kind"]["timeout"] += 1
             return error_row(ctx, qid, f"system {ctx.system!r}, question {qid!r}: timeout: the callable did not "
-                                       f"return within timeout_s={self.spec['timeout_s']:g} s",
+                                       f"return within timeout_s={self.spec.timeout_s:g} s",
                              (time.monotonic() - start) * 1000.0)
         except Exception as exc:  # noqa: BLE001 - the system under test failed on this question
             self.stats["errors_by_kind"]["exception"] += 1
@@ -80,8 +84,8 @@ class PythonSystem:
 
     def run(self, questions: Sequence[dict], ctx: RunContext) -> list[dict]:
         """One row per question (dicts with ``question_id``, ``question``, ``user_groups``), in order."""
-        n = self.spec["concurrency"]
-        if self.spec.get("timeout_s") is None:
+        n = self.spec.concurrency
+        if self.spec.timeout_s is None:
             return map_in_pool(lambda q: self._call(ctx, q, None), list(questions), n)
         pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="rag-eval-callable")
         try:  # the outer threads wait; the inner pool runs the calls so a stuck one can be abandoned

@@ -11,10 +11,14 @@ the reply is any JSON document and each field is read at a dotted path (``data.h
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.sources.run_logs import parse_run_record
+
+if TYPE_CHECKING:
+    import polars as pl
 
 _MISSING = object()
 
@@ -24,7 +28,9 @@ class RunContext:
     """What every runner needs to stamp and check rows: the names and versions being evaluated.
 
     ``known_chunks``: the snapshot's chunk ids (every retrieved or cited id must be one);
-    ``require_scores``: every hit needs a score (``ranking_mode: trec_eval``).
+    ``require_scores``: every hit needs a score (``ranking_mode: trec_eval``); ``snapshot``: the
+    ``corpus_snapshot`` frame (for kinds that retrieve themselves, e.g. ``reference``); ``base_dir``: the
+    configuration's folder, against which a system's relative paths are resolved.
     """
 
     system: str
@@ -32,6 +38,8 @@ class RunContext:
     golden_version: str
     known_chunks: frozenset[str] | None = None
     require_scores: bool = False
+    snapshot: pl.DataFrame | None = None
+    base_dir: Path | None = None
 
 
 class ReplyError(Exception):

@@ -40,7 +40,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from openinference.semconv.trace import (
@@ -54,6 +54,9 @@ from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.sources._records import read_records
 from rag_eval_pipeline.core.systems.records import RunContext, decide, error_row
 from rag_eval_pipeline.core.systems.trace_sources import DOCS, KIND, Span, read_spans
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.kinds.traces import TracesSystemConfig
 
 _DOC_KEY = re.compile(re.escape(DOCS) + r"\.(\d+)\.(.+)$")
 _LISTED = 50
@@ -159,7 +162,8 @@ def load_chunk_map(path: str | Path) -> dict[str, str]:
     return out
 
 
-def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir: Path | None = None) -> TraceImport:
+def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContext, *,
+                  base_dir: Path | None = None) -> TraceImport:
     """Read a ``traces`` system's source and turn it into one ``rag_runs`` row per golden question.
 
     Input: the validated spec (``path``, ``format``, ``question_id_attribute``,
@@ -173,13 +177,13 @@ def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir
     chunk, a decision attribute outside answer/abstain/clarify/error, or a hit that fails the
     run-log rules (non-finite score, a chunk twice).
     """
-    def resolve(p: str) -> Path:
+    def resolve(p: str | Path) -> Path:
         q = Path(p)
         return q if q.is_absolute() or base_dir is None else (base_dir / q).resolve()
 
-    source = resolve(spec["path"])
-    spans = read_spans(source, spec.get("format", "auto"))
-    mapper = _ChunkMapper(ctx.known_chunks, load_chunk_map(resolve(spec["chunk_map"])) if spec.get("chunk_map") else {})
+    source = resolve(spec.path)
+    spans = read_spans(source, spec.format)
+    mapper = _ChunkMapper(ctx.known_chunks, load_chunk_map(resolve(spec.chunk_map)) if spec.chunk_map else {})
     by_trace: dict[str, list[Span]] = {}
     for s in spans:
         by_trace.setdefault(s.trace_id, []).append(s)
@@ -188,7 +192,7 @@ def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir
     for qid, text in zip(qids, golden["question"].to_list()):
         by_text.setdefault(normalise_question(text), []).append(qid)
     golden_ids = set(qids)
-    qattr = spec.get("question_id_attribute")
+    qattr = spec.question_id_attribute
     chosen: dict[str, tuple[Span, list[Span]]] = {}
     unmatched: list[dict] = []
     duplicates: list[str] = []
@@ -246,7 +250,8 @@ def import_traces(spec: dict, golden: pl.DataFrame, ctx: RunContext, *, base_dir
     return TraceImport(rows=rows, info=info)
 
 
-def _row(spec: dict, ctx: RunContext, qid: str, root: Span, group: list[Span], mapper: _ChunkMapper) -> dict:
+def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group: list[Span],
+         mapper: _ChunkMapper) -> dict:
     where = f"{root.source}, trace {root.trace_id}"
     retrievers = [s for s in group
                   if str(s.attributes.get(KIND, "")).upper() == OpenInferenceSpanKindValues.RETRIEVER.value]
@@ -287,7 +292,7 @@ def _row(spec: dict, ctx: RunContext, qid: str, root: Span, group: list[Span], m
     answer = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
     answer = None if answer is None else str(answer)
     error = None
-    decision_attr = spec.get("decision_attribute")
+    decision_attr = spec.decision_attribute
     value = None
     if decision_attr:
         for s in [root] + [x for x in group if x is not root]:
@@ -307,7 +312,7 @@ def _row(spec: dict, ctx: RunContext, qid: str, root: Span, group: list[Span], m
         decision, rule = "error", "span_status"
         error = f"root span status ERROR: {root.status_message or '(no message)'}"
     else:
-        decision, rule, error = decide(answer, spec["abstain_phrases"])
+        decision, rule, error = decide(answer, list(spec.abstain_phrases))
     llm = [s for s in group if str(s.attributes.get(KIND, "")).upper() == OpenInferenceSpanKindValues.LLM.value]
     model = llm[0].attributes.get(SpanAttributes.LLM_MODEL_NAME) if llm else None
     prompt_version = llm[0].attributes.get(SpanAttributes.LLM_PROMPT_TEMPLATE_VERSION) if llm else None

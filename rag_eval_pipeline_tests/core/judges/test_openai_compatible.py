@@ -615,7 +615,7 @@ def test_dagster_resources(monkeypatch, server, tmp_path):
     monkeypatch.setenv("RAG_EVAL_JUDGE_API_KEY", KEY)
     monkeypatch.setenv("RAG_EVAL_JUDGE_CACHE", str(tmp_path / "cache.sqlite"))
     res = dj.select_judge_resource()
-    assert isinstance(res, dj.OpenAICompatibleJudgeResource)
+    assert isinstance(res, dj.JudgeResource) and res.type == "openai_compatible"
     import dagster as dg
 
     with dg.build_resources({"judge": res}) as built:
@@ -634,7 +634,7 @@ def test_dagster_resources(monkeypatch, server, tmp_path):
     monkeypatch.setenv("RAG_EVAL_JUDGE", "human")
     monkeypatch.setenv("RAG_EVAL_HUMAN_LABELS", str(labels))
     hres = dj.select_judge_resource()
-    assert isinstance(hres, dj.HumanLabelsJudgeResource)
+    assert isinstance(hres, dj.JudgeResource) and hres.type == "human"
     assert hres.get_judge().judge("q", "x", ["ctx"]).claims[0].verdict == "NOT_MENTIONED"
     monkeypatch.delenv("RAG_EVAL_HUMAN_LABELS")
     with pytest.raises(ValueError, match="RAG_EVAL_HUMAN_LABELS"):
@@ -654,8 +654,8 @@ def test_resource_passes_the_configured_transport_settings_and_the_environment_w
         monkeypatch.delenv(var, raising=False)
     from rag_eval_pipeline.core.config import JudgeConfig
 
-    res = dj.select_judge_resource(JudgeConfig(type="openai_compatible", base_url=server.base_url, model="judge-model",
-                                               timeout_s=5.0, max_retries=1, backoff_s=0.1))
+    res = dj.select_judge_resource(JudgeConfig.of("openai_compatible", base_url=server.base_url, model="judge-model",
+                                                  timeout_s=5.0, max_retries=1, backoff_s=0.1))
     with dg.build_resources({"judge": res}) as built:
         st = built.judge.get_judge().stats
     assert (st["timeout_s"], st["max_retries"], st["backoff_s"]) == (5.0, 1, 0.1)

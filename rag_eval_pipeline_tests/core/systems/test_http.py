@@ -7,11 +7,11 @@ import pytest
 
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.systems.base import system_from_mapping
 from rag_eval_pipeline.core.systems.calls import RateLimiter, backoff_delay
 from rag_eval_pipeline.core.systems.http import parse_retry_after
+from rag_eval_pipeline.core.systems.kinds.http import HttpRunner
 from rag_eval_pipeline.core.systems.records import fill_template, get_path
-from rag_eval_pipeline.core.systems.runner import HttpRunner
-from rag_eval_pipeline.core.systems.specs import validate_system_spec
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems import reference_callable
 from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer, ServeReference, closed_port
@@ -20,7 +20,7 @@ COMPARED = [c for c in tables.SCHEMAS["rag_runs"] if c not in ("system",) + tabl
 
 
 def spec(url, **kw):
-    return validate_system_spec({"name": "live", "kind": "http", "url": url, **kw}, "test.yaml", 0)
+    return system_from_mapping({"name": "live", "kind": "http", "url": url, **kw}, source="test.yaml")
 
 
 def test_serve_reference_over_http_gives_the_in_process_rows(sample):

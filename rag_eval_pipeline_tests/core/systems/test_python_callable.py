@@ -7,15 +7,15 @@ import pytest
 
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import ConfigError
-from rag_eval_pipeline.core.systems.runner import PythonRunner
-from rag_eval_pipeline.core.systems.specs import validate_system_spec
+from rag_eval_pipeline.core.systems.base import system_from_mapping
+from rag_eval_pipeline.core.systems.kinds.python import PythonRunner
 
 COMPARED = [c for c in tables.SCHEMAS["rag_runs"] if c not in ("system",) + tables.RAG_RUNS_OPTIONAL]
 MODULE = "rag_eval_pipeline_tests.core.systems.reference_callable"
 
 
 def spec(target, **kw):
-    return validate_system_spec({"name": "py", "kind": "python", "callable": target, **kw}, "test.yaml", 0)
+    return system_from_mapping({"name": "py", "kind": "python", "callable": target, **kw}, source="test.yaml")
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])

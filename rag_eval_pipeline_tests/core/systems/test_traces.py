@@ -20,9 +20,9 @@ from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.pipeline import build_question_metrics, build_summary
 from rag_eval_pipeline.core.sources.run_logs import load_run_log
+from rag_eval_pipeline.core.systems.base import system_from_mapping
+from rag_eval_pipeline.core.systems.kinds.traces import TracesRunner
 from rag_eval_pipeline.core.systems.records import RunContext
-from rag_eval_pipeline.core.systems.runner import TracesRunner
-from rag_eval_pipeline.core.systems.specs import validate_system_spec
 from rag_eval_pipeline.core.systems.traces import normalise_question
 from rag_eval_pipeline_tests.core.systems import reference_callable
 
@@ -111,7 +111,7 @@ class TracedRag:
 
 
 def traces_spec(path, **kw):
-    return validate_system_spec({"name": "traced", "kind": "traces", "path": str(path), **kw}, "test.yaml", 0)
+    return system_from_mapping({"name": "traced", "kind": "traces", "path": str(path), **kw}, source="test.yaml")
 
 
 def metric_tables(sample, runs):

@@ -1,0 +1,64 @@
+"""``kind: python``: a function ``package.module:function`` called once per golden question, in the
+run's process. Implementation: ``core/systems/python_callable.py``."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import polars as pl
+
+from rag_eval_pipeline.core.sections import key
+from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register
+from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec
+from rag_eval_pipeline.core.systems.records import RunContext
+
+_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def _target(value: str) -> str | None:
+    return None if _CALLABLE.match(value) else f"must be 'package.module:function', got {value!r}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PythonSystemConfig(AnswerTextSpec):
+    """A ``kind: python`` system."""
+
+    callable: str = key(check=_target, doc="answer(question_id, question, user_groups) -> run-log object")
+    concurrency: int = key(1, low=1, doc="threads (the function must then be thread-safe)")
+    timeout_s: float | None = key(None, low=0, low_open=True, noun="number",
+                                  doc="a call still running then is an error row; null: no deadline")
+
+
+def run(spec: PythonSystemConfig, golden: pl.DataFrame, ctx: RunContext, deployment: Deployment) -> SystemRun:
+    """One call per question; an exception is an ``error`` row. ConfigError when the callable does not import."""
+    return PythonRunner(spec, max_concurrency=deployment.max_concurrency).run(golden, ctx)
+
+
+class PythonRunner:
+    """A ``python`` system ready to run; ``fn`` replaces the import (tests), ``max_concurrency`` caps threads."""
+
+    def __init__(self, spec: PythonSystemConfig, fn: Callable | None = None, *, max_concurrency: int | None = None):
+        from rag_eval_pipeline.core.systems.python_callable import PythonSystem
+
+        if max_concurrency is not None:
+            spec = dataclasses.replace(spec, concurrency=Deployment(max_concurrency).concurrency(spec.concurrency))
+        self.system = PythonSystem(spec, fn)
+
+    def run(self, golden: pl.DataFrame, ctx: RunContext) -> SystemRun:
+        from rag_eval_pipeline.core.systems.base import questions_of, row_counts, rows_frame
+
+        rows = self.system.run(questions_of(golden), ctx)
+        stats = {"calls": self.system.stats["calls"], "errors_by_kind": dict(self.system.stats["errors_by_kind"])}
+        return SystemRun(rows_frame(rows), {"kind": "python", **row_counts(rows), **stats})
+
+
+KIND = register(SystemKind(
+    example={"name": "team_rag_inproc", "kind": "python", "callable": "team_rag.service:answer", "concurrency": 4},
+    name="python", section=PythonSystemConfig, run=run, order=40, makes_calls=True,
+    doc="Calls a Python function of yours once per golden question, in the run's process: "
+        "function(question_id, question, user_groups) returns one run-log object, checked like an HTTP reply. "
+        "An exception, an invalid return value or a call past timeout_s is an error row with the reason.",
+))

@@ -1,0 +1,100 @@
+"""The ``rag_runs`` step without Dagster: choose the systems, run each through its kind, keep the other
+systems' rows from the last run when only some are re-run, exclude rows for questions outside the
+golden set, and count what the asset's metadata reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from rag_eval_pipeline.core import tables
+from rag_eval_pipeline.core.config import EvalConfig
+from rag_eval_pipeline.core.systems.base import Deployment, SystemRun, run_system
+from rag_eval_pipeline.core.systems.records import RunContext
+
+_LISTED = 50
+
+
+def run_each(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, corpus_version: str,
+             systems: list[str] | None = None, deployment: Deployment | None = None
+             ) -> Iterator[tuple[str, SystemRun]]:
+    """``(name, SystemRun)`` for each system of ``cfg`` (or each named one, in the given order).
+
+    Raises ConfigError for a name that is not configured, and what the kind's runner raises."""
+    golden_version = golden["golden_version"][0] if golden.height else ""
+    known = frozenset(snapshot["chunk_id"].to_list())
+    for name in systems or cfg.system_names:
+        spec = cfg.system(name)
+        ctx = RunContext(name, corpus_version, golden_version, known, cfg.ranking_mode == "trec_eval",
+                         snapshot=snapshot, base_dir=cfg.path.parent)
+        yield name, run_system(spec, golden, ctx, deployment)
+
+
+def with_optional_columns(df: pl.DataFrame) -> pl.DataFrame:
+    """A rag_runs table written before the optional columns existed, with them as nulls."""
+    missing = [c for c in tables.RAG_RUNS_OPTIONAL if c not in df.columns]
+    return df.with_columns([pl.lit(None, tables.SCHEMAS["rag_runs"][c]).alias(c) for c in missing])
+
+
+@dataclass
+class RagRuns:
+    """What the ``rag_runs`` step produced: ``runs`` (the table), ``unknown`` (the excluded rows for
+    questions outside the golden set), ``live`` (system -> what its run counted, for systems whose kind
+    counts something: calls, retries, errors, traces), ``corpus_version``."""
+
+    runs: pl.DataFrame
+    unknown: pl.DataFrame
+    live: dict[str, dict[str, Any]] = field(default_factory=dict)
+    corpus_version: str = ""
+
+    def metadata(self) -> dict[str, Any]:
+        """The asset metadata as plain values: systems, rows, unknown_question_rows,
+        unknown_question_ids (first 50), decisions (``system/decision`` -> count), corpus_version,
+        live_systems."""
+        by_decision = self.runs.group_by("system", "decision").len().sort("system", "decision")
+        return {
+            "systems": sorted(self.runs["system"].unique().to_list()),
+            "rows": self.runs.height,
+            "unknown_question_rows": self.unknown.height,
+            "unknown_question_ids": sorted(self.unknown["question_id"].unique().to_list())[:_LISTED],
+            "decisions": {f"{s}/{d}": n for s, d, n in by_decision.iter_rows()},
+            "corpus_version": self.corpus_version,
+            "live_systems": self.live,
+        }
+
+
+def rag_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, *, systems: list[str] | None = None,
+             previous: pl.DataFrame | None = None, deployment: Deployment | None = None,
+             log: Callable[[str], None] | None = None) -> RagRuns:
+    """One row per (system, question) for the configured systems.
+
+    Inputs: the configuration, the corpus snapshot and golden set; ``systems``: re-run only these (the
+    others' rows come from ``previous``, the last ``rag_runs`` table, when given); ``deployment``: the
+    deployment's settings; ``log``: called with one line per system whose kind counts something.
+    Output: :class:`RagRuns`; rows naming questions outside the golden set are removed from ``runs``
+    and returned in ``unknown``. Raises ConfigError for an unknown system name, InputError for a bad
+    log or trace source, and what a kind's runner raises before its first call.
+    """
+    from rag_eval_pipeline.core.corpus import corpus_version
+
+    cv = corpus_version(snapshot)
+    selected = systems or cfg.system_names
+    frames, live = [], {}
+    for name, result in run_each(cfg, snapshot, golden, cv, selected, deployment):
+        frames.append(result.runs)
+        if result.info:
+            live[name] = result.info
+            if log is not None:
+                log(f"system {name} ({cfg.system(name).kind}): {result.info.get('questions', 0)} questions, "
+                    f"{result.info.get('error_rows', 0)} error rows")
+    runs = pl.concat(frames) if frames else tables.empty("rag_runs")
+    if systems and previous is not None:
+        kept = with_optional_columns(previous.filter(~pl.col("system").is_in(selected)))
+        runs = pl.concat([tables.conform(kept, "rag_runs"), runs])
+    known_q = golden["question_id"].to_list()
+    inside = pl.col("question_id").is_in(known_q)
+    return RagRuns(runs.filter(inside), runs.filter(~inside), live, cv)
