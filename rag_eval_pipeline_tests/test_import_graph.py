@@ -2,8 +2,10 @@
 
 The graph is read with ``ast`` from every module of ``rag_eval_pipeline``: every ``import`` and ``from ... import``
 at any depth (an import inside a function still ties the two modules together), relative imports resolved, and
-``from package import name`` read as the submodule when ``name`` is one. Layers: ``core`` imports nothing from
-``defs``, ``cli``, ``labelling``, the servers or ``definitions``; ``defs`` nothing from ``cli`` or ``labelling``.
+``from package import name`` read as the submodule when ``name`` is one. Imports under ``if TYPE_CHECKING:`` are
+left out: they never run (annotations only), as import-linter's ``exclude_type_checking_imports`` leaves them.
+Layers: ``core`` imports nothing from ``defs``, ``cli``, ``labelling``, the servers or ``definitions``; ``defs``
+nothing from ``cli`` or ``labelling``.
 (``test_layout.py`` checks that ``core`` imports nothing from ``dagster``.)
 """
 
@@ -24,13 +26,26 @@ def module_files(root: Path = PACKAGE) -> dict[str, Path]:
     return out
 
 
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the import nodes inside ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) blocks."""
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            skipped |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return skipped
+
+
 def import_graph(files: dict[str, Path]) -> dict[str, set[str]]:
     """Module -> the package's modules it imports (itself excluded)."""
     graph = {}
     for name, path in files.items():
         is_package = path.name == "__init__.py"
         found = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
             targets = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -104,11 +119,12 @@ def test_the_graph_reads_relative_and_nested_imports(tmp_path):
     (pkg / "__init__.py").write_text("")
     (pkg / "sub" / "__init__.py").write_text("")
     (pkg / "sub" / "x.py").write_text("from . import y\nfrom ..z import thing\n")
-    (pkg / "sub" / "y.py").write_text("def f():\n    import pkg.sub.x\n")
+    (pkg / "sub" / "y.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.z\n"
+                                      "def f():\n    import pkg.sub.x\n")
     (pkg / "z.py").write_text("thing = 1\n")
     graph = import_graph(module_files(pkg))
     assert graph["pkg.sub.x"] == {"pkg.sub.y", "pkg.z"}
-    assert graph["pkg.sub.y"] == {"pkg.sub.x"}  # an import inside a function counts
+    assert graph["pkg.sub.y"] == {"pkg.sub.x"}  # an import inside a function counts, a type-checking one not
     assert cycles(graph) == [["pkg.sub.x", "pkg.sub.y"]]
 
 

@@ -180,14 +180,7 @@ class JudgeConfig:
     cache = property(lambda self: getattr(self.options, "cache", None))
     human_labels = property(lambda self: getattr(self.options, "human_labels", None))
 
-    @classmethod
-    def of(cls, type: str = "rule_based", **settings: Any) -> JudgeConfig:
-        """A judge configuration built in code (tests, benchmarks): ``settings`` are the shared keys and
-        the type's own keys, as in a ``judge`` section. Checked like a file's section; no environment
-        override. Raises ConfigError / JudgeConfigError as loading would."""
-        from rag_eval_pipeline.core.judges.registry import resolve_judge
-
-        return resolve_judge({"type": type, **settings}, path=Path("<code>"), environ={})
+    # A configuration built in code (tests, benchmarks): core.judges.registry.judge_config(type, **settings)
 
 
 @dataclass(frozen=True)

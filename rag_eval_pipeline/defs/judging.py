@@ -17,6 +17,7 @@ from rag_eval_pipeline.core.judges.registry import (
     API_KEY_ENV,
     JUDGE_TYPES,
     build_judge,
+    judge_config,
     judge_config_from_json,
     judge_config_to_json,
     resolve_judge,
@@ -44,13 +45,13 @@ class JudgeResource(dg.ConfigurableResource):
     def of(cls, type: str = "rule_based", *, api_key: str | None = None, **settings) -> "JudgeResource":
         """A resource built in code (tests, scripts): ``settings`` are keys of a ``judge`` section (shared
         and the type's own), checked as a file's would be; ``api_key`` a literal or a ``dg.EnvVar``."""
-        cfg = JudgeConfig.of(type, **{k: v for k, v in settings.items() if v is not None})
+        cfg = judge_config(type, **{k: v for k, v in settings.items() if v is not None})
         return cls(type=type, settings=judge_config_to_json(cfg), api_key=api_key)
 
     def config(self) -> JudgeConfig:
         """The judge settings this resource holds (the defaults of ``type`` when ``settings`` is empty)."""
         if not self.settings:
-            return JudgeConfig.of(self.type)
+            return judge_config(self.type)
         return judge_config_from_json(self.settings)
 
     def get_judge(self):

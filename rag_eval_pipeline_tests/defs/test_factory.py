@@ -42,9 +42,10 @@ def test_two_suites_with_different_judges_each_get_their_own(tmp_path):
     loaded = [check_suite(s) for s in load_suites(_suites(tmp_path))]
     defs = build_definitions(loaded, output_dir=str(tmp_path / "out"))
     alpha, beta = defs.resources["alpha__judge"], defs.resources["beta__judge"]
-    assert isinstance(alpha, judging.RuleBasedJudgeResource)
-    assert isinstance(beta, judging.OpenAICompatibleJudgeResource)
-    assert (beta.base_url, beta.model, beta.timeout_s, beta.concurrency) == ("http://127.0.0.1:9/v1", "judge-b", 7.0, 2)
+    assert isinstance(alpha, judging.JudgeResource) and alpha.type == "rule_based"
+    assert isinstance(beta, judging.JudgeResource) and beta.type == "openai_compatible"
+    cfg = beta.config()
+    assert (cfg.base_url, cfg.model, cfg.timeout_s, cfg.concurrency) == ("http://127.0.0.1:9/v1", "judge-b", 7.0, 2)
     # `rag-eval run --suite beta` builds the very same judge
     assert judge_resource(tmp_path / "beta.yaml") == beta and judge_resource(tmp_path / "alpha.yaml") == alpha
     # each suite's judging step asks for its own judge, never another suite's

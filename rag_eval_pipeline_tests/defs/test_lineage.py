@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from rag_eval_pipeline.core.suites import Suite
-from rag_eval_pipeline.defs.judging import RuleBasedJudgeResource
+from rag_eval_pipeline.defs.judging import JudgeResource
 from rag_eval_pipeline.defs.location import LoadedSuite, build_definitions
 from rag_eval_pipeline_tests.defs.subprocess_runs import SAMPLE_DIR
 
@@ -35,7 +35,7 @@ def sample_defs():
     from rag_eval_pipeline.core.config import load_config
 
     suite = Suite(name="sample", config_path=SAMPLE_DIR / "config.yaml", nightly=True)
-    return build_definitions([LoadedSuite(suite, load_config(suite.config_path))], judge=RuleBasedJudgeResource())
+    return build_definitions([LoadedSuite(suite, load_config(suite.config_path))], judge=JudgeResource())
 
 
 def lineage(defs: dg.Definitions, prefix: tuple[str, ...]) -> tuple[int, int, dict[str, set[str]]]:
