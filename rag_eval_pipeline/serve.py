@@ -3,7 +3,8 @@
 Browsers refuse ``file://`` links from a web page and such links are useless through an SSH tunnel,
 so the Dagster UI links to this server instead (set ``RAG_EVAL_REPORT_URL`` to its address in the
 code location's environment). Only the report pages are served (``report.html``, ``report.md``,
-``trend.html`` of every suite folder below the served one): never the Parquet tables, which hold
+``trend.html`` of every suite folder below the served one, and the comparison pages ``rag-eval compare``
+writes to ``compare/``, which follow the same access policy): never the Parquet tables, which hold
 text the report withholds from its viewers. GET and HEAD only; no directory listing beyond an index
 of the report pages; paths that leave the folder (``..``, symbolic links) are refused by Starlette's
 ``StaticFiles``.
@@ -27,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 REPORT_FILES = ("report.html", "report.md", "trend.html")
+COMPARE_DIR, COMPARE_PREFIX, COMPARE_SUFFIXES = "compare", "compare-", (".html", ".md")
 INDEX_DEPTH = 3  # <root>/<suite>/quick/report.html
 
 
@@ -59,13 +61,23 @@ def port_in_use_message(port: int, host: str = HOST) -> str:
     return f"port {port} on {host} is in use (another server listens there); pick another with --port"
 
 
+def is_report_page(path: str) -> bool:
+    """Whether a relative POSIX path names a page this server shows: a report page (``REPORT_FILES``) or a
+    comparison page of ``rag-eval compare`` (``compare/compare-*.html`` or ``.md``); never a table."""
+    p = PurePosixPath(path)
+    if p.name in REPORT_FILES:
+        return True
+    return (p.parent.name == COMPARE_DIR and p.name.startswith(COMPARE_PREFIX)
+            and p.suffix in COMPARE_SUFFIXES)
+
+
 class ReportFiles(StaticFiles):
-    """StaticFiles restricted to the report pages (any other name is 404, whatever exists on disk)."""
+    """StaticFiles restricted to the report and comparison pages (any other name is 404, whatever exists on disk)."""
 
     async def get_response(self, path: str, scope):
         if scope["method"] not in ("GET", "HEAD"):
             raise HTTPException(status_code=405, headers={"Allow": "GET, HEAD"})
-        if PurePosixPath(path).name not in REPORT_FILES:
+        if not is_report_page(path):
             raise HTTPException(status_code=404)
         return await super().get_response(path, scope)
 
@@ -74,10 +86,11 @@ def report_pages(folder: Path) -> list[str]:
     """Report pages under ``folder`` (at most INDEX_DEPTH levels down), as sorted POSIX relative paths."""
     found = []
     for depth in range(INDEX_DEPTH + 1):
-        for name in REPORT_FILES:
+        for name in (*REPORT_FILES, *(f"{COMPARE_PREFIX}*{suffix}" for suffix in COMPARE_SUFFIXES)):
             for p in folder.glob("/".join(["*"] * depth + [name])):
-                if p.is_file() and not p.is_symlink():
-                    found.append(p.relative_to(folder).as_posix())
+                rel = p.relative_to(folder).as_posix()
+                if p.is_file() and not p.is_symlink() and is_report_page(rel):
+                    found.append(rel)
     return sorted(found)
 
 

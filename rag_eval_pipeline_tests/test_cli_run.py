@@ -105,6 +105,10 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     status = {name: word for word, name in re.findall(r"^  (passed|warned|FAILED)\s+sample/(\S+)", stdout, flags=re.M)}
     assert sorted(status) == SAMPLE_CHECKS
     assert status.pop("judge_calibration:judge_calibrated_above_floor") == "passed"  # the embedded judge clears 0.4
+    # κ beside the check: 0.518 on the sample's 34 hand labels (README, "Judges": 20 + 7 agreements of 34)
+    assert re.search(r"^  passed\s+sample/judge_calibration:judge_calibrated_above_floor  — "
+                     r"κ 0\.518 ≥ floor 0\.4 \(n 34, response level\)$", stdout, flags=re.M), stdout[-3000:]
+    assert "verdict: PASS — every gate passed on split test" in stdout
     assert status.pop("golden_set:golden_evidence_is_current") == "warned"  # q26 rests on the replaced 2023 policy
     assert set(status.values()) == {"passed"}
     gates = pl.read_parquet(out / "sample" / "gate_results.parquet")

@@ -37,6 +37,11 @@ def served(tmp_path):
     (root / "sample" / "report.html").write_text("<html><body>REPORT-OF-SAMPLE</body></html>", encoding="utf-8")
     (root / "sample" / "quick" / "report.html").write_text("QUICK-REPORT", encoding="utf-8")
     (root / "sample" / "corpus_snapshot.parquet").write_bytes(b"PAR1 restricted chunk text")
+    (root / "sample" / "compare").mkdir()
+    (root / "sample" / "compare" / "compare-baseline--system-x.html").write_text("COMPARE-PAGE", encoding="utf-8")
+    (root / "sample" / "compare" / "notes.html").write_text("NOT-A-COMPARISON", encoding="utf-8")
+    (root / "sample" / "history" / "r1").mkdir(parents=True)
+    (root / "sample" / "history" / "r1" / "compare-x.html").write_text("WRONG-FOLDER", encoding="utf-8")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "report.html").write_text("OUTSIDE-SECRET", encoding="utf-8")
@@ -121,3 +126,13 @@ def test_serve_on_a_port_in_use_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2, proc.stderr  # a usage mistake, not 3 (another run holds the folder)
     assert proc.stderr.strip().splitlines() == [
         f"rag-eval: port {port} on 127.0.0.1 is in use (another server listens there); pick another with --port"]
+
+
+def test_serve_gives_comparison_pages_and_nothing_else_beside_them(served):
+    port, _root, _, _ = served
+    assert _request(port, "GET", "/sample/compare/compare-baseline--system-x.html") == (200, b"COMPARE-PAGE")
+    assert _request(port, "GET", "/sample/compare/notes.html")[0] == 404  # not a page rag-eval compare writes
+    assert _request(port, "GET", "/sample/history/r1/compare-x.html")[0] == 404  # only in a compare/ folder
+    status, index = _request(port, "GET", "/")
+    assert status == 200 and b'href="sample/compare/compare-baseline--system-x.html"' in index
+    assert b"notes.html" not in index and b"history" not in index

@@ -38,6 +38,7 @@ class ExitCode:
 EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_OK, {
         "run": "the run succeeded and every blocking check passed (warnings do not count)",
+        "compare": "the comparison was written (whatever it found: a regression is not an error)",
         "estimate": "the estimate was printed",
         "serve": "stopped cleanly (Ctrl-C or SIGTERM)",
         "label": "stopped cleanly (Ctrl-C or SIGTERM)",
@@ -45,6 +46,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     }),
     ExitCode(EXIT_FAILED, {
         "run": "a step failed or a blocking check failed (a CI system can call rag-eval run directly)",
+        "compare": "a data mistake: a table a side needs is missing or unreadable (the message names the file)",
         "estimate": "bad input data (corpus, golden set, a run log): the message names the file, line and field",
         "label": "a data mistake: the suite's tables are not written yet (rag-eval run first), a bad label file, "
                  "nothing to label for your groups",
@@ -52,6 +54,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     }),
     ExitCode(EXIT_USAGE, {
         "run": "",
+        "compare": "a side that does not resolve (bad syntax, no such system, night, run id or folder, nothing "
+                   "promoted yet)",
         "estimate": "",
         "serve": "a folder that does not exist",
         "label": "a configuration without a calibration section",

@@ -26,6 +26,7 @@ from rag_eval_pipeline.cli.run_output import (
     promotion_line,
     step_error_text,
     step_name,
+    verdict_line,
 )
 
 NAME = "run"
@@ -98,8 +99,12 @@ def run(args: argparse.Namespace) -> int:
     print("\nchecks:")
     print("\n".join(check_lines(result, job)))
     gates_path = out / "gate_results.parquet"
-    print("\n" + "\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path))))
-    print(promotion_line(result, suite.name, quick))
+    decision_path = out / "decision.json"
+    decision_rewritten = decision_path.exists() and not stale(decision_path)
+    print("\n" + verdict_line(decision_path if decision_rewritten else None))
+    print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path))))
+    promotion = promotion_line(result, suite.name, quick)
+    print(promotion)
     report = out / "report.html"
     if report.exists() and not stale(report):
         url = os.environ.get("RAG_EVAL_REPORT_URL")
@@ -108,14 +113,24 @@ def run(args: argparse.Namespace) -> int:
     else:
         earlier = f" (the one at {report} is from an earlier run)" if report.exists() else ""
         print(f"report: not written by this run{earlier}")
+    failed_steps = []
     if not result.success:
         for ev in result.all_events:
             if ev.is_step_failure and interrupted(ev.event_specific_data.error):
-                print(f"\ninterrupted (SIGTERM or Ctrl-C): the run stopped before step "
-                      f"{step_name(ev.step_key, suite.name)} finished")
+                failed_steps.append(f"interrupted (SIGTERM or Ctrl-C): the run stopped before step "
+                                    f"{step_name(ev.step_key, suite.name)} finished")
             elif ev.is_step_failure:
-                print(f"\nstep {step_name(ev.step_key, suite.name)} failed: "
-                      f"{step_error_text(ev.event_specific_data.error)[:2000]}")
+                text = step_error_text(ev.event_specific_data.error)[:2000]
+                failed_steps.append(f"step {step_name(ev.step_key, suite.name)} failed: {text}")
+        for line in failed_steps:
+            print("\n" + line)
+    if args.junit_xml or args.summary_md:
+        from rag_eval_pipeline.cli.ci_output import write_ci_outputs
+
+        checked = [f for f in failed_steps if "blocking asset check failed" not in f]  # the checks say it themselves
+        for line in write_ci_outputs(args, result, job, out, suite.name, promotion, decision_rewritten,
+                                     gates_path.exists() and not stale(gates_path), checked):
+            print(line)
     return EXIT_OK if result.success and not failed_checks else EXIT_FAILED
 
 
@@ -136,4 +151,12 @@ def add(sub) -> None:
     p.add_argument("--wait-s", type=float, default=0.0,
                    help="when another run is writing the output folder, wait up to this many seconds for it "
                         "(default 0: exit 3 at once)")
+    p.add_argument("--junit-xml", metavar="FILE",
+                   help="also write a JUnit XML file for CI: one test case per gate and per blocking check")
+    p.add_argument("--summary-md", metavar="FILE",
+                   help="also write a compact Markdown summary for a pull-request comment: verdict, promotion, "
+                        "changed metrics, top regressed questions with links to the report")
+    p.add_argument("--report-url", metavar="URL",
+                   help="where report.html of this run can be read, for the summary's links (default: "
+                        "$RAG_EVAL_REPORT_URL/<folder>/report.html when set, else the file path)")
     p.set_defaults(func=run)

@@ -65,8 +65,9 @@ def step_error_text(error) -> str:
 # --- rag-eval run -----------------------------------------------------------------------------------
 
 def check_lines(result, job) -> list[str]:
-    """One line per check of the job: passed / warned / FAILED (blocking or not) / not run; then, for each
-    check that did not pass, its metadata in full (never cut)."""
+    """One line per check of the job: passed / warned / FAILED (blocking or not) / not run, followed by the
+    check's one-line ``summary`` metadata when it has one (the calibration check: κ, floor, n, and the state
+    when it did not pass); then, for each check that did not pass, its metadata in full (never cut)."""
     import dagster as dg
 
     graph = job.asset_layer.asset_graph
@@ -84,7 +85,8 @@ def check_lines(result, job) -> list[str]:
             word, note = "warned", "a warning: cannot block"
         else:
             word, note = "FAILED", "blocking: stops promotion" if spec.blocking else "not blocking"
-        lines.append(f"  {word:<8} {name}" + (f"  ({note})" if note else ""))
+        said = getattr(e.metadata.get("summary"), "value", None) if e is not None else None
+        lines.append(f"  {word:<8} {name}" + (f"  ({note})" if note else "") + (f"  — {said}" if said else ""))
         if e is not None and not e.passed:
             details.append(f"\n{'WARNING' if e.severity == dg.AssetCheckSeverity.WARN else 'FAILED'} check {name}")
             for k, v in e.metadata.items():
@@ -111,6 +113,22 @@ def gate_lines(out: Path, rewritten: bool) -> list[str]:
             f"failure(s); every gate in {path} and in the report)")
     return [head] + [f"  {r['system']}/{metric_label(r['metric'], r['k'])}: {r['status']}: {r['reason']}"
                      for r in failed.iter_rows(named=True)]
+
+
+def verdict_line(decision_path: Path | None) -> str:
+    """The run's verdict as the report states it (``decision.json`` of this run), with its blocking failures
+    one per line; "not decided" when this run did not write the decision (a step failed before the report)."""
+    import json
+
+    from rag_eval_pipeline.core.report.decision import verdict_word
+
+    if decision_path is None:
+        return "verdict: not decided (the run stopped before its report; see the failed step below)"
+    d = json.loads(decision_path.read_text(encoding="utf-8"))
+    lines = [f"verdict: {verdict_word(d['verdict'])} — {d['why']} (comparison split {d['split']}; "
+             f"judge calibration {d['calibration']['line']})"]
+    lines += [f"  blocking failure: {f}" for f in d["blocking_failures"]]
+    return "\n".join(lines)
 
 
 def promotion_line(result, suite: str, quick: bool) -> str:

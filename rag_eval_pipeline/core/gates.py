@@ -95,6 +95,59 @@ def _per_question(qm: pl.DataFrame, system: str, split: str, metric: str, k: int
     ).select("question_id", "value")
 
 
+@dataclass(frozen=True)
+class PairedComparison:
+    """A paired comparison of one metric over the questions both sides have a value for.
+
+    ``n`` pairs; ``difference`` = mean(candidate - baseline) (None when n = 0); ``p_value`` of the
+    two-sided paired randomisation test; ``ci_low`` / ``ci_high`` the paired-bootstrap 95% interval of
+    that mean difference; ``wins`` / ``ties`` / ``losses`` = questions where the candidate is better /
+    equal / worse (oriented by ``higher_is_better``); ``worse`` / ``better`` the question ids, sorted.
+    """
+
+    n: int
+    difference: float | None
+    p_value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    wins: int
+    ties: int
+    losses: int
+    worse: list[str]
+    better: list[str]
+
+
+def paired_comparison(candidate: pl.DataFrame, baseline: pl.DataFrame, *, higher_is_better: bool = True,
+                      n_permutations: int = 10000, seed: int = 0) -> PairedComparison:
+    """Pair two sides' per-question values of one metric and test the mean difference.
+
+    Inputs: two frames with ``question_id`` and ``value`` (one row per question; a null value is not
+    evaluable and drops the pair), ``higher_is_better`` (orientation of wins, losses, worse and better),
+    ``n_permutations`` and ``seed`` of the test. Output: a :class:`PairedComparison` over the questions
+    present with a value on both sides. The test and interval are
+    :func:`core.metrics.stats.paired_randomisation_test` (Fisher's randomisation test as compared for IR
+    by Smucker, Allan & Carterette, CIKM 2007; percentile bootstrap, Efron & Tibshirani 1993): the gates
+    and ``rag-eval compare`` both call this one function. Raises ValueError for ``n_permutations`` < 1.
+    """
+    from rag_eval_pipeline.core.metrics.stats import paired_randomisation_test
+
+    # the candidate's question order, as the gates have always paired them (the Monte Carlo draws follow it)
+    paired = (candidate.select("question_id", "value")
+              .join(baseline.select("question_id", "value"), on="question_id", suffix="_base").drop_nulls())
+    if not paired.height:
+        return PairedComparison(0, None, None, None, None, 0, 0, 0, [], [])
+    test = paired_randomisation_test(paired["value"].to_numpy(), paired["value_base"].to_numpy(),
+                                     n_permutations=n_permutations, seed=seed)
+    wins, losses = (test["wins"], test["losses"]) if higher_is_better else (test["losses"], test["wins"])
+    sign = 1.0 if higher_is_better else -1.0
+    delta = sign * (pl.col("value") - pl.col("value_base"))
+    return PairedComparison(
+        n=test["n"], difference=test["diff"], p_value=test["p_value"], ci_low=test["ci_low"], ci_high=test["ci_high"],
+        wins=wins, ties=test["ties"], losses=losses,
+        worse=sorted(paired.filter(delta < 0)["question_id"].to_list()),
+        better=sorted(paired.filter(delta > 0)["question_id"].to_list()))
+
+
 def evaluate_gates(
     candidate_system: str,
     candidate_summary: pl.DataFrame,
@@ -121,8 +174,6 @@ def evaluate_gates(
     (over it, for lower-is-better metrics) is always a regression. A null candidate or baseline value is
     ``not_evaluable``.
     """
-    from rag_eval_pipeline.core.metrics.stats import paired_randomisation_test
-
     results = []
     for t in thresholds:
         cand = _value(candidate_summary, candidate_system, split, t.metric, t.k)
@@ -164,17 +215,11 @@ def evaluate_gates(
             breaches.append(f"relative drop {drop / abs(base):.2%} > allowed {t.max_rel_drop:.0%}")
         a = _per_question(candidate_qm, candidate_system, split, t.metric, t.k)
         b = _per_question(baseline_qm, baseline_system, split, t.metric, t.k)
-        paired = a.join(b, on="question_id", suffix="_base").drop_nulls()
-        if paired.height:
-            test = paired_randomisation_test(
-                paired["value"].to_numpy(), paired["value_base"].to_numpy(), n_permutations=n_permutations, seed=seed
-            )
-            res.p_value, res.ci_low, res.ci_high = test["p_value"], test["ci_low"], test["ci_high"]
-            res.wins, res.ties, res.losses = test["wins"], test["ties"], test["losses"]
-            if not t.higher_is_better:
-                res.wins, res.losses = res.losses, res.wins
-            worse = paired.filter(sign * (pl.col("value") - pl.col("value_base")) < 0)
-            res.regressed_questions = sorted(worse["question_id"].to_list())
+        test = paired_comparison(a, b, higher_is_better=t.higher_is_better, n_permutations=n_permutations, seed=seed)
+        if test.n:
+            res.p_value, res.ci_low, res.ci_high = test.p_value, test.ci_low, test.ci_high
+            res.wins, res.ties, res.losses = test.wins, test.ties, test.losses
+            res.regressed_questions = test.worse
         if breaches and res.status != "regression":
             noise = (noise_resolution or {}).get(t.metric)
             if noise is not None and drop <= noise:

@@ -10,9 +10,10 @@ which hand labels are stale (the item changed since it was labelled), ``rag_runs
 as the external asset ``<suite>/calibration_labels``, so the lineage shows it. The blocking check
 ``judge_calibrated_above_floor`` stops promotion when the judge's kappa is under the floor, null,
 missing or stale (a judge not calibrated against people measures nothing you can trust, Zheng et al.,
-NeurIPS 2023; recalibrate when the judge model or prompt changes).
-``judge_variance`` reports flip rates and the minimum resolution from repeated judging. Both tables are
-computed in the aggregate stage (``defs/aggregate.py``).
+NeurIPS 2023; recalibrate when the judge model or prompt changes), and warns for the same reasons in a
+suite whose gates use no judge-based metric: missing or stale never passes
+(``core.metrics.calibration_status``). ``judge_variance`` reports flip rates and the minimum resolution
+from repeated judging. Both tables are computed in the aggregate stage (``defs/aggregate.py``).
 """
 
 
@@ -29,11 +30,11 @@ from rag_eval_pipeline.core.metrics.calibration import (
     calibrate_all,
     calibration_table,
     confusion_markdown,
-    judge_based_metrics,
     read_label_file,
     results_from_frame,
     results_to_frame,
 )
+from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, RESOLUTION_RULE, resolution_from_table, variance_table
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
@@ -85,6 +86,28 @@ def calibration_markdown(table: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def compute_calibration(section, judge_labels: pl.DataFrame, history_df: pl.DataFrame | None,
+                        hashes: dict | None) -> tuple[pl.DataFrame, list, pl.DataFrame | None]:
+    """The calibration in force for each current judge key: (table, this run's fresh results, hand labels).
+
+    Inputs: the typed ``calibration`` section, this run's judge_labels, the calibration history (or None)
+    and the current content hashes of the labelled items (``core.labelling.current_content_hashes``;
+    None = not known). Reads the hand-label file when the section is configured; writes nothing (the
+    ``judge_calibration`` asset appends the fresh results to the history, the report reads the same
+    table without waiting on the calibration check). Raises InputError for a bad label file.
+    """
+    level = section.level
+    history = results_from_frame(history_df)
+    current = _current_keys(judge_labels)
+    fresh, human = [], None
+    if section.configured:
+        human = _load_human_labels(section.human_labels, level, section.mapping)
+        now = dt.datetime.now(dt.UTC).isoformat()
+        fresh = calibrate_all(human, judge_labels, section.mapping, level, calibrated_at=now,
+                              source=str(section.human_labels), current_hashes=hashes)
+    return calibration_table(history + fresh, current, levels=[level]), fresh, human
+
+
 def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
                       judge_labels: pl.DataFrame, rag_runs: pl.DataFrame | None = None,
                       golden_set: pl.DataFrame | None = None,
@@ -100,23 +123,14 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
     section = settings.config.calibration
     level = section.level
     history_df = store.read(HISTORY_FILE)
-    history = results_from_frame(history_df)
-    current = _current_keys(judge_labels)
-    fresh = []
-    source = None
-    if section.configured:
-        path = section.human_labels
-        source = str(path)
-        human = _load_human_labels(path, level, section.mapping)
-        hashes = _current_hashes((rag_runs, golden_set, corpus_snapshot), judge_labels, level)
-        now = dt.datetime.now(dt.UTC).isoformat()
-        fresh = calibrate_all(human, judge_labels, section.mapping, level, calibrated_at=now, source=source,
-                              current_hashes=hashes)
-        if fresh:
-            new_rows = results_to_frame(fresh)
-            updated = new_rows if history_df is None else pl.concat([history_df, new_rows], how="diagonal_relaxed")
-            store.write(updated, HISTORY_FILE, table="calibration_history")
-    table = calibration_table(history + fresh, current, levels=[level])
+    table, fresh, human = compute_calibration(
+        section, judge_labels, history_df,
+        _current_hashes((rag_runs, golden_set, corpus_snapshot), judge_labels, level) if section.configured else None)
+    source = str(section.human_labels) if section.configured else None
+    if fresh:
+        new_rows = results_to_frame(fresh)
+        updated = new_rows if history_df is None else pl.concat([history_df, new_rows], how="diagonal_relaxed")
+        store.write(updated, HISTORY_FILE, table="calibration_history")
     md: dict = {
         "configured": section.configured,
         "level": level,
@@ -165,8 +179,8 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
 
 
 CALIBRATED_DESCRIPTION = ("The judge agrees with hand labels (Cohen's kappa >= calibration.kappa_floor) for its "
-                          "current model and prompt. Blocking (ERROR) whenever a gate is on a judge-based metric; a "
-                          "warning otherwise.")
+                          "current model and prompt. Missing or stale never passes. Blocking (ERROR) whenever a gate "
+                          "is on a judge-based metric; a warning otherwise.")
 WARNING_ONLY = ("Warning only in this suite: no gate is on a judge-based metric, so a judge below the floor cannot "
                 "block promotion. ")
 
@@ -174,45 +188,25 @@ WARNING_ONLY = ("Warning only in this suite: no gate is on a judge-based metric,
 def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.DataFrame) -> dg.AssetCheckResult:
     cfg = settings.config
     section = cfg.calibration
-    gated = judge_based_metrics(t.metric for t in cfg.thresholds)
-    if not section.configured:
-        if gated:
-            return dg.AssetCheckResult(passed=False, metadata={
-                "reason": "calibration is required: gates are set on judge-based metrics "
-                          f"{gated} but the configuration has no calibration section (human_labels, kappa_floor)",
-                "judge_based_gates": dg.MetadataValue.json(gated),
-            })
-        return dg.AssetCheckResult(passed=True, metadata={"reason": "no judge-based gate configured"})
-    floor = section.kappa_floor
-    failures = []
-    for r in judge_calibration.iter_rows(named=True):
-        who = f"{r['level']} {r['judge']}/{r['judge_model']}/{(r['prompt_sha256'] or '')[:12]}"
-        if r["missing"]:
-            failures.append(f"{who}: no calibration exists")
-        elif r["stale"]:
-            failures.append(f"{who}: stale, calibrated for {r['calibrated_judge']}/{r['calibrated_judge_model']}/"
-                            f"{(r['calibrated_prompt_sha256'] or '')[:12]}; recalibrate after a model or prompt change")
-        elif r["kappa"] is None:
-            failures.append(f"{who}: kappa null ({r['kappa_reason']})")
-        elif r["kappa"] < floor:
-            failures.append(f"{who}: kappa {r['kappa']:.3f} < floor {floor}")
-    if judge_calibration.height == 0:
-        failures.append("no judge labels to calibrate")
-    # A judge below the floor blocks only when a gate rests on its numbers; otherwise the failure is a
-    # warning, visible in the UI and the report, so a night is not lost to an ungated instrument.
-    severity = dg.AssetCheckSeverity.ERROR if gated else dg.AssetCheckSeverity.WARN
-    kappas = [r["kappa"] for r in judge_calibration.iter_rows(named=True) if r["kappa"] is not None]
-    said = ("; ".join(failures) + (". Blocks promotion: a gate is on a judge-based metric" if gated else
-                                   ". A warning only: no gate is on a judge-based metric")) if failures else None
-    return dg.AssetCheckResult(passed=not failures, severity=severity, description=said, metadata={
+    status = calibration_status(judge_calibration, configured=section.configured, kappa_floor=section.kappa_floor,
+                                gated_metrics=[t.metric for t in cfg.thresholds])
+    # A failure blocks only when a gate rests on the judge's numbers; otherwise it is a warning, visible in the
+    # UI, the CLI and the report, so a night is not lost to an ungated instrument. Missing or stale never passes.
+    severity = dg.AssetCheckSeverity.ERROR if status.judge_based_gates else dg.AssetCheckSeverity.WARN
+    return dg.AssetCheckResult(passed=status.passed, severity=severity,
+                               description=None if status.passed else status.reason, metadata={
+        "summary": status.line(),  # the CLI prints it beside the check
+        "state": status.state,
+        "reason": status.reason,
         # the lowest current kappa as a number, so the UI plots it over runs beside the floor
-        "kappa": float(min(kappas)) if kappas else dg.MetadataValue.null(),
-        "blocks_promotion": bool(gated and failures),
-        "kappa_floor": floor,
-        "failures": dg.MetadataValue.json(failures),
+        "kappa": dg.MetadataValue.null() if status.kappa is None else float(status.kappa),
+        "n": dg.MetadataValue.null() if status.n is None else int(status.n),
+        "blocks_promotion": status.blocks,
+        "kappa_floor": status.floor,
+        "failures": dg.MetadataValue.json(status.failures),
         "kappas": dg.MetadataValue.json(judge_calibration.select("level", "judge", "judge_model", "kappa", "n",
                                                                  "stale", "missing").to_dicts()),
-        "judge_based_gates": dg.MetadataValue.json(gated),
+        "judge_based_gates": dg.MetadataValue.json(status.judge_based_gates),
     })
 
 

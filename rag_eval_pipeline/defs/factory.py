@@ -104,8 +104,10 @@ def suite_definitions(suite: Suite, config: EvalConfig, folder: str | Path, *, j
     jobs = schedules.suite_jobs(suite.name, full.group(""), quick.group(""), tags, config.quick_subset_size,
                                 suite.description)
     sensors = [live_sources_sensor(full, tags)] if has_watched_sources(config) else []
-    return dg.Definitions(assets=full_assets + quick_assets, asset_checks=full_checks + quick_checks, jobs=jobs,
-                          sensors=sensors, resources=resources)
+    # the UI's link to the suite's latest report, whoever launched the run (when RAG_EVAL_REPORT_URL is set here)
+    assets = report.link_report_assets(full_assets + quick_assets, serve_root or Path(folder).parent, folder)
+    return dg.Definitions(assets=assets, asset_checks=full_checks + quick_checks, jobs=jobs, sensors=sensors,
+                          resources=resources)
 
 
 def full_evaluation_keys(defs: dg.Definitions, suite: str) -> tuple[list[dg.AssetKey], list[dg.AssetCheckKey]]:

@@ -1,5 +1,12 @@
 """The labelling page: one item at a time, keyboard first, every label fsynced before the page says "saved".
 
+Layout: the item (question, answer or claim, the retrieved chunks) on the left; on the right a panel that
+stays in view while the chunks scroll (``position: sticky``; below the item on a narrow screen): the label
+buttons with their keys, what each label means (:mod:`rag_eval_pipeline.labelling.definitions`, one
+verdict family per calibration level: "attributable" is defined there), the note and quote fields and the
+shortcuts. Chunks are collapsible (``<details>``): the first three and every cited one start open; ``e``
+opens or closes them all.
+
 Routes: ``GET /`` (to the first open item), ``GET /item/{pos}``, ``GET /done``, ``POST /api/label``
 (JSON {pos, verdict, note, quote, content_sha256}), ``POST /api/undo``, ``GET /healthz``. The page is
 self-contained (inline CSS and a small inline script for the shortcuts; no external asset) and is
@@ -26,20 +33,30 @@ from starlette.routing import Route
 
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.labelling import LabelItem
+from rag_eval_pipeline.labelling.definitions import family_for
 from rag_eval_pipeline.labelling.session import LabellingSession, Progress
 
 CSS = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2026;background:#f6f7f9}
-header{background:#23324a;color:#fff;padding:8px 18px;display:flex;gap:24px;align-items:baseline}
-header b{font-size:18px} main{max-width:1100px;margin:0 auto;padding:12px 18px}
+header{background:#23324a;color:#fff;padding:8px 18px;display:flex;flex-wrap:wrap;gap:8px 24px;align-items:baseline}
+header b{font-size:18px} main{max-width:1100px;margin:0 auto;padding:12px 18px;box-sizing:border-box}
+main.item{max-width:1440px;display:grid;grid-template-columns:minmax(0,1fr) minmax(280px,380px);gap:0 18px;
+align-items:start}
+#panel{position:sticky;top:8px;max-height:calc(100vh - 40px);overflow:auto;box-sizing:border-box}
+#panel h2{font-size:16px;margin:2px 0 4px} dl.defs{margin:6px 0} dl.defs dt{font-weight:600;margin-top:6px}
+dl.defs dd{margin:0 0 2px 0;font-size:13px;color:#30343c} #panel .meta{font-size:13px;color:#5a6070}
+@media (max-width:900px){main.item{grid-template-columns:minmax(0,1fr)}
+#panel{top:auto;bottom:0;max-height:48vh;box-shadow:0 -2px 8px rgba(0,0,0,.15)}}
+details.chunk>summary{cursor:pointer;list-style-position:outside} details.chunk:not([open])>summary{color:#5a6070}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#eef0f3;padding:6px 8px;border-radius:4px}
 .card{background:#fff;border:1px solid #d8dbe0;border-radius:6px;padding:10px 14px;margin:10px 0}
 .q{font-size:17px;font-weight:600} .claim.current{background:#fff3c4;outline:2px solid #e0b400}
 .claims li{margin:2px 0} .chunk{border-top:1px solid #e4e6ea;padding:6px 0}
 .chunk .meta{color:#5a6070;font-size:13px} .status-withdrawn,.status-replaced{color:#a33;font-weight:600}
-.keys button{font-size:15px;margin-right:8px;padding:6px 12px}
+.keys button{font-size:15px;margin:0 8px 6px 0;padding:6px 12px}
 kbd{border:1px solid #999;border-radius:3px;padding:0 4px}
 #status{font-weight:600;margin-left:12px} .err{color:#a00} .ok{color:#176b2c} .judge{background:#eef3ff}
-input[type=text]{width:70%;font-size:14px;padding:4px}
+input[type=text]{width:100%;box-sizing:border-box;font-size:14px;padding:4px}
 """
 
 SCRIPT = """
@@ -65,6 +82,11 @@ async function label(i){
     location.href = data.next;
   }
 }
+function toggleChunks(){
+  const all = Array.from(document.querySelectorAll('details.chunk'));
+  const open = !all.every(d => d.open);
+  all.forEach(d => { d.open = open; });
+}
 async function undo(){
   say('undoing ...');
   const data = await post('/api/undo', {});
@@ -84,6 +106,7 @@ document.addEventListener('keydown', (e) => {
   else if (e.key === 'n') { e.preventDefault(); if (S.next_url) location.href = S.next_url; }
   else if (e.key === 'b') { e.preventDefault(); if (S.back_url) location.href = S.back_url; }
   else if (e.key === 'u') { e.preventDefault(); undo(); }
+  else if (e.key === 'e') { e.preventDefault(); toggleChunks(); }
   else if (e.key === '/') { e.preventDefault(); document.getElementById('note').focus(); }
 });
 """
@@ -93,14 +116,15 @@ def _e(text: Any) -> str:
     return html.escape("" if text is None else str(text))
 
 
-def _page(title: str, head: str, body: str, state: dict | None = None) -> str:
+def _page(title: str, head: str, body: str, state: dict | None = None, main_class: str = "") -> str:
     script = ""
     if state is not None:
         # JSON inside <script type=application/json>: escape "<" so no text can close the element
         blob = json.dumps(state, ensure_ascii=False).replace("<", "\\u003c")
         script = f'<script id="state" type="application/json">{blob}</script><script>{SCRIPT}</script>'
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(title)}</title>"
-            f"<style>{CSS}</style></head><body><header>{head}</header><main>{body}</main>{script}</body></html>")
+            f"<style>{CSS}</style></head><body><header>{head}</header>"
+            f"<main{f' class={main_class}' if main_class else ''}>{body}</main>{script}</body></html>")
 
 
 def _header(s: LabellingSession, prog: Progress) -> str:
@@ -127,12 +151,24 @@ def _item_html(s: LabellingSession, it: LabelItem, pos: int, prog: Progress) -> 
         rows = "".join(f"<li>{_e(c['claim'])}: <b>{_e(c['verdict'])}</b>"
                        + (f" — quote: “{_e(c['quote'])}”" if c.get("quote") else "") + "</li>" for c in it.judge_claims)
         parts.append(f'<div class="card judge" id=judge>Judge: <b>{_e(it.judge_label)}</b><ul>{rows}</ul></div>')
+    open_ranks = 3  # the first chunks start open (and every cited one): the rest one click (or e) away
     chunks = "".join(
-        f'<div class=chunk><div class=meta>#{_e(h["rank"])} · {_e(h["chunk_id"])} · {_e(h["title"] or "(no title)")} · '
+        f'<details class=chunk data-chunk-id="{_e(h["chunk_id"])}"'
+        + (" open" if i < open_ranks or h["chunk_id"] in it.cited else "")
+        + f'><summary class=meta>#{_e(h["rank"])} · {_e(h["chunk_id"])} · {_e(h["title"] or "(no title)")} · '
         f'<span class="status-{_e(h["status"])}">{_e(h["status"] or "not in snapshot")}</span>'
-        + (" · cited" if h["chunk_id"] in it.cited else "") + f'</div><div class=ctext>{_e(h["text"])}</div></div>'
-        for h in it.chunks) or "<div>No chunk retrieved.</div>"
-    parts.append(f'<div class=card id=chunks><div>Retrieved chunks (rank order):</div>{chunks}</div>')
+        + (" · cited" if h["chunk_id"] in it.cited else "") + f'</summary><div class=ctext>{_e(h["text"])}</div>'
+        '</details>'
+        for i, h in enumerate(it.chunks)) or "<div>No chunk retrieved.</div>"
+    parts.append(f'<div class=card id=chunks><div>Retrieved chunks (rank order; click a title, or press <kbd>e</kbd>, '
+                 f'to open or close them):</div>{chunks}</div>')
+    return "".join(parts)
+
+
+def _panel(s: LabellingSession, it: LabelItem, prog: Progress) -> str:
+    """The sticky panel: your current label, the question to answer, each label's key, button and definition,
+    the quote and note fields, the shortcuts."""
+    family = family_for(s.level)
     current = prog.labels.get(it.key)
     mine = ""
     if current is not None:
@@ -142,14 +178,21 @@ def _item_html(s: LabellingSession, it: LabelItem, pos: int, prog: Progress) -> 
                 'Label it again.</div>')
     buttons = "".join(f'<button onclick="label({i})"><kbd>{i + 1}</kbd> {_e(lab)}</button>'
                       for i, (_raw, lab) in enumerate(s.options))
+    defs = "".join(f"<dt><kbd>{i + 1}</kbd> {_e(lab)}</dt><dd>{_e(family.definition(lab) if family else '')}</dd>"
+                   for i, (_raw, lab) in enumerate(s.options))
+    head = (f'<h2 id=family-title>{_e(family.title)}</h2><div class=meta id=family-question>{_e(family.question)}'
+            f'</div>' if family else "")
+    source = (f'<div class=meta id=family-source>Look at: {_e(family.looks_at)}. Definitions after '
+              f'{_e(family.source)}.</div>' if family else "")
     quote = ('<div>Quote (select the supporting sentence in a chunk; needed for SUPPORTED): '
              f'<input type=text id=quote value="{_e((current or {}).get("quote") or "")}"></div>'
              if s.level == "claim" else "")
-    parts.append(f'<div class="card keys">{mine}{quote}<div>Note (optional, <kbd>/</kbd>): <input type=text id=note '
-                 f'value="{_e((current or {}).get("note") or "")}"></div><div style="margin-top:8px">{buttons}'
-                 '<span id=status></span></div><div class=meta><kbd>n</kbd> next · <kbd>b</kbd> back · '
-                 '<kbd>u</kbd> undo your last label · <kbd>Esc</kbd> leaves a text field</div></div>')
-    return "".join(parts)
+    return (f'<aside class="card keys" id=panel>{mine}{head}<div id=buttons style="margin-top:6px">{buttons}</div>'
+            f'<div id=status></div><dl class=defs id=definitions>{defs}</dl>{quote}<div>Note (optional, <kbd>/</kbd>):'
+            f' <input type=text id=note value="{_e((current or {}).get("note") or "")}"></div>'
+            '<div class=meta style="margin-top:6px"><kbd>n</kbd> next · <kbd>b</kbd> back · <kbd>u</kbd> undo your '
+            'last label · <kbd>e</kbd> open / close the chunks · <kbd>Esc</kbd> leaves a text field</div>'
+            f'{source}</aside>')
 
 
 def _last_saved(s: LabellingSession, prog: Progress) -> str:
@@ -184,8 +227,8 @@ def build_app(session: LabellingSession) -> Starlette:
         state = {"pos": pos, "sha": it.content_sha256,
                  "options": [{"raw": raw, "label": lab} for raw, lab in s.options],
                  "next_url": f"/item/{(pos + 1) % len(s.sample)}", "back_url": f"/item/{(pos - 1) % len(s.sample)}"}
-        body = _last_saved(s, prog) + _item_html(s, it, pos, prog)
-        return HTMLResponse(_page(f"label {pos + 1}", _header(s, prog), body, state))
+        body = f"<div id=content>{_last_saved(s, prog)}{_item_html(s, it, pos, prog)}</div>{_panel(s, it, prog)}"
+        return HTMLResponse(_page(f"label {pos + 1}", _header(s, prog), body, state, main_class="item"))
 
     async def done(request: Request):
         prog = s.progress()

@@ -151,13 +151,39 @@ def test_stale_calibration_fails(tmp_path):
     assert table["stale"].to_list() == [True] and table["calibrated_prompt_sha256"].to_list() == ["old"]
 
 
-def test_no_section_passes_without_judge_gates(tmp_path):
+def test_no_section_warns_without_judge_gates(tmp_path):
+    """No calibration section: the judge was never compared with people, so the check never says "passed";
+    with no judge-based gate it is a warning (the run still succeeds), and it says why."""
     cfg = write_config(tmp_path, None, gates=[{"metric": "recall", "k": 5, "max_abs_drop": 0.05}])
     result, out = run(tmp_path, cfg, labels(JUDGE))
+    assert result.success  # a warning blocks nothing
     ev = check_of(result)
-    assert ev.passed and ev.metadata["reason"].value == "no judge-based gate configured"
+    assert not ev.passed and ev.severity == dg.AssetCheckSeverity.WARN
+    assert ev.metadata["state"].value == "not_configured"
+    assert "no calibration section" in ev.metadata["reason"].value
+    assert "A warning only" in ev.metadata["reason"].value and ev.metadata["blocks_promotion"].value is False
+    assert ev.metadata["summary"].value.startswith("not configured: ")  # the line the CLI prints
     table = pl.read_parquet(out / "judge_calibration.parquet")
     assert table["missing"].to_list() == [True]
+
+
+def test_missing_calibration_warns_without_judge_gates(tmp_path):
+    """A calibration section whose hand labels cover none of the judged items: missing, never passed."""
+    cfg = write_config(tmp_path, {"human_labels": "not_yet.jsonl", "kappa_floor": 0.4})
+    result, _ = run(tmp_path, cfg, labels(JUDGE))
+    ev = check_of(result)
+    assert not ev.passed and ev.severity == dg.AssetCheckSeverity.WARN
+    assert ev.metadata["kappa"].value is None
+    assert ev.metadata["state"].value in ("missing", "kappa_null")
+
+
+def test_calibrated_check_summary_carries_kappa(tmp_path):
+    """The summary line the CLI prints beside the check: κ 0.800 (18 of 20 agree, marginals 10/10: p_o 0.9,
+    p_e 0.5, κ = 0.4/0.5 = 0.8), the floor and n."""
+    cfg = write_config(tmp_path, {"human_labels": "human.csv", "kappa_floor": 0.6})
+    result, _ = run(tmp_path, cfg, labels(JUDGE))
+    ev = check_of(result)
+    assert ev.passed and ev.metadata["summary"].value == "κ 0.800 ≥ floor 0.6 (n 20, claim level)"
 
 
 def test_a_label_file_not_yet_written_is_a_missing_calibration_not_an_error(tmp_path):

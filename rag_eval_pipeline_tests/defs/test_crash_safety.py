@@ -79,7 +79,11 @@ def test_sigkill_mid_write_keeps_the_previous_tables(good_out, tmp_path):
     result = materialize_sample(sample_config(tmp_path), out)
     assert result.success
     assert _temp_files(out) == []
-    assert set(visible_tables(out)) == set(before)
+    after = set(visible_tables(out))
+    # each full run also keeps its per-question tables under history/<run_id>/ (for rag-eval compare)
+    archived = {name for name in after - set(before) if name.startswith("history/")}
+    assert after - archived == set(before)
+    assert len({name.split("/")[1] for name in archived}) == 1
 
 
 def test_a_second_run_on_the_same_folder_fails_clearly(good_out, tmp_path):

@@ -69,7 +69,10 @@ def test_report_metadata_has_headline_floats_and_links(failing_gate_run):
     md = mat.metadata
     assert isinstance(md["team_rag/faithfulness"].value, float)
     assert isinstance(md["bm25_k10/recall_5"].value, float)
-    assert md["report_html"].value == str((out / "report.html").resolve())
+    # a file path is plain text (a browser cannot open it from the UI), never a link-looking path value
+    assert isinstance(md["report_html_file"], dg.TextMetadataValue)
+    assert md["report_html_file"].value == str((out / "report.html").resolve())
+    assert "report_html" not in md and "report_url" not in md  # RAG_EVAL_REPORT_URL is unset here
     assert md["report"].value == (out / "report.md").read_text(encoding="utf-8")  # the whole report, in the UI
     assert not [k for k, v in md.items() if str(getattr(v, "value", v)).startswith("file:")]  # browsers refuse them
     assert "| system | metric |" in md["summary"].value
@@ -138,3 +141,37 @@ def test_metadata_tables_are_escaped_markdown_tables():
         assert len(lines) == 3, table  # header, separator, one row: the newline did not split the row
         assert [len(_cells(line)) for line in lines] == [columns] * 3, table
         assert _cells(lines[2])[0] == "team\\|rag v2"
+
+
+def test_the_report_leads_with_the_decision(failing_gate_run):
+    """The gate recall_5 >= 0.99 fails for every candidate (the sample's recall_5 on split test is 0.63 for
+    bm25_k10 and 0.87 for team_rag): verdict FAIL, promotion blocked, each failure on one line with its reason;
+    the calibration (floor 0.9 above κ 0.518, no judge-based gate) is a warning, not a failure."""
+    import json
+
+    import polars as pl
+
+    result, out = failing_gate_run
+    md = (out / "report.md").read_text(encoding="utf-8")
+    first = md.split("\n## Run")[0]  # everything above the run metadata
+    assert first.index("## Decision") < first.index("Verdict: FAIL")
+    assert "Promotion: not promoted: " in first and "bm25_k10" in first
+    gates = pl.read_parquet(out / "gate_results.parquet")
+    failed = gates.filter(pl.col("blocking") & ~pl.col("passed"))
+    assert failed.height >= 2
+    for r in failed.iter_rows(named=True):
+        label = r["metric"] + ("" if r["k"] is None else f"_{r['k']}")
+        line = f"gate {r['system']}/{label} (split test): {r['status']}: {r['reason']}"
+        assert line.replace("|", "\\|") in first, line
+    assert "| comparison split | test (26 golden questions)" in first  # 26 of the 52 questions are in test
+    assert ("| judge calibration | warning (blocks nothing: no judge-based gate): κ below the floor; "
+            "κ 0.518 below floor 0.9") in first
+    assert (md.index("## Run") < md.index("## Summary (split all)")
+            < md.index("## Comparison with the baseline (split test)"))
+    decision = json.loads((out / "decision.json").read_text(encoding="utf-8"))
+    assert decision["verdict"] == "fail" and decision["promotion_action"] == "blocked"
+    assert len(decision["blocking_failures"]) == failed.height
+    meta = result.asset_materializations_for_node("evaluation_report")[0].metadata
+    assert list(meta)[:3] == ["decision", "verdict", "promotion"]  # the UI shows the decision first
+    assert meta["verdict"].value == "FAIL" and meta["blocking_failures"].value == decision["blocking_failures"]
+    assert meta["judge_kappa"].value == pytest.approx(0.5182186234817813)

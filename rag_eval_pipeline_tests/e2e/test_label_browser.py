@@ -304,3 +304,61 @@ def test_claim_level_quote_from_a_selection(browser, tmp_path):
     assert [(r["verdict"], r.get("quote")) for r in lines] == [("SUPPORTED", first_chunk[:16].strip()),
                                                                ("NOT_MENTIONED", None)]
     assert (lines[0]["system"], lines[0]["question_id"]) == (system, qid)
+
+
+def _rect(d, element) -> dict:
+    return d.execute_script("const r = arguments[0].getBoundingClientRect(); "
+                            "return {top: r.top, bottom: r.bottom, h: window.innerHeight};", element)
+
+
+def test_keys_and_definitions_stay_in_view_chunks_collapse_and_the_done_page_fits(evaluated, browser, tmp_path):
+    """Response level on the sample: the panel with the keys and what "attributable" means stays in the viewport
+    while the chunks scroll (wide and narrow windows); chunks after the third start closed and e opens them;
+    the done page has no horizontal scroll at 700 px."""
+    from selenium.webdriver.common.by import By
+
+    config, out, _labels = evaluated
+    server = LabelServer(tmp_path, config, out)
+    d = browser
+    server.start()
+    try:
+        d.set_window_size(1400, 700)
+        d.get(server.base + "/")
+        _item(d)
+        panel = d.find_element(By.ID, "panel")
+        definitions = d.find_element(By.ID, "definitions").text
+        assert "attributable" in definitions and "Attributable: every statement the answer makes" in definitions
+        assert "Not attributable: at least one statement" in definitions
+        assert "1" in d.find_element(By.ID, "buttons").text
+        for width in (1400, 800):
+            d.set_window_size(width, 700)
+            d.execute_script("window.scrollTo(0, document.body.scrollHeight);")
+            wait_until("the page to scroll", lambda: d.execute_script("return window.scrollY;") > 0, timeout=5,
+                       interval=0.2)
+            r = _rect(d, panel)
+            assert r["top"] >= 0 and r["bottom"] <= r["h"] + 1, (width, r)
+            assert d.find_element(By.ID, "definitions").is_displayed()
+        d.set_window_size(1400, 700)
+        chunks = d.find_elements(By.CSS_SELECTOR, "details.chunk")
+        cited = [c.get_attribute("open") is not None for c in chunks]
+        assert all(cited[:3])
+        closed = [c for c in chunks[3:] if c.get_attribute("open") is None]
+        if closed:  # more than three chunks, not all cited: "e" opens every one, again closes every one
+            _press(d, "e")
+            assert all(c.get_attribute("open") is not None for c in chunks)
+            _press(d, "e")
+            assert all(c.get_attribute("open") is None for c in chunks)
+        for i in range(N):
+            _press(d, "1")
+            if i < N - 1:
+                _wait_progress(d, f"{i + 1} / {N}")
+        wait_until("the done page", lambda: d.current_url.endswith("/done"), timeout=20, interval=0.2)
+        d.set_window_size(700, 800)
+        summary = d.find_element(By.ID, "summary").text
+        assert summary.startswith(f"Done: {N} of {N} items labelled by {LABELLER}")
+        widths = d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth];")
+        assert widths[0] <= widths[1], widths  # nothing runs off the side: the long command wraps
+        command = d.find_element(By.ID, "command")
+        assert command.is_displayed() and "rag-eval run --config" in command.text
+    finally:
+        server.stop()

@@ -12,11 +12,13 @@ from typing import Any
 
 @dataclass
 class Cell:
-    """A table cell: ``text`` (escaped when rendered), an optional CSS class and tooltip."""
+    """A table cell: ``text`` (escaped when rendered), an optional CSS class, tooltip and sort key."""
 
     text: str
     css: str | None = None
     title: str | None = None
+    sort: str | None = None  # the value a sortable table orders this cell by (HTML ``data-sort``)
+    href: str | None = None  # HTML only: the text links there (e.g. ``#q-...``, a card on the same page)
 
 
 @dataclass
@@ -33,6 +35,7 @@ class Block:
     css: str | None = None
     svg: str = ""  # raw SVG markup built by this module (every text inside already escaped)
     href: str | None = None  # kind "link": a relative link shown after ``text``
+    anchor: str | None = None  # kind "group": the HTML id other pages link to (``report.html#<anchor>``)
 
 
 def heading(text: str, level: int = 2) -> Block:
@@ -72,9 +75,9 @@ def short_sha(sha: str | None, n: int = 12) -> str:
     return "none" if not sha else sha[:n]
 
 
-def num_cell(text: str, css: str | None = None, title: str | None = None) -> Cell:
-    """A right-aligned numeric cell (CSS class "num", plus ``css``)."""
-    return Cell(text, css=("num " + css) if css else "num", title=title)
+def num_cell(text: str, css: str | None = None, title: str | None = None, sort: str | None = None) -> Cell:
+    """A right-aligned numeric cell (CSS class "num", plus ``css``; ``sort``: the value a sortable table orders by)."""
+    return Cell(text, css=("num " + css) if css else "num", title=title, sort=sort)
 
 
 def value_cell(row: dict | None, judge_based: bool = False) -> Cell:

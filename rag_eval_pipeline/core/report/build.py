@@ -45,9 +45,10 @@ from rag_eval_pipeline.core.report.blocks import (
     value_cell,
 )
 from rag_eval_pipeline.core.report.context import EvidenceRank, evidence_ranks
+from rag_eval_pipeline.core.report.decision import Decision, decision_blocks
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html, toc
 from rag_eval_pipeline.core.report.markdown import render_markdown
-from rag_eval_pipeline.core.report.questions import worst_questions
+from rag_eval_pipeline.core.report.questions import regressed_questions, worst_questions
 from rag_eval_pipeline.core.report.trend import metric_labels, trend_svg
 
 _NEEDED: dict[str, tuple[str, ...]] = {
@@ -163,6 +164,9 @@ def build_report(
     trend_metrics: Sequence[str | tuple[str, int | None]] = ("faithfulness", "recall_5", "false_abstention_rate"),
     trend_href: str | None = "trend.html",
     kappa_floor: float | None = DEFAULT_KAPPA_FLOOR,
+    decision: Decision | None = None,
+    gate_split: str | None = None,
+    suite: str | None = None,
 ) -> Report:
     """Render one evaluation run as Markdown and as a self-contained HTML page.
 
@@ -175,10 +179,14 @@ def build_report(
     baseline's manifest.json), ``viewer_groups`` (the reader's groups; a single str counts as one
     group), ``worst_n`` (questions per system and list), ``generated_at`` (shown in the header),
     ``trend_metrics`` (labels drawn inline from ``history``), ``trend_href`` (link to the trend page,
-    None for none), ``kappa_floor`` (the configuration's ``calibration.kappa_floor``).
+    None for none), ``kappa_floor`` (the configuration's ``calibration.kappa_floor``), ``decision`` (the
+    run's :class:`~rag_eval_pipeline.core.report.decision.Decision`: the first section when given),
+    ``gate_split`` (the split the gates compare on, named on the comparison table; default the
+    decision's, else "test"), ``suite`` (named in the title).
 
-    Output: a :class:`Report`. Sections: run header (systems and their manifests, corpus and golden
-    versions, judge, model and prompt sha256, ranking mode, viewer groups); per system the headline
+    Output: a :class:`Report`. Sections: the decision (verdict, promotion, blocking failures, comparison
+    split, judge calibration, judge errors: the first screen); run header (systems and their manifests,
+    corpus and golden versions, judge, model and prompt sha256, ranking mode, viewer groups); per system the headline
     metrics (value, numerator/denominator, n, not-evaluable count, 95% CI, small-segment flag, the
     judge-error count beside every judge-based value, the interpretation band beside faithfulness,
     read only when the judge passed calibration (else "judge not calibrated") and never "healthy"
@@ -186,7 +194,9 @@ def build_report(
     misses (evidence retrieved only below the generator's ``context_k``); a per-segment breakdown; the
     worst questions (lowest faithfulness, answered-absent, false abstention, run errors) with question,
     decision, answer, claims with verdict and quote, and chunk previews; the judge's calibration and
-    noise; the baseline comparison; the history. A null value is shown as "not evaluable" with its
+    noise; the baseline comparison; the history. Every table names the split it covers. The questions
+    that regressed against the baseline on a gated metric get a card too (anchor ``q-<system>-<question>``,
+    :func:`question_anchor`). A null value is shown as "not evaluable" with its
     counts, never as 0. Every text is escaped (``html.escape`` in both renderings); restricted text is
     withheld by the rule in the module docstring.
 
@@ -203,7 +213,10 @@ def build_report(
     access = ReportAccess(snapshot, viewer)
     systems = sorted(set(rag_runs["system"].to_list()) | set(summary["system"].to_list()))
 
+    split = gate_split or (decision.split if decision is not None else "test")
     blocks: list[Block] = []
+    if decision is not None:
+        blocks += decision_blocks(decision)
     blocks += _header(summary, rag_runs, golden, snapshot, judge_labels, answer_judgements, systems, viewer,
                       access, generated_at, baseline_manifest)
     calibrated, why_not = judge_trust(calibration, kappa_floor)
@@ -211,16 +224,17 @@ def build_report(
     headline_blocks, headline = _headline(summary, systems, calibrated, why_not)
     blocks += headline_blocks
     blocks += _decisions(summary, systems, ranks)
-    blocks += _gates(gates, baseline_manifest, summary)
+    blocks += _gates(gates, baseline_manifest, summary, split, golden)
     blocks += _judge_trust(calibration, variance, calibrated, why_not)
     blocks += _segments(summary, systems)
     blocks += _history(history, trend_metrics, trend_href)
-    worst = worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, worst_n, access, ranks)
+    worst = worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, worst_n, access, ranks,
+                            regressed=regressed_questions(gates or []))
     # the worst questions go last: they are long; their texts are checked for leaks in one pass
     access.finalize()
     blocks += worst(access)
 
-    title = "RAG evaluation report"
+    title = "RAG evaluation report" + (f" — {suite}" if suite else "")
     md = f"# {title}\n\n" + render_markdown(blocks)
     body = f"<h1>{escape_html(title)}</h1>\n" + toc(blocks) + "\n" + render_html(blocks)
     return Report(markdown=md, html=html_page(title, body), headline=headline, withheld=access.withheld,
@@ -229,7 +243,8 @@ def build_report(
 
 def _header(summary, rag_runs, golden, snapshot, judge_labels, answer_judgements, systems, viewer, access,
             generated_at, baseline_manifest) -> list[Block]:
-    blocks: list[Block] = [heading("Run", 2)]
+    blocks: list[Block] = [heading("Run", 2),
+                           Block("note", text="What was evaluated: versions, judge, systems and their configuration.")]
     facts = []
     if generated_at is not None:
         facts.append(["generated at", generated_at.isoformat(timespec="seconds")])
@@ -300,7 +315,7 @@ def _headline(summary: pl.DataFrame, systems: list[str], calibrated: bool, why_n
               ) -> tuple[list[Block], list[dict]]:
     rows_by_key = _summary_rows(summary, "all", "all")
     blocks: list[Block] = [
-        heading("Summary", 2),
+        heading("Summary (split all)", 2),
         Block("note", text="All questions (split all, segment all). Value with numerator/denominator; n = questions "
                            "in the set; not evaluable = questions outside the metric's denominator (a null, never a "
                            "0). 95% CI: Wilson for 0/1 rates, percentile bootstrap otherwise. * = small segment. "
@@ -358,7 +373,7 @@ def _headline(summary: pl.DataFrame, systems: list[str], calibrated: bool, why_n
 def _decisions(summary: pl.DataFrame, systems: list[str], ranks: dict[tuple[str, str], EvidenceRank]) -> list[Block]:
     rows_by_key = _summary_rows(summary, "all", "all")
     blocks = [
-        heading("Retrieval failures and abstentions", 2),
+        heading("Retrieval failures and abstentions (split all)", 2),
         Block("note", text="Kept apart: evidence_retrieved = answerable questions whose evidence was retrieved at "
                            "any rank; context-window misses = those whose evidence was retrieved only below the "
                            "generator's context window (context_k), so the generator never saw it; of the "
@@ -385,7 +400,7 @@ def _decisions(summary: pl.DataFrame, systems: list[str], ranks: dict[tuple[str,
 
 
 def _segments(summary: pl.DataFrame, systems: list[str]) -> list[Block]:
-    blocks = [heading("By segment", 2),
+    blocks = [heading("By segment (split all)", 2),
               Block("note", text="Split all. Each cell: value (numerator/denominator); * = small segment (fewer "
                                  "questions than the configured minimum): read with care; judge-based values carry "
                                  "their judge-error count.")]
@@ -477,8 +492,12 @@ def _gate_judge_errors(summary: pl.DataFrame, system: str, metric: str, k: int |
     return None
 
 
-def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary: pl.DataFrame) -> list[Block]:
-    blocks = [heading("Comparison with the baseline", 2)]
+def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary: pl.DataFrame, split: str,
+           golden: pl.DataFrame) -> list[Block]:
+    n_split = golden.filter(pl.col("split") == split).height if split != "all" else golden.height
+    blocks = [heading(f"Comparison with the baseline (split {split})", 2),
+              Block("note", text=f"Every gate compares on split {split} ({n_split} golden questions), not on all "
+                                 "questions: values here differ from the summary above, which covers split all.")]
     if baseline_manifest:
         rows = [[k, str(v)] for k, v in sorted(baseline_manifest.items())]
         blocks.append(para("Promoted baseline:"))
@@ -517,7 +536,7 @@ def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary
 
 
 def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None) -> list[Block]:
-    blocks = [heading("History", 2)]
+    blocks = [heading("History (split all)", 2)]
     if history is None or not history.height:
         blocks.append(para("No history yet: this is the first recorded run."))
         return blocks

@@ -49,12 +49,17 @@ def render_html(blocks: list[Block]) -> str:
                 for c in row:
                     c = c if isinstance(c, Cell) else Cell(str(c))
                     attrs = ((f' class="{escape_html(c.css)}"' if c.css else "")
-                             + (f' title="{escape_html(c.title)}"' if c.title else ""))
-                    cells.append(f"<td{attrs}>{escape_html(c.text)}</td>")
+                             + (f' title="{escape_html(c.title)}"' if c.title else "")
+                             + (f' data-sort="{escape_html(c.sort)}"' if c.sort is not None else ""))
+                    text = escape_html(c.text)
+                    if c.href:
+                        text = f'<a href="{escape_html(c.href)}">{text}</a>'
+                    cells.append(f"<td{attrs}>{text}</td>")
                 out.append("<tr>" + "".join(cells) + "</tr>")
             out.append("</tbody></table>")
         elif b.kind == "group":
-            out.append(f"<section{cls}>" + render_html(b.children) + "</section>")
+            anchor = f' id="{escape_html(b.anchor)}"' if b.anchor else ""
+            out.append(f"<section{anchor}{cls}>" + render_html(b.children) + "</section>")
         elif b.kind == "svg":
             out.append(f'<figure>{b.svg}<figcaption>{escape_html(b.text)}</figcaption></figure>')
         elif b.kind == "link":
@@ -86,6 +91,11 @@ p.note{color:#4a5160;font-size:.9rem}.meta{color:#4a5160}
 nav.toc{font-size:.9rem;margin:.3rem 0 1rem}nav.toc a{color:#2b4c9b}
 figure{margin:.5rem 0 1.5rem}figcaption{font-size:.85rem;color:#4a5160}
 svg text{font-family:system-ui,sans-serif;font-size:11px;fill:#1d2330}
+p.verdict{font-size:1.35rem;font-weight:700;padding:.45rem .8rem;border-radius:6px;margin:.4rem 0}
+p.verdict-pass{background:#e3f4e6;color:#14532d}p.verdict-fail{background:#fbd9d9;color:#7f1d1d}
+p.verdict-inconclusive{background:#fff4d6;color:#713f12}
+p.promotion{font-size:1.1rem;font-weight:600;margin:.3rem 0 .6rem}
+table.decision{font-size:.92rem}
 """
 
 

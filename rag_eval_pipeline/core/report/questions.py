@@ -5,22 +5,50 @@ and previews of the retrieved chunks, all shown through the access policy. Nothi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
+from rag_eval_pipeline.core.metrics.names import trec_name
 from rag_eval_pipeline.core.report.access import PREVIEW_CHARS, ReportAccess
 from rag_eval_pipeline.core.report.blocks import Block, Cell, fmt, heading, num_cell, para
 from rag_eval_pipeline.core.report.context import EvidenceRank
 
 
+def question_anchor(system: str, question_id: str) -> str:
+    """The HTML id of a question's card in the report: ``q-<system>-<question_id>``, every character outside
+    ``[A-Za-z0-9_.-]`` replaced by ``-`` (so it is safe in a URL fragment). Raises nothing."""
+    return "q-" + re.sub(r"[^A-Za-z0-9_.-]", "-", f"{system}-{question_id}")
+
+
+def regressed_questions(gates: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, list[str]]]:
+    """The questions that got worse against the baseline on a gated metric, most metrics first.
+
+    Input: gate rows (system, metric, k, regressed_questions: the questions where the candidate's
+    per-question value is worse than the baseline's on the gate split). Output: [(system, question_id,
+    [metric labels])] sorted by the number of regressed metrics (descending), then system and question
+    id. The report's cards, the CLI's ``--summary-md`` and its links use this one order. Raises nothing.
+    """
+    found: dict[tuple[str, str], list[str]] = {}
+    for g in gates:
+        label = trec_name(str(g.get("metric")), g.get("k"))
+        for q in g.get("regressed_questions") or []:
+            found.setdefault((str(g.get("system")), str(q)), []).append(label)
+    return sorted(((s, q, labels) for (s, q), labels in found.items()), key=lambda t: (-len(t[2]), t[0], t[1]))
+
+
 def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, worst_n, access: ReportAccess,
-                    ranks: dict[tuple[str, str], EvidenceRank] | None = None) -> Callable[[ReportAccess], list[Block]]:
+                    ranks: dict[tuple[str, str], EvidenceRank] | None = None,
+                    regressed: Sequence[tuple[str, str, list[str]]] = ()) -> Callable[[ReportAccess], list[Block]]:
     """Select the questions now (registering their texts with ``access``); render after ``access.finalize()``.
 
     ``ranks``: where each run placed its question's evidence (``core.report.context.evidence_ranks``): a
     false abstention whose evidence sat only below the generator's ``context_k`` is a context-window
-    miss, never "with the evidence retrieved"."""
+    miss, never "with the evidence retrieved". ``regressed``: :func:`regressed_questions` of the gate
+    table; the first ``worst_n`` per system get a card (reason "regressed against the baseline on ...").
+    Every card carries the anchor :func:`question_anchor`."""
     ranks = ranks or {}
     per_q = question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(
         ["faithfulness", "answer_without_evidence_rate", "false_abstention_rate", "abstention_with_evidence",
@@ -66,12 +94,16 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
                 failures.append((q, "run error"))
         for q, reason in failures[:worst_n]:
             chosen.setdefault(q, []).append(reason)
+        mine = [(q, labels) for s, q, labels in regressed if s == system]
+        for q, labels in mine[:worst_n]:
+            chosen.setdefault(q, []).append("regressed against the baseline on " + ", ".join(labels))
         for q, reasons in chosen.items():
             selected.append((system, q, reasons))
-        selected_more = max(0, len(faith) - worst_n), max(0, len(failures) - worst_n)
+        selected_more = (max(0, len(faith) - worst_n), max(0, len(failures) - worst_n),
+                         max(0, len(mine) - worst_n))
         if any(selected_more):
-            selected.append((system, "", [f"{selected_more[0]} more low-faithfulness and {selected_more[1]} "
-                                          "more failed questions not shown"]))
+            selected.append((system, "", [f"{selected_more[0]} more low-faithfulness, {selected_more[1]} "
+                                          f"more failed and {selected_more[2]} more regressed questions not shown"]))
 
     # register every text that may be shown, for the leak check
     for system, q, _ in selected:
@@ -85,7 +117,9 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
         blocks = [heading("Questions to read", 2),
                   Block("note", text=f"Per system: up to {worst_n} answers with the lowest faithfulness (below 1), and "
                                      f"up to {worst_n} failures (absent questions answered, false abstentions, run "
-                                     "errors). Claims of the first judge repeat. Chunk previews show the first "
+                                     f"errors), and up to {worst_n} questions that regressed against the baseline "
+                                     "on a gated metric (gate split). Claims of the first judge repeat. Chunk "
+                                     "previews show the first "
                                      f"{PREVIEW_CHARS} characters; restricted chunks and any answer that drew on them "
                                      "are withheld for this viewer.")]
         if not selected:
@@ -98,9 +132,9 @@ def worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, w
             if not q:
                 blocks.append(Block("note", text=reasons[0]))
                 continue
-            blocks.append(Block("group", css="card", children=_card(system, q, reasons, runs.get((system, q)),
-                                                                     gold.get(q), claims_by.get((system, q), []),
-                                                                     vals, acc, ranks.get((system, q)))))
+            card = _card(system, q, reasons, runs.get((system, q)), gold.get(q), claims_by.get((system, q), []),
+                         vals, acc, ranks.get((system, q)))
+            blocks.append(Block("group", css="card", anchor=question_anchor(system, q), children=card))
         return blocks
 
     return render

@@ -1,0 +1,160 @@
+"""What the calibration check says, decided once: passed, or why not, and whether that blocks promotion.
+
+The calibration check in the code location, the report's decision section, the CLI line and the CI
+outputs all read :func:`calibration_status`, so they cannot disagree. A judge whose calibration against
+human labels is *missing* (none exists for its judge, model and prompt, or the configuration has no
+calibration section) or *stale* (made for another judge, model or prompt) never passes: nobody has
+checked its numbers. The failure blocks promotion only when a gate rests on a judge-based metric;
+otherwise it is a warning. A model judge is validated against human judgements before its numbers are
+used (L. Zheng et al., "Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena", NeurIPS 2023), and
+again after any judge, model or prompt change; agreement is Cohen's kappa (J. Cohen, 1960) as in
+:mod:`rag_eval_pipeline.core.metrics.agreement`. Nothing here imports Dagster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import polars as pl
+
+#: The states, worst first: the state of several judge keys is the worst of theirs.
+STATES = ("error", "not_configured", "missing", "stale", "kappa_null", "below_floor", "no_labels", "passed")
+
+_STATE_WORDS = {
+    "passed": "passed",
+    "error": "the calibration could not be computed",
+    "not_configured": "the configuration has no calibration section",
+    "missing": "no calibration against human labels for this judge, model and prompt",
+    "stale": "calibrated for another judge, model or prompt",
+    "kappa_null": "κ could not be computed",
+    "below_floor": "κ below the floor",
+    "no_labels": "no judge labels",
+}
+
+
+@dataclass(frozen=True)
+class CalibrationStatus:
+    """The outcome of the calibration check.
+
+    ``state``: one of :data:`STATES` ("passed" only when every current judge key has a current
+    calibration with κ >= floor); ``passed``; ``blocks`` (True when it failed and a gate is on a
+    judge-based metric: promotion stops); ``failures`` (one line per judge key that failed);
+    ``kappa`` (the lowest current κ, None when none is a number), ``floor``, ``n`` (items compared for
+    that κ), ``level`` ("claim" / "response"), ``judge_based_gates`` (sorted metric names).
+    """
+
+    state: str
+    passed: bool
+    blocks: bool
+    floor: float
+    failures: list[str] = field(default_factory=list)
+    kappa: float | None = None
+    n: int | None = None
+    level: str | None = None
+    judge_based_gates: list[str] = field(default_factory=list)
+
+    @property
+    def severity(self) -> str:
+        """"ok" when passed, "error" when the failure blocks promotion, else "warning"."""
+        return "ok" if self.passed else ("error" if self.blocks else "warning")
+
+    @property
+    def reason(self) -> str:
+        """One line: why it passed or failed, and what that does to promotion."""
+        if self.passed:
+            return f"calibrated: {self.figures()}"
+        what = "; ".join(self.failures) or self.state
+        if self.blocks:
+            return (f"calibration is required: gates rest on judge-based metrics {self.judge_based_gates}; {what}. "
+                    "Blocks promotion")
+        return f"{what}. A warning only: no gate is on a judge-based metric"
+
+    def figures(self) -> str:
+        """``κ 0.518 ≥ floor 0.4 (n 34, response level)``, ``κ 0.518 below floor 0.9 (...)``, ``κ null (floor 0.4)``."""
+        if self.kappa is None:
+            return f"κ null (floor {self.floor:g})"
+        sign = "≥" if self.kappa >= self.floor else "below"
+        extra = ", ".join(x for x in (f"n {self.n}" if self.n is not None else "",
+                                      f"{self.level} level" if self.level else "") if x)
+        return f"κ {self.kappa:.3f} {sign} floor {self.floor:g}" + (f" ({extra})" if extra else "")
+
+    def line(self) -> str:
+        """The text the CLI prints beside the check: the figures; when not passed, first the state and why,
+        and whether it blocks: ``missing: no calibration for this judge, model and prompt; κ null (floor 0.4);
+        a warning (no judge-based gate)``."""
+        if self.passed:
+            return self.figures()
+        effect = ("blocks promotion (gates on " + ", ".join(self.judge_based_gates) + ")" if self.blocks
+                  else "a warning (no judge-based gate)")
+        why = "" if self.state == "below_floor" else f"{self.state_words}; "  # the figures say "below floor"
+        return f"{self.state.replace('_', ' ')}: {why}{self.figures()}; {effect}"
+
+    @property
+    def state_words(self) -> str:
+        """The state in words: "passed", "the configuration has no calibration section", ..."""
+        return _STATE_WORDS.get(self.state, self.state)
+
+
+def _key(r: dict) -> str:
+    return f"{r.get('level')} {r.get('judge')}/{r.get('judge_model')}/{(r.get('prompt_sha256') or '')[:12]}"
+
+
+def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_floor: float,
+                       gated_metrics: Iterable[str], error: str | None = None) -> CalibrationStatus:
+    """Decide the calibration check from the calibration-in-force table.
+
+    Inputs: ``table`` (the ``judge_calibration`` table: one row per current judge key and level with
+    kappa, n, stale, missing, kappa_reason, calibrated_* columns; None or empty = no judge labels),
+    ``configured`` (the configuration has a ``calibration`` section), ``kappa_floor`` (in [-1, 1]),
+    ``gated_metrics`` (the metric names of the gate thresholds), ``error`` (the calibration could not
+    be computed: this text is the reason).
+    Output: a :class:`CalibrationStatus`. Per judge key: missing, stale, κ null or κ below the floor is
+    a failure with its reason; the overall state is the worst one (:data:`STATES`). With no calibration
+    section the state is ``not_configured`` (never passed). ``blocks`` = failed and at least one gated
+    metric is judge-based (:func:`core.metrics.calibration.judge_based_metrics`). Raises nothing.
+    Source: Cohen (1960) for κ; Zheng et al. (2023) for validating a judge against people.
+    """
+    # imported here: core.metrics.calibration imports the report package, whose decision module imports this one
+    from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
+
+    gated = judge_based_metrics(gated_metrics)
+    floor = float(kappa_floor)
+    rows = [] if table is None else list(table.iter_rows(named=True))
+    kappas = [(r["kappa"], r.get("n"), r.get("level")) for r in rows
+              if r.get("kappa") is not None and not r.get("missing")]
+    low = min(kappas, key=lambda t: t[0]) if kappas else (None, None, rows[0].get("level") if rows else None)
+    failures: list[str] = []
+    states: list[str] = []
+    if error:
+        states.append("error")
+        failures.append(f"calibration could not be computed: {error}")
+    elif not configured:
+        states.append("not_configured")
+        failures.append("no calibration: the configuration has no calibration section (human_labels, kappa_floor), "
+                        "so the judge was never compared with people")
+    else:
+        for r in rows:
+            who = _key(r)
+            if r.get("missing"):
+                states.append("missing")
+                failures.append(f"{who}: missing: no calibration against human labels exists for this judge, model "
+                                "and prompt")
+            elif r.get("stale"):
+                states.append("stale")
+                failures.append(f"{who}: stale: calibrated for {r.get('calibrated_judge')}/"
+                                f"{r.get('calibrated_judge_model')}/{(r.get('calibrated_prompt_sha256') or '')[:12]}; "
+                                "recalibrate after a judge, model or prompt change")
+            elif r.get("kappa") is None:
+                states.append("kappa_null")
+                failures.append(f"{who}: kappa null ({r.get('kappa_reason') or 'no reason given'})")
+            elif r["kappa"] < floor:
+                states.append("below_floor")
+                failures.append(f"{who}: kappa {r['kappa']:.3f} < floor {floor:g} (n {r.get('n')})")
+        if not rows:
+            states.append("no_labels")
+            failures.append("no judge labels to calibrate")
+    state = min(states, key=STATES.index) if states else "passed"
+    passed = state == "passed"
+    return CalibrationStatus(state=state, passed=passed, blocks=bool(gated) and not passed, floor=floor,
+                             failures=failures, kappa=low[0], n=low[1], level=low[2], judge_based_gates=gated)

@@ -1,0 +1,246 @@
+"""May this ship? The run's decision, stated once: verdict, promotion, blocking failures, split, judge trust.
+
+The report's first section, its asset metadata, ``decision.json`` beside the tables, the CLI's
+``--summary-md`` and ``--junit-xml`` all render one :class:`Decision`, so the places people look agree.
+
+Verdict (definitions in ``docs/report.md``):
+
+- **fail**: a blocking gate failed for a reason other than an inconclusive test (a regression the
+  paired test calls real, a floor breached, a null value, a comparison across golden or corpus
+  versions), or the judge's calibration failed where a gate rests on a judge-based metric;
+- **inconclusive**: nothing failed outright, but the run cannot say the change is safe: a gate whose
+  drop the paired test cannot tell from chance (blocking by default: then promotion does not happen),
+  a non-blocking gate that could not be evaluated, no gate configured, or every gated candidate is the
+  promoted baseline itself (nothing was compared);
+- **pass**: every gate passed (or stayed within the judge's noise) and the calibration does not block.
+
+The promotion outcome is decided by the ``promotion`` step, which runs after the report, from the same
+gate table and calibration: :func:`decide` states what that step does with them (promote, keep the stored
+baseline, or nothing and why); the CLI and the ``promotion`` asset record what it did. Nothing here
+imports Dagster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import polars as pl
+
+from rag_eval_pipeline.core.metrics.calibration_status import CalibrationStatus
+from rag_eval_pipeline.core.metrics.names import trec_name
+from rag_eval_pipeline.core.report.blocks import Block, Cell, heading
+
+VERDICTS = ("pass", "fail", "inconclusive")
+#: What the promotion step does: writes the candidate, keeps the stored baseline, is blocked, or has nothing to do.
+PROMOTION_ACTIONS = ("promote", "keep", "blocked", "none")
+
+
+@dataclass(frozen=True)
+class JudgeErrors:
+    """One system's judge errors: ``errors`` claim labels the judge failed on (JUDGE_ERROR) out of ``labels``."""
+
+    system: str
+    errors: int
+    labels: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decision of one run (see the module docstring for the rules).
+
+    ``verdict`` (:data:`VERDICTS`) and ``why`` (one line); ``blocking_failures`` and ``warnings`` (one line
+    each, reason included); ``promotion_action`` (:data:`PROMOTION_ACTIONS`), ``promotion`` (one line) and
+    ``promote`` (the configured candidate or None); ``split`` and ``split_questions`` (the held-out split
+    every gate compares on, and its golden question count); ``baseline`` (what the candidates were compared
+    with, in words); ``gates`` / ``gates_failed`` (rows of the gate table, blocking failures among them);
+    ``calibration`` (:class:`CalibrationStatus`); ``judge_errors`` per system; ``quick`` (the quick evaluation).
+    """
+
+    verdict: str
+    why: str
+    blocking_failures: list[str]
+    warnings: list[str]
+    promotion_action: str
+    promotion: str
+    promote: str | None
+    split: str
+    split_questions: int | None
+    baseline: str
+    gates: int
+    gates_failed: int
+    calibration: CalibrationStatus
+    judge_errors: list[JudgeErrors] = field(default_factory=list)
+    quick: bool = False
+
+    @property
+    def judge_error_total(self) -> tuple[int, int]:
+        """(judge errors, claim labels) over every system."""
+        return sum(j.errors for j in self.judge_errors), sum(j.labels for j in self.judge_errors)
+
+    def judge_errors_line(self) -> str:
+        """``0 of 125 claim labels (bm25_k10 0/28, team_rag 0/69)``."""
+        errors, labels = self.judge_error_total
+        per = ", ".join(f"{j.system} {j.errors}/{j.labels}" for j in self.judge_errors)
+        return f"{errors} of {labels} claim labels" + (f" ({per})" if per else "")
+
+    def split_line(self) -> str:
+        """``test (26 golden questions)``."""
+        return self.split + (f" ({self.split_questions} golden questions)" if self.split_questions is not None else "")
+
+    def calibration_line(self) -> str:
+        """``passed: κ 0.518 ≥ floor 0.4 (n 34, response level)`` or the state and its reason."""
+        c = self.calibration
+        if c.passed:
+            return f"passed: {c.figures()}"
+        word = "FAILED (blocks promotion)" if c.blocks else "warning (blocks nothing: no judge-based gate)"
+        return f"{word}: {c.state_words}; {c.figures()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The decision as JSON-ready values (``decision.json``); the calibration status nested."""
+        d = asdict(self)
+        d["calibration"] = asdict(self.calibration) | {"reason": self.calibration.reason,
+                                                       "line": self.calibration.line()}
+        d["judge_errors_line"] = self.judge_errors_line()
+        return d
+
+
+def _gate_label(g: Mapping[str, Any]) -> str:
+    k = g.get("k")
+    metric = str(g.get("metric"))
+    return metric if metric == "versions" else trec_name(metric, k if k is None else int(k))
+
+
+def gate_failure_line(g: Mapping[str, Any], split: str) -> str:
+    """One line for a gate row that did not pass: ``gate team_rag/recall_5 (split test): regression: <reason>``."""
+    if g.get("status") == "version_mismatch":
+        return f"gate {g.get('system')}: version mismatch: {g.get('reason')}"
+    return f"gate {g.get('system')}/{_gate_label(g)} (split {split}): {g.get('status')}: {g.get('reason')}"
+
+
+def judge_errors_by_system(judge_labels: pl.DataFrame) -> list[JudgeErrors]:
+    """Per system: claim labels with verdict JUDGE_ERROR and all claim labels (every repeat), sorted by system.
+
+    Input: a judge_labels frame (system, verdict). Output: a list of :class:`JudgeErrors`. Raises nothing
+    beyond polars' errors for missing columns."""
+    if not judge_labels.height:
+        return []
+    counts = (judge_labels.group_by("system")
+              .agg((pl.col("verdict") == "JUDGE_ERROR").sum().alias("errors"), pl.len().alias("labels"))
+              .sort("system"))
+    return [JudgeErrors(r["system"], int(r["errors"]), int(r["labels"])) for r in counts.iter_rows(named=True)]
+
+
+def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: CalibrationStatus, *, split: str,
+           split_questions: int | None, baseline: str, promote: str | None, quick: bool = False,
+           systems: Sequence[str] | None = None, stored_baseline: str | None = None,
+           judge_errors: Sequence[JudgeErrors] = ()) -> Decision:
+    """The decision of one run.
+
+    Inputs: ``gates`` (the ``gate_results`` table or its rows: system, metric, k, status, reason,
+    blocking, passed), ``calibration`` (:func:`core.metrics.calibration_status.calibration_status`),
+    ``split`` (the gate split) and ``split_questions`` (its golden question count, or None), ``baseline``
+    (what the candidates were compared with, in words), ``promote`` (``gates.promote`` or None), ``quick``
+    (the quick evaluation: never promotes), ``systems`` (the systems of this run; None = unknown),
+    ``stored_baseline`` (the promoted baseline's description, or None before the first promotion),
+    ``judge_errors``. Output: a :class:`Decision` by the rules of the module docstring; the promotion line
+    says what the promotion step does with this gate table and calibration. Raises ValueError for a gate
+    row without ``status``. Source: accepting a change on a held-out split with criteria fixed before the
+    results, by a paired test over questions (Smucker, Allan & Carterette, CIKM 2007).
+    """
+    rows = gates.to_dicts() if isinstance(gates, pl.DataFrame) else [dict(g) for g in gates]
+    if any(not r.get("status") for r in rows):
+        raise ValueError("every gate row needs a status")
+    blocking = [r for r in rows if r.get("blocking") and not r.get("passed")]
+    hard = [r for r in blocking if r["status"] != "inconclusive"]
+    failures = [gate_failure_line(r, split) for r in blocking]
+    warnings = [gate_failure_line(r, split) + " (not blocking)" for r in rows
+                if not r.get("blocking") and not r.get("passed")]
+    warnings += [gate_failure_line(r, split) + " (passes: block_inconclusive is off)" for r in rows
+                 if r["status"] == "inconclusive" and r.get("passed")]
+    if calibration.blocks:
+        failures.append(f"judge calibration: {'; '.join(calibration.failures) or calibration.state}")
+    elif not calibration.passed:
+        warnings.append(f"judge calibration (not blocking: no judge-based gate): "
+                        f"{'; '.join(calibration.failures) or calibration.state}")
+    compared = [r for r in rows if r["status"] not in ("unchanged_since_promotion",)]
+    if hard or calibration.blocks:
+        verdict = "fail"
+        why = f"{len(failures)} blocking failure(s)"
+    elif blocking or any(r["status"] == "inconclusive" for r in rows):
+        verdict = "inconclusive"
+        n = sum(r["status"] == "inconclusive" for r in rows)
+        why = (f"{n} gate(s) inconclusive: a drop beyond its threshold that the paired test cannot tell from "
+               "chance")
+    elif any(r["status"] == "not_evaluable" for r in rows):
+        verdict, why = "inconclusive", "a non-blocking gate could not be evaluated (a null value)"
+    elif not rows:
+        verdict, why = "inconclusive", "no gate configured: nothing decides whether a change is safe"
+    elif not compared:
+        verdict = "inconclusive"
+        why = "nothing compared: every gated candidate is the promoted baseline itself (unchanged since promotion)"
+    else:
+        verdict = "pass"
+        why = f"every gate passed on split {split} ({len(rows)} gate(s))"
+        if not calibration.passed:
+            why += "; the judge's calibration only warns (no gate is judge-based)"
+    action, promotion = _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline)
+    return Decision(verdict=verdict, why=why, blocking_failures=failures, warnings=warnings,
+                    promotion_action=action, promotion=promotion, promote=promote, split=split,
+                    split_questions=split_questions, baseline=baseline, gates=len(rows), gates_failed=len(blocking),
+                    calibration=calibration, judge_errors=list(judge_errors), quick=quick)
+
+
+def _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline) -> tuple[str, str]:
+    kept = stored_baseline or "none yet"
+    if quick:
+        return "none", "none: the quick evaluation never promotes"
+    if not promote:
+        return "none", "none: no candidate configured (gates.promote is not set)"
+    if systems is not None and promote not in systems:
+        return "blocked", (f"not promoted: gates.promote {promote!r} has no rows in this run; the stored baseline "
+                           f"({kept}) stays")
+    if blocking or calibration.blocks:
+        n = len(blocking) + (1 if calibration.blocks else 0)
+        return "blocked", (f"not promoted: {n} blocking failure(s) stop {promote}; the stored baseline ({kept}) "
+                           "stays")
+    mine = [r for r in rows if r.get("system") == promote]
+    if mine and any(r["status"] == "unchanged_since_promotion" for r in mine):
+        return "keep", (f"kept: {promote} is already the promoted baseline (same configuration and versions); "
+                        "nothing is written")
+    return "promote", (f"promotes {promote} as the baseline: no blocking failure (the promotion step, which runs "
+                       "after this report, writes it)")
+
+
+_VERDICT_WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}
+
+
+def verdict_word(verdict: str) -> str:
+    """``PASS`` / ``FAIL`` / ``INCONCLUSIVE``."""
+    return _VERDICT_WORDS.get(verdict, verdict.upper())
+
+
+def decision_blocks(d: Decision) -> list[Block]:
+    """The report's first section: the verdict and promotion in one sentence each, then a table with the
+    blocking failures (one line each), the comparison split, the baseline, judge calibration and judge errors."""
+    blocks = [heading("Decision", 2),
+              Block("p", text=f"Verdict: {verdict_word(d.verdict)} — {d.why}.", css=f"verdict verdict-{d.verdict}"),
+              Block("p", text=f"Promotion: {d.promotion}.", css=f"promotion promotion-{d.promotion_action}")]
+    rows: list[list[Cell | str]] = []
+    if d.blocking_failures:
+        for i, line in enumerate(d.blocking_failures):
+            rows.append(["blocking failure" if i == 0 else "", Cell(line, css="status-regression")])
+    else:
+        rows.append(["blocking failures", "none"])
+    for i, line in enumerate(d.warnings):
+        rows.append(["warnings" if i == 0 else "", Cell(line, css="status-inconclusive")])
+    rows.append(["comparison split", f"{d.split_line()}: every gate and the comparison table below use it; "
+                                     "the summary tables use all questions (split all)"])
+    rows.append(["compared with", d.baseline])
+    rows.append(["judge calibration", Cell(d.calibration_line(), css=None if d.calibration.passed else
+                                           ("status-regression" if d.calibration.blocks else "status-inconclusive"))])
+    errors, _labels = d.judge_error_total
+    rows.append(["judge errors", Cell(d.judge_errors_line(), css="flag" if errors else None)])
+    blocks.append(Block("table", headers=["", ""], rows=rows, css="meta decision"))
+    return blocks

@@ -1,0 +1,60 @@
+"""JUnit XML and the pull-request summary on hand-made inputs (the CLI test reads them back from a real run)."""
+
+import xml.etree.ElementTree as ET
+
+import polars as pl
+import pytest
+
+from rag_eval_pipeline.core.report.ci import JUnitCase, gate_cases, junit_xml, summary_markdown
+from rag_eval_pipeline.core.tables import SCHEMAS
+
+
+def _gates(rows):
+    return pl.DataFrame(rows, schema=SCHEMAS["gate_results"])
+
+
+ROWS = [
+    {"system": "cand", "metric": "recall", "k": 5, "candidate": 0.5, "baseline": 0.75, "difference": -0.25,
+     "ci_low": -0.4, "ci_high": -0.1, "p_value": 0.01, "wins": 0, "ties": 3, "losses": 5, "status": "regression",
+     "reason": "drop 0.2500 > allowed 0.05 <&> (p = 0.0100)", "blocking": True, "passed": False,
+     "regressed_questions": ["q1", "q2"]},
+    {"system": "cand", "metric": "map", "k": None, "candidate": 0.6, "baseline": 0.6, "difference": 0.0,
+     "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0, "wins": 0, "ties": 8, "losses": 0, "status": "pass",
+     "reason": "difference +0.0000 within thresholds", "blocking": True, "passed": True, "regressed_questions": []},
+    {"system": "cand", "metric": "ndcg_cut", "k": 10, "candidate": 0.5, "baseline": 0.7, "difference": -0.2,
+     "ci_low": None, "ci_high": None, "p_value": 0.02, "wins": 0, "ties": 6, "losses": 2, "status": "regression",
+     "reason": "below", "blocking": False, "passed": False, "regressed_questions": ["q2"]},
+]
+
+
+def test_junit_cases_counts_and_escaping():
+    cases = gate_cases(_gates(ROWS), "test") + [JUnitCase("checks.s/a", "c", "error", "not run")]
+    root = ET.fromstring(junit_xml("rag-eval s (job)", cases, {"verdict": "fail"}).split("\n", 1)[1])
+    [suite] = root.findall("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "1", "1")
+    failure = suite.find("testcase[@name='recall_5 (split test)']/failure")
+    assert failure.get("message") == "regression: drop 0.2500 > allowed 0.05 <&> (p = 0.0100)"  # escaped, read back
+    assert suite.find("testcase[@name='map (split test)']/failure") is None
+    warn = suite.find("testcase[@name='ndcg_cut_10 (split test)']/system-out")
+    assert warn.text.startswith("WARNING: regression: below")
+    assert suite.find("properties/property[@name='verdict']").get("value") == "fail"
+    with pytest.raises(ValueError):
+        junit_xml("s", [JUnitCase("a", "b", "skipped")])
+
+
+def test_summary_changed_metrics_and_regressed_questions():
+    decision = {"verdict": "fail", "why": "1 blocking failure(s)", "blocking_failures": ["gate cand/recall_5: x"],
+                "warnings": [], "split": "test", "split_questions": 8, "baseline": "base",
+                "calibration": {"line": "κ 0.5 ≥ floor 0.4"}, "judge_errors_line": "0 of 9 claim labels"}
+    md = summary_markdown(decision, _gates(ROWS), title="rag-eval s", promotion="none", report_link="https://r/x.html")
+    assert md.splitlines()[0] == "### ❌ rag-eval s: FAIL"
+    # map did not change: 2 of the 3 gated metrics changed
+    assert "| cand | recall_5 | 0.7500 | 0.5000 | -0.2500 | [-0.4000, -0.1000] | 0.0100 | regression |" in md
+    assert "| cand | ndcg_cut_10 | 0.7000 | 0.5000 | -0.2000 |  | 0.0200 | regression |" in md
+    assert "| cand | map |" not in md and "1 gated metric(s) unchanged or not compared." in md
+    # q2 regressed on two metrics, q1 on one: q2 first
+    assert md.index("[q2](https://r/x.html#q-cand-q2)") < md.index("[q1](https://r/x.html#q-cand-q1)")
+    assert "| cand | [q2](https://r/x.html#q-cand-q2) | recall_5, ndcg_cut_10 |" in md
+    forced = summary_markdown(dict(decision, verdict="pass", blocking_failures=[]), None, title="t",
+                              promotion="none", report_link=None, extra_failures=["step x failed"])
+    assert forced.splitlines()[0].endswith(": FAIL") and "- step x failed" in forced

@@ -1,0 +1,121 @@
+"""rag-eval compare's core: side syntax, metric rows with the paired test, question order, the rendered page."""
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from rag_eval_pipeline.core.report.compare import build_comparison, compare_metrics, question_changes
+from rag_eval_pipeline.core.report.compare_sides import Side, SideError, SideSpec, parse_side
+
+
+def test_side_syntax(tmp_path):
+    assert parse_side("baseline") == SideSpec("baseline", "", None, "baseline")
+    assert parse_side("system:team_rag") == SideSpec("system", "team_rag", "team_rag", "system:team_rag")
+    assert parse_side("night:2026-11-30") == SideSpec("night", "2026-11-30", None, "night:2026-11-30")
+    assert parse_side("night:2026-11-30:bm25").system == "bm25"
+    assert parse_side("run:5bca00c8:bm25") == SideSpec("run", "5bca00c8", "bm25", "run:5bca00c8:bm25")
+    (tmp_path / "out").mkdir()
+    assert parse_side(f"dir:{tmp_path / 'out'}:bm25") == SideSpec("dir", str(tmp_path / "out"), "bm25",
+                                                                   f"dir:{tmp_path / 'out'}:bm25")
+    assert parse_side(f"dir:{tmp_path / 'out'}").system is None
+    for bad in ("team_rag", "system:", "night:30-11-2026", "week:1", "baseline:x", ""):
+        with pytest.raises(SideError):
+            parse_side(bad)
+
+
+def _qm(rows):
+    return pl.DataFrame(rows, schema={"system": pl.Utf8, "question_id": pl.Utf8, "split": pl.Utf8, "metric": pl.Utf8,
+                                      "k": pl.Int32, "value": pl.Float64}, orient="row")
+
+
+def _summary(system, values):
+    return pl.DataFrame([{"system": system, "split": "all", "segment": "all", "metric": m, "k": k, "value": v,
+                          "numerator": None, "denominator": None, "n": 5} for (m, k), v in values.items()],
+                        schema_overrides={"k": pl.Int32, "numerator": pl.Float64, "denominator": pl.Float64})
+
+
+def _side(name, qm, summary, runs=None, labels=None):
+    spec = SideSpec("system", name, name, f"system:{name}")
+    return Side(spec, name, name, Path("."), summary, None, qm, runs, labels, "g1", "c1", [])
+
+
+# Per question: recall@5 (higher is better) and false_abstention_rate (lower is better), A then B.
+#   q1: recall 1 -> 0.25 (change -0.75)      q2: FAR 0 -> 1 (oriented change -1)
+#   q3: recall 0 -> 1 (+1)                    q4: unchanged            q5: FAR 1 -> 0 (oriented +1), recall 0.5 -> 0.75
+A_ROWS = [("a", "q1", "test", "recall", 5, 1.0), ("a", "q2", "test", "false_abstention_rate", None, 0.0),
+          ("a", "q3", "dev", "recall", 5, 0.0), ("a", "q4", "dev", "recall", 5, 1.0),
+          ("a", "q5", "test", "false_abstention_rate", None, 1.0), ("a", "q5", "test", "recall", 5, 0.5)]
+B_ROWS = [("b", "q1", "test", "recall", 5, 0.25), ("b", "q2", "test", "false_abstention_rate", None, 1.0),
+          ("b", "q3", "dev", "recall", 5, 1.0), ("b", "q4", "dev", "recall", 5, 1.0),
+          ("b", "q5", "test", "false_abstention_rate", None, 0.0), ("b", "q5", "test", "recall", 5, 0.75)]
+
+
+def test_questions_regressions_first_largest_change_first():
+    a, b = _side("a", _qm(A_ROWS), None), _side("b", _qm(B_ROWS), None)
+    changed, unchanged = question_changes(a, b, "all")
+    assert [q.question_id for q in changed] == ["q2", "q1", "q3", "q5"]
+    assert [q.key_change for q in changed] == [("false_abstention_rate", -1.0), ("recall_5", -0.75),
+                                               ("recall_5", 1.0), ("false_abstention_rate", 1.0)]
+    assert unchanged == 1  # q4
+    test_only, unchanged = question_changes(a, b, "test")
+    assert [q.question_id for q in test_only] == ["q2", "q1", "q5"] and unchanged == 0
+    recall_only, _ = question_changes(a, b, "all", metrics=["recall_5"])
+    assert [q.question_id for q in recall_only] == ["q1", "q3", "q5"]
+
+
+def test_metric_rows_difference_and_exact_paired_test():
+    """recall@5 differences B - A over 4 questions: +1, +1, +1, +0.5. Of the 2^4 sign flips only all-plus and
+    all-minus reach |sum| >= 3.5, so the exact two-sided p is 2/16 = 0.125 (the Monte Carlo estimate of the
+    gates' test is within sampling error of it); the mean difference is 3.5/4 = 0.875 and every bootstrap
+    mean lies in [0.5, 1]."""
+    a_rows = [("a", f"q{i}", "all", "recall", 5, v) for i, v in enumerate([0.0, 0.0, 0.0, 0.5])]
+    b_rows = [("b", f"q{i}", "all", "recall", 5, v) for i, v in enumerate([1.0, 1.0, 1.0, 1.0])]
+    a = _side("a", _qm(a_rows), _summary("a", {("recall", 5): 0.125, ("map", None): 0.4}))
+    b = _side("b", _qm(b_rows), _summary("b", {("recall", 5): 1.0}))
+    rows = {m.label: m for m in compare_metrics(a, b, "all")}
+    recall = rows["recall_5"]
+    assert recall.difference == pytest.approx(0.875) and recall.direction == "better"
+    assert recall.n_pairs == 4 and (recall.wins, recall.ties, recall.losses) == (4, 0, 0)
+    assert recall.p_value == pytest.approx(0.125, abs=0.015)
+    assert 0.5 <= recall.ci_low <= 0.875 <= recall.ci_high <= 1.0
+    assert rows["map"].b is None and rows["map"].difference is None and rows["map"].n_pairs == 0
+
+
+def test_lower_is_better_direction():
+    a = _side("a", None, _summary("a", {("false_abstention_rate", None): 0.4}))
+    b = _side("b", None, _summary("b", {("false_abstention_rate", None): 0.1}))
+    [row] = compare_metrics(a, b, "all")
+    assert row.difference == pytest.approx(-0.3) and row.direction == "better" and row.p_value is None
+
+
+def _runs(system, answers):
+    return pl.DataFrame([{"system": system, "question_id": q, "decision": "answer", "answer": text,
+                          "citations": ["d#0"], "retrieved": [{"chunk_id": "d#0", "score": 1.0, "rank": 1},
+                                                              {"chunk_id": cid, "score": 0.5, "rank": 2}]}
+                         for q, (text, cid) in answers.items()])
+
+
+def test_page_names_the_split_and_withholds_restricted_text():
+    secret = "ZX-INTERNAL-7731 staff only procedure text"
+    snapshot = pl.DataFrame({"chunk_id": ["d#0", "s#0"], "text": ["public text about returns", secret],
+                             "title": ["Public", "Staff"], "status": ["active", "active"],
+                             "acl": [[], ["staff"]]})
+    golden = pl.DataFrame({"question_id": ["q1", "q2", "q3", "q4", "q5"], "question": [f"question {i}" for i in
+                                                                                      range(1, 6)],
+                           "answerability": ["answerable"] * 5, "split": ["test"] * 5,
+                           "relevant": [[{"chunk_id": "d#0", "grade": 1}]] * 5})
+    a = _side("a", _qm(A_ROWS), _summary("a", {("recall", 5): 0.6}),
+              runs=_runs("a", {q: ("public answer", "d#0") for q in ("q1", "q2", "q3", "q5")}))
+    b = _side("b", _qm(B_ROWS), _summary("b", {("recall", 5): 0.7}),
+              runs=_runs("b", {"q1": (secret, "s#0"), "q2": ("fine", "d#0"), "q3": ("fine", "d#0"),
+                               "q5": ("fine", "d#0")}))
+    c = build_comparison(a, b, split="all", golden=golden, snapshot=snapshot, viewer_groups=["customers"],
+                         n_permutations=200)
+    assert "## Every metric (split all)" in c.markdown and "## Question by question (split all)" in c.markdown
+    assert secret not in c.markdown and "ZX-INTERNAL" not in c.html
+    assert "[restricted: withheld" in c.markdown
+    # the index table: questions in the order of their largest change, each linking to its card
+    order = [c.html.index(f'href="#cq-{q}"') for q in ("q2", "q1", "q3", "q5")]
+    assert order == sorted(order)
+    assert 'id="cq-q2"' in c.html and "<script>" in c.html and 'class="sortable questions"' in c.html
