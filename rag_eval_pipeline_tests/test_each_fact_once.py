@@ -49,11 +49,11 @@ def test_the_judge_based_metrics_are_the_ten_judge_metrics():
 
 @pytest.mark.parametrize("metric", FORMERLY_MISSED)
 def test_a_gate_on_a_formerly_missed_judge_metric_makes_calibration_blocking(tmp_path, metric):
-    from rag_eval_pipeline.defs.location import _calibration_blocks
+    from rag_eval_pipeline.defs.factory import calibration_blocks
 
     cfg = load_config(gated(tmp_path, metric), environ={})
     assert judge_based_metrics(t.metric for t in cfg.thresholds) == [metric]
-    assert _calibration_blocks(cfg)  # the code location declares judge_calibrated_above_floor blocking
+    assert calibration_blocks(cfg)  # the code location declares judge_calibrated_above_floor blocking
     assert report_is_judge_based(metric)  # and the report shows its judge errors beside it
     summary = pl.DataFrame({"system": ["s"], "split": ["all"], "segment": ["all"], "metric": [metric], "k": [None],
                             "value": [0.5], "numerator": [1.0], "denominator": [2.0], "n": [2], "ci_low": [None],
