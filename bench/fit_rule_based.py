@@ -5,17 +5,21 @@ Dziri et al., arXiv 2105.00071): 430 responses, each with its knowledge snippet 
 "Fully attributable" / "Not fully attributable". No other file is used for fitting; the embedded
 sample's hand labels are never read here.
 
-What is fitted: the three numbers of the decision rule (see the judge's module docstring) —
-``support_lexical``, ``lexical_floor``, ``support_semantic`` — by an exhaustive grid search that
-maximises Cohen's kappa at response level (judge "attributable" iff every claim is SUPPORTED; a
-response with no checkable claim counts as not attributable, so n is always 430).
+What is fitted: the four numbers of the decision rule (``core/judges/evidence.py``) —
+``support_lexical``, ``lexical_floor``, ``support_semantic`` and ``word_counterpart`` (the word
+similarity that excuses an extra word as a substitution) — by grid search maximising Cohen's kappa at
+response level (judge "attributable" iff every claim is SUPPORTED; a response with no checkable claim
+counts as not attributable, so n is always 430): the first three exhaustively for a given
+``word_counterpart``, then ``word_counterpart`` for them, twice (coordinate ascent). HaluEval and
+SciFact are never read here: they are evaluation only (``bench/halueval_pairwise.py``,
+``bench/long_inputs.py``).
 
 Honest figure: 5-fold cross-validation with folds **grouped by knowledge snippet** (BEGIN pairs
 one snippet with the responses of four dialogue models; grouping keeps a snippet's responses in one
-fold), seed 0: fit on four folds, score the fifth, pool the five held-out predictions. Beside it,
-on the same folds, the naive baseline: content-word overlap (lower-cased letter runs minus the
-judge's stopwords; share of the response's words found in the snippet) with one threshold fitted
-the same way.
+fold), seed 0: fit on four folds, score the fifth, pool the five held-out predictions; kappa overall
+and per generating model (``model_name``). Beside it, on the same folds, the naive baseline:
+content-word overlap (lower-cased letter runs minus the judge's stopwords; share of the response's
+words found in the snippet) with one threshold fitted the same way.
 
 ``--write`` stores the parameters fitted on all 430 responses in the package's parameter file
 (their sha256 becomes the judge's prompt_sha256, so every earlier calibration goes stale).
@@ -45,6 +49,8 @@ LABELS = ["attributable", "not_attributable"]
 #: The grid, kept coarse on purpose (430 labels): 7 x 4 x 12 candidate rules.
 GRID_LEXICAL = [0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9]
 GRID_FLOOR = [0.3, 0.4, 0.5, 0.6]
+#: Word-to-word similarities that excuse an extra word (1.01: none is excused).
+GRID_COUNTERPART = [0.80, 0.82, 0.84, 0.86, 0.88, 0.90, 0.92, 0.95, 1.01]
 
 
 def load_begin(path: Path) -> list[dict[str, str]]:
@@ -81,22 +87,40 @@ def semantic_grid(tables) -> list[float]:
     return sorted({round(float(q), 3) for q in qs} | {1.01})
 
 
-def fit(tables, human: list[str], idx: list[int], sem_grid: list[float]) -> tuple[dict, float]:
-    """Grid search on rows ``idx``: (best params, their kappa). Ties: the simplest (highest
-    thresholds, i.e. the most conservative rule) wins."""
-    best, best_k = None, -2.0
+def fit(tables, human: list[str], idx: list[int], sem_grid: list[float],
+        counterpart_grid: list[float] = GRID_COUNTERPART) -> tuple[dict, float]:
+    """Grid search on rows ``idx``: (best params, their kappa), by coordinate ascent over
+    ``word_counterpart`` and the other three. Ties: the first found, i.e. the highest thresholds
+    (the most conservative rule) of the grid order."""
     h = [human[i] for i in idx]
-    for lex in GRID_LEXICAL:
-        for floor in GRID_FLOOR:
-            if floor >= lex:
-                continue
-            for sem in sem_grid:
-                p = {"support_lexical": lex, "lexical_floor": floor, "support_semantic": min(sem, 1.0)}
-                if sem > 1.0:  # the semantic signal off (a cosine never exceeds 1 + rounding)
-                    p = {"support_lexical": lex, "lexical_floor": lex, "support_semantic": 1.0}
-                k = kappa(h, [predict(tables[i], p) for i in idx])
-                if k > best_k + 1e-12:
-                    best, best_k = p, k
+
+    def score(p: dict) -> float:
+        return kappa(h, [predict(tables[i], p) for i in idx])
+
+    tau = 1.01
+    best, best_k = None, -2.0
+    for _ in range(2):
+        for lex in GRID_LEXICAL:
+            for floor in GRID_FLOOR:
+                if floor >= lex:
+                    continue
+                for sem in sem_grid:
+                    p = {"support_lexical": lex, "lexical_floor": floor, "support_semantic": min(sem, 1.0),
+                         "word_counterpart": tau}
+                    if sem > 1.0:  # the semantic signal off (a cosine never exceeds 1 + rounding)
+                        p = {"support_lexical": lex, "lexical_floor": lex, "support_semantic": 1.0,
+                             "word_counterpart": tau}
+                    k = score(p)
+                    if k > best_k + 1e-12:
+                        best, best_k = p, k
+        for t in counterpart_grid:
+            p = dict(best, word_counterpart=t)
+            k = score(p)
+            if k > best_k + 1e-12:
+                best, best_k = p, k
+        if best["word_counterpart"] == tau:
+            break
+        tau = best["word_counterpart"]
     return best, best_k
 
 
@@ -160,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         train = [i for g, fold in enumerate(folds) if g != f for i in fold]
         p, k_train = fit(tables, human, train, sem_grid)
         t, _ = fit_threshold(scores, human, train)
-        p_lex, _ = fit(tables, human, train, [1.01])  # the same rule, semantic signal off
+        p_lex, _ = fit(tables, human, train, [1.01], [1.01])  # the same rule, no encoder signal
         for i in test:
             pred_rule[i] = predict(tables[i], p)
             pred_base[i] = "attributable" if scores[i] >= t else "not_attributable"
@@ -174,10 +198,18 @@ def main(argv: list[str] | None = None) -> int:
     k_rule = kappa(human, pred_rule)
     k_base = kappa(human, pred_base)
     k_lex = kappa(human, lexical_only)
+    models = sorted({r.get("model_name") or "begin" for r in rows})
+    by_model = {}
+    for m in models:
+        ix = [i for i, r in enumerate(rows) if (r.get("model_name") or "begin") == m]
+        hm = [human[i] for i in ix]
+        by_model[m] = (len(ix), kappa(hm, [pred_rule[i] for i in ix]), kappa(hm, [pred_base[i] for i in ix]))
     agree = sum(a == b for a, b in zip(human, pred_rule)) / len(rows)
     print(f"5-fold CV (grouped by knowledge snippet), pooled held-out kappa: rule {k_rule:.3f} "
           f"(agreement {agree:.3f}); same rule without the semantic signal {k_lex:.3f}; "
           f"naive content-word overlap, one threshold {k_base:.3f}")
+    print("pooled held-out kappa by generating model (rule / baseline): " + ", ".join(
+        f"{m} {kr:.3f} / {kb:.3f} (n={n})" for m, (n, kr, kb) in by_model.items()))
     print(f"per-fold mean kappa: rule {np.mean([a for a, _ in per_fold]):.3f} "
           f"(sd {np.std([a for a, _ in per_fold]):.3f}), baseline {np.mean([b for _, b in per_fold]):.3f} "
           f"(sd {np.std([b for _, b in per_fold]):.3f})")
@@ -188,10 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         current = json.loads(PARAMS_FILE.read_text(encoding="utf-8"))
         out = {
             **{k: v for k, v in current.items() if k not in p_all},  # rule, encoder, sentence_window
-            **{k: p_all[k] for k in ("support_lexical", "lexical_floor", "support_semantic")},
+            **{k: p_all[k] for k in ("support_lexical", "lexical_floor", "support_semantic", "word_counterpart")},
             "fitted_on": "BEGIN WoW dev (begin_wow/begin_dev_wow.tsv, 430 responses), bench/fit_rule_based.py",
             "cv_kappa_5fold_grouped": round(k_rule, 3),
             "cv_kappa_baseline_overlap": round(k_base, 3),
+            "cv_kappa_by_model": {m: round(kr, 3) for m, (_, kr, _) in by_model.items()},
+            "cv_kappa_baseline_by_model": {m: round(kb, 3) for m, (_, _, kb) in by_model.items()},
         }
         PARAMS_FILE.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
         print(f"wrote {PARAMS_FILE}")

@@ -7,23 +7,29 @@ code location's environment). Only the report pages are served (``report.html``,
 writes to ``compare/``, which follow the same access policy): never the Parquet tables, which hold
 text the report withholds from its viewers. GET and HEAD only; no directory listing beyond an index
 of the report pages; paths that leave the folder (``..``, symbolic links) are refused by Starlette's
-``StaticFiles``.
+``StaticFiles``, and the index lists only pages reached without following a symbolic link (a page
+behind a linked folder is listed nowhere and served by no URL). A foreign ``Host`` (DNS rebinding)
+is refused, as on every local server (``local_guard.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import os
 import socket
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+
+from rag_eval_pipeline.local_guard import LocalOnly
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -83,14 +89,22 @@ class ReportFiles(StaticFiles):
 
 
 def report_pages(folder: Path) -> list[str]:
-    """Report pages under ``folder`` (at most INDEX_DEPTH levels down), as sorted POSIX relative paths."""
+    """Report pages under ``folder`` (at most INDEX_DEPTH levels down), as sorted POSIX relative paths.
+
+    Walks without following symbolic links: a page inside a linked folder, or a linked page, is not
+    listed (``StaticFiles(follow_symlink=False)`` would not serve it either)."""
     found = []
-    for depth in range(INDEX_DEPTH + 1):
-        for name in (*REPORT_FILES, *(f"{COMPARE_PREFIX}*{suffix}" for suffix in COMPARE_SUFFIXES)):
-            for p in folder.glob("/".join(["*"] * depth + [name])):
-                rel = p.relative_to(folder).as_posix()
-                if p.is_file() and not p.is_symlink() and is_report_page(rel):
-                    found.append(rel)
+    root = str(folder)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel = Path(dirpath).relative_to(folder)
+        if len(rel.parts) >= INDEX_DEPTH:
+            dirnames[:] = []
+        dirnames[:] = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            page = (rel / name).as_posix()
+            if is_report_page(page) and not os.path.islink(path) and os.path.isfile(path):
+                found.append(page)
     return sorted(found)
 
 
@@ -105,7 +119,8 @@ def build_app(folder: str | Path) -> Starlette:
         return HTMLResponse(f"<!doctype html><meta charset=utf-8><title>rag-eval reports</title>"
                             f"<h1>Reports in {html.escape(str(root))}</h1><ul>{items or '<li>none yet</li>'}</ul>")
 
-    return Starlette(routes=[Route("/", index, methods=["GET", "HEAD"]),
+    return Starlette(middleware=[Middleware(LocalOnly)],
+                     routes=[Route("/", index, methods=["GET", "HEAD"]),
                              Mount("/", app=ReportFiles(directory=root, follow_symlink=False))])
 
 

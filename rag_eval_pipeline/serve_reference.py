@@ -3,13 +3,12 @@
 ``POST /answer`` with JSON ``{"question_id": str, "question": str, "user_groups": [str]}`` answers
 with one run-log object (``retrieved``, ``decision``, ``answer``, ``citations``, ``corpus_version``,
 manifest fields) and the header ``X-Model-Version``; ``GET /health`` says which system and corpus
-version it serves. It binds to 127.0.0.1 only. With ``data/configs/live_http.yaml`` pointing at it, a
+version it serves. It binds to 127.0.0.1 only and refuses a foreign ``Host``, a foreign ``Origin`` and
+a body that is not ``application/json`` (``local_guard.py``). With ``data/configs/live_http.yaml`` pointing at it, a
 new user can evaluate a ``kind: http`` system in two commands.
 """
 
 from __future__ import annotations
-
-import json
 
 MODEL_VERSION_HEADER = "X-Model-Version"
 
@@ -20,14 +19,18 @@ def build_app(config_path: str, system_name: str):
     Builds the corpus snapshot of the configuration and indexes it once. Raises ConfigError when the
     system is unknown or not of kind ``reference``, InputError for a bad corpus."""
     from starlette.applications import Starlette
+    from starlette.middleware import Middleware
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.core.errors import ConfigError
+    from rag_eval_pipeline.core.jsonio import JsonError
+    from rag_eval_pipeline.core.jsonio import loads as strict_json
     from rag_eval_pipeline.core.pipeline import build_snapshot
     from rag_eval_pipeline.core.systems.reference_service import ReferenceService
+    from rag_eval_pipeline.local_guard import LocalOnly
 
     cfg = load_config(config_path)
     spec = cfg.system(system_name)
@@ -43,9 +46,9 @@ def build_app(config_path: str, system_name: str):
 
     async def answer(request: Request) -> JSONResponse:
         try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return bad("the body is not JSON; expected {question_id, question, user_groups}")
+            body = strict_json(await request.body())
+        except JsonError as exc:
+            return bad(f"the body is not JSON ({str(exc)[:200]}); expected {{question_id, question, user_groups}}")
         if not isinstance(body, dict):
             return bad("expected a JSON object {question_id, question, user_groups}")
         qid, question, groups = body.get("question_id"), body.get("question"), body.get("user_groups", [])
@@ -61,4 +64,7 @@ def build_app(config_path: str, system_name: str):
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"system": system_name, "corpus_version": version, "chunks": snapshot.height})
 
-    return Starlette(routes=[Route("/answer", answer, methods=["POST"]), Route("/health", health, methods=["GET"])])
+    # a foreign Host (DNS rebinding), a foreign Origin and non-JSON posts are refused (local_guard.py):
+    # a web page must not be able to ask for restricted chunk text by naming a group
+    return Starlette(middleware=[Middleware(LocalOnly)],
+                     routes=[Route("/answer", answer, methods=["POST"]), Route("/health", health, methods=["GET"])])

@@ -20,10 +20,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _request(port: int, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+def _request(port: int, method: str, path: str, body: bytes | None = None,
+             headers: dict | None = None) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        conn.request(method, path, body=body)  # the path is sent as written (no client-side normalisation)
+        # the path is sent as written (no client-side normalisation)
+        conn.request(method, path, body=body, headers=headers or {})
         resp = conn.getresponse()
         return resp.status, resp.read()
     finally:
@@ -99,8 +101,9 @@ def test_serve_refuses_tables_listing_writing_and_paths_outside_its_folder(serve
         assert b"OUTSIDE-SECRET" not in body
     for method in ("PUT", "POST", "DELETE"):
         status, _ = _request(port, method, "/sample/new.html", body=b"written")
-        assert status == 405, method
-        status, _ = _request(port, method, "/sample/report.html", body=b"overwritten")
+        assert status == 415, method  # not JSON: refused before any route (local_guard.py)
+        status, _ = _request(port, method, "/sample/report.html", body=b"overwritten",
+                             headers={"Content-Type": "application/json"})
         assert status == 405, method
     assert not (root / "sample" / "new.html").exists()
     assert (root / "sample" / "report.html").read_text(encoding="utf-8") == "<html><body>REPORT-OF-SAMPLE</body></html>"

@@ -57,16 +57,15 @@ def read_decision(out: Path, rewritten: bool) -> dict:
 def write_ci_outputs(args, result, job, out: Path, suite: str, promotion: str, decision_rewritten: bool,
                      gates_rewritten: bool, failed_steps: list[str]) -> list[str]:
     """Write ``--junit-xml`` and ``--summary-md`` (when given) atomically; return the lines to print."""
-    import polars as pl
 
     from rag_eval_pipeline.core.report.ci import JUnitCase, gate_cases, junit_xml, summary_markdown
-    from rag_eval_pipeline.core.storage import write_text_atomic
+    from rag_eval_pipeline.core.storage import read_table, write_text_atomic
     from rag_eval_pipeline.defs.report import report_url
     from rag_eval_pipeline.defs.resources import REPORT_URL_ENV
 
     promotion = promotion.removeprefix("promotion: ")
     decision = read_decision(out, decision_rewritten)
-    gates = pl.read_parquet(out / "gate_results.parquet") if gates_rewritten else None
+    gates = read_table(out / "gate_results.parquet", "gate_results") if gates_rewritten else None
     checks = check_cases(result, job)
     extra = [f"check {c.classname[len('checks.'):]}:{c.name}: {c.message}" for c in checks
              if c.outcome in ("failed", "error") and c.name not in DECIDED_CHECKS]

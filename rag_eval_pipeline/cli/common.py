@@ -77,6 +77,52 @@ def suite_folder(suite, output: str | None) -> Path:
     return Path(output_root(), suite.name).resolve()
 
 
+def seconds(text: str) -> float:
+    """An argparse ``type``: a finite number of seconds >= 0 (``nan``, ``inf`` and negatives are refused:
+    a wait of NaN seconds would never end). Raises ArgumentTypeError (argparse: exit 2)."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
+def usable_output_folder(folder: Path, suite) -> None:
+    """Check, before anything runs, that ``folder`` can be ``suite``'s output folder, and claim it.
+
+    Creates it when absent. Raises UsageError (one line, exit 2) when it is a file, cannot be created,
+    is not writable, or belongs to another suite (``core.suites.claim_output_folder``)."""
+    from rag_eval_pipeline.core.errors import ConfigError
+    from rag_eval_pipeline.core.suites import claim_output_folder
+
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--output {folder} is a file, not a folder; give a folder (it is created if absent)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"output folder {folder} cannot be created ({exc.strerror or type(exc).__name__})") from None
+    import tempfile
+
+    try:  # a real write (permissions, a read-only mount, an immutable folder: root passes os.access checks)
+        fd, probe = tempfile.mkstemp(prefix=".rag-eval-write-probe.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UsageError(f"output folder {folder} is not writable ({exc.strerror or type(exc).__name__}); give a "
+                         "folder this user can write") from None
+    try:
+        claim_output_folder(folder, suite.name, suite.config_path, write=False)  # written with the first table
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"output folder {folder} cannot be written ({exc.strerror or type(exc).__name__})") from None
+
+
 def judge_resource(config_path=None):
     """The judge resource for a suite's configuration (``judge:`` there; RAG_EVAL_JUDGE ... override it).
 

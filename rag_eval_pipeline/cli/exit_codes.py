@@ -53,7 +53,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "serve-reference": "bad corpus data: the message names the file, line and field",
     }),
     ExitCode(EXIT_USAGE, {
-        "run": "",
+        "run": "an --output that is a file, cannot be written or belongs to another suite (each output folder "
+               "records its suite); --wait-s that is not a finite number >= 0",
         "compare": "a side that does not resolve (bad syntax, no such system, night, run id or folder, nothing "
                    "promoted yet)",
         "estimate": "",

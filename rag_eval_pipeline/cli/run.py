@@ -15,7 +15,9 @@ from rag_eval_pipeline.cli.common import (
     judge_resource,
     output_root,
     resolve_suite,
+    seconds,
     suite_folder,
+    usable_output_folder,
 )
 from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, epilog
 from rag_eval_pipeline.cli.run_output import (
@@ -40,10 +42,10 @@ def run(args: argparse.Namespace) -> int:
     suite = resolve_suite(args.suite, args.config)
     dagster_home(ad_hoc=suite.ad_hoc)
     import dagster as dg
-    import polars as pl
 
     from rag_eval_pipeline.core.errors import ConfigError
     from rag_eval_pipeline.core.locking import OutputLock, OutputLocked, end_on_signal
+    from rag_eval_pipeline.core.storage import read_table
     from rag_eval_pipeline.defs.location import build_definitions, check_suite
     from rag_eval_pipeline.defs.schedules import CLI_LOGGER_DEFS, QUICK_JOB, job_name
 
@@ -53,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     judge = judge_resource(suite.config_path)
     suite_dir = suite_folder(suite, args.output)
+    usable_output_folder(suite_dir, suite)  # a file, a read-only folder or another suite's folder: exit 2 here
     defs = build_definitions([loaded], output_dir=str(output_root().resolve()),
                              suite_dirs={suite.name: str(suite_dir)}, judge=judge)
     quick = args.job == QUICK_JOB
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {p.name}" + ("  (from an earlier run, not rewritten by this one)" if stale(p) else ""))
     summary_path = out / "metric_summary.parquet"
     if summary_path.exists() and not stale(summary_path):
-        print("\n" + format_summary(pl.read_parquet(summary_path)))
+        print("\n" + format_summary(read_table(summary_path, "metric_summary")))
     elif summary_path.exists():
         print("\nno summary: this run did not rewrite metric_summary.parquet (the file there is from an earlier run)")
     print("\nchecks:")
@@ -148,7 +151,7 @@ def add(sub) -> None:
                         "never promotes)")
     p.add_argument("--output", help="the suite's output folder (default: outputs/<suite>/, or "
                                     "$RAG_EVAL_OUTPUT_DIR/<suite>/)")
-    p.add_argument("--wait-s", type=float, default=0.0,
+    p.add_argument("--wait-s", type=seconds, default=0.0,
                    help="when another run is writing the output folder, wait up to this many seconds for it "
                         "(default 0: exit 3 at once)")
     p.add_argument("--junit-xml", metavar="FILE",

@@ -102,10 +102,12 @@ def gate_lines(out: Path, rewritten: bool) -> list[str]:
     """The gate verdict from this run's gate_results table, with every failing gate's reason in full."""
     import polars as pl
 
+    from rag_eval_pipeline.core.storage import read_table
+
     path = out / "gate_results.parquet"
     if not rewritten:
         return ["gate verdict: not evaluated (gate_results was not written by this run)"]
-    gates = pl.read_parquet(path)
+    gates = read_table(path, "gate_results")
     failed = gates.filter(pl.col("blocking") & ~pl.col("passed"))
     if gates.height == 0:
         return ["gate verdict: no gate configured"]

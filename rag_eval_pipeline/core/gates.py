@@ -269,6 +269,7 @@ class GateVerdict:
     noise: dict[str, float]
     unchanged: list[str] = field(default_factory=list)
     promote: str | None = None
+    error_status: str = "version_mismatch"  # the status of the error rows ("baseline_damaged" for a broken one)
 
     @property
     def blocking_failures(self) -> list[str]:
@@ -283,8 +284,8 @@ class GateVerdict:
 
     def frame(self) -> pl.DataFrame:
         """The ``gate_results`` table (``core.tables.SCHEMAS``): one row per result, then one row with
-        status ``version_mismatch`` per version error."""
-        return gate_frame(self.results, self.errors)
+        status ``version_mismatch`` (or :attr:`error_status`) per error."""
+        return gate_frame(self.results, self.errors, self.error_status)
 
 
 def run_manifest(rag_runs: pl.DataFrame, golden_set: pl.DataFrame, system: str) -> dict[str, Any]:
@@ -310,7 +311,7 @@ def same_run_configuration(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return bool(a.get("system")) and all(a.get(k) == b.get(k) for k in IDENTITY_FIELDS)
 
 
-def gate_frame(results: list[GateResult], errors: list[str]) -> pl.DataFrame:
+def gate_frame(results: list[GateResult], errors: list[str], error_status: str = "version_mismatch") -> pl.DataFrame:
     """Gate results (and version errors, as status ``version_mismatch``) as a ``gate_results`` table."""
     rows = [{
         "system": r.system, "metric": r.metric, "k": r.k, "candidate": r.candidate, "baseline": r.baseline,
@@ -318,7 +319,8 @@ def gate_frame(results: list[GateResult], errors: list[str]) -> pl.DataFrame:
         "wins": r.wins, "ties": r.ties, "losses": r.losses, "status": r.status, "reason": r.reason,
         "blocking": r.blocking, "passed": r.passed, "regressed_questions": r.regressed_questions,
     } for r in results]
-    rows += [{"system": e.split(":", 1)[0], "metric": "versions", "status": "version_mismatch", "reason": e,
+    metric = "baseline" if error_status == "baseline_damaged" else "versions"
+    rows += [{"system": e.split(":", 1)[0], "metric": metric, "status": error_status, "reason": e,
               "blocking": True, "passed": False, "wins": 0, "ties": 0, "losses": 0, "regressed_questions": []}
              for e in errors]
     return pl.DataFrame(rows, schema=SCHEMAS["gate_results"])

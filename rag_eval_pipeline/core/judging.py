@@ -24,6 +24,7 @@ from rag_eval_pipeline.core.judges.base import (
     JUDGEMENT_STATUSES,
     AnswerJudgement,
     Judge,
+    JudgesInBatches,
     accepts_repeat,
     judge_concurrency,
 )
@@ -211,6 +212,8 @@ def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
 
     ``on_result(is_error)`` is called after each item as it finishes (progress while the calls run).
     """
+    if isinstance(judge, JudgesInBatches) and not kwargs and len(pending) > 1:
+        return _call_in_batches(judge, pending, on_result)
     if concurrency > 1 and len(pending) > 1:
         from rag_eval_pipeline.core.judges.openai_compatible import judge_many
 
@@ -232,6 +235,36 @@ def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
         if on_result is not None:
             last = out[-1]
             on_result(isinstance(last, Exception) or getattr(last, "status", None) == "judge_error")
+    return out
+
+
+#: Answers per ``judge_batch`` call: large enough to share the encoder's work, small enough that
+#: progress is reported often and one failing batch is retried item by item quickly.
+BATCH_SIZE = 64
+
+
+def _call_in_batches(judge, pending: list, on_result: Callable[[bool], None] | None) -> list:
+    """Judge ``pending`` through ``judge.judge_batch`` in batches of :data:`BATCH_SIZE`; a batch
+    that raises is judged again item by item, so an exception stays that item's result."""
+    out: list = []
+    for start in range(0, len(pending), BATCH_SIZE):
+        chunk = pending[start:start + BATCH_SIZE]
+        items = [(q, a, c) for _, _, q, a, c in chunk]
+        try:
+            results = list(judge.judge_batch(items))
+            if len(results) != len(items):
+                raise ValueError(f"judge_batch returned {len(results)} results for {len(items)} items")
+        except Exception:  # noqa: BLE001 - find the failing item(s): each is judged on its own
+            results = []
+            for item in items:
+                try:
+                    results.append(judge.judge(*item))
+                except Exception as exc:  # noqa: BLE001 - one failing answer must not stop the others
+                    results.append(exc)
+        for r in results:
+            out.append(r)
+            if on_result is not None:
+                on_result(isinstance(r, Exception) or getattr(r, "status", None) == "judge_error")
     return out
 
 

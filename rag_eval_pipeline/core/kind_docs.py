@@ -103,10 +103,19 @@ def corpus_sources() -> str:
 
 
 #: Generated block name -> (docs page, renderer).
+def table_reference() -> str:
+    """Every declared table: its version, what a row is, and its columns (type, nullability, description)."""
+    import rag_eval_pipeline.core.tables  # noqa: F401 - the declarations fill TABLES
+    from rag_eval_pipeline.core.table_schema import reference_markdown
+
+    return reference_markdown()
+
+
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "system kinds": ("docs/systems.md", system_kinds),
     "judge types": ("docs/judges.md", judge_types),
     "corpus sources": ("docs/configuration.md", corpus_sources),
+    "tables": ("docs/tables.md", table_reference),
 }
 
 

@@ -226,18 +226,22 @@ def withhold_restricted(items: Sequence[LabelItem], snapshot: pl.DataFrame, view
 
     Withheld: any retrieved or cited chunk is unreadable for these groups (``readable_by``: an acl
     sharing no group, or an unknown acl), or the question, answer or claim contains text of such
-    a chunk (``find_leaks``). Output keeps the input order. Never raises.
+    a chunk (``find_leaks``: compared on skeletons, so invisible or confusable characters hide
+    nothing), and so does anything the page would show beside them (the judge's claims, quotes and
+    notes). Output keeps the input order. Never raises.
     """
     acl = {cid: a for cid, a in zip(snapshot["chunk_id"].to_list(), snapshot["acl"].to_list())}
     text = {cid: t for cid, t in zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list())}
     restricted = {cid for cid, a in acl.items() if not readable_by(a, viewer_groups)}
-    leaks = find_leaks({t for it in items for t in (it.question, it.answer, it.claim, *it.claims) if t},
-                       (text[c] for c in restricted))
+    def texts(it: LabelItem) -> list[str]:
+        derived = [c.get(k) for c in it.judge_claims for k in ("claim", "quote", "justification")]
+        return [t for t in (it.question, it.answer, it.claim, *it.claims, *derived) if isinstance(t, str) and t]
+
+    leaks = find_leaks({t for it in items for t in texts(it)}, (text[c] for c in restricted))
     shown, withheld = [], []
     for it in items:
         used = [h["chunk_id"] for h in it.chunks] + it.cited
-        bad = any(c in restricted for c in used) or any(
-            t in leaks for t in (it.question, it.answer, it.claim, *it.claims) if t)
+        bad = any(c in restricted for c in used) or any(t in leaks for t in texts(it))
         (withheld if bad else shown).append(it)
     return shown, withheld
 
@@ -341,7 +345,8 @@ class LabelFile:
 
         A quote is kept for SUPPORTED and CONTRADICTED claim labels only.
         Output: the JSON object written. Raises InputError for a claim-level SUPPORTED without a quote
-        (the file format's rule), for a file whose last line is cut off, and as :meth:`rows`.
+        (the file format's rule), for a file whose last line is cut off (not valid JSON), and as
+        :meth:`rows`. A complete last line that lacks only its newline gets one before the new line.
         """
         if self.level == "claim" and verdict == "SUPPORTED" and not (quote or "").strip():
             raise InputError("a SUPPORTED label needs the quote it rests on: select the sentence in a chunk first",
@@ -393,8 +398,9 @@ class LabelFile:
                 with open(self.path, "rb") as fh:
                     fh.seek(size - 1)
                     if fh.read(1) != b"\n":
-                        raise InputError("the last line is cut off (no newline at the end); repair it before "
-                                         "labelling more", path=str(self.path))
+                        # every line was read and validated just before (record): the last one is complete
+                        # and lacks only its newline (an editor that saves without one), so add it
+                        text = "\n" + text
             data = text.encode("utf-8")
             written = os.write(fd, data)
             if written != len(data):  # pragma: no cover - regular files write whole small buffers

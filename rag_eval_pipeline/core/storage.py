@@ -11,6 +11,11 @@ Test hook: when the environment variable ``RAG_EVAL_TEST_SLOW_WRITE_S`` holds a 
 :func:`write_parquet_atomic` sleeps that many seconds after the temporary file is written and synced
 and before the rename, which gives a crash test time to SIGKILL a real materialisation mid-write
 (``rag_eval_pipeline_tests/defs/test_crash_safety.py``). Never set it in production.
+Parquet tables are written through pyarrow with their declared Arrow schema and file metadata
+(:mod:`rag_eval_pipeline.core.table_files`), and read back with :func:`read_table`, which checks the
+schema version (migrating an older file with a one-line message, refusing one it cannot read).
+Writers (the IO manager, the table store) call only :func:`write_parquet_atomic` and
+:func:`read_table`, with a :class:`WriteContext` saying which run and suite write.
 Nothing here imports Dagster.
 """
 
@@ -20,12 +25,18 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 
-from rag_eval_pipeline.core.tables import SCHEMAS, conform
+from rag_eval_pipeline.core.errors import SchemaError
+from rag_eval_pipeline.core.table_files import WriteContext, check_and_read, to_arrow
+
+__all__ = ["WriteContext", "read_table", "write_atomic", "write_json_atomic", "write_parquet_atomic",
+           "write_text_atomic"]
 
 SLOW_WRITE_ENV = "RAG_EVAL_TEST_SLOW_WRITE_S"
 
@@ -82,14 +93,27 @@ def write_atomic(path: Path, write, pause: bool = False) -> Path:
     return path
 
 
-def write_parquet_atomic(df: pl.DataFrame, path: Path, table: str | None = None) -> Path:
-    """Write ``df`` to ``path`` as Parquet atomically; conform it to ``table``'s schema first if given.
+def write_parquet_atomic(df: pl.DataFrame, path: Path, table: str | None = None,
+                         context: WriteContext | None = None) -> Path:
+    """Write ``df`` to ``path`` as the Parquet file of declared table ``table``, atomically.
 
-    Raises SchemaError (from :func:`conform`) before anything is written.
+    The frame is conformed to the table's schema and written with its Arrow schema (column descriptions)
+    and file metadata (table, schema version, provenance from ``context``: see ``core/table_files.py``).
+    Output: ``path``. Raises SchemaError before anything is written for an undeclared table (``None``
+    included: every Parquet file the pipeline writes is a declared table) or a frame of another shape.
     """
-    if table is not None and table in SCHEMAS:
-        df = conform(df, table)
-    return write_atomic(path, df.write_parquet, pause=True)
+    if table is None:
+        raise SchemaError(f"{path}: a Parquet table needs its declared table name (core/tables.py)")
+    arrow = to_arrow(df, table, context)  # conform and metadata before the temporary file exists
+    return write_atomic(path, lambda tmp: pq.write_table(arrow, tmp, compression="zstd"), pause=True)
+
+
+def read_table(path: Path, table: str | None = None, *, columns: list[str] | None = None,
+               on_migrate: Callable[[str], None] | None = None) -> pl.DataFrame:
+    """Read the table file ``path`` after checking its table and schema version
+    (:func:`rag_eval_pipeline.core.table_files.check_and_read`: an older file is migrated with a
+    one-line message passed to ``on_migrate``; SchemaVersionError for one that cannot be read)."""
+    return check_and_read(path, table, columns=columns, on_migrate=on_migrate)
 
 
 def write_text_atomic(text: str, path: Path) -> Path:

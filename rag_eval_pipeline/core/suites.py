@@ -26,6 +26,63 @@ from rag_eval_pipeline.core.yamlio import load_yaml
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SUITE_KEYS = ("config", "nightly", "description")
 RESERVED_NAMES = ("quick", "baseline", "trec")  # folder names inside a suite's output folder
+#: A suite's quick evaluation lives in asset group ``<suite>_quick``: no suite name may end so.
+RESERVED_SUFFIXES = ("_quick",)
+#: Longest suite name: it is a folder name and part of asset keys, job, sensor and file names.
+MAX_NAME_CHARS = 100
+#: The hidden file recording which suite an output folder belongs to.
+OWNER_FILE = ".rag-eval-suite.json"
+
+
+def name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a suite name, or None. Rules: letters, digits and underscores, not starting
+    with a digit; at most :data:`MAX_NAME_CHARS` characters; not one of :data:`RESERVED_NAMES`; not ending
+    in :data:`RESERVED_SUFFIXES` (``sample_quick`` would share the asset group of ``sample``'s quick
+    evaluation). Raises nothing."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        return "a suite name must be letters, digits and underscores, not starting with a digit"
+    if len(name) > MAX_NAME_CHARS:
+        return f"a suite name must be at most {MAX_NAME_CHARS} characters (got {len(name)})"
+    if name in RESERVED_NAMES:
+        return f"a suite name must not be one of {list(RESERVED_NAMES)} (folder names inside a suite's folder)"
+    if name.endswith(RESERVED_SUFFIXES):
+        return (f"a suite name must not end in {list(RESERVED_SUFFIXES)}: '{name[:-6]}'s quick evaluation is "
+                f"asset group {name!r}")
+    return None
+
+
+def claim_output_folder(folder: str | Path, suite: str, config_path: str | Path | None = None, *,
+                        write: bool = True) -> None:
+    """Record that ``folder`` holds ``suite``'s outputs, or check that it already does.
+
+    Input: the folder, the suite's name and (for the record and messages) its configuration file.
+    The record is :data:`OWNER_FILE` in the folder (suite name and configuration file). A folder with no
+    record is claimed (written atomically; the folder is created) when ``write`` is True; with
+    ``write=False`` it is only checked (a run checks before it starts and writes the record with its
+    first table, so a run refused before writing anything leaves the folder byte-identical).
+    Raises ConfigError naming the folder, the suite recorded there and this one when they differ: two
+    suites in one folder would overwrite each other's tables, history and promoted baseline. OSError
+    when the folder cannot be written."""
+    from rag_eval_pipeline.core.jsonio import JsonError
+    from rag_eval_pipeline.core.jsonio import loads as strict_json
+    from rag_eval_pipeline.core.storage import write_json_atomic
+
+    folder = Path(folder)
+    record = folder / OWNER_FILE
+    if record.exists():
+        try:
+            owner = strict_json(record.read_bytes())
+        except (OSError, JsonError) as exc:
+            raise ConfigError(f"{record}: cannot be read ({str(exc)[:200]}); it records which suite owns "
+                              f"{folder}; delete it only if {folder} holds one suite's outputs") from None
+        if not isinstance(owner, dict) or owner.get("suite") != suite:
+            name = owner.get("suite") if isinstance(owner, dict) else owner
+            raise ConfigError(f"output folder {folder} belongs to suite {name!r} (recorded in {record}, "
+                              f"configuration {owner.get('config') if isinstance(owner, dict) else '?'}), not to "
+                              f"{suite!r} ({config_path}); give this suite its own --output")
+        return
+    if write:
+        write_json_atomic({"suite": suite, "config": None if config_path is None else str(config_path)}, record)
 
 
 @dataclass(frozen=True)
@@ -51,8 +108,9 @@ def load_suites(path: str | Path) -> list[Suite]:
 
     Input: path of a YAML file with a top-level ``suites`` mapping of name -> {config, nightly,
     description}. Output: the suites in file order. Raises ConfigError naming the file and the suite
-    for a missing file, bad YAML, an invalid or reserved name, an unknown key, a missing ``config``,
-    a ``nightly`` that is not a boolean or two suites with one configuration file.
+    for a missing file, bad YAML, an invalid, reserved or too long name (:func:`name_problem`), an
+    unknown key, a missing ``config``, a ``nightly`` that is not a boolean or two suites with one
+    configuration file.
     """
     path = Path(path).resolve()
     if not path.is_file():
@@ -66,10 +124,11 @@ def load_suites(path: str | Path) -> list[Suite]:
                           "{config: FILE, nightly: true|false}")
     suites, seen_configs = [], {}
     for name, entry in raw["suites"].items():
-        where = f"{path}: suite {name!r}"
-        if not isinstance(name, str) or not NAME_RE.match(name) or name in RESERVED_NAMES:
-            raise ConfigError(f"{where}: a suite name must be letters, digits and underscores, not starting with "
-                              f"a digit, and not one of {list(RESERVED_NAMES)}")
+        shown = name if not isinstance(name, str) or len(name) <= 60 else f"{name[:60]}... ({len(name)} characters)"
+        where = f"{path}: suite {shown!r}"
+        problem = name_problem(name)
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
         if isinstance(entry, str):
             entry = {"config": entry}
         if not isinstance(entry, dict):

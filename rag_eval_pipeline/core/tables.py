@@ -1,16 +1,43 @@
-"""Every table's schema, declared once.
+"""Every table's schema, declared once: an Arrow schema with a description per column and a version.
 
-Each asset that writes a table calls :func:`conform` before the write, so a column that is missing,
-extra or of the wrong type stops the write with a message naming the table and the column.
-Nothing here imports Dagster.
+One :func:`~rag_eval_pipeline.core.table_schema.declare` call per table (name, schema version, what
+one row is, which versions its rows depend on, and its columns with type, nullability and a one-line
+description: units, range, what null means). Each asset that writes a table calls :func:`conform`
+before the write, so a column that is missing, extra, of the wrong type, or null where it is declared
+not null stops the write with a message naming the table and the column; the written Parquet file
+carries the Arrow schema, the descriptions and the table's provenance (``core/table_files.py``).
+
+Changing a table: add or change its ``column(...)`` lines, bump its ``version`` and follow the message
+of the version test (``core/table_schema.py``: changelog row, ``--record``). :data:`SCHEMAS` (polars
+schemas) is derived from the declarations. Nothing here imports Dagster.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from rag_eval_pipeline.core.errors import SchemaError
+from rag_eval_pipeline.core.table_schema import (
+    BOOL,
+    DATE,
+    FLOAT64,
+    INT32,
+    INT64,
+    STRING,
+    TABLES,
+    UTC_MICROSECONDS,
+    TableSpec,
+    column,
+    conform,
+    declare,
+    list_of,
+    migration,
+    spec_of,
+    struct,
+)
 
+RETRIEVED_HIT_ARROW = struct(chunk_id=STRING, score=FLOAT64, rank=INT32)
+RELEVANT_ID_ARROW = struct(chunk_id=STRING, grade=INT32)
+GOLDEN_CLAIM_ARROW = struct(claim_id=STRING, text=STRING, supporting=list_of(STRING))
 RETRIEVED_HIT = pl.Struct({"chunk_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int32})
 RELEVANT_ID = pl.Struct({"chunk_id": pl.Utf8, "grade": pl.Int32})
 GOLDEN_CLAIM = pl.Struct({"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8)})
@@ -21,308 +48,277 @@ VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED", "JUDGE_ERROR")
 CHUNK_STATUS = ("active", "withdrawn", "replaced")
 SPLITS = ("dev", "test")
 
-SCHEMAS: dict[str, pl.Schema] = {
-    # one chunk of one document version
-    "corpus_snapshot": pl.Schema(
-        {
-            "chunk_id": pl.Utf8,  # "doc_id#n", n counted from 0 within the document
-            "doc_id": pl.Utf8,
-            "chunk_index": pl.Int32,
-            "text": pl.Utf8,
-            "title": pl.Utf8,
-            "source": pl.Utf8,  # file path or dataset name the document came from
-            "doc_type": pl.Utf8,
-            "language": pl.Utf8,
-            "status": pl.Utf8,  # CHUNK_STATUS
-            "replaced_by": pl.Utf8,  # doc_id of the newer document, null unless replaced
-            "acl": pl.List(pl.Utf8),  # groups allowed to read; empty list = everyone
-            "valid_from": pl.Date,
-            "valid_to": pl.Date,
-            "sha256": pl.Utf8,  # of the chunk text
-        }
-    ),
-    # one question
-    "golden_set": pl.Schema(
-        {
-            "question_id": pl.Utf8,
-            "golden_version": pl.Utf8,
-            "question": pl.Utf8,
-            "answerability": pl.Utf8,  # ANSWERABILITY
-            "relevant": pl.List(RELEVANT_ID),
-            "reference_answer": pl.Utf8,
-            "claims": pl.List(GOLDEN_CLAIM),
-            "split": pl.Utf8,  # SPLITS
-            "segments": pl.List(pl.Utf8),  # "key=value" tags
-            "user_groups": pl.List(pl.Utf8),
-        }
-    ),
-    # one question answered by one system configuration
-    "rag_runs": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "question_id": pl.Utf8,
-            "retrieved": pl.List(RETRIEVED_HIT),
-            "decision": pl.Utf8,  # DECISIONS
-            "answer": pl.Utf8,
-            "citations": pl.List(pl.Utf8),
-            "error": pl.Utf8,  # why decision == "error"; null otherwise
-            "corpus_version": pl.Utf8,
-            "golden_version": pl.Utf8,
-            "retriever": pl.Utf8,  # JSON of the retriever configuration
-            "generator": pl.Utf8,
-            "model": pl.Utf8,
-            "prompt_version": pl.Utf8,
-            # the system call's wall time (http, python) or root span (traces); null if unmeasured
-            "latency_ms": pl.Float64,
-            "system_version": pl.Utf8,  # the reply's version header (http version_header); null otherwise
-            "trace_id": pl.Utf8,  # traces: the trace this row came from (hex); null otherwise
-            "decision_rule": pl.Utf8,  # traces / mapped replies: which rule set the decision; null = the system said
-        }
-    ),
-    # one claim of one answer, judged once
-    "judge_labels": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "question_id": pl.Utf8,
-            "claim_id": pl.Utf8,
-            "claim": pl.Utf8,
-            "verdict": pl.Utf8,  # VERDICTS
-            "quote": pl.Utf8,
-            "quote_found": pl.Boolean,
-            "justification": pl.Utf8,
-            "judge": pl.Utf8,
-            "judge_model": pl.Utf8,
-            "prompt_sha256": pl.Utf8,
-            "repeat": pl.Int32,
-            "error": pl.Utf8,  # reason when verdict == "JUDGE_ERROR"
-        }
-    ),
-    # one answer of one system, judged as a whole: why it has (or has not) claim labels
-    "answer_judgements": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "question_id": pl.Utf8,
-            # judged / abstained / abstention_text_in_answer / no_claims / no_retrieval / judge_error
-            "status": pl.Utf8,
-            "n_claims": pl.Int32,
-            "judge": pl.Utf8,
-            "judge_model": pl.Utf8,
-            "prompt_sha256": pl.Utf8,
-            "repeat": pl.Int32,
-            "error": pl.Utf8,  # the judge's failure reason when status == "judge_error"
-        }
-    ),
-    # one metric of one question for one system
-    "question_metrics": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "question_id": pl.Utf8,
-            "split": pl.Utf8,
-            "metric": pl.Utf8,
-            "k": pl.Int32,
-            "value": pl.Float64,  # null = not evaluable for this question
-            "numerator": pl.Float64,
-            "denominator": pl.Float64,
-            "status": pl.Utf8,  # why value is null, or "ok"
-            "ranking_mode": pl.Utf8,
-        }
-    ),
-    # one metric for one system, segment and k
-    "metric_summary": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "split": pl.Utf8,  # "all", "dev" or "test"
-            "segment": pl.Utf8,  # "all" or "key=value"
-            "metric": pl.Utf8,
-            "k": pl.Int32,
-            "value": pl.Float64,  # null = not evaluable (denominator 0)
-            "numerator": pl.Float64,
-            "denominator": pl.Float64,
-            "n": pl.Int64,  # questions in the segment
-            "n_not_evaluable": pl.Int64,  # questions left out because their value is null
-            "ci_low": pl.Float64,
-            "ci_high": pl.Float64,
-            "ci_method": pl.Utf8,  # wilson / bootstrap / none
-            "judge_errors": pl.Int64,  # judge-based metrics only; 0 elsewhere
-            "ranking_mode": pl.Utf8,
-            "small_segment": pl.Boolean,
-        }
-    ),
-    # one gated metric of one candidate against the baseline (core/gates.py)
-    "gate_results": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "metric": pl.Utf8,
-            "k": pl.Int32,
-            "candidate": pl.Float64,
-            "baseline": pl.Float64,
-            "difference": pl.Float64,  # candidate - baseline
-            "ci_low": pl.Float64,  # paired bootstrap interval of the difference
-            "ci_high": pl.Float64,
-            "p_value": pl.Float64,  # two-sided paired randomisation test
-            "wins": pl.Int64,
-            "ties": pl.Int64,
-            "losses": pl.Int64,
-            "status": pl.Utf8,  # core.gates.GateResult.status, or version_mismatch
-            "reason": pl.Utf8,
-            "blocking": pl.Boolean,
-            "passed": pl.Boolean,
-            "regressed_questions": pl.List(pl.Utf8),
-        }
-    ),
-    # one model-judged metric of one answer: the question_metrics columns minus split (core/answer_quality.py)
-    "answer_quality": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "question_id": pl.Utf8,
-            "metric": pl.Utf8,
-            "k": pl.Int32,
-            "value": pl.Float64,  # null = not evaluable (status says why)
-            "numerator": pl.Float64,
-            "denominator": pl.Float64,
-            "status": pl.Utf8,
-            "ranking_mode": pl.Utf8,
-            "error": pl.Utf8,  # the judge's failure reason on judge_error rows
-        }
-    ),
-    # one current judge key (judge, judge_model, prompt_sha256) and calibration level
-    "judge_calibration": pl.Schema(
-        {
-            "level": pl.Utf8,
-            "judge": pl.Utf8,
-            "judge_model": pl.Utf8,
-            "prompt_sha256": pl.Utf8,
-            "calibrated_judge": pl.Utf8,
-            "calibrated_judge_model": pl.Utf8,
-            "calibrated_prompt_sha256": pl.Utf8,
-            "calibrated_at": pl.Utf8,
-            "n": pl.Int64,
-            "kappa": pl.Float64,
-            "kappa_reason": pl.Utf8,
-            "agreement": pl.Float64,
-            "agreement_ci_low": pl.Float64,
-            "agreement_ci_high": pl.Float64,
-            "labels": pl.Utf8,
-            "confusion": pl.Utf8,
-            "per_label": pl.Utf8,
-            "mapping": pl.Utf8,
-            "stale": pl.Boolean,
-            "missing": pl.Boolean,
-            "n_stale_labels": pl.Int64,
-            "stale_labels": pl.Utf8,
-            "labellers": pl.Utf8,
-            "human_kappa": pl.Float64,
-            "human_kappa_reason": pl.Utf8,
-            "human_kappa_n": pl.Int64,
-            "human_pairs": pl.Utf8,
-        }
-    ),
-    # one calibration of one judge key and level, appended on every run that calibrates
-    "calibration_history": pl.Schema(
-        {
-            "calibrated_at": pl.Utf8,  # ISO 8601 UTC, or null
-            "level": pl.Utf8,
-            "judge": pl.Utf8,
-            "judge_model": pl.Utf8,
-            "prompt_sha256": pl.Utf8,
-            "n": pl.Int64,
-            "kappa": pl.Float64,
-            "kappa_reason": pl.Utf8,
-            "agreement": pl.Float64,
-            "agreement_ci_low": pl.Float64,
-            "agreement_ci_high": pl.Float64,
-            "labels": pl.Utf8,  # JSON list
-            "confusion": pl.Utf8,  # JSON list of lists, rows = human, columns = judge
-            "per_label": pl.Utf8,  # JSON {label: {precision, recall, support, predicted}}
-            "mapping": pl.Utf8,  # JSON, the resolved mapping
-            "n_human_only": pl.Int64,
-            "n_judge_only": pl.Int64,
-            "n_excluded_human": pl.Int64,
-            "n_excluded_judge": pl.Int64,
-            "source": pl.Utf8,  # where the human labels came from
-            "n_stale_labels": pl.Int64,  # hand labels whose item changed since they were made (left out)
-            "stale_labels": pl.Utf8,  # JSON list of {system, question_id, claim_id, annotator, line}
-            "labellers": pl.Utf8,  # JSON list of annotator names ("" = unnamed)
-            "human_kappa": pl.Float64,  # agreement between people: Cohen's kappa (2 people) / Light's kappa (more)
-            "human_kappa_reason": pl.Utf8,  # why human_kappa is null
-            "human_kappa_n": pl.Int64,  # items labelled by at least two people
-            "human_pairs": pl.Utf8,  # JSON list of {a, b, n, kappa, agreement, reason}
-        }
-    ),
-    # one system and judge key: the judge's repeat-to-repeat noise
-    "judge_variance": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "judge": pl.Utf8,
-            "judge_model": pl.Utf8,
-            "prompt_sha256": pl.Utf8,
-            "n_repeats": pl.Int64,
-            "n_items": pl.Int64,
-            "n_flipped": pl.Int64,
-            "flip_rate": pl.Float64,  # n_flipped / n_items
-            "faithfulness_mean": pl.Float64,
-            "faithfulness_min": pl.Float64,
-            "faithfulness_max": pl.Float64,
-            "faithfulness_spread": pl.Float64,  # max - min; null with one repeat
-            "faithfulness_std": pl.Float64,
-            "resolution": pl.Float64,  # the judge's minimum resolution (= spread)
-            "rule": pl.Utf8,
-        }
-    ),
-    # one prediction-powered estimate of a judge-based rate for one system (Angelopoulos et al. 2023)
-    "ppi_estimates": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "rate": pl.Utf8,  # which label's rate, e.g. "attributable"
-            "estimate": pl.Float64,  # null with reason when either set is empty
-            "ci_low": pl.Float64,
-            "ci_high": pl.Float64,
-            "judge_rate": pl.Float64,  # the judge's uncorrected rate
-            "n_labelled": pl.Int64,
-            "n_unlabelled": pl.Int64,
-            "reason": pl.Utf8,
-        }
-    ),
-    # one (run, system, metric, k) of the overall headline; appended every full run
-    "metric_history": pl.Schema(
-        {
-            "run_id": pl.Utf8,
-            "evaluated_at": pl.Datetime("us", "UTC"),
-            "night": pl.Date,
-            "system": pl.Utf8,
-            "metric": pl.Utf8,
-            "k": pl.Int32,
-            "value": pl.Float64,
-            "numerator": pl.Float64,
-            "denominator": pl.Float64,
-            "n": pl.Int64,
-            "ci_low": pl.Float64,
-            "ci_high": pl.Float64,
-            "corpus_version": pl.Utf8,
-            "golden_version": pl.Utf8,
-            "golden_questions": pl.Int32,
-            "judge": pl.Utf8,
-            "judge_model": pl.Utf8,
-            "judge_prompt_sha256": pl.Utf8,
-        }
-    ),
-    # one question that regressed once on a gated metric; kept across runs
-    "regression_cases": pl.Schema(
-        {
-            "system": pl.Utf8,
-            "metric": pl.Utf8,
-            "k": pl.Int32,
-            "question_id": pl.Utf8,
-            "baseline_value": pl.Float64,
-            "value_when_found": pl.Float64,
-            "first_seen_run": pl.Utf8,
-            "first_seen_at": pl.Utf8,  # ISO 8601 UTC
-            "current_value": pl.Float64,  # null when the question has no value now
-            "status": pl.Utf8,  # still_regressed / recovered / no_value_now
-        }
-    ),
-}
+JUDGED = ("corpus", "golden", "judge")
+_SYSTEM = column("system", STRING, "the system under test, as named in the configuration", nullable=False)
+_QUESTION = column("question_id", STRING, "the golden question's id", nullable=False)
+_JUDGE = [
+    column("judge", STRING, "the judge's name (rule_based, openai_compatible, human, python)"),
+    column("judge_model", STRING, "the judge's model or rule-set version"),
+    column("prompt_sha256", STRING, "hex sha256 of the judge's prompt (or parameter description); with judge "
+           "and judge_model the judge key"),
+]
+_METRIC = column("metric", STRING, "trec_eval or pipeline metric name, without the cut-off (its definition: "
+                 "this file's rag_eval.metrics metadata, docs/METRICS.md)", nullable=False)
+_K = column("k", INT32, "cut-off (top k retrieved chunks); null for a metric without one")
 
+
+def _value_columns(null_rule: str) -> list:
+    return [
+        column("value", FLOAT64, f"the metric's value (a rate in [0, 1] unless its definition says otherwise); "
+               f"null = not evaluable ({null_rule}), never 0"),
+        column("numerator", FLOAT64, "what the value counts (value = numerator / denominator for a ratio of counts)"),
+        column("denominator", FLOAT64, "what the value is counted over; 0 when not evaluable"),
+    ]
+
+
+declare("corpus_snapshot", 1, "one chunk of one document version", depends_on=("corpus",), columns=[
+    column("chunk_id", STRING, "doc_id#n, n counted from 0 within the document; stable for the same input",
+           nullable=False),
+    column("doc_id", STRING, "the document's id (Unicode NFC)", nullable=False),
+    column("chunk_index", INT32, "n of chunk_id: position of the chunk in its document, from 0", nullable=False),
+    column("text", STRING, "the chunk's text", nullable=False),
+    column("title", STRING, "the document's title; null when it has none"),
+    column("source", STRING, "file path or dataset name the document came from"),
+    column("doc_type", STRING, "the document's type tag (a segment of the report); null when untagged"),
+    column("language", STRING, "the document's language tag; null when untagged"),
+    column("status", STRING, "active, withdrawn or replaced", nullable=False),
+    column("replaced_by", STRING, "doc_id of the newer document; null unless status is replaced"),
+    column("acl", list_of(STRING), "groups allowed to read the chunk; empty list = everyone"),
+    column("valid_from", DATE, "first day the document is valid; null = always was"),
+    column("valid_to", DATE, "last day the document is valid; null = still valid"),
+    column("sha256", STRING, "hex sha256 of the chunk text", nullable=False),
+])
+
+declare("golden_set", 1, "one golden question", columns=[
+    column("question_id", STRING, "the question's id, unique in the golden set", nullable=False),
+    column("golden_version", STRING, "content hash of the whole golden set", nullable=False),
+    column("question", STRING, "the question as a user asks it", nullable=False),
+    column("answerability", STRING, "answerable, absent (the corpus does not hold the answer) or clarify",
+           nullable=False),
+    column("relevant", list_of(RELEVANT_ID_ARROW), "relevant chunk ids with graded relevance (grade >= 1); "
+           "empty for a question without evidence"),
+    column("reference_answer", STRING, "the reviewed reference answer; null when there is none"),
+    column("claims", list_of(GOLDEN_CLAIM_ARROW), "person-reviewed claims (nuggets) with their supporting "
+           "chunk ids"),
+    column("split", STRING, "dev (tuning) or test (held out for accepting changes)", nullable=False),
+    column("segments", list_of(STRING), "key=value tags the summary is segmented by"),
+    column("user_groups", list_of(STRING), "groups of the asking user (chunk acl); empty = no restriction"),
+])
+
+declare("rag_runs", 1, "one golden question answered by one system configuration", columns=[
+    _SYSTEM, _QUESTION,
+    column("retrieved", list_of(RETRIEVED_HIT_ARROW), "ranked retrieved chunks (chunk_id, score, rank from 1); "
+           "empty when nothing was retrieved"),
+    column("decision", STRING, "answer, abstain, clarify or error", nullable=False),
+    column("answer", STRING, "the answer text; null when the system gave none"),
+    column("citations", list_of(STRING), "chunk ids the answer cites"),
+    column("error", STRING, "why decision is error; null otherwise"),
+    column("corpus_version", STRING, "corpus version the system ran against"),
+    column("golden_version", STRING, "golden set version the run answered"),
+    column("retriever", STRING, "JSON of the retriever configuration; null when unknown"),
+    column("generator", STRING, "the generator and its settings; null when unknown"),
+    column("model", STRING, "the generator's model; null when unknown"),
+    column("prompt_version", STRING, "the generator's prompt version; null when unknown"),
+    column("latency_ms", FLOAT64, "wall time of the system call (http, python) or root span (traces), "
+           "milliseconds; null if unmeasured"),
+    column("system_version", STRING, "the reply's version header (http version_header); null otherwise"),
+    column("trace_id", STRING, "traces: the trace this row came from (hex); null otherwise"),
+    column("decision_rule", STRING, "which rule set the decision (traces, mapped replies); null = the system said"),
+])
+
+declare("judge_labels", 1, "one claim of one answer, judged once", depends_on=JUDGED, columns=[
+    _SYSTEM, _QUESTION,
+    column("claim_id", STRING, "the claim's id within the answer", nullable=False),
+    column("claim", STRING, "the claim's text"),
+    column("verdict", STRING, "SUPPORTED, CONTRADICTED, NOT_MENTIONED, or JUDGE_ERROR (counted apart)",
+           nullable=False),
+    column("quote", STRING, "the judge's supporting quote; null when it gave none"),
+    column("quote_found", BOOL, "true when the quote is literally in the retrieved text (checked by code)"),
+    column("justification", STRING, "the judge's reason"),
+    *_JUDGE,
+    column("repeat", INT32, "repeat number of the judgement, from 0", nullable=False),
+    column("error", STRING, "the judge's failure reason when verdict is JUDGE_ERROR; null otherwise"),
+])
+
+declare("answer_judgements", 1, "one answer of one system, judged as a whole: why it has (or lacks) claim labels",
+        depends_on=JUDGED, columns=[
+    _SYSTEM, _QUESTION,
+    column("status", STRING, "judged, abstained, abstention_text_in_answer, clarify, no_claims, no_retrieval, "
+           "run_error or judge_error", nullable=False),
+    column("n_claims", INT32, "claims split from the answer; null when it was not judged"),
+    *_JUDGE,
+    column("repeat", INT32, "repeat number of the judgement, from 0", nullable=False),
+    column("error", STRING, "the judge's failure reason when status is judge_error; null otherwise"),
+])
+
+declare("question_metrics", 1, "one metric of one question for one system", depends_on=JUDGED, columns=[
+    _SYSTEM, _QUESTION,
+    column("split", STRING, "the question's split: dev or test"),
+    _METRIC, _K,
+    *_value_columns("status says why"),
+    column("status", STRING, "ok, or why value is null (no_relevant, not_answerable, run_error, ...)",
+           nullable=False),
+    column("ranking_mode", STRING, "retrieval rows: system (the system's ranks) or trec_eval (by score); "
+           "null for other metrics"),
+])
+
+declare("metric_summary", 1, "one metric for one system, split, segment and k", depends_on=JUDGED, columns=[
+    _SYSTEM,
+    column("split", STRING, "all, dev or test", nullable=False),
+    column("segment", STRING, "all, or a key=value segment of the questions", nullable=False),
+    _METRIC, _K,
+    *_value_columns("no question of the segment is evaluable: denominator 0"),
+    column("n", INT64, "questions in the segment", nullable=False),
+    column("n_not_evaluable", INT64, "questions left out because their value is null"),
+    column("ci_low", FLOAT64, "lower bound of the 95% interval of value; null when there is none"),
+    column("ci_high", FLOAT64, "upper bound of the 95% interval of value; null when there is none"),
+    column("ci_method", STRING, "wilson (proportions), bootstrap (means) or none"),
+    column("judge_errors", INT64, "judge failures left out of a judge-based metric; 0 elsewhere"),
+    column("ranking_mode", STRING, "retrieval rows: system or trec_eval; null for other metrics"),
+    column("small_segment", BOOL, "true when the segment has fewer than metrics.small_segment_n questions"),
+])
+
+declare("gate_results", 1, "one gated metric of one candidate system against the promoted baseline",
+        depends_on=JUDGED, columns=[
+    _SYSTEM,
+    column("metric", STRING, "the gated metric (or versions, for a version mismatch row)", nullable=False),
+    _K,
+    column("candidate", FLOAT64, "the candidate's value; null when not evaluable"),
+    column("baseline", FLOAT64, "the baseline's value; null when not evaluable or no baseline"),
+    column("difference", FLOAT64, "candidate - baseline"),
+    column("ci_low", FLOAT64, "lower bound of the paired bootstrap 95% interval of the difference"),
+    column("ci_high", FLOAT64, "upper bound of the paired bootstrap 95% interval of the difference"),
+    column("p_value", FLOAT64, "two-sided paired randomisation test, in [0, 1]; null when not tested"),
+    column("wins", INT64, "questions where the candidate is better"),
+    column("ties", INT64, "questions where both are equal"),
+    column("losses", INT64, "questions where the candidate is worse"),
+    column("status", STRING, "the gate's outcome (pass, fail, ...) or version_mismatch", nullable=False),
+    column("reason", STRING, "why the gate has this status"),
+    column("blocking", BOOL, "true when a failure blocks promotion", nullable=False),
+    column("passed", BOOL, "true when the gate passed", nullable=False),
+    column("regressed_questions", list_of(STRING), "question ids that got worse"),
+])
+
+declare("answer_quality", 1, "one model-judged metric of one answer", depends_on=JUDGED, columns=[
+    _SYSTEM, _QUESTION, _METRIC, _K,
+    *_value_columns("status says why"),
+    column("status", STRING, "ok, or why value is null (judge_error, not_answered, ...)", nullable=False),
+    column("ranking_mode", STRING, "null (no retrieval metric here)"),
+    column("error", STRING, "the judge's failure reason on judge_error rows; null otherwise"),
+])
+
+_CALIBRATION = [
+    column("n", INT64, "items labelled by both people and the judge"),
+    column("kappa", FLOAT64, "Cohen's kappa between people and the judge, in [-1, 1]; null with kappa_reason"),
+    column("kappa_reason", STRING, "why kappa is null"),
+    column("agreement", FLOAT64, "share of items where people and judge agree, in [0, 1]"),
+    column("agreement_ci_low", FLOAT64, "lower bound of the Wilson 95% interval of agreement"),
+    column("agreement_ci_high", FLOAT64, "upper bound of the Wilson 95% interval of agreement"),
+    column("labels", STRING, "JSON list of the labels compared"),
+    column("confusion", STRING, "JSON list of lists: rows = people, columns = judge"),
+    column("per_label", STRING, "JSON {label: {precision, recall, support, predicted}}"),
+    column("mapping", STRING, "JSON, the resolved mapping of human and judge labels"),
+]
+_PEOPLE = [
+    column("n_stale_labels", INT64, "hand labels left out because their item changed since they were made"),
+    column("stale_labels", STRING, "JSON list of {system, question_id, claim_id, annotator, line}"),
+    column("labellers", STRING, "JSON list of annotator names (\"\" = unnamed)"),
+    column("human_kappa", FLOAT64, "agreement between people: Cohen's kappa (2 people) or Light's kappa (more)"),
+    column("human_kappa_reason", STRING, "why human_kappa is null"),
+    column("human_kappa_n", INT64, "items labelled by at least two people"),
+    column("human_pairs", STRING, "JSON list of {a, b, n, kappa, agreement, reason}"),
+]
+
+declare("judge_calibration", 1, "one current judge key and level with the calibration in force",
+        depends_on=JUDGED, columns=[
+    column("level", STRING, "claim or response", nullable=False),
+    *_JUDGE,
+    column("calibrated_judge", STRING, "judge of the calibration in force; null when missing"),
+    column("calibrated_judge_model", STRING, "judge model of the calibration in force"),
+    column("calibrated_prompt_sha256", STRING, "prompt sha256 of the calibration in force"),
+    column("calibrated_at", STRING, "ISO 8601 UTC time of that calibration; null when missing"),
+    *_CALIBRATION,
+    column("stale", BOOL, "true when the calibration in force was made for another judge key"),
+    column("missing", BOOL, "true when this judge key has no calibration"),
+    *_PEOPLE,
+])
+
+declare("calibration_history", 1, "one calibration of one judge key and level, appended on every run that "
+        "calibrates", depends_on=JUDGED, columns=[
+    column("calibrated_at", STRING, "ISO 8601 UTC time of the calibration; null when unknown"),
+    column("level", STRING, "claim or response", nullable=False),
+    *_JUDGE,
+    *_CALIBRATION,
+    column("n_human_only", INT64, "items only people labelled"),
+    column("n_judge_only", INT64, "items only the judge labelled"),
+    column("n_excluded_human", INT64, "human labels left out by the mapping"),
+    column("n_excluded_judge", INT64, "judge labels left out by the mapping"),
+    column("source", STRING, "where the human labels came from"),
+    *_PEOPLE,
+])
+
+declare("judge_variance", 1, "one system and judge key: the judge's repeat-to-repeat noise", depends_on=JUDGED,
+        columns=[
+    _SYSTEM,
+    *_JUDGE,
+    column("n_repeats", INT64, "repeats of the judgement"),
+    column("n_items", INT64, "claims judged in every repeat"),
+    column("n_flipped", INT64, "claims whose verdict differs between repeats"),
+    column("flip_rate", FLOAT64, "n_flipped / n_items, in [0, 1]; null when n_items is 0"),
+    column("faithfulness_mean", FLOAT64, "mean over repeats of the faithfulness (SUPPORTED / claims)"),
+    column("faithfulness_min", FLOAT64, "lowest faithfulness of a repeat"),
+    column("faithfulness_max", FLOAT64, "highest faithfulness of a repeat"),
+    column("faithfulness_spread", FLOAT64, "max - min; null with one repeat"),
+    column("faithfulness_std", FLOAT64, "standard deviation over repeats; null with one repeat"),
+    column("resolution", FLOAT64, "the judge's minimum resolution (= spread): smaller differences are noise"),
+    column("rule", STRING, "how resolution was computed"),
+])
+
+declare("ppi_estimates", 1, "one prediction-powered estimate of a judge-based rate for one system "
+        "(Angelopoulos et al., Science 2023)", depends_on=JUDGED, columns=[
+    _SYSTEM,
+    column("rate", STRING, "which label's rate, e.g. attributable", nullable=False),
+    column("estimate", FLOAT64, "the corrected rate in [0, 1]; null with reason when either set is empty"),
+    column("ci_low", FLOAT64, "lower bound of the 95% interval"),
+    column("ci_high", FLOAT64, "upper bound of the 95% interval"),
+    column("judge_rate", FLOAT64, "the judge's uncorrected rate"),
+    column("n_labelled", INT64, "items people labelled"),
+    column("n_unlabelled", INT64, "items only the judge labelled"),
+    column("reason", STRING, "why estimate is null, or how it was computed"),
+])
+
+declare("metric_history", 1, "one (run, system, metric, k) of the overall headline, appended every full run",
+        depends_on=JUDGED, columns=[
+    column("run_id", STRING, "the Dagster run id that evaluated", nullable=False),
+    column("evaluated_at", UTC_MICROSECONDS, "when the run evaluated (UTC)", nullable=False),
+    column("night", DATE, "the UTC day of evaluated_at", nullable=False),
+    _SYSTEM, _METRIC, _K,
+    *_value_columns("denominator 0"),
+    column("n", INT64, "questions evaluated"),
+    column("ci_low", FLOAT64, "lower bound of the 95% interval of value"),
+    column("ci_high", FLOAT64, "upper bound of the 95% interval of value"),
+    column("corpus_version", STRING, "corpus version of that run"),
+    column("golden_version", STRING, "golden set version of that run"),
+    column("golden_questions", INT32, "questions in that golden set"),
+    column("judge", STRING, "judge of that run"),
+    column("judge_model", STRING, "judge model of that run"),
+    column("judge_prompt_sha256", STRING, "judge prompt sha256 of that run"),
+])
+
+declare("regression_cases", 1, "one question that regressed once on a gated metric; kept across runs",
+        depends_on=JUDGED, columns=[
+    _SYSTEM, _METRIC, _K, _QUESTION,
+    column("baseline_value", FLOAT64, "the baseline's value for the question; null when not evaluable"),
+    column("value_when_found", FLOAT64, "the candidate's value when the regression was found"),
+    column("first_seen_run", STRING, "Dagster run id that found it"),
+    column("first_seen_at", STRING, "ISO 8601 UTC time it was found"),
+    column("current_value", FLOAT64, "the value now; null when the question has no value now"),
+    column("status", STRING, "still_regressed, recovered or no_value_now", nullable=False),
+])
+
+
+#: Every table's polars schema, derived from its Arrow declaration (what :func:`conform` checks).
+SCHEMAS: dict[str, pl.Schema] = {spec.name: spec.polars for spec in TABLES}
 
 #: rag_runs columns that older tables (written before they existed) lack; read as null.
 RAG_RUNS_OPTIONAL = ("latency_ms", "system_version", "trace_id", "decision_rule")
@@ -336,41 +332,7 @@ def empty(table: str) -> pl.DataFrame:
     return pl.DataFrame(schema=SCHEMAS[table])
 
 
-def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
-    """Check ``df`` against the declared schema of ``table`` and return it in declared column order.
-
-    Input: a polars DataFrame. Output: the same rows, columns reordered, dtypes unchanged
-    (a Null-typed column, as polars infers for an all-null literal, is cast to the declared type).
-    Raises SchemaError naming the table and column when a column is missing, extra or of another
-    dtype, or when a float column holds NaN (null means "not evaluable"; NaN is never stored).
-    """
-    schema = SCHEMAS[table]
-    missing = [c for c in schema if c not in df.columns]
-    extra = [c for c in df.columns if c not in schema]
-    if missing or extra:
-        raise SchemaError(f"table {table!r}: missing columns {missing}, unexpected columns {extra}")
-    casts = {}
-    for name, dtype in schema.items():
-        got = df.schema[name]
-        if got == dtype:
-            continue
-        if got == pl.Null or _null_inner(got, dtype):
-            casts[name] = dtype
-            continue
-        raise SchemaError(f"table {table!r}: column {name!r} has dtype {got}, expected {dtype}")
-    if casts:
-        df = df.with_columns([pl.col(c).cast(t) for c, t in casts.items()])
-    for name, dtype in schema.items():
-        if dtype in (pl.Float64, pl.Float32):
-            bad = df.filter(pl.col(name).is_nan())
-            if bad.height:
-                raise SchemaError(
-                    f"table {table!r}: column {name!r} holds NaN in {bad.height} row(s); "
-                    "store null for 'not evaluable'"
-                )
-    return df.select(list(schema))
-
-
-def _null_inner(got: pl.DataType, want: pl.DataType) -> bool:
-    """True when ``got`` is a List of Null (an empty literal list) and ``want`` is any List."""
-    return isinstance(got, pl.List) and isinstance(want, pl.List) and got.inner == pl.Null
+__all__ = [
+    "ANSWERABILITY", "CHUNK_STATUS", "DECISIONS", "GOLDEN_CLAIM", "RAG_RUNS_OPTIONAL", "RELEVANT_ID", "RETRIEVED_HIT",
+    "SCHEMAS", "SPLITS", "TABLES", "VERDICTS", "TableSpec", "conform", "empty", "migration", "spec_of",
+]

@@ -77,7 +77,8 @@ def suite_resources(suite: Suite, folder: str | Path, *, judge=None, serve_root:
     return {
         scope.resource_key("settings"): EvalSettings(config_path=str(suite.config_path), suite=suite.name,
                                                      output_dir=folder),
-        scope.resource_key("store"): TableStore(base_dir=folder, serve_root=str(serve_root or Path(folder).parent)),
+        scope.resource_key("store"): TableStore(base_dir=folder, suite=suite.name,
+                                                serve_root=str(serve_root or Path(folder).parent)),
         scope.resource_key("io_manager"): ParquetIOManager(base_dir=folder, suite=suite.name),
         scope.resource_key("judge"): judge or judging.select_judge_resource(config_path=str(suite.config_path)),
     }

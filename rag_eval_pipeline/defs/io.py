@@ -7,11 +7,16 @@ Each suite has its own manager (resource key ``<suite>__io_manager``) whose ``ba
 folder (``outputs/<suite>/``, or ``rag-eval run --output``): ``sample/metric_summary`` goes to
 ``<base_dir>/metric_summary.parquet``, the quick evaluation's ``sample/quick/...`` to ``<base_dir>/quick/``.
 
+Every Parquet file carries its table's Arrow schema and metadata (table, schema version, suite, run id,
+corpus / golden versions, judge key, metric definitions: ``core/table_files.py``); a file of another
+schema version is migrated on load with a warning in the run's log, or refused (``core/storage.read_table``).
+
 One writer per folder: while a run's resources are up, the IO manager (and the table store, see
 ``resources.py``) holds ``.rag-eval.lock`` of its suite's folder (``core/locking.py``); Dagster starts
 only the resources of the suites a run writes. A second run on the same folder fails at resource
 initialisation with a message naming the holder (pid, run id, start time), or waits ``lock_wait_s``
-seconds first; steps of one run in other processes wait for each other.
+seconds first; steps of one run in other processes wait for each other. A folder belongs to one suite
+(``core/suites.claim_output_folder``): a suite's resources refuse a folder another suite recorded.
 """
 
 
@@ -23,7 +28,8 @@ import polars as pl
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.locking import OutputLock
-from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.storage import WriteContext, read_table, write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.suites import claim_output_folder
 
 
 def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: float) -> OutputLock:
@@ -36,13 +42,18 @@ def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: flo
 
 
 class HoldsOutputLock:
-    """Mixin for resources with ``base_dir``, ``lock_wait_s`` and a ``_locks`` private attribute: hold
-    the lock of ``base_dir`` (the suite's folder) from resource set-up to tear-down."""
+    """Mixin for resources with ``base_dir`` (a suite's folder), ``suite`` (its name, or None),
+    ``lock_wait_s`` and a ``_locks`` private attribute: hold the folder's lock from resource set-up to
+    tear-down, and refuse a folder another suite recorded."""
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self._locks = []
         try:
             self._locks.append(hold_output_lock(str(self.base_dir), context, self.lock_wait_s))
+            if self.suite is not None:
+                # an output folder belongs to one suite: refuse to write another suite's tables into it
+                # (checked here; the record is written with the suite's first table, see handle_output)
+                claim_output_folder(self.base_dir, self.suite, write=False)
         except BaseException:
             self.teardown_after_execution(context)
             raise
@@ -74,12 +85,25 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
             parts = parts[1:]
         return Path(self.base_dir).joinpath(*parts[:-1], parts[-1] + suffix)
 
+    def _write_context(self, context: dg.OutputContext) -> WriteContext:
+        """Who writes an asset's table: the run id, the suite, the folder of its upstream tables, and the
+        provenance the asset put in its output metadata."""
+        try:
+            run_id, metadata = context.run_id, context.output_metadata
+        except (dg.DagsterInvariantViolationError, AttributeError):
+            run_id, metadata = None, None
+        return WriteContext.of(run_id, self.suite, self._path(context.asset_key, "").parent, metadata)
+
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         if obj is None:
             return
         key = context.asset_key
+        if self.suite is not None:
+            # the first table a run writes into a suite's folder records the suite there
+            claim_output_folder(self.base_dir, self.suite)
         if isinstance(obj, pl.DataFrame):
-            path = write_parquet_atomic(obj, self._path(key, ".parquet"), table=key.path[-1])
+            path = write_parquet_atomic(obj, self._path(key, ".parquet"), table=key.path[-1],
+                                        context=self._write_context(context))
             context.add_output_metadata(
                 {"path": dg.MetadataValue.path(str(path.resolve())), "dagster/row_count": obj.height}
             )
@@ -97,7 +121,8 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
         metadata = context.definition_metadata or {}
         if parquet.exists():
             columns = metadata.get("columns")
-            return pl.read_parquet(parquet, columns=list(columns) if columns else None)
+            return read_table(parquet, key.path[-1], columns=list(columns) if columns else None,
+                              on_migrate=context.log.warning if context.log is not None else None)
         as_json = self._path(key, ".json")
         if as_json.exists():
             return json.loads(as_json.read_text(encoding="utf-8"))

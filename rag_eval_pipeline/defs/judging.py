@@ -218,9 +218,11 @@ def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, sett
     from rag_eval_pipeline.core.answer_quality import _SCHEMA, answer_quality_metrics, supports_quality
 
     j = judge.get_judge()
+    # the judge key the table's file records (core/table_files.py): this judge, whatever judge_labels holds
+    judge_key = dg.MetadataValue.json({"judge": j.name, "judge_model": j.model, "prompt_sha256": j.prompt_sha256})
     if not supports_quality(j):
         return dg.Output(pl.DataFrame(schema=_SCHEMA), metadata={
-            "evaluated": False,
+            "evaluated": False, "judge_key": judge_key,
             "reason": f"judge {j.name} has no answer-relevance / context-relevance / correctness methods"})
     embed = None
     if settings.config.judge.reverse_questions:
@@ -230,7 +232,8 @@ def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, sett
         embed = lambda texts: encoder.encode(texts, convert_to_numpy=True)  # noqa: E731
     quality = answer_quality_metrics(rag_runs, golden_set, corpus_snapshot, j, embed=embed)
     errors = int((quality["status"] == "judge_error").sum())
-    return dg.Output(quality, metadata={"evaluated": True, "judge_model": j.model, "rows": quality.height,
+    return dg.Output(quality, metadata={"evaluated": True, "judge_key": judge_key, "judge_model": j.model,
+                                        "rows": quality.height,
                                         "judge_errors": errors, "reverse_questions": embed is not None})
 
 

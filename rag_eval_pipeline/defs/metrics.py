@@ -114,13 +114,15 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
     Written to ``<output>/trec/<system>.run`` and ``<output>/trec/qrels.txt``. trec_eval ranks by score
     (ties by doc id descending), so compare its numbers with ``metrics.ranking_mode: trec_eval``. A
     question that retrieved nothing gets one line with a docno no qrels judge, so trec_eval scores it 0
-    as the pipeline does. When every document is one chunk (BEIR), docnos are document ids. A system
+    as the pipeline does. When every document is one chunk (BEIR), docnos are document ids. Ids holding
+    whitespace are percent-encoded (``core.sources.trec.trec_tokens``). A system
     with a hit that has no score cannot be written (trec_eval needs one) and is listed as skipped.
     """
     from rag_eval_pipeline.core.metrics.retrieval import explode_runs, qrels_from_golden
     from rag_eval_pipeline.core.sources.trec import (
         NO_RETRIEVAL_DOCNO,
         document_docnos,
+        trec_tokens,
         with_docnos,
         write_trec_qrels,
         write_trec_run,
@@ -129,7 +131,8 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
 
     docnos = document_docnos(corpus_snapshot)
     written, skipped, empty = {}, {}, {}
-    qrels = with_docnos(qrels_from_golden(golden_set), docnos)
+    # ids with whitespace (a corpus file name with spaces) are percent-encoded: TREC tokens cannot hold it
+    qrels = trec_tokens(with_docnos(qrels_from_golden(golden_set), docnos))
     qrels_path = write_atomic(store.path("trec", "qrels.txt"), lambda tmp: write_trec_qrels(qrels, tmp))
     long = explode_runs(rag_runs)
     for system in sorted(long["system"].unique().to_list()):
@@ -139,7 +142,7 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
             skipped[system] = f"{hits['score'].null_count()} hit(s) without a score"
             continue
         empty[system] = rows.height - hits.height
-        rows = with_docnos(rows, docnos)
+        rows = trec_tokens(with_docnos(rows, docnos))
         path = write_atomic(store.path("trec", f"{system}.run"), lambda tmp, r=rows: write_trec_run(r, tmp))
         written[system] = str(path.resolve())
     return dg.Output({"qrels": str(qrels_path.resolve()), "runs": written, "skipped": skipped}, metadata={

@@ -16,32 +16,43 @@ and the next run's gates and report read it. It is declared as the external asse
 
 
 import datetime as dt
-import json
 
 import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core import tables
-from rag_eval_pipeline.core.gates import PromotedBaseline, compute_gate_verdict, run_manifest, same_run_configuration
+from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline, with_file_hashes
+from rag_eval_pipeline.core.gates import (
+    GateVerdict,
+    PromotedBaseline,
+    compute_gate_verdict,
+    run_manifest,
+    same_run_configuration,
+)
 from rag_eval_pipeline.core.metrics.names import metric_label
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
 
 STAGE = "promotion"
-BASELINE_DIR = "baseline"
 NO_REGRESSION_DESCRIPTION = ("Every blocking gate passes: no regression beyond its threshold that the paired test "
                              "calls real, no floor breached, no comparison across golden or corpus versions.")
 
 
 def load_baseline(store: TableFolder) -> PromotedBaseline | None:
-    """The promoted baseline (manifest, metric_summary, question_metrics), or None before the first promotion."""
-    manifest_path = store.path(BASELINE_DIR, "manifest.json")
-    if not manifest_path.exists():
-        return None
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    return PromotedBaseline(manifest, store.read(BASELINE_DIR, "metric_summary.parquet"),
-                            store.read(BASELINE_DIR, "question_metrics.parquet"))
+    """The promoted baseline (manifest, metric_summary, question_metrics), or None before the first promotion.
+
+    Raises BaselineDamaged when it was promoted but is now missing, edited or unreadable (``core/baseline.py``)."""
+    return read_baseline(store.path(BASELINE_DIR).parent)
+
+
+def damaged_verdict(cfg, reason: str) -> GateVerdict:
+    """The verdict when the promoted baseline is damaged: one blocking ``baseline_damaged`` row per candidate
+    (or for the system to promote), no comparison at all, so nothing can be promoted against another reference."""
+    systems = list(cfg.candidate_systems) or [cfg.gates.promote or "baseline"]
+    return GateVerdict(results=[], errors=[f"{s}: the promoted baseline is damaged: {reason}" for s in systems],
+                       baseline=None, baseline_source="damaged", noise={}, promote=cfg.gates.promote,
+                       error_status="baseline_damaged")
 
 
 def gates_markdown(gates: pl.DataFrame) -> str:
@@ -62,13 +73,20 @@ def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, stor
 
     Computed once per run; ``gate_verdict`` (promotion), ``regression_cases`` and ``evaluation_report`` read it."""
     cfg = settings.config
-    verdict = compute_gate_verdict(cfg, metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot,
-                                   judge_variance, load_baseline(store))
+    try:
+        promoted = load_baseline(store)
+    except BaselineDamaged as exc:  # loud and blocking: never a quiet change of reference
+        context.log.error(str(exc))
+        verdict = damaged_verdict(cfg, str(exc))
+    else:
+        verdict = compute_gate_verdict(cfg, metric_summary, question_metrics, rag_runs, golden_set,
+                                       corpus_snapshot, judge_variance, promoted)
     gates = verdict.frame()
     return dg.Output(gates, metadata={
         "baseline": verdict.baseline or "none (first run: floors only)",
         "baseline_source": {"promoted": "promoted", "configured": "configured system in this run",
-                            "none": "none"}[verdict.baseline_source],
+                            "none": "none", "damaged": "DAMAGED: promoted baseline missing or edited (blocking)"}[
+            verdict.baseline_source],
         "split": cfg.gate_split,
         "unchanged_since_promotion": dg.MetadataValue.json(verdict.unchanged),
         "judge_noise_resolution": dg.MetadataValue.json(verdict.noise),
@@ -154,6 +172,8 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     manifest |= {"promoted_at": dt.datetime.now(dt.UTC).isoformat(), "run_id": context.run_id}
     for name, df in parts.items():
         store.write(df, BASELINE_DIR, f"{name}.parquet", table=name)
+    # the tables' content hashes, checked whenever the baseline is read (core/baseline.py)
+    manifest = with_file_hashes(manifest, store.path(BASELINE_DIR).parent)
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
     context.log.info(f"promoted {system} as the baseline")
     if baseline_key is not None:  # the external asset promoted_baseline: what it holds now

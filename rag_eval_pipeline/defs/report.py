@@ -33,7 +33,6 @@ links to it whoever launched the run (the CLI included).
 
 
 import datetime as dt
-import json
 import os
 from pathlib import Path
 from urllib.parse import quote
@@ -41,6 +40,7 @@ from urllib.parse import quote
 import dagster as dg
 import polars as pl
 
+from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
 from rag_eval_pipeline.core.errors import EvalError
 from rag_eval_pipeline.core.labelling import current_content_hashes
 from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
@@ -199,8 +199,12 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     cfg = settings.config
     groups = viewer_groups(settings)
     history = metric_history
-    manifest_path = store.path("baseline", "manifest.json")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
+    try:  # a damaged baseline is reported by the gate (baseline_damaged rows); the report just names none
+        promoted = read_baseline(store.path("baseline").parent)
+    except BaselineDamaged as exc:
+        context.log.warning(str(exc))
+        promoted = None
+    manifest = dict(promoted.manifest) if promoted is not None else None
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
     decision, calibration = run_decision(settings, store, gate_results, golden_set, rag_runs, corpus_snapshot,
                                          judge_labels, manifest, quick=quick)

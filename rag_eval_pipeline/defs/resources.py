@@ -19,13 +19,13 @@ import polars as pl
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.config import EvalConfig, load_config
-from rag_eval_pipeline.core.storage import write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.storage import WriteContext, read_table, write_json_atomic, write_parquet_atomic
 from rag_eval_pipeline.defs.io import HoldsOutputLock
 from rag_eval_pipeline.defs.scope import QUICK
 
 # Read by a quick evaluation from its suite's full evaluation (never written by it): the promoted
 # baseline it is compared with and the history its report's trend shows.
-SHARED_WITH_FULL = ("baseline", "metric_history.parquet")
+SHARED_WITH_FULL = ("baseline", "metric_history.parquet", "promotion.json")
 REPORT_URL_ENV = "RAG_EVAL_REPORT_URL"  # where `rag-eval serve` serves the output folder
 SUITE_TAG = "rag_eval/suite"
 CONFIG_PATH_TAG, CONFIG_SHA_TAG, OUTPUT_TAG = "rag_eval/config_path", "rag_eval/config_sha256", "rag_eval/output_dir"
@@ -108,12 +108,15 @@ class TableFolder:
     """Reads and writes a suite's tables outside the asset IO path: history, baseline, regression list,
     reports. ``root``: the suite's folder; ``quick``: the quick evaluation's ``quick/`` folder inside it,
     which reads (never writes) the promoted baseline and the history of the full evaluation.
-    ``serve_root``: the folder ``rag-eval serve`` serves (for report URLs)."""
+    ``serve_root``: the folder ``rag-eval serve`` serves (for report URLs); ``suite``, ``run_id`` and
+    ``log`` (a step's logger, for a migrated table's warning): what a written file records."""
 
-    def __init__(self, root: str | Path, quick: bool = False, serve_root: str | Path | None = None):
+    def __init__(self, root: str | Path, quick: bool = False, serve_root: str | Path | None = None, *,
+                 suite: str | None = None, run_id: str | None = None, log=None):
         self.root = Path(root)
         self.quick = quick
         self.serve_root = Path(serve_root) if serve_root else self.root
+        self.suite, self.run_id, self.log = suite, run_id, log
 
     def folder(self) -> Path:
         """The folder this evaluation writes: the suite's, or its ``quick/``."""
@@ -137,19 +140,25 @@ class TableFolder:
             return None
         return f"{base_url}/{quote(rel.as_posix())}"
 
-    def read(self, *parts: str) -> pl.DataFrame | None:
-        """The Parquet table at ``parts`` (see :meth:`path`), or None when it does not exist."""
+    def read(self, *parts: str, table: str | None = None) -> pl.DataFrame | None:
+        """The table file at ``parts`` (None when absent), checked for its table (``table``, else the one the
+        file names, else the file's stem) and schema version: an older one is migrated with a warning in the
+        step's log; one that cannot be read raises SchemaVersionError (``core/storage.read_table``)."""
         p = self.path(*parts)
-        return pl.read_parquet(p) if p.exists() else None
+        if not p.exists():
+            return None
+        return read_table(p, table, on_migrate=self.log.warning if self.log is not None else None)
 
     def _writable(self, parts: tuple[str, ...]) -> None:
         if self.quick and parts and parts[0] in SHARED_WITH_FULL:
             raise dg.Failure(f"a quick evaluation never writes {'/'.join(parts)} of the full evaluation")
 
     def write(self, df: pl.DataFrame, *parts: str, table: str | None = None) -> Path:
-        """Write ``df`` atomically at ``parts`` (checked against ``table``'s schema when given)."""
+        """Write the declared ``table`` at ``parts`` atomically, with its metadata: this step's run id and
+        suite, and the provenance of the step's folder (``core/table_files.py``)."""
         self._writable(parts)
-        return write_parquet_atomic(df, self.path(*parts), table=table)
+        context = WriteContext.of(self.run_id, self.suite, self.folder())
+        return write_parquet_atomic(df, self.path(*parts), table=table, context=context)
 
     def write_json(self, obj, *parts: str) -> Path:
         """Write ``obj`` as JSON atomically at ``parts``."""
@@ -160,15 +169,19 @@ class TableFolder:
 class TableStore(HoldsOutputLock, dg.ConfigurableResource):
     """One suite's folder for the tables kept outside the asset IO path (see :class:`TableFolder`).
 
-    ``base_dir``: the suite's output folder; ``serve_root``: the folder ``rag-eval serve`` serves (default
-    ``base_dir``). Holds the folder's lock while a run uses it, like the IO manager (see ``io.py``)."""
+    ``base_dir``: the suite's output folder; ``suite``: its name (None for the unprefixed chain);
+    ``serve_root``: the folder ``rag-eval serve`` serves (default ``base_dir``). Holds the folder's lock
+    while a run uses it, like the IO manager (see ``io.py``)."""
 
     base_dir: str
+    suite: str | None = None
     serve_root: str | None = None
     lock_wait_s: float = 0.0
 
     _locks: list = PrivateAttr(default_factory=list)
 
-    def folder_for(self, quick: bool = False) -> TableFolder:
-        """The full evaluation's folder, or (``quick``) the quick evaluation's."""
-        return TableFolder(self.base_dir, quick=quick, serve_root=self.serve_root or self.base_dir)
+    def folder_for(self, quick: bool = False, context=None) -> TableFolder:
+        """The full evaluation's folder, or (``quick``) the quick evaluation's; ``context``: the step's
+        (its run id and log go with what the folder writes)."""
+        return TableFolder(self.base_dir, quick=quick, serve_root=self.serve_root or self.base_dir, suite=self.suite,
+                           run_id=getattr(context, "run_id", None), log=getattr(context, "log", None))

@@ -42,6 +42,16 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
     if result.unknown.height:
         context.log.warning(f"{result.unknown.height} run rows name questions outside the golden set; "
                             "they are excluded")
+    for name, info in result.live.items():
+        shapes = {k: info.get(k, 0) for k in ("orphan_spans", "ambiguous_root_traces", "rootless_traces")}
+        if any(shapes.values()):  # resolved by the documented rule (core/systems/traces.py), never silently
+            context.log.warning(f"system {name} (traces): {shapes['ambiguous_root_traces']} trace(s) with several "
+                                f"root spans, {shapes['rootless_traces']} without a root, {shapes['orphan_spans']} "
+                                "orphan span(s); resolved by the documented root rule, listed in the metadata "
+                                "live_systems")
+        if info.get("captured_output_lines"):
+            context.log.info(f"system {name} (python): {info['captured_output_lines']} line(s) the callable "
+                             "printed were captured (not written to stdout)")
     md = result.metadata()
     return dg.Output(result.runs, metadata={
         **{k: md[k] for k in ("rows", "unknown_question_rows", "corpus_version")},

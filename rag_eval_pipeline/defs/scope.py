@@ -103,7 +103,7 @@ class SuiteScope:
     def store(self, context):
         """The suite's table folder in a step: the quick evaluation's ``quick/`` folder for a quick scope
         (a :class:`~rag_eval_pipeline.defs.resources.TableFolder`)."""
-        return getattr(context.resources, self.resource_key("store")).folder_for(quick=self.quick)
+        return getattr(context.resources, self.resource_key("store")).folder_for(quick=self.quick, context=context)
 
     def judge(self, context):
         """The suite's judge resource in a step."""

@@ -21,7 +21,6 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
@@ -32,9 +31,11 @@ from starlette.responses import (
 from starlette.routing import Route
 
 from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.jsonio import loads as strict_json
 from rag_eval_pipeline.core.labelling import LabelItem
 from rag_eval_pipeline.labelling.definitions import family_for
 from rag_eval_pipeline.labelling.session import LabellingSession, Progress
+from rag_eval_pipeline.local_guard import LocalOnly
 
 CSS = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2026;background:#f6f7f9}
@@ -257,9 +258,9 @@ def build_app(session: LabellingSession) -> Starlette:
         if not _is_json(request):
             return JSONResponse({"ok": False, "error": "expected Content-Type application/json"}, 415)
         try:
-            body = await request.json()
+            body = strict_json(await request.body())
             pos = int(body.get("pos"))
-        except (ValueError, TypeError, json.JSONDecodeError):
+        except (ValueError, TypeError, AttributeError):  # JsonError is a ValueError
             return JSONResponse({"ok": False, "error": "bad request: expected JSON with pos and verdict"}, 400)
         if not 0 <= pos < len(s.sample):
             return JSONResponse({"ok": False, "error": f"no item at position {pos}"}, 404)
@@ -294,8 +295,9 @@ def build_app(session: LabellingSession) -> Starlette:
     async def healthz(request: Request):
         return PlainTextResponse("ok")
 
-    # Only loopback host names (no DNS rebinding), and JSON bodies only (no cross-site form posts).
-    return Starlette(middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=["127.0.0.1", "localhost"])],
+    # Only loopback host names (no DNS rebinding), JSON bodies only and no foreign Origin (no cross-site
+    # posts): the rules every local server applies (rag_eval_pipeline/local_guard.py).
+    return Starlette(middleware=[Middleware(LocalOnly, json_errors=True)],
                      routes=[
         Route("/", index), Route("/item/{pos}", item), Route("/done", done),
         Route("/api/label", api_label, methods=["POST"]), Route("/api/undo", api_undo, methods=["POST"]),

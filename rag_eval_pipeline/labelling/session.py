@@ -6,11 +6,10 @@ restarted server resumes where the file says the labeller stopped (nothing else 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import polars as pl
 
 from rag_eval_pipeline.core.config import EvalConfig
 from rag_eval_pipeline.core.errors import ConfigError, InputError
@@ -22,9 +21,15 @@ from rag_eval_pipeline.core.labelling import (
     stratified_order,
     withhold_restricted,
 )
+from rag_eval_pipeline.core.storage import read_table
 
 TABLES = ("rag_runs", "golden_set", "corpus_snapshot", "judge_labels")
 DEFAULT_VIEWER_GROUPS = ("customers",)  # the report's default test user
+
+
+def _warn(message: str) -> None:
+    """A table migrated on read (an older schema version): one line on stderr."""
+    print(f"rag-eval: {message}", file=sys.stderr)
 
 
 @dataclass
@@ -83,7 +88,7 @@ class LabellingSession:
             if not p.is_file():
                 raise InputError(f"table {name} not found: run the evaluation for this configuration first "
                                  f"(rag-eval run --config {cfg.path} --output {self.output_dir})", path=str(p))
-            tables[name] = pl.read_parquet(p)
+            tables[name] = read_table(p, name, on_migrate=_warn)
         try:
             items = build_items(tables["rag_runs"], tables["golden_set"], tables["corpus_snapshot"],
                                 tables["judge_labels"], self.level, self.mapping)

@@ -46,7 +46,9 @@ from rag_eval_pipeline_tests.defs.subprocess_runs import (
 
 HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
 CASES = sorted(p.name for p in HOSTILE.iterdir() if (p / "case.yaml").is_file())
-NOT_THROUGH_MATERIALIZE = ("trec_run", "cli_signal", "config")
+# round three's targets run in test_hostile_live.py (live systems, servers, the CLI, the baseline)
+NOT_THROUGH_MATERIALIZE = ("trec_run", "cli_signal", "config", "live_http", "live_python", "traces", "traces_size",
+                           "cli", "server", "baseline", "label", "acl")
 TEAM = "team_rag"
 
 # Judge calls seen by the counting judge of the current materialisation (in-process executor).
@@ -340,7 +342,30 @@ def check_evidence_withdrawn(case, result, out, good_result, good_out):
     assert failed == ["no_regression_against_baseline"], failed
 
 
+def check_file_name_with_spaces(case, result, out, good_result, good_out):
+    """A doc id with spaces goes through promotion and trec_files: its docno is percent-encoded."""
+    snapshot = _snapshot(out)
+    assert "guia de envios#0" in snapshot["chunk_id"].to_list()
+    failed = [e.check_name for e in result.get_asset_check_evaluations()
+              if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
+    assert failed == ["no_regression_against_baseline"], failed  # the corpus version changed, nothing else
+    assert list(step_errors(result)) == ["gate_verdict_no_regression_against_baseline"]  # trec_files did not fail
+    md = metadata(result, "trec_files")
+    assert md["skipped"] == {}
+    qrels = (out / "trec" / "qrels.txt").read_text(encoding="utf-8")
+    assert all(len(line.split()) == 4 for line in qrels.splitlines())
+    for system in ("bm25_k5", "bm25_k10"):
+        lines = (out / "trec" / f"{system}.run").read_text(encoding="utf-8").splitlines()
+        assert lines and all(len(line.split()) == 6 for line in lines)
+    runs = pl.read_parquet(out / "rag_runs.parquet")
+    hit = any(h["chunk_id"] == "guia de envios#0" for r in runs["retrieved"].to_list() for h in r)
+    run_text = "".join((out / "trec" / f"{s}.run").read_text(encoding="utf-8") for s in ("bm25_k5", "bm25_k10"))
+    assert hit and case["expect"]["docno"] in run_text  # the file's chunk was retrieved, written encoded
+    assert not [p for p in (out / "trec").iterdir() if p.name.endswith(".tmp")]
+
+
 CHECKS_BY_CASE = {
+    "corpus_file_name_with_spaces": check_file_name_with_spaces,
     "golden_evidence_withdrawn": check_evidence_withdrawn,
     "corpus_bom_crlf": check_bom_crlf,
     "corpus_changed_text": check_changed_text,

@@ -234,7 +234,10 @@ def test_an_ad_hoc_configuration_is_its_own_suite(suites_dir, tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("suites:\n  bad-name: {config: x.yaml}\n", "a suite name must be letters, digits and underscores"),
-    ("suites:\n  quick: {config: x.yaml}\n", "a suite name must be"),
+    ("suites:\n  quick: {config: x.yaml}\n", "a suite name must not be one of ['quick'"),
+    # the asset group of sample's quick evaluation is sample_quick: no suite may take that name
+    ("suites:\n  sample: {config: x.yaml}\n  sample_quick: {config: y.yaml}\n", "must not end in ['_quick']"),
+    ("suites:\n  " + "s" * 301 + ": {config: x.yaml}\n", "at most 100 characters (got 301)"),
     ("suites:\n  a: {config: x.yaml, nightly: yes please}\n", "nightly must be true or false"),
     ("suites:\n  a: {config: x.yaml, nighty: true}\n", "unknown key(s) ['nighty']"),
     ("suites:\n  a: {config: x.yaml}\n  b: {config: ./x.yaml}\n", "is already suite 'a'"),

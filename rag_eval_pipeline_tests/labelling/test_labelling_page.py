@@ -17,6 +17,7 @@ import uvicorn
 import yaml
 
 from rag_eval_pipeline.core.config import load_config
+from rag_eval_pipeline.core.storage import write_parquet_atomic
 from rag_eval_pipeline.labelling.app import build_app
 from rag_eval_pipeline.labelling.session import LabellingSession
 from rag_eval_pipeline_tests.core.test_labelling import SECRET, tables
@@ -33,7 +34,7 @@ def evaluation(tmp_path, level="claim"):
     out = tmp_path / "out"
     out.mkdir(parents=True)
     for name, df in (("rag_runs", runs), ("golden_set", golden), ("corpus_snapshot", snap), ("judge_labels", judge)):
-        df.write_parquet(out / f"{name}.parquet")
+        write_parquet_atomic(df, out / f"{name}.parquet", name)  # as a run writes them (schema version metadata)
     cfg = {"corpus": {"source": "documents_dir", "path": "docs"}, "golden": {"path": "golden.jsonl"},
            "systems": [{"name": "A", "kind": "reference"}, {"name": "B", "kind": "reference"}],
            "calibration": {"human_labels": "labels.jsonl", "level": level}}

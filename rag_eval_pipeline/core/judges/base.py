@@ -41,6 +41,7 @@ __all__ = [
     "EstimatesCost",
     "QualityJudge",
     "ReverseQuestions",
+    "JudgesInBatches",
     "judge_concurrency",
     "accepts_repeat",
     "judge_stats",
@@ -165,6 +166,16 @@ class QualityJudge(Protocol):
     def correctness(self, answer: str, reference: str) -> dict: ...
 
     def holistic(self, question: str, answer: str, contexts: list[str]) -> str: ...
+
+
+@runtime_checkable
+class JudgesInBatches(Protocol):
+    """Judges many answers in one call, each exactly as ``judge`` would (shared work such as one
+    encoder batch for every text, each encoded once): ``judge_batch(items)`` over ``(question,
+    answer, contexts)`` tuples returns one AnswerJudgement per item, in order. ``judge_runs`` uses
+    it when present (no repeats, no concurrency of the judge's own)."""
+
+    def judge_batch(self, items: Sequence[Sequence]) -> list[AnswerJudgement]: ...
 
 
 @runtime_checkable

@@ -1,280 +1,117 @@
-"""Split one sentence into self-contained claims at coordinated facts (Spanish and English, rules).
+"""Split one sentence into self-contained claims at coordinated facts (Spanish and English, by structure).
 
 A sentence that joins two facts ("El plazo es de 15 días, y los gastos los paga la tienda") is two
-claims: a judge that checks each fact against the context sentence that states it must not need
-both in one sentence. :func:`split_coordinated` applies, recursively, the first rule that fits:
+claims: a judge that checks each fact against the context sentence that states it must not need both
+in one sentence. The decision is made from the sentence's structure: clause boundaries, conjunctions,
+the verb morphology of :mod:`~rag_eval_pipeline.core.judges.morphology` (endings and neighbours, no
+list of content verbs or nouns) and the subject carried over. :func:`split_coordinated` applies,
+recursively, the first rule that fits:
 
-1. **Clause conjunctions**: ", y" / ", e" / ", and" / ", so" / ", así que" / ", por lo que", and
-   "pero", "but", "aunque", "although", "though", "mientras que", "whereas", "while" (with or
-   without a comma) split when *both* sides hold a verb (:func:`looks_verbal`); a bare "y" / "e" /
-   "and" splits when both sides hold a verb and have at least three words each ("Opened and lightly
-   used speakers are accepted" and "cable y cargador" stay whole). When the right side starts with
-   its verb (no subject of its own), the subject of the left side is repeated: "El altavoz pesa
-   500 g y mide 20 cm" → "El altavoz pesa 500 g" + "El altavoz mide 20 cm". The subject is the left
-   side's words before its first verb, when they start with a determiner, possessive, demonstrative,
-   pronoun or capitalised name (1-8 words); otherwise (Spanish drops subjects: "Tarda 3 días") none
-   is added.
-2. **Non-restrictive relative clauses** (after a comma): ", which" / ", who" / ", que" / ", quien" /
-   ", lo cual" / ", where" / ", donde". The antecedent is the noun phrase that ends the left side,
-   from its last determiner (an indefinite article becomes definite: "una garantía" → "la
-   garantía", "a warranty" → "the warranty"); "lo cual" / "which" after a whole clause keeps the
-   phrase. "where" / "donde" become "in" / "en" + antecedent at the end of the new claim: "Lo envían
-   a Valencia, donde se revisa" → "Lo envían a Valencia" + "Se revisa en Valencia".
-3. **Lists** of three or more short items (at most four words, no verb) ending the sentence, joined
-   by commas and a final "y" / "e" / "o" / "u" / "and" / "or": each item becomes a claim with the
-   words before the list, which must hold a verb: "Incluye el cable, la correa y la guía" →
-   "Incluye el cable" + "Incluye la correa" + "Incluye la guía". An item that starts in lower case
-   without a determiner gets the first item's determiner ("the cable, strap and guide").
+1. **Contrast and consequence** ("pero", "aunque", "mientras que", ", así que", ", por lo que",
+   "but", "although", "though", "whereas", ", while", ", so", "yet"): split when the left side holds a
+   finite verb and the right side is a clause (its own subject and verb) or a verb phrase (it starts
+   with a finite verb, after negation, clitics or a function adverb).
+2. **Relative clauses after a comma** (", que", ", which", ", who", ", donde", ", where", ", lo
+   cual"): the relative becomes a claim about its antecedent, the noun phrase that ends the left side
+   from its last determiner (an indefinite article becomes definite; a trailing "en 1937" / "in 1889"
+   is not part of it; a noun phrase that starts with a number gets a definite article); "donde" /
+   "where" put "en" / "in" + antecedent at the end; "lo cual" becomes "Esto". A relative between
+   two commas before the main verb ("Sevilla, que fue sede ..., tiene ...") is taken out of the main
+   clause the same way.
+3. **Coordination** ("y", "e", "ni", "and", "nor", with or without a comma, and a series "A, B y C"):
+   every conjunct after the first that starts with a finite verb is a verb phrase sharing the first
+   conjunct's subject — the words before its first verb (fronted adverbials included) — and, when
+   the conjunct's verb is an infinitive or participle, the first conjunct's auxiliary or modal too
+   ("pueden reservar ... y pagar" → "pueden pagar"; "was built ... and restored" → "was restored";
+   not after "born"). A conjunct with its own subject and verb is a clause. A series is split when
+   every conjunct is a verb phrase or a clause; the series is a list of objects instead (rule 4) when
+   every conjunct starts with a weak verb candidate, is short, and the word after the first verb is an
+   open-class word too ("incluye asistencia..., coche ... y cobertura ..."). After a copula a bare
+   word is a predicate adjective ("es cómoda y barata"); in English a bare form cannot follow a
+   third-person "-s" verb unless a modal chain is shared ("lets you check ... and make ...").
+   "ni" carries the negation ("no imprime ... ni escanea" → "no escanea").
+4. **Lists** of three or more short items (at most four words, no strong verb) ending the sentence,
+   joined by commas and a final "y" / "e" / "o" / "u" / "and" / "or": each item becomes a claim with
+   the words before the list, which must hold a verb ("Incluye el cable, la correa y la guía").
+5. **A period and its start** in a copular sentence whose subject names the period ("El plazo es de
+   30 días naturales desde la entrega"): the length and the start are two facts, "El plazo es de 30
+   días naturales" and "El plazo se cuenta desde la entrega" ("The period is 30 days" / "The period
+   counts from delivery").
 
-Ranges ("entre los días 31 y 45", "between 0 °C and 40 °C") stay whole. Kept whole on purpose:
-exceptions and conditions ("salvo en pedidos internacionales", "except", "unless", "si", "if"), which
-restrict the fact they follow: split off, the first part would be an overgeneralisation the context
-contradicts. Restrictive relatives (no comma) stay too, and so does anything inside brackets or quotes.
+Rules 1 and 3 live here; rules 2, 4 and 5 in :mod:`~rag_eval_pipeline.core.judges.relatives`; the
+clause pieces they share (first verb, subject, a conjunct's kind) in
+:mod:`~rag_eval_pipeline.core.judges.clauses`.
 
-Verbs are recognised without a tagger: English auxiliaries and modals, "-ed" words and "-s" words
-after a subject; Spanish forms of :data:`SPANISH_VERBS` (present, preterite, imperfect, future and
-conditional, third person, written with their accents: "envío" is a noun, "envió" a verb) and a
-clitic ("se", "le", "les", "me", "te", "nos" before a word) or "no" before a word. So a verb missing
-from the list is not seen (then the sentence is not split): the splitter errs towards keeping claims whole.
+**Self-contained claims.** A clause whose subject is a pronoun ("it", "she", "él") gets the first
+conjunct's subject in its place; a possessive at the start of its subject ("its", "their", "su",
+"sus") becomes the subject's genitive ("its battery" → "the speaker's battery"; "su batería" → "la
+batería del altavoz", the article chosen from the noun's ending).
+
+**Kept whole.** A sentence that starts with a condition or concession ("Si", "Cuando", "If",
+"Unless", "Aunque", ...); coordination after a condition, exception or cause in the same clause
+("salvo", "excepto", "si", "porque", "a menos que", "siempre que", "unless", "except", "if",
+"because", "provided", "as long as", "when", "while" without a comma), which stays with the fact it
+restricts; ranges ("entre los días 31 y 45", "between 0 °C and 40 °C"); amounts ("dos horas y
+media"); two nouns or names ("cable y cargador"); a verbless conjunct ("but not other speakers");
+restrictive relatives; anything inside brackets or quotes.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 
-_DETERMINERS_ES = ("el", "la", "los", "las", "un", "una", "unos", "unas", "este", "esta", "estos",
-                   "estas", "ese", "esa", "esos", "esas", "su", "sus", "mi", "mis", "tu", "tus",
-                   "nuestro", "nuestra", "nuestros", "nuestras", "cada", "todo", "toda", "todos",
-                   "todas", "al", "del")
-_DETERMINERS_EN = ("the", "a", "an", "this", "that", "these", "those", "its", "their", "his", "her",
-                   "our", "my", "your", "each", "every", "all", "some")
-DETERMINERS = frozenset(_DETERMINERS_ES + _DETERMINERS_EN)
-_SUBJECT_PRONOUNS = frozenset("it they he she we you i this that there ella el ellos ellas usted "
-                              "ustedes nosotros esto eso".split())
-_INDEFINITE = {"un": "el", "una": "la", "unos": "los", "unas": "las", "a": "the", "an": "the",
-               "some": "the"}
+from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal re-exported
+    _LANG,
+    _cap,
+    _conjunct_kind,
+    _join_vp,
+    _object_index,
+    _own_subject,
+    _spanish,
+    _spans,
+    _subject_prefix,
+    _top_commas,
+    _top_level,
+    _verb_group_start,
+    _words,
+    looks_verbal,
+)
+from rag_eval_pipeline.core.judges.morphology import (
+    ADVERBS,
+    BE_EN,
+    BE_ES,
+    CLITICS_ES,
+    MODALS_EN,
+    NUMBER_WORDS,
+    PREP_EN,
+    en_form,
+    es_form,
+    fold,
+    is_name,
+    is_spanish,
+)
+from rag_eval_pipeline.core.judges.relatives import _split_list, _split_origin, _split_relative
 
-_EN_AUX = frozenset("""
-is are was were be been being am has have had do does did can could will would shall should may
-might must cannot isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't can't
-couldn't won't wouldn't shouldn't mustn't 's 're 'll 'd
-""".split())
-_EN_NOT_VERB = frozenset("""
-this his its is was has as us thus plus less unless across always sometimes perhaps news series
-species yes bus gas lens analysis basis crisis chaos famous various previous serious obvious
-status virus bonus campus focus process success access business glass class pass boss
-""".split())
-
-#: Common Spanish verbs (infinitives); their third-person forms count as verbs for the splitter.
-SPANISH_VERBS = """
-aceptar activar admitir anotar aparecer aplicar bajar buscar cambiar cargar cerrar cobrar comprar
-conectar conservar contactar contar costar cubrir cumplir deber decir dejar depender descontar
-desconectar devolver durar emitir empezar encender enviar entregar escalar esperar estar existir
-explicar fabricar figurar funcionar ganar gestionar guardar haber hablar hacer incluir indicar
-iniciar llamar llegar llevar medir necesitar ofrecer organizar pagar parecer parpadear pasar pedir
-pesar poder poner preferir presentar producir prohibir pulsar quedar quitar realizar recibir
-recoger reembolsar reemplazar reparar requerir responder revisar saber salir seguir ser servir
-solicitar sustituir tardar tener terminar tramitar usar utilizar vender venir ver volver abrir
-admitir vivir escribir comer beber nacer morir crecer jugar ganar perder construir fundar formar
-ocurrir ocupar publicar lanzar considerar conocer llamar unir crear mostrar mantener obtener
-permitir proteger tocar viajar trabajar estudiar ayudar dar ir flotar simplificar añadir disponer
-apagar mejorar reducir aumentar controlar cambiar comprobar confirmar enseñar entrar ocultar
-olvidar acabar girar marcar notar pagar parar pensar probar regalar repetir romper sonar subir
-tomar tratar valer evitar facilitar garantizar gastar elegir copiar calentar limpiar borrar
-descargar instalar actualizar responder escribir leer abrir registrar reservar ajustar colocar
-""".split()
-_IRREGULAR_ES = frozenset("""
-es son era eran fue fueron será serán sería serían está están estaba estaban estuvo estará
-hay ha han había habían hubo habrá tiene tienen tenía tenían tuvo tuvieron tendrá tendrán
-puede pueden podía podían pudo podrá podrán debe deben debía dio dieron da dan va van iba iban
-hace hacen hizo hicieron hará harán dice dicen dijo viene vienen vino incluye incluyen incluyó
-cuesta cuestan mide miden pide piden sirve sirven cubre cubren devuelve devuelven vuelve vuelven
-sigue siguen requiere requieren prefiere quiere quieren empieza empiezan cierra cierran muestra
-muestran cuenta cuentan descuenta descuentan sustituye sustituyen construyó fundó nació murió
-juega juegan pierde pierden sabe saben conoce conocen aparece aparecen ofrece ofrecen parece
-parecen produce producen mantiene mantienen obtiene obtienen crece crecen dura duran
-contiene contienen contenía contuvo envía envían enviaba varía varían continúa continúan
-dispone disponen dispones tienes puedes debes sabes quieres vienes vas eres estás hay necesitas
-recibes
-""".split())
-#: Common English verbs (base forms): with "-s" / "-ed" they are verbs after a noun or pronoun.
-ENGLISH_VERBS = frozenset("""
-accept add allow answer apply arrive ask begin bring buy call carry change charge check close come
-contain control cost cover deliver depend die do end escalate find float get give go handle help
-hold include inspect keep last leave let like live look lose make mean move need offer open own pay
-play provide receive refund release remain repair replace require return run say see sell send serve
-ship show start stay stop take tell turn update use want work write
-""".split())
-_EN_IRREGULAR = frozenset("""
-took made paid sent got gave went came kept began brought bought held lost meant ran said saw sold
-told wrote left died born
-""".split())
-
-
-def _english_verb(w: str) -> bool:
-    if w in ENGLISH_VERBS or w in _EN_IRREGULAR:
-        return True
-    for suffix, cut in (("ies", "y"), ("es", ""), ("s", ""), ("ied", "y"), ("ed", ""), ("d", "")):
-        if w.endswith(suffix) and (w[: len(w) - len(suffix)] + cut) in ENGLISH_VERBS:
-            return True
-    return False
-
-
-_ES_CLITICS = frozenset("se le les me te nos".split())
-_NEGATIONS = frozenset({"no", "not", "never", "nunca", "jamas", "tampoco"})
-
-
-def _fold(w: str) -> str:
-    w = unicodedata.normalize("NFKD", w.casefold())
-    return "".join(c for c in w if not unicodedata.combining(c))
-
-
-def _spanish_forms(verbs: list[str]) -> frozenset[str]:
-    """Third-person forms (with their accents) of regular Spanish verbs, plus the irregular list."""
-    out = set(_IRREGULAR_ES)
-    endings = {
-        "ar": ("a", "an", "ó", "aron", "aba", "aban", "ará", "arán", "aría", "arían", "amos", "aste"),
-        "er": ("e", "en", "ió", "ieron", "ía", "ían", "erá", "erán", "ería", "erían", "emos", "iste"),
-        "ir": ("e", "en", "ió", "ieron", "ía", "ían", "irá", "irán", "iría", "irían", "imos", "iste"),
-    }
-    for v in verbs:
-        stem, kind = v[:-2], v[-2:]
-        for e in endings[kind]:
-            out.add(stem + e)
-    return frozenset(out)
-
-
-_ES_FORMS = _spanish_forms(SPANISH_VERBS)
-_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text)
-
-
-_LANG: list[bool] = []  # the language of the sentence being split (set by split_coordinated)
-
-
-def _verb_index(words: list[str]) -> int | None:
-    """Index of the first word that looks like a verb (module docstring), or None."""
-    english = _LANG[-1] if _LANG else not is_spanish(words)
-    for i, raw in enumerate(words):
-        w = _fold(raw).replace("’", "'")
-        if w in _EN_AUX:
-            return i
-        if raw.casefold() in _ES_FORMS and raw.casefold() not in _IRREGULAR_ES and i > 0:
-            # "la funda", "una marca": after an article it is a noun; "los paga la tienda": a clitic
-            # pronoun before a verb (an article or name follows it)
-            p_ = _fold(words[i - 1])
-            n_ = _fold(words[i + 1]) if i + 1 < len(words) else ""
-            next_is_name = words[i + 1:i + 2] and words[i + 1][:1].isupper()
-            if p_ in DETERMINERS and not (p_ in ("la", "las", "los", "lo") and (n_ in DETERMINERS or next_is_name)):
-                continue
-        if raw.casefold() in _ES_FORMS:
-            return i
-        if i + 1 < len(words) and (w in _ES_CLITICS or w in _NEGATIONS) and not words[i + 1][:1].isdigit():
-            nxt = _fold(words[i + 1])
-            if w in _NEGATIONS or nxt not in DETERMINERS:
-                return i
-        prev = _fold(words[i - 1]) if i > 0 else ""
-        nxt = _fold(words[i + 1]) if i + 1 < len(words) else ""
-        if english and _english_verb(w) and prev not in DETERMINERS and prev not in _QUANTIFIERS \
-                and prev not in _PREPOSITIONS and (i > 0 or nxt in DETERMINERS or nxt[:1].isdigit()
-                                                    or nxt in _PREPOSITIONS):
-            return i  # "customers pay", "we ship", "lasts 20 hours"; not "the cost", "Returns are"
-        if english and raw.islower() and len(w) > 3 and w not in _EN_NOT_VERB:
-            after_noun = i > 0 and prev not in DETERMINERS and not prev[:1].isdigit() \
-                and prev not in _PREPOSITIONS and prev not in _QUANTIFIERS and not prev.endswith(("ed", "ly"))
-            if w.endswith("ed") and (i == 0 or after_noun):
-                return i
-            if w.endswith("s") and not w.endswith("ss") and after_noun:
-                return i
-            if i == 0 and w.endswith("s") and (nxt in DETERMINERS or nxt[:1].isdigit()):
-                return i  # "lasts 20 hours", "covers the battery": a verb opening a conjunct
-    return None
-
-
-_QUANTIFIERS = frozenset("other many more most some few several both all no any two three four five "
-                         "different various such own new old".split())
-_ES_MARKERS = frozenset("el la los las de del que y en es un una por con para se al son esta".split())
-_EN_MARKERS = frozenset("the a an of and to is in it for on with are that this be by".split())
-
-
-def is_spanish(words: list[str]) -> bool:
-    """True when more of ``words`` are Spanish than English function words (ties: English)."""
-    es = sum(_fold(w) in _ES_MARKERS for w in words)
-    en = sum(_fold(w) in _EN_MARKERS for w in words)
-    return es > en
-
-
-_PREPOSITIONS = frozenset("of in on at for with from to by about into over under de en con para por "
-                          "sin sobre entre desde hasta a".split())
-
-
-def looks_verbal(text: str) -> bool:
-    """True when ``text`` holds a word the rules of the module docstring read as a verb
-    (a negation word alone is not one: "but not other speakers")."""
-    return _verb_index([w for w in _words(text) if _fold(w) not in _NEGATIONS]) is not None
-
-
-_INTERJECTION = re.compile(r"^\s*(?:yes|yeah|no|well|oh|so|sí|si|no|bueno|pues|vale|claro)\s*,\s*", re.IGNORECASE)
-
-
-def _subject(left: str) -> str | None:
-    """The subject words that start ``left`` (before its first verb), or None; a leading
-    interjection ("Yes, he was born ...") is skipped."""
-    left = _INTERJECTION.sub("", left)
-    words = _words(left)
-    vi = _verb_index(words)
-    if not vi or vi > 8:
-        return None
-    first = words[0]
-    f = _fold(first)
-    if not (f in DETERMINERS or f in _SUBJECT_PRONOUNS or first[:1].isupper()):
-        return None
-    if vi == 1 and f in DETERMINERS:
-        return None
-    m = re.match(r"\s*", left)
-    # the subject as written: from the start of ``left`` up to the verb word
-    pos = 0
-    for _ in range(vi):
-        mm = _WORD.search(left, pos)
-        pos = mm.end()
-    return left[m.end():pos].strip(" ,")
-
-
-def _starts_verbal(text: str) -> bool:
-    words = _words(text)
-    return bool(words) and _verb_index(words) == 0
-
-
-_CLAUSE_COMMA = re.compile(r",\s+(y|e|and|so|así que|asi que|por lo que|while|whereas|mientras que)\s+",
-                           re.IGNORECASE)
-_CLAUSE_ANY = re.compile(r",?\s+(pero|but|aunque|although|though)\s+", re.IGNORECASE)
-_RANGE_OPEN = re.compile(r"\b(?:entre|between|from|de|desde)\s+(?:\S+\s+){0,3}\S*\d\S*\s*$", re.IGNORECASE)
-_CLAUSE_BARE = re.compile(r"\s+(y|e|and)\s+", re.IGNORECASE)
-_RELATIVE = re.compile(r",\s+(which|who|que|quien|quienes|lo cual|where|donde)\s+", re.IGNORECASE)
 _END = re.compile(r"[\s.!?…]+$")
+_INTERJECTION = re.compile(r"^\s*(?:yes|yeah|no|well|oh|so|sí|si|bueno|pues|vale|claro)\s*,\s*", re.IGNORECASE)
+_OPENING_SUBORDINATOR = re.compile(
+    r"^\s*(?:si|cuando|aunque|mientras|salvo|excepto|a menos que|siempre que|if|when|whenever|unless|"
+    r"although|though|while|because|porque|except|provided|as long as|once)\b", re.IGNORECASE)
+_BLOCKERS = re.compile(
+    r"\b(?:si|salvo|excepto|porque|cuando|a menos que|siempre que|if|unless|except|because(?! of)|provided|"
+    r"as long as|when|whenever)\b|(?<!,)\s(?:while|mientras)\b", re.IGNORECASE)
+_CONTRAST = re.compile(r",?\s+(pero|but|aunque|although|though|mientras que|whereas|yet)\s+|"
+                       r",\s+(while|así que|asi que|por lo que|so)\s+", re.IGNORECASE)
+_COORD = re.compile(r",?\s+(y|e|ni|and|nor)\s+", re.IGNORECASE)
+_RANGE_OPEN = re.compile(r"\b(?:entre|between)\s+(?:\S+\s+){0,3}\S*\d\S*\s*$", re.IGNORECASE)
+_AMOUNT_HALF = re.compile(r"^(?:media|medio|a half)\b", re.IGNORECASE)
 
 
-def _top_level(text: str, start: int) -> bool:
-    """True when position ``start`` is outside brackets and quotes."""
-    depth = 0
-    quote = False
-    for ch in text[:start]:
-        if ch in "([{«“":
-            depth += 1
-        elif ch in ")]}»”" and depth:
-            depth -= 1
-        elif ch == '"':
-            quote = not quote
-    return depth == 0 and not quote
-
-
-def _cap(s: str) -> str:
-    s = s.strip(" ,")
-    return s[:1].upper() + s[1:] if s else s
+def _blocked(text: str, pos: int) -> bool:
+    """True when a condition, exception or cause opens before ``pos`` in the same clause (no comma
+    between them): what follows belongs to that subordinate clause."""
+    start = text.rfind(",", 0, pos) + 1
+    return bool(_BLOCKERS.search(text, start, pos)) if pos > start else False
 
 
 def _finish(s: str, end: str) -> str:
@@ -294,9 +131,12 @@ def split_coordinated(sentence: str) -> list[str]:
     body = sentence[: m.start()] if m else sentence
     if not body.strip():
         return [sentence]
-    _LANG.append(not is_spanish(_words(body)))
+    _LANG.append(is_spanish(_words(body)))
     try:
-        parts = _split(body, depth=0)
+        if _OPENING_SUBORDINATOR.match(body):
+            parts = [body]
+        else:
+            parts = _split(body, depth=0)
     finally:
         _LANG.pop()
     if len(parts) <= 1:
@@ -307,9 +147,9 @@ def split_coordinated(sentence: str) -> list[str]:
 def _split(text: str, depth: int) -> list[str]:
     if depth > 8:
         return [text]
-    for finder in (_split_clause, _split_relative, _split_list):
+    for finder in (_split_contrast, _split_relative, _split_coordination, _split_list, _split_origin):
         got = finder(text)
-        if got is not None:
+        if got is not None and len(got) > 1:
             out: list[str] = []
             for g in got:
                 out.extend(_split(g, depth + 1))
@@ -317,142 +157,208 @@ def _split(text: str, depth: int) -> list[str]:
     return [text]
 
 
-def _split_clause(text: str) -> list[str] | None:
-    for pattern, bare in ((_CLAUSE_COMMA, False), (_CLAUSE_ANY, False), (_CLAUSE_BARE, True)):
-        for m in pattern.finditer(text):
-            if not _top_level(text, m.start()):
-                continue
-            left, right = text[: m.start()], text[m.end():]
-            if not left.strip() or not right.strip():
-                continue
-            if bare and (len(_words(left)) < 3 or len(_words(right)) < 3):
-                continue
-            if bare and (right[:1].isdigit() or _RANGE_OPEN.search(left)):
-                continue  # "entre los días 31 y 45", "between 0 °C and 40 °C": a range, one fact
-            vi = _verb_index([w for w in _words(right) if _fold(w) not in _NEGATIONS])
-            if vi is None or vi > (5 if bare else 8):
-                continue  # the right side is not a clause of its own ("home and school use, ...")
-            if not looks_verbal(left):
-                continue
-            if _starts_verbal(right):
-                subj = _subject(left)
-                if subj:
-                    right = f"{subj} {right[:1].lower() + right[1:] if not _proper(right) else right}"
+# --- rule 1: contrast and consequence -----------------------------------------------------------
+
+
+def _split_contrast(text: str) -> list[str] | None:
+    for m in _CONTRAST.finditer(text):
+        if not _top_level(text, m.start()) or _blocked(text, m.start()):
+            continue
+        left, right = text[: m.start()], text[m.end():]
+        if not left.strip() or not right.strip():
+            continue
+        got = _two_parts(left, right)
+        if got is not None:
+            return got
+    return None
+
+
+def _two_parts(left: str, right: str, negate: bool = False) -> list[str] | None:
+    """[left, right made self-contained] when ``left`` has a verb and ``right`` is a clause or verb
+    phrase; else None."""
+    pre = _subject_prefix(left)
+    if pre is None:
+        return None
+    kind, strength, vi = _conjunct_kind(right)
+    if kind == "NP":
+        return None
+    prefix, lvi, lwords = pre
+    if kind == "CLAUSE":
+        return [left, _own_subject(right, prefix)]
+    if strength == "fronted":
+        spans = _spans(right)
+        words = [s.group() for s in spans]
+        gs = _verb_group_start(words, vi, _spanish(words))
+        if not prefix:
             return [left, right]
+        return [left, right[: spans[gs].start()] + prefix + " " + right[spans[gs].start():]]
+    if not _vp_ok(lwords, lvi, right, strength):
+        return None
+    return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]
+
+
+def _vp_ok(lwords: list[str], lvi: int, right: str, strength: str | None) -> bool:
+    """Agreement checks of rule 3: a bare word after a copula is an adjective; an English bare form
+    after a third-person verb needs a shared modal chain."""
+    spanish = _spanish(lwords)
+    rwords = _words(right)
+    v1 = lwords[lvi].casefold()
+    if spanish:
+        if strength == "weak" and v1 in BE_ES and len(rwords) <= 1:
+            return False
+        if strength in ("infinitive", "participle") and _chain_index(lwords, lvi, strength) is None:
+            return False
+        return True
+    if strength in ("bare", "bare-weak"):
+        rw = _words(right)
+        nxt = rw[1].casefold() if len(rw) > 1 else ""
+        if v1 in BE_EN and (not nxt or nxt in PREP_EN):
+            return False  # "is closed on Mondays but open on holidays": a predicate adjective
+        if _chain_index(lwords, lvi, "bare") is not None:
+            return True
+        past = v1 in ("was", "were", "had", "did") or en_form(v1) == "ed" or en_form(v1) == "bare"
+        if v1 in BE_EN and not past:
+            return False
+        return past and strength == "bare"
+    return True
+
+
+def _chain_index(lwords: list[str], lvi: int, strength: str | None) -> int | None:
+    """Index in the first conjunct of the non-finite verb a conjunct's verb parallels (the shared
+    auxiliary or modal comes before it), or None."""
+    spanish = _spanish(lwords)
+    v1 = lwords[lvi].casefold()
+    for k in range(lvi + 1, min(len(lwords), lvi + 5)):
+        w = lwords[k].casefold()
+        if spanish:
+            form = es_form(lwords[k])
+            if strength == "infinitive" and form == "infinitive":
+                return k
+            if strength == "participle" and form == "participle" and v1 in BE_ES:
+                return k
+            if w in ("que", "a", "de", "no") or w in CLITICS_ES:
+                continue
+            return None
+        form = en_form(lwords[k])
+        if w in ("not", "to", "be", "been", "have", "you", "us", "them", "him", "her", "me") or w in ADVERBS:
+            continue
+        if w == "born":
+            return None
+        chain = v1 in MODALS_EN or v1 in BE_EN or v1 in ("lets", "let", "helps", "allows") or "to" in \
+            [x.casefold() for x in lwords[lvi + 1:k]]
+        if chain and form in ("bare", "ed", "s") and not lwords[k][:1].isupper():
+            if v1 in BE_EN and form == "s":
+                return None
+            return k
+        return None
     return None
 
 
-def _proper(text: str) -> bool:
-    w = _words(text)
-    return bool(w) and w[0][:1].isupper() and _fold(w[0]) not in _SUBJECT_PRONOUNS and _fold(w[0]) not in DETERMINERS
+def _shared_prefix(left: str, prefix: str, lwords: list[str], lvi: int, right: str, strength: str | None) -> str:
+    """The subject prefix, extended with the auxiliary or modal chain when the conjunct's verb is
+    non-finite (rule 3)."""
+    want = {"infinitive": "infinitive", "participle": "participle", "bare": "bare", "bare-weak": "bare",
+            "strong": "ed" if not _spanish(lwords) and en_form(_words(right)[0]) == "ed" else None}.get(strength)
+    if want is None:
+        return prefix
+    if want == "ed":
+        if lwords[lvi].casefold() not in BE_EN:
+            return prefix
+        want = "bare"
+    k = _chain_index(lwords, lvi, want)
+    if k is None:
+        return prefix
+    stripped = _INTERJECTION.sub("", left)
+    spans = _spans(stripped)
+    return stripped[: spans[k].start()].strip(" ,")
 
 
-def _antecedent(left: str) -> str | None:
-    """The noun phrase that ends ``left``: the longest suffix of at most 8 words that starts with
-    a determiner and holds no verb and no comma; else a trailing capitalised name."""
-    words = list(_WORD.finditer(left))
-    best = None
-    for i in range(len(words) - 1, max(-1, len(words) - 9), -1):
-        tail = left[words[i].start():]
-        if "," in tail or _verb_index(_words(tail)) is not None:
-            break
-        if _fold(words[i].group()) in DETERMINERS:
-            best = i
-    if best is not None:
-        np_ = left[words[best].start():].strip(" ,")
-        det = _fold(words[best].group())
-        if det in ("al", "del"):
-            return "el" + np_[len(words[best].group()):]
-        if det in _INDEFINITE:
-            return _INDEFINITE[det] + np_[len(words[best].group()):]
-        return np_
-    if words and words[-1].group()[:1].isupper():  # a name: "Valencia", "Lumo Audio"
-        j = len(words) - 1
-        while j > 0 and words[j - 1].group()[:1].isupper():
-            j -= 1
-        return left[words[j].start():].strip(" ,")
+# --- rule 3: coordination ------------------------------------------------------------------------
+
+
+def _split_coordination(text: str) -> list[str] | None:
+    for m in _COORD.finditer(text):
+        if not _top_level(text, m.start()) or _blocked(text, m.start()):
+            continue
+        left, right = text[: m.start()], text[m.end():]
+        if not left.strip() or not right.strip():
+            continue
+        if right[:1].isdigit() or _RANGE_OPEN.search(left) or _AMOUNT_HALF.match(right):
+            continue
+        negate = m.group(1).casefold() == "ni"
+        if len(_words(left)) < 2:
+            continue  # "Ana y Luis trabajan": a subject pair
+        segs = _top_commas(left)
+        if len(segs) >= 2 and _conjunct_kind(right)[0] != "CLAUSE" and (
+                _conjunct_kind(segs[-1])[0] == "NP" or _list_like(segs[0], segs[1:] + [right])):
+            continue  # "contiene el altavoz, el cable y la funda": a list (rule 4)
+        series = _series(left, right, negate)
+        if series is not None:
+            return series
+        if not negate and _list_like(left, [right], max_words=2):
+            continue
+        got = _two_parts(left, right, negate)
+        if got is not None:
+            return got
     return None
 
 
-def _split_relative(text: str) -> list[str] | None:
-    for m in _RELATIVE.finditer(text):
-        if not _top_level(text, m.start()):
-            continue
-        left, rel, right = text[: m.start()], _fold(m.group(1)), text[m.end():]
-        if not looks_verbal(left) or not looks_verbal(right):
-            continue
-        if rel == "lo cual":
-            return [left, "Esto " + right]
-        ante = _antecedent(left)
-        if ante is None:
-            continue
-        if rel in ("where", "donde"):
-            prep = "in" if rel == "where" else "en"
-            return [left, f"{right} {prep} {ante}"]
-        return [left, f"{ante} {right}"]
-    return None
+def _list_like(first: str, rights: list[str], max_words: int = 4) -> bool:
+    """Rule 3's list test: every conjunct starts with a weak verb candidate of the same form as the
+    word after the first conjunct's verb (an object), and all are short."""
+    pre = _subject_prefix(first)
+    if pre is None:
+        return False
+    _, lvi, lwords = pre
+    oi = _object_index(lwords, lvi)
+    if oi >= len(lwords):
+        return False
+    spanish = _spanish(lwords)
+    o1 = lwords[oi]
+    if o1[:1].isdigit() or fold(o1) in NUMBER_WORDS or is_name(lwords, oi):
+        return False
+    o1_form = es_form(o1) if spanish else en_form(o1)
+    if o1_form not in (("weak", "mid") if spanish else ("bare", "s")):
+        return False
+    for r in rights:
+        kind, strength, vi = _conjunct_kind(r)
+        rw = _words(r)
+        if kind != "VP" or strength not in ("weak", "bare-weak", "bare") or len(rw) > max_words:
+            return False
+        if (es_form(rw[vi]) if spanish else en_form(rw[vi])) != o1_form:
+            return False
+    return True
 
 
-def _top_commas(text: str) -> list[str]:
-    out, start = [], 0
-    for m in re.finditer(r",\s+", text):
-        if _top_level(text, m.start()):
-            out.append(text[start:m.start()])
-            start = m.end()
-    out.append(text[start:])
-    return out
-
-
-_LAST_CONJ = re.compile(r"^(?:(?P<a>.*\S)\s+|)(?:y|e|o|u|and|or)\s+(?P<b>\S.*)$", re.IGNORECASE | re.DOTALL)
-
-
-def _short_item(item: str) -> bool:
-    return 0 < len(_words(item)) <= 4 and not looks_verbal(item)
-
-
-def _split_list(text: str) -> list[str] | None:
-    segs = _top_commas(text)
+def _series(left: str, right: str, negate: bool) -> list[str] | None:
+    """A series "S0, A, B y C" whose conjuncts after S0 are all verb phrases or clauses."""
+    segs = _top_commas(left)
     if len(segs) < 2:
         return None
-    m = _LAST_CONJ.match(segs[-1])
-    if not m:
-        return None
-    tail = [m.group("b")] if m.group("a") is None else [m.group("a"), m.group("b")]
-    if not all(_short_item(t) for t in tail):
-        return None
-    items = list(reversed(tail))
-    k = len(segs) - 2
-    while k > 0 and _short_item(segs[k]):
-        items.append(segs[k])
-        k -= 1
-    items.reverse()
-    head = ", ".join(segs[: k + 1])
-    words = list(_WORD.finditer(head))
-    det_i = None
-    for i in range(len(words) - 1, max(-1, len(words) - 5), -1):
-        if _fold(words[i].group()) in DETERMINERS:
-            det_i = i
-            break
-    if det_i is not None:
-        cut = words[det_i].start()
-    else:
-        n = max(1, len(_words(items[0])))
-        if len(words) <= n:
+    for k in range(1, len(segs)):
+        first = ", ".join(segs[:k])
+        rights = segs[k:] + [right]
+        pre = _subject_prefix(first)
+        if pre is None:
+            continue
+        prefix, lvi, lwords = pre
+        kinds = [_conjunct_kind(r) for r in rights]
+        if any(kd == "NP" for kd, _, _ in kinds):
+            continue
+        if _list_like(first, rights):
             return None
-        cut = words[len(words) - n].start()
-    prefix, first = head[:cut].strip(), head[cut:].strip()
-    items = [first, *items]
-    if any(_fold(i).rstrip(".") in ("etc", "etcetera") for i in items):
-        return None  # an open list ("lápices, gomas, etc.") is one claim
-    if len(items) < 3 or not prefix or not looks_verbal(prefix) or not all(_short_item(i) for i in items):
-        return None
-    det = _fold(words[det_i].group()) if det_i is not None else None
-    if det in _INDEFINITE or det in ("al", "del"):
-        det = None  # "un cable, cargador y funda": no article to copy
-    out = []
-    for it in items:
-        w0 = _words(it)[0]
-        if det and w0[:1].islower() and _fold(w0) not in DETERMINERS:
-            it = f"{words[det_i].group().lower()} {it}"
-        out.append(f"{prefix} {it}")
-    return out
+        if any(kd == "VP" and not _vp_ok(lwords, lvi, r, st) for r, (kd, st, _) in zip(rights, kinds)):
+            continue
+        out = [first]
+        for i, (r, (kd, st, _)) in enumerate(zip(rights, kinds)):
+            if kd == "CLAUSE":
+                out.append(_own_subject(r, prefix))
+            elif st == "fronted":
+                out.append(_two_parts(first, r)[1] if _two_parts(first, r) else r)
+            else:
+                out.append(_join_vp(_shared_prefix(first, prefix, lwords, lvi, r, st), r,
+                                    negate and i == len(rights) - 1))
+        return out
+    return None
+
+

@@ -33,9 +33,6 @@ def request_deadline(seconds: float) -> Iterator[None]:
         _DEADLINE.at = previous
 
 
-_DEADLINE = threading.local()  # .at: time.monotonic() by which the current thread's request must end
-
-
 def _time_left(timeout: float | None, exc_type: type[Exception]) -> float | None:
     at = getattr(_DEADLINE, "at", None)
     if at is None:
@@ -46,12 +43,14 @@ def _time_left(timeout: float | None, exc_type: type[Exception]) -> float | None
     return left if timeout is None else min(timeout, left)
 
 
-def deadline_http_client(timeout_s: float, max_connections: int) -> Any:
+def deadline_http_client(timeout_s: float, max_connections: int, *, follow_redirects: bool = True,
+                         trust_env: bool = True) -> Any:
     """An ``httpx2.Client`` for ``openai.OpenAI(http_client=...)`` whose every socket operation is bounded
     by the calling thread's :func:`request_deadline` (and by ``timeout_s`` per operation, as usual).
 
     Inputs: ``timeout_s`` (> 0, httpx's per-operation timeout), ``max_connections`` (pool size, >= 1).
-    Output: the client (follows redirects, as the ``openai`` client's default does). httpx2's
+    ``follow_redirects`` (default True, as the ``openai`` client's default does) and ``trust_env`` (proxies
+    from the environment) are passed to the client. Output: the client. httpx2's
     transport takes no network backend, so its connection pool is rebuilt with one (httpcore2's
     extension point for custom networking); everything else is httpx2's. Raises nothing.
     """
@@ -101,4 +100,5 @@ def deadline_http_client(timeout_s: float, max_connections: int) -> Any:
         ssl_context=httpx2.create_ssl_context(), max_connections=limits.max_connections,
         max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
         network_backend=DeadlineBackend())
-    return httpx2.Client(transport=transport, timeout=timeout_s, follow_redirects=True)
+    return httpx2.Client(transport=transport, timeout=timeout_s, follow_redirects=follow_redirects,
+                         trust_env=trust_env)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,6 +37,8 @@ from typing import Any
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.jsonio import JsonError
+from rag_eval_pipeline.core.jsonio import loads as strict_json
 from rag_eval_pipeline.core.judges.base import (
     AnswerJudgement,
     ClaimVerdict,
@@ -109,9 +110,10 @@ def _records(path: Path) -> tuple[list[str], list[tuple[str, int, dict[str, Any]
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise InputError(f"not valid JSON ({e.msg})", path=p, line=n) from None
+                    obj = strict_json(line)  # the one strict reader: repeated keys, 100,000 brackets refused
+                except JsonError as e:
+                    raise InputError(f"not valid JSON ({e}); expected one JSON object per line", path=p, line=n,
+                                     field="json") from None
                 if not isinstance(obj, dict):
                     raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=p, line=n)
                 cols += [k for k in obj if k not in cols]

@@ -6,8 +6,9 @@ de 2024" and "March 1, 2024" end up with the same tokens. Rules, in order:
 
 1. **Dates** (es, en): "15 de enero de 2023", "enero de 2023", "January 15, 2023", "15 January
    2023", "January 2023", "15/01/2023" (day first, as in Spain and most of Europe) and ISO
-   "2023-01-15" become ``d2023m01d15`` (or ``d2023m01`` without a day). A date is one token, so a
-   changed day or month is a number conflict.
+   "2023-01-15" become ``d2023m01d15`` (or ``d2023m01`` without a day); a day and month without a
+   year ("January 8", "8 de enero") become ``m01d08``. A date is one token, so a changed day or
+   month is a number conflict.
 2. **Numbers in words**: Spanish cardinals 0-999,999 ("quince", "veintiún", "treinta y cinco",
    "ciento veinte", "dos mil") and English ones ("fifteen", "twenty-one", "one hundred and five",
    "two thousand"), plus "a dozen"/"una docena" (12), "half"/"medio"/"media" (0.5) and "a/an/un/
@@ -108,6 +109,10 @@ _ES_DATE = re.compile(rf"\b(?:(\d{{1,2}}|primero) de )?({_MONTH_ALT}) (?:de|del)
 _EN_DATE_MDY = re.compile(rf"\b({_MONTH_ALT})\.? (\d{{1,2}})(?:st|nd|rd|th)?,? (\d{{4}})\b")
 _EN_DATE_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH_ALT})\.?,? (\d{{4}})\b")
 _EN_DATE_MY = re.compile(rf"\b({_MONTH_ALT})\.?,? (\d{{4}})\b")
+_MONTH_NO_MAY = "|".join(sorted(MONTHS, key=len, reverse=True))
+#: A day and month without a year ("January 8", "8 de enero"): one token ``m01d08``.
+_EN_DATE_MD = re.compile(rf"\b({_MONTH_NO_MAY})\.? (\d{{1,2}})(?:st|nd|rd|th)?\b(?! ?\d)")
+_ES_DATE_DM = re.compile(rf"\b(\d{{1,2}}|primero) de ({_MONTH_NO_MAY})\b(?! de \d)")
 _NUM_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 
@@ -135,7 +140,14 @@ def normalise_dates(text: str) -> str:
     t = _EN_DATE_MDY.sub(lambda m: _date_token(m[3], _month(m[1]), m[2]), t)
     t = _EN_DATE_DMY.sub(lambda m: _date_token(m[3], _month(m[2]), m[1]), t)
     # "May 2024" only when "may" is followed by a year (never the verb "may")
-    return _EN_DATE_MY.sub(lambda m: _date_token(m[2], _month(m[1])), t)
+    t = _EN_DATE_MY.sub(lambda m: _date_token(m[2], _month(m[1])), t)
+    t = _EN_DATE_MD.sub(lambda m: _month_day(_month(m[1]), m[2]), t)
+    return _ES_DATE_DM.sub(lambda m: _month_day(_month(m[2]), m[1]), t)
+
+
+def _month_day(month: int | None, day: str) -> str:
+    d = 1 if day == "primero" else int(day)
+    return f"m{month:02d}d{d:02d}" if month and 1 <= d <= 31 else f"{day}"
 
 
 def _word_value(w: str) -> tuple[str, int] | None:

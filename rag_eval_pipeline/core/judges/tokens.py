@@ -56,7 +56,9 @@ _EN_MARKERS = frozenset("the a an of and to is in it for on with are that this b
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(
-    rf"(?P<date>\bd\d{{4}}(?:m\d{{2}}(?:d\d{{2}})?)?\b)|(?P<num>\d+(?:[.,]\d+)*)|(?P<cjk>[{_CJK}])"
+    rf"(?P<date>\bd\d{{4}}(?:m\d{{2}}(?:d\d{{2}})?)?\b|\bm\d{{2}}d\d{{2}}\b)"
+    rf"|(?P<code>\b(?=[^\W\d_]*\d)(?=\d*[^\W\d_]{{1,}}\d)[^\W_]+\b)"
+    rf"|(?P<num>\d+(?:[.,]\d+)*)|(?P<cjk>[{_CJK}])"
     rf"|(?P<word>[^\W\d_{_CJK}]+)|(?P<punct>[,;:.!?()\[\]{{}}\"«»“”。！？，；：])"
 )
 _NOT_ONLY = re.compile(r"\s+(?:only|just|merely|solo|solamente|unicamente)\b")
@@ -154,8 +156,14 @@ def tokens(text: str, language: str | None = None) -> Tokens:
             continue
         if m.group("date") is not None:
             tok = m.group("date")
-            # a date also states its year and month: "born in 1935" vs "(january 8, 1935 - ...)"
-            numbers.update({tok, tok[1:5], tok[:8]})
+            # a date also states its year, its month and its day of the year: "born in 1935" and
+            # "on January 8" vs "(january 8, 1935 - ...)"
+            numbers.add(tok)
+            if tok.startswith("d"):
+                numbers.update({tok[1:5], tok[:8]} | ({tok[5:]} if len(tok) == 11 else set()))
+        elif m.group("code") is not None:
+            tok = m.group("code")  # a letter-digit code is a name: "p53", "co2", "a1"
+            words.add(tok)
         elif m.group("num") is not None:
             tok = canonical_number(m.group("num"))
             numbers.add(tok)
@@ -203,3 +211,22 @@ def surface_words(text: str) -> frozenset[str]:
 def _fold_word(w: str) -> str:
     t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", w).casefold())
     return "".join(ch for ch in t if not unicodedata.combining(ch))
+
+
+@lru_cache(maxsize=200_000)
+def stem_surfaces(text: str, language: str) -> dict[str, str]:
+    """Stem → the first folded surface word of ``text`` that has it (content words only, as in
+    :func:`tokens` with ``language``): the word to embed when a stem must be compared by meaning."""
+    stem = _stemmer(language).stemWord
+    out: dict[str, str] = {}
+    for m in _TOKEN.finditer(_fold(text)):
+        w = m.group("word")
+        if w is None or len(w) < 2 or w in STOPWORDS or w in NEGATIONS:
+            continue
+        out.setdefault(stem(w), w)
+    return out
+
+
+def stem_word(word: str, language: str) -> str:
+    """The Snowball stem of one folded word in ``language``."""
+    return _stemmer(language).stemWord(word)

@@ -42,7 +42,6 @@ Nothing here imports Dagster.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -53,10 +52,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_eval_pipeline.core.errors import ConfigError, EvalError
+from rag_eval_pipeline.core.jsonio import JsonError
+from rag_eval_pipeline.core.jsonio import loads as strict_json
 from rag_eval_pipeline.core.judges.deadline import (
     deadline_http_client,
     request_deadline,
 )
+from rag_eval_pipeline.core.secrets import scrub_reply, scrub_secret  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -101,43 +103,7 @@ class AttemptError(Exception):
         self.reason, self.detail, self.retryable, self.retry_after = reason, detail, retryable, retry_after
 
 
-_SECRET_PATTERNS = (
-    re.compile(r"(?i)(bearer\s+)[^\s\"',;]+"),
-    re.compile(r"(?i)(api[ _-]?key(?:\s+provided)?\s*[:=]\s*)[^\s\"',;]+"),
-    re.compile(r"()\bsk-[A-Za-z0-9*_.\-]{4,}"),
-)
-
-
-def scrub_secret(text: Any, secret: str | None = None) -> str:
-    """Return ``str(text)`` with secrets replaced by ``***``.
-
-    Removes: every occurrence of ``secret`` (when it has 4+ characters; shorter strings are not
-    secrets and replacing them would garble the text), ``Bearer <token>``, ``api key provided:
-    <value>`` / ``api_key=<value>`` and any ``sk-...`` token. Input: any value (None → "") and the
-    secret (str or None). Output: str. Never raises.
-    """
-    s = "" if text is None else str(text)
-    if secret and len(secret) >= 4:
-        s = s.replace(secret, "***")
-    for pat in _SECRET_PATTERNS:
-        s = pat.sub(lambda m: m.group(1) + "***", s)
-    return s
-
-
-def scrub_reply(obj: Any, secret: str | None = None) -> Any:
-    """A parsed JSON reply with :func:`scrub_secret` applied to every string value, at any depth.
-
-    Input: any JSON value (dict, list, str, number, bool, None). Output: a copy of the same shape;
-    keys are kept as they are (they are the schema's field names), numbers and booleans unchanged.
-    Never raises.
-    """
-    if isinstance(obj, str):
-        return scrub_secret(obj, secret)
-    if isinstance(obj, dict):
-        return {k: scrub_reply(v, secret) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [scrub_reply(v, secret) for v in obj]
-    return obj
+# Secret scrubbing is shared with the systems under test: core/secrets.py (re-exported here).
 
 
 def backoff_delay(attempt: int, base_s: float, cap_s: float = BACKOFF_CAP_S,
@@ -490,11 +456,13 @@ def parse_json(content: str, secret: str) -> Any:
     i, j = s.find("{"), s.rfind("}")
     if 0 <= i < j:
         candidates.append(s[i:j + 1])
-    first_err: json.JSONDecodeError | None = None
+    first_err: JsonError | None = None
     for c in candidates:
         try:
-            obj = json.loads(c)
-        except json.JSONDecodeError as err:
+            obj = strict_json(c)  # the one strict reader: a repeated key or 100,000 brackets is refused
+        except JsonError as err:
+            if err.reason in ("repeated_key", "too_deep", "bad_value"):
+                raise AttemptError("invalid_json", str(err)[:200]) from None
             first_err = first_err or err
             continue
         if not isinstance(obj, dict):
@@ -502,7 +470,7 @@ def parse_json(content: str, secret: str) -> Any:
         return obj
     if _REFUSAL.match(s):
         raise AttemptError("refusal", scrub_secret(s, secret)[:200])
-    if s.startswith("{") and first_err is not None and first_err.pos >= len(s) - 1:
+    if s.startswith("{") and first_err is not None and (first_err.pos or 0) >= len(s) - 1:
         raise AttemptError("truncated", f"JSON ends early after {len(s)} characters")
     if s.startswith("{") and s.count("{") > s.count("}"):
         raise AttemptError("truncated", f"JSON ends early after {len(s)} characters")

@@ -11,7 +11,15 @@ and shares no group with ``viewer_groups`` (an empty ``acl`` means everyone). Th
    or a claim's ``supporting`` ids) is restricted;
 4. as a second line of defence, every other text shown (question, answer, claim, quote, reference
    answer, error) is withheld when it contains the whole text of a restricted chunk or any
-   20-character substring of one (compared after folding case and collapsing whitespace).
+   20-character substring of one, compared on their *skeletons* (:func:`skeleton`): Unicode NFKC,
+   case folded, each confusable character replaced by its ASCII look-alike (Unicode TR39's
+   confusables data, as shipped by ``confusable_homoglyphs``: Cyrillic ``р`` is ``p``), and everything
+   that is not a letter or digit dropped: spaces, punctuation and invisible characters (a zero-width
+   space between every character hides nothing);
+5. withheld means nothing derived from the text is shown either: when an answer is withheld, so
+   are its claims, their quotes and the judge's notes and errors beside them; when one claim (or its
+   quote, or its note) is withheld, the whole claim row is (a rule-based note lists the claim's
+   missing words and numbers).
 
 A chunk id missing from the snapshot cannot be judged and does not by itself withhold anything.
 Rules 1 and 4 are enforced here (:class:`ReportAccess`); rules 2 and 3 are decided by the sections
@@ -20,8 +28,12 @@ that know a run's chunks, which pass the reason to :meth:`ReportAccess.show`. No
 
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
 
 import polars as pl
 
@@ -44,8 +56,39 @@ def readable_by(acl: Sequence[str] | None, viewer_groups: Iterable[str]) -> bool
     return not acl or bool(set(acl) & set(viewer_groups))
 
 
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+@lru_cache(maxsize=1)
+def _confusable_table() -> dict[int, str]:
+    """Code point -> its ASCII letter or digit look-alike (the smallest of its confusable class), from the
+    Unicode confusables data that ``confusable_homoglyphs`` ships (``confusables.json``)."""
+    import confusable_homoglyphs
+
+    data = json.loads((Path(confusable_homoglyphs.__file__).parent / "confusables.json").read_text(encoding="utf-8"))
+    table: dict[int, str] = {}
+    for char, glyphs in data.items():
+        if len(char) != 1:
+            continue
+        ascii_like = [c.casefold() for c in [char] + [g["c"] for g in glyphs]
+                      if len(c) == 1 and c.isascii() and c.isalnum()]
+        if ascii_like:
+            table[ord(char)] = min(ascii_like)
+    return table
+
+
+def skeleton(text: str | None) -> str:
+    """The form restricted text is matched in: NFKC, case folded, confusables mapped to their ASCII
+    look-alike, then only letters and digits kept (module docstring, rule 4).
+
+    Input: a text (None -> ""). Output: str. Definition: Unicode TR39 "skeleton" (confusable detection),
+    simplified to one ASCII representative per confusable class, plus UAX #15 NFKC. Never raises."""
+    folded = unicodedata.normalize("NFKC", text or "").casefold()
+    return _NOT_ALNUM.sub("", folded.translate(_confusable_table()))
+
+
 def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip().casefold()
+    return skeleton(text)
 
 
 def find_leaks(texts: Iterable[str | None], restricted_texts: Iterable[str | None],
@@ -56,7 +99,8 @@ def find_leaks(texts: Iterable[str | None], restricted_texts: Iterable[str | Non
     ``window`` (int >= 1). Output: the subset of ``texts`` that contain a whole restricted text
     shorter than ``window``, or any ``window``-character substring of a longer one, compared after
     case folding and collapsing whitespace. Cost: one pass over the restricted texts against an index
-    of the shown texts' windows. Raises ValueError for ``window`` < 1.
+    of the shown texts' windows. Texts are compared on their :func:`skeleton` (so ``window`` counts
+    letters and digits). Raises ValueError for ``window`` < 1.
     """
     if window < 1:
         raise ValueError(f"window must be >= 1, got {window}")
@@ -111,6 +155,19 @@ class ReportAccess:
     def finalize(self) -> None:
         """Scan every registered text for restricted text (rule 4), once."""
         self._leaks = find_leaks(self._pending, (self.chunks[c]["text"] for c in self.restricted))
+
+    def leak_reason(self, *texts: str | None) -> str | None:
+        """Why any of ``texts`` must be withheld by rule 4 (it contains restricted text), or None; counts nothing.
+        Raises RuntimeError before :meth:`finalize`."""
+        if self._leaks is None:
+            raise RuntimeError("ReportAccess.finalize() must run before leak_reason()")
+        for text in texts:
+            if not text:
+                continue
+            if text in self._leaks or (text not in self._pending and find_leaks(
+                    [text], (self.chunks[c]["text"] for c in self.restricted))):
+                return "contains text of a restricted chunk"
+        return None
 
     def show(self, text: str | None, withhold_reason: str | None = None) -> Cell:
         """The text as a cell, or a restricted marker when a rule withholds it.

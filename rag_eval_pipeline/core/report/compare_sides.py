@@ -25,6 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from rag_eval_pipeline.core.errors import EvalError, InputError
+from rag_eval_pipeline.core.storage import read_table as read_checked
 
 KINDS = ("system", "baseline", "night", "run", "dir")
 SYNTAX = ("system:NAME | baseline | night:YYYY-MM-DD[:NAME] | run:RUN_ID[:NAME] | dir:PATH[:NAME]")
@@ -99,12 +100,16 @@ def parse_side(text: str) -> SideSpec:
 
 
 def read_table(path: Path) -> pl.DataFrame | None:
-    """The Parquet table at ``path``, or None when the file does not exist. Raises InputError naming the file
-    when it exists but cannot be read."""
+    """The Parquet table at ``path``, or None when the file does not exist, checked for its table and schema
+    version (``core.storage.read_table``: an older file is migrated with a one-line warning). Raises InputError
+    naming the file when it exists but cannot be read (SchemaVersionError, naming both versions, for a file of
+    another schema version)."""
     if not path.exists():
         return None
     try:
-        return pl.read_parquet(path)
+        return read_checked(path)
+    except InputError:
+        raise
     except Exception as exc:  # noqa: BLE001 - polars raises several kinds for a damaged file
         raise InputError(f"{path}: cannot read the Parquet table ({type(exc).__name__}: {exc})") from None
 

@@ -11,12 +11,13 @@ built-in generator writes as ``<version> {"context_k": K, ...}``; a logged syste
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 import polars as pl
 
+from rag_eval_pipeline.core.jsonio import JsonError
+from rag_eval_pipeline.core.jsonio import loads as strict_json
 from rag_eval_pipeline.core.metrics.decisions import evidence_chunks
 
 _CONTEXT_K = re.compile(r'"context_k"\s*:\s*(\d+)')
@@ -35,8 +36,8 @@ def context_k_of(generator: str | None) -> int | None:
     start = text.find("{")
     if start >= 0:
         try:
-            obj = json.loads(text[start:])
-        except json.JSONDecodeError:
+            obj = strict_json(text[start:])  # a system's own text: depth-limited, never a RecursionError
+        except JsonError:
             obj = None
         if isinstance(obj, dict) and isinstance(obj.get("context_k"), int) and not isinstance(obj["context_k"], bool):
             return obj["context_k"] if obj["context_k"] >= 1 else None

@@ -175,6 +175,9 @@ def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess,
                       + ("" if where.first_rank is None else
                          f"; first evidence at rank {where.first_rank}"
                          + (": a context-window miss" if where.miss else ""))])
+    # rule 5: an answer withheld for its own text takes everything derived from it along
+    answer_reason = answer_reason or (
+        f"derived from an answer that {reason}" if (reason := acc.leak_reason(run.get("answer"))) else None)
     if run.get("error"):
         facts.append(["run error", acc.show(run.get("error"), answer_reason)])
     blocks.append(Block("table", headers=["", ""], rows=facts, css="meta"))
@@ -192,11 +195,14 @@ def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess,
         rows = []
         for c in claims:
             note = c["error"] if c["verdict"] == "JUDGE_ERROR" else c["justification"]
-            rows.append([c["claim_id"], acc.show(c["claim"], answer_reason),
+            # rule 5: a claim, its quote and the note beside it stand or fall together
+            own = acc.leak_reason(c["claim"], c["quote"], note)
+            row_reason = answer_reason or (f"derived from a claim that {own}" if own else None)
+            rows.append([c["claim_id"], acc.show(c["claim"], row_reason),
                          Cell(c["verdict"], css=f"verdict-{c['verdict']}"),
-                         acc.show(c["quote"], answer_reason) if c["quote"] else Cell("(no quote)", css="na"),
+                         acc.show(c["quote"], row_reason) if c["quote"] else Cell("(no quote)", css="na"),
                          "yes" if c["quote_found"] else "no",
-                         acc.show(note, answer_reason) if note else Cell("")])
+                         acc.show(note, row_reason) if note else Cell("")])
         blocks.append(Block("table", headers=["claim", "text", "verdict", "quote", "quote in context", "judge note"],
                             rows=rows))
     if retrieved:

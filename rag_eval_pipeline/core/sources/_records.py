@@ -7,7 +7,6 @@ Private to ``core/sources``. Every error names the file, the line (JSONL: physic
 from __future__ import annotations
 
 import errno
-import json
 import math
 import os
 import stat
@@ -19,6 +18,8 @@ import polars as pl
 
 from rag_eval_pipeline.core.corpus import twin_note  # noqa: F401  (used by the readers through this module)
 from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.jsonio import JsonError
+from rag_eval_pipeline.core.jsonio import loads as strict_json
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
@@ -87,6 +88,27 @@ def read_regular_file(path: str | Path, expected: str = "a file") -> bytes:
         os.close(fd)
 
 
+def read_regular_file_check(path: str | Path, expected: str = "a file") -> None:
+    """Check, without reading it and without blocking, that ``path`` is a regular file (for a reader that
+    then streams it). Raises InputError as :func:`read_regular_file` does."""
+    p = str(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        what = "dangling symbolic link" if os.path.islink(p) else "file not found"
+        raise InputError(f"{what}; expected {expected}", path=p, field="file") from None
+    except OSError as exc:
+        reason = "symbolic link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
+        raise InputError(f"cannot be opened ({reason}); expected {expected}", path=p, field="file") from None
+    try:
+        kind = file_kind(os.fstat(fd).st_mode)
+    finally:
+        os.close(fd)
+    if kind is not None:
+        raise InputError(f"{kind}, not a regular file; expected {expected} (only regular files are read)",
+                         path=p, field="file")
+
+
 def normalise_id(value: str) -> str:
     """An identifier in Unicode normalisation form NFC (a file name saved on macOS arrives as NFD).
 
@@ -117,19 +139,6 @@ def decode_utf8(data: bytes, path: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(f"key {short_repr(key)} appears twice in one object")
-        out[key] = value
-    return out
-
-
 def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
     """Read a JSON Lines file.
 
@@ -150,24 +159,22 @@ def read_jsonl(path: str | Path) -> list[tuple[int, dict]]:
             continue
         lineno = i + 1
         try:
-            obj = json.loads(raw, object_pairs_hook=_no_duplicate_keys)
-        except json.JSONDecodeError as exc:
-            if i == last_content and not ends_with_newline:
+            obj = strict_json(raw)
+        except JsonError as exc:
+            if exc.reason == "malformed" and i == last_content and not ends_with_newline:
                 raise InputError(
-                    f"the last line is cut off ({exc.msg.removesuffix(' at')} at column {exc.colno}, "
+                    f"the last line is cut off ({exc.msg.removeprefix('malformed JSON: ')} at column {exc.colno}, "
                     "and the file does not end with a newline); expected one complete JSON object per line",
                     path=str(p), line=lineno, field="json",
                 ) from None
-            raise InputError(
-                f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; "
-                "expected one JSON object per line",
-                path=str(p), line=lineno, field="json",
-            ) from None
-        except _DuplicateKey as exc:
-            raise InputError(f"{exc}; expected unique keys", path=str(p), line=lineno, field="json") from None
-        except ValueError as exc:  # e.g. an integer beyond Python's digit limit
-            raise InputError(f"value cannot be read ({str(exc)[:200]}); expected one JSON object per line",
-                             path=str(p), line=lineno, field="json") from None
+            if exc.reason == "malformed":
+                raise InputError(f"{exc.msg} at column {exc.colno}; expected one JSON object per line",
+                                 path=str(p), line=lineno, field="json") from None
+            if exc.reason == "repeated_key":
+                raise InputError(f"{exc.msg.split(';')[0]}; expected unique keys", path=str(p), line=lineno,
+                                 field="json") from None
+            raise InputError(f"{exc}; expected one JSON object per line", path=str(p), line=lineno,
+                             field="json") from None
         if not isinstance(obj, dict):
             raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=str(p), line=lineno,
                              field="json")

@@ -21,7 +21,6 @@ Mapping
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 
@@ -29,6 +28,8 @@ import polars as pl
 
 from rag_eval_pipeline.core.corpus import DOCUMENTS_SCHEMA, conform_documents
 from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.jsonio import JsonError
+from rag_eval_pipeline.core.jsonio import loads as strict_json
 from rag_eval_pipeline.core.sources._records import decode_utf8
 from rag_eval_pipeline.core.sources.golden import GOLDEN_RAW_SCHEMA
 
@@ -60,10 +61,10 @@ def load_squad_v2(path: str | Path, split_seed: int = 0) -> tuple[pl.DataFrame, 
         raise InputError("file not found; expected a SQuAD 2.0 JSON file", path=str(p))
     text = decode_utf8(p.read_bytes(), str(p))
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}; "
-                         "expected a SQuAD 2.0 JSON file",
+        data = strict_json(text)
+    except JsonError as exc:
+        raise InputError(f"{exc.msg} at column {exc.colno}; expected a SQuAD 2.0 JSON file"
+                         if exc.colno is not None else f"{exc.msg}; expected a SQuAD 2.0 JSON file",
                          path=str(p), line=exc.lineno, field="json") from None
     articles = data.get("data") if isinstance(data, dict) else None
     if not isinstance(articles, list):

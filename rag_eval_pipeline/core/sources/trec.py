@@ -173,6 +173,21 @@ def with_docnos(frame: pl.DataFrame, docnos: pl.DataFrame | None) -> pl.DataFram
     return mapped.with_columns(pl.col("doc_id").alias("chunk_id")).drop("doc_id").select(frame.columns)
 
 
+def trec_tokens(frame: pl.DataFrame, cols: tuple[str, ...] = ("question_id", "chunk_id")) -> pl.DataFrame:
+    """``frame`` with the id columns ``cols`` made writable as TREC tokens: every ``%`` becomes ``%25`` and
+    every whitespace character its percent-encoding (``my doc#0`` -> ``my%20doc#0``; RFC 3986 section
+    2.1), so an id with a space (a corpus file name such as ``guía de envíos.md``) is one token that maps
+    back to exactly one id. Qrels and runs encoded alike give trec_eval the same numbers. Null stays null.
+    Raises nothing."""
+    def enc(col: str) -> pl.Expr:
+        e = pl.col(col).str.replace_all("%", "%25", literal=True)
+        for ch in (" ", "\t", "\n", "\r", "\x0b", "\x0c", "\u00a0", "\u2028", "\u2029", "\u3000"):
+            e = e.str.replace_all(ch, f"%{ord(ch):02X}" if ord(ch) < 256 else f"%u{ord(ch):04X}", literal=True)
+        return e.str.replace_all(r"\s", "%20").alias(col)  # any other Unicode space
+
+    return frame.with_columns([enc(c) for c in cols if c in frame.columns])
+
+
 def _check_tokens(df: pl.DataFrame, cols: tuple[str, ...], path: str | Path) -> None:
     for col in cols:
         bad = df[col].is_null() | (df[col] == "") | df[col].str.contains(r"\s")

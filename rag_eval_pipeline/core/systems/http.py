@@ -3,8 +3,24 @@
 Default contract: ``POST`` JSON ``{"question_id", "question", "user_groups"}``; the reply is one
 object in the run-log schema (see ``records.record_to_row``). ``request_template`` and
 ``response_fields`` adapt other APIs. Headers with secrets are read from the environment
-(``headers_from_env``) when the run starts, sent, and scrubbed from every text the run keeps (error
-reasons, reply bodies), so a server that echoes a token back cannot get it into a table.
+(``headers_from_env``) when the run starts and sent; everything that comes back (the version header,
+every string of the parsed reply, keys included, and every error text) goes through
+``core.secrets`` (the model judge's scrubbing) with those values before anything is stored or shown,
+in every escaping (``\\u``-escaped in the JSON body, URL- or HTML-escaped), so a server that echoes a
+token back cannot get it into a table, the run's metadata or a report.
+
+Bounds: the body is read as a stream and abandoned past ``max_reply_bytes`` (default 10 MiB), counted
+both as received (compressed) and as decoded (decompressed: a gzip bomb stops at the cap, not at
+its inflated size); a ``Content-Length`` over the cap is refused before the body is read. The
+parsed reply must then fit the row bounds of ``records`` (answer length, hits, citations). An
+over-limit reply is an ``error`` row (kind ``too_large``) that names the bound; it is not retried.
+The body is parsed by the one strict JSON reader (``core.jsonio``: a repeated key or nesting past
+128 levels is a malformed reply of that question only).
+
+Concurrency: at most ``concurrency`` requests are in flight at any moment. Each attempt runs on the
+question's own worker thread under a deadline on every socket operation (``judges.deadline``, as the
+model judge does), so a timed-out attempt has ended, and its connection is closed, before its retry
+starts; none is left running in the background.
 
 Failure handling, per question: ``timeout_s`` bounds each attempt (connect, send, wait, body);
 429, 5xx, timeouts and refused or dropped connections are retried up to ``max_retries`` times
@@ -19,23 +35,25 @@ empty retrieval is scored.
 from __future__ import annotations
 
 import email.utils
-import json
 import os
 import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.jsonio import JsonError
+from rag_eval_pipeline.core.jsonio import loads as strict_json
+from rag_eval_pipeline.core.judges.deadline import deadline_http_client, request_deadline
+from rag_eval_pipeline.core.secrets import scrub_reply, scrub_secret
 from rag_eval_pipeline.core.systems.calls import RateLimiter, backoff_delay, map_in_pool
 from rag_eval_pipeline.core.systems.records import (
     ReplyError,
+    ReplyTooLarge,
     RunContext,
     error_row,
     fill_template,
@@ -47,6 +65,8 @@ if TYPE_CHECKING:
     from rag_eval_pipeline.core.systems.kinds.http import HttpSystemConfig
 
 _SNIPPET = 200
+_VERSION_CHARS = 200
+_REDACTED = "[redacted]"
 
 
 @dataclass
@@ -55,6 +75,7 @@ class _Attempt:
     body: str | None = None
     version: str | None = None
     reason: str | None = None  # transport failure
+    too_large: str | None = None  # the body passed max_reply_bytes
     retry_after: float | None = None
     latency_ms: float | None = None
 
@@ -126,12 +147,16 @@ class HttpSystem:
         self.stats = CallStats()
 
     def redact(self, text: str | None) -> str | None:
-        """``text`` with every secret header value (and its JSON-escaped form) replaced by ``[redacted]``."""
+        """``text`` with every secret header value, in every escaping, and every credential-shaped token
+        (``Bearer ...``, ``sk-...``) replaced by ``[redacted]`` (``core.secrets.scrub_secret``)."""
         if not text:
             return text
-        for secret in sorted(self._secrets, key=len, reverse=True):
-            text = text.replace(secret, "[redacted]").replace(json.dumps(secret)[1:-1], "[redacted]")
-        return text
+        return scrub_secret(text, self._secrets, replacement=_REDACTED)
+
+    def redact_reply(self, reply: Any) -> Any:
+        """A parsed reply with every secret header value removed from every string, keys included
+        (``core.secrets.scrub_reply``; answers keep their other words: no credential patterns here)."""
+        return scrub_reply(reply, self._secrets, replacement=_REDACTED, patterns=False) if self._secrets else reply
 
     def _body(self, q: dict) -> Any:
         template = self.spec.request_template
@@ -140,54 +165,64 @@ class HttpSystem:
         return fill_template(template, q["question_id"], q["question"], list(q["user_groups"]))
 
     def _attempt(self, client: httpx2.Client, body: Any) -> _Attempt:
-        """One request, abandoned at ``timeout_s`` whatever phase it is in (connect, send, wait, body).
-
-        The request runs on a helper thread; the caller waits at most ``timeout_s``. An abandoned
-        request ends on its own within httpx's per-phase timeouts (also ``timeout_s``) and its result
-        is discarded."""
+        """One request on this thread, ended at ``timeout_s`` whatever phase it is in (connect, send, wait,
+        body): every socket operation gets at most the time left (``request_deadline``), so when this
+        returns the request is over and its connection closed; nothing keeps running behind a retry."""
         timeout = self.spec.timeout_s
         start = time.monotonic()
-        future = self._attempts.submit(self._request, client, body)
-        try:
-            return future.result(timeout=timeout)
-        except FutureTimeout:
-            return _Attempt(reason=f"timeout: no complete reply within timeout_s={timeout:g} s",
-                            latency_ms=(time.monotonic() - start) * 1000.0)
+        with request_deadline(timeout):
+            out = self._request(client, body, start)
+        out.latency_ms = (time.monotonic() - start) * 1000.0
+        return out
 
-    def _request(self, client: httpx2.Client, body: Any) -> _Attempt:
+    def _request(self, client: httpx2.Client, body: Any, start: float) -> _Attempt:
         timeout = self.spec.timeout_s
-        start = time.monotonic()
+        cap = self.spec.max_reply_bytes
         out = _Attempt()
         try:
             with client.stream("POST", self.spec.url, json=body, headers=self._headers,
                                timeout=httpx2.Timeout(timeout)) as resp:
-                chunks = []
+                out.status = resp.status_code
+                if self.spec.version_header:
+                    version = resp.headers.get(self.spec.version_header)
+                    out.version = None if version is None else self.redact(version)[:_VERSION_CHARS]
+                out.retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+                declared = resp.headers.get("Content-Length")
+                if declared and declared.strip().isdigit() and int(declared) > cap:
+                    out.too_large = (f"reply of {int(declared)} bytes (Content-Length) is larger than "
+                                     f"max_reply_bytes={cap}")
+                    return out
+                chunks, size = [], 0
                 for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if size > cap or resp.num_bytes_downloaded > cap:
+                        what = "decompressed" if size > cap else "received"
+                        out.too_large = (f"reply larger than max_reply_bytes={cap} ({what} bytes; the body was "
+                                         "abandoned there)")
+                        return out
                     chunks.append(chunk)
                     if time.monotonic() - start > timeout:
                         raise httpx2.ReadTimeout("body still arriving at the deadline")
-                out.status = resp.status_code
                 out.body = b"".join(chunks).decode(resp.encoding or "utf-8", errors="replace")
-                if self.spec.version_header:
-                    out.version = resp.headers.get(self.spec.version_header)
-                out.retry_after = parse_retry_after(resp.headers.get("Retry-After"))
-        except httpx2.TimeoutException:
-            out.reason = f"timeout: no complete reply within timeout_s={timeout:g} s"
+        except (httpx2.TimeoutException, TimeoutError):
+            out.status, out.reason = None, f"timeout: no complete reply within timeout_s={timeout:g} s"
         except httpx2.ConnectError as exc:
-            out.reason = f"connection failed: {exc or type(exc).__name__}"
+            out.status, out.reason = None, f"connection failed: {exc or type(exc).__name__}"
+        except httpx2.DecodingError as exc:
+            out.status, out.reason = None, f"transport error: the body cannot be decoded: {exc}"
         except httpx2.TransportError as exc:
-            out.reason = f"transport error: {type(exc).__name__}: {exc}"
-        out.latency_ms = (time.monotonic() - start) * 1000.0
+            out.status, out.reason = None, f"transport error: {type(exc).__name__}: {exc}"
         return out
 
     def _row(self, ctx: RunContext, q: dict, got: _Attempt) -> dict:
         """A 2xx reply as a row, or an error row saying why it is not one."""
         qid = q["question_id"]
         try:
-            reply = json.loads(got.body or "")
-        except json.JSONDecodeError as exc:
+            reply = strict_json(got.body or "")
+        except JsonError as exc:
             raise ReplyError(f"system {ctx.system!r}, question {qid!r}: malformed JSON body (HTTP {got.status}, "
-                             f"{exc.msg} at position {exc.pos}): {got.body[:_SNIPPET]!r}") from None
+                             f"{exc}): {got.body[:_SNIPPET]!r}") from None
+        reply = self.redact_reply(reply)
         if self.spec.response_fields:
             row = mapped_to_row(reply, self.spec.response_fields, list(self.spec.abstain_phrases), ctx, qid)
         else:
@@ -207,6 +242,10 @@ class HttpSystem:
             if got.version:
                 self.stats.count("versions", got.version)
             retryable, reason, kind = False, got.reason, "transport"
+            if got.too_large is not None:
+                self.stats.count("errors", "too_large")
+                text = f"system {ctx.system!r}, question {q['question_id']!r}: {got.too_large}"
+                return error_row(ctx, q["question_id"], self.redact(text), got.latency_ms, got.version)
             if got.reason is not None:
                 retryable, kind = True, ("timeout" if got.reason.startswith("timeout") else "connection")
             elif got.status == 429 or got.status >= 500:
@@ -218,7 +257,8 @@ class HttpSystem:
                 try:
                     return self._row(ctx, q, got)
                 except ReplyError as exc:
-                    kind = "malformed_json" if "malformed JSON" in str(exc) else "invalid_reply"
+                    kind = ("too_large" if isinstance(exc, ReplyTooLarge) else
+                            "malformed_json" if "malformed JSON" in str(exc) else "invalid_reply")
                     self.stats.count("errors", kind)
                     return error_row(ctx, q["question_id"], self.redact(str(exc)), got.latency_ms, got.version)
             if retryable and attempts <= self.spec.max_retries:
@@ -248,17 +288,12 @@ class HttpSystem:
         counts calls, retries and errors by kind afterwards.
         """
         limiter = RateLimiter(self.spec.rate_per_s)
-        limits = httpx2.Limits(max_connections=2 * self.spec.concurrency,
-                               max_keepalive_connections=self.spec.concurrency)
+        n = self.spec.concurrency
         # proxies from the environment apply to remote endpoints only: a local service is reached directly
         loopback = httpx2.URL(self.spec.url).host in ("127.0.0.1", "localhost", "::1")
-        # twice the connections and helper threads of the concurrency: room for abandoned attempts
-        self._attempts = ThreadPoolExecutor(max_workers=2 * self.spec.concurrency,
-                                            thread_name_prefix="rag-eval-http")
-        try:
-            with httpx2.Client(limits=limits, transport=self._transport, follow_redirects=False,
-                               trust_env=not loopback) as client:
-                return map_in_pool(lambda q: self._one(client, limiter, ctx, q), list(questions),
-                                   self.spec.concurrency)
-        finally:
-            self._attempts.shutdown(wait=False, cancel_futures=True)
+        if self._transport is not None:
+            client = httpx2.Client(transport=self._transport, follow_redirects=False, trust_env=not loopback)
+        else:  # one connection per worker thread: a request never waits for another's connection
+            client = deadline_http_client(self.spec.timeout_s, n, follow_redirects=False, trust_env=not loopback)
+        with client:
+            return map_in_pool(lambda q: self._one(client, limiter, ctx, q), list(questions), n)

@@ -22,6 +22,17 @@ if TYPE_CHECKING:
 
 _MISSING = object()
 
+#: Bounds on one reply of a live system (``http``, ``python``, ``traces``). A reply past one of them is an
+#: ``error`` row whose ``error`` names the bound; nothing of it is stored, judged or shown.
+MAX_ANSWER_CHARS = 100_000
+MAX_RETRIEVED = 10_000
+MAX_CITATIONS = 10_000
+MAX_TEXT_FIELD_CHARS = 100_000  # ``error`` and the other free-text fields
+#: Default of the per-system ``max_reply_bytes`` (the body's bytes, compressed and decompressed).
+DEFAULT_MAX_REPLY_BYTES = 10 * 2**20
+#: Largest ``max_reply_bytes`` accepted (1 GiB): the cap exists to keep one reply's memory bounded.
+MAX_REPLY_BYTES_LIMIT = 2**30
+
 
 @dataclass(frozen=True)
 class RunContext:
@@ -44,6 +55,58 @@ class RunContext:
 
 class ReplyError(Exception):
     """A reply that cannot become a row; the message names the system, the question and the field."""
+
+
+class ReplyTooLarge(ReplyError):
+    """A reply past one of the bounds (module constants, ``max_reply_bytes``); counted as ``too_large``."""
+
+
+def json_size(value: Any, limit: int) -> int:
+    """About how many bytes ``value`` takes as JSON (strings counted in characters, 8 per number), stopping
+    once past ``limit``. Iterative, so a deeply nested value cannot exhaust the stack.
+
+    Input: a value returned by a callable (dicts, lists, strings, numbers, anything else by its
+    ``repr`` length up to ``limit``). Output: an int, at most a little over ``limit``. Never raises."""
+    total, stack = 0, [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            total += len(node) + 2
+        elif isinstance(node, dict):
+            total += 2
+            for k, v in node.items():
+                total += (len(k) if isinstance(k, str) else 8) + 3
+                stack.append(v)
+        elif isinstance(node, (list, tuple)):
+            total += 2 + len(node)
+            stack.extend(node)
+        elif node is None or isinstance(node, (bool, int, float)):
+            total += 8
+        else:
+            total += 64
+        if total > limit:
+            return total
+    return total
+
+
+def check_bounds(record: Any, ctx: RunContext, question_id: str, where: str = "reply") -> None:
+    """Raise ReplyTooLarge when ``record`` (a run-log object) holds an answer longer than
+    :data:`MAX_ANSWER_CHARS` characters, more than :data:`MAX_RETRIEVED` hits or :data:`MAX_CITATIONS`
+    citations, or a free-text field longer than :data:`MAX_TEXT_FIELD_CHARS`. Checked before anything
+    else reads the record (a 20 MB answer is never judged). Other shapes are left to the schema checks."""
+    if not isinstance(record, dict):
+        return
+    head = f"system {ctx.system!r}, question {question_id!r}: {where}"
+    bounds = (("answer", MAX_ANSWER_CHARS), ("error", MAX_TEXT_FIELD_CHARS), ("model", MAX_TEXT_FIELD_CHARS),
+              ("prompt_version", MAX_TEXT_FIELD_CHARS), ("system_version", MAX_TEXT_FIELD_CHARS))
+    for key, bound in bounds:
+        value = record.get(key)
+        if isinstance(value, str) and len(value) > bound:
+            raise ReplyTooLarge(f"{head} field {key!r} has {len(value)} characters; expected at most {bound}")
+    for key, bound in (("retrieved", MAX_RETRIEVED), ("citations", MAX_CITATIONS)):
+        value = record.get(key)
+        if isinstance(value, list) and len(value) > bound:
+            raise ReplyTooLarge(f"{head} field {key!r} lists {len(value)} items; expected at most {bound}")
 
 
 def get_path(document: Any, dotted: str) -> Any:
@@ -128,6 +191,7 @@ def record_to_row(record: dict, ctx: RunContext, question_id: str, *, where: str
     if not isinstance(record, dict):
         raise ReplyError(f"system {ctx.system!r}, question {question_id!r}: {where} is a JSON "
                          f"{type(record).__name__}, expected an object in the run-log schema")
+    check_bounds(record, ctx, question_id, where)
     asked = record.get("question_id", question_id)
     if asked != question_id:
         raise ReplyError(f"system {ctx.system!r}, question {question_id!r}: {where} field 'question_id' is "
@@ -163,6 +227,9 @@ def mapped_to_row(reply: Any, fields: dict[str, str], phrases: list[str], ctx: R
         return value
 
     hits = at("retrieved", True)
+    if isinstance(hits, list) and len(hits) > MAX_RETRIEVED:
+        raise ReplyTooLarge(f"system {ctx.system!r}, question {question_id!r}: path {fields['retrieved']!r} lists "
+                            f"{len(hits)} hits; expected at most {MAX_RETRIEVED}")
     if not isinstance(hits, list):
         raise ReplyError(f"system {ctx.system!r}, question {question_id!r}: path {fields['retrieved']!r} holds a "
                          f"{type(hits).__name__}, expected a list of hits")

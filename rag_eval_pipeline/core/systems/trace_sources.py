@@ -14,8 +14,8 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,13 @@ from typing import Any
 from openinference.semconv.trace import SpanAttributes
 
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.sources._records import decode_utf8, read_records
+from rag_eval_pipeline.core.jsonio import JsonError
+from rag_eval_pipeline.core.jsonio import loads as strict_json
+from rag_eval_pipeline.core.sources._records import read_regular_file_check, short_repr
+from rag_eval_pipeline.core.systems.records import MAX_ANSWER_CHARS
+
+#: Longest line of an OTLP JSON or Phoenix JSON Lines file (one span batch): a longer one is an error.
+MAX_LINE_BYTES = 64 * 2**20
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 DOCS = SpanAttributes.RETRIEVAL_DOCUMENTS
@@ -57,67 +63,163 @@ def _hex_id(value: Any, size: int) -> str | None:
     return raw.hex() if len(raw) == size else text
 
 
-def _otlp_value(v: dict) -> Any:
-    """One OTLP/JSON ``AnyValue``."""
+def _otlp_value(v: Any) -> Any:
+    """One OTLP/JSON ``AnyValue``. Raises ValueError / TypeError for a value of the wrong type (the caller
+    locates it)."""
     if not isinstance(v, dict):
         return v
     if "stringValue" in v:
         return v["stringValue"]
     if "intValue" in v:
-        return int(v["intValue"])
+        return _int_value(v["intValue"], "intValue")
     if "doubleValue" in v:
-        return float(v["doubleValue"])
+        value = v["doubleValue"]
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise TypeError(f"doubleValue is a JSON {type(value).__name__}; expected a number")
+        return float(value)
     if "boolValue" in v:
-        return bool(v["boolValue"])
+        if not isinstance(v["boolValue"], bool):
+            raise TypeError(f"boolValue is {short_repr(v['boolValue'])}; expected true or false")
+        return v["boolValue"]
     if "arrayValue" in v:
-        return [_otlp_value(x) for x in (v["arrayValue"] or {}).get("values", [])]
+        return [_otlp_value(x) for x in _list((v["arrayValue"] or {}).get("values"), "arrayValue.values")]
     if "kvlistValue" in v:
-        return {kv["key"]: _otlp_value(kv.get("value", {})) for kv in (v["kvlistValue"] or {}).get("values", [])}
+        return {_key(kv): _otlp_value(kv.get("value", {}))
+                for kv in _list((v["kvlistValue"] or {}).get("values"), "kvlistValue.values")}
     if "bytesValue" in v:
         return v["bytesValue"]
     return None
+
+
+def _int_value(value: Any, what: str) -> int:
+    """An OTLP int64 (a JSON number, or a decimal string as protobuf's JSON mapping writes it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or (
+            isinstance(value, str) and not re.fullmatch(r"-?\d{1,20}", value.strip())):
+        raise ValueError(f"{what} is {short_repr(value)}; expected a whole number (or its decimal string)")
+    return int(value)
+
+
+def _list(value: Any, what: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"{what} is a JSON {type(value).__name__}; expected an array")
+    return value
+
+
+def _key(kv: Any) -> str:
+    if not isinstance(kv, dict) or not isinstance(kv.get("key"), str):
+        raise TypeError(f"an attribute {short_repr(kv)} has no string 'key'; expected {{key, value}}")
+    return kv["key"]
 
 
 _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET", "STATUS_CODE_OK": "OK",
            "STATUS_CODE_ERROR": "ERROR", "UNSET": "UNSET", "OK": "OK", "ERROR": "ERROR"}
 
 
-def _read_otlp(path: Path) -> list[Span]:
-    text = decode_utf8(path.read_bytes(), str(path))
-    spans: list[Span] = []
-    for lineno, raw in enumerate(text.split("\n"), start=1):
+def _cap(value: Any) -> Any:
+    """A string attribute cut to one character past the answer bound: enough for the row bound to refuse
+    it, without holding a huge value in memory."""
+    if isinstance(value, str) and len(value) > MAX_ANSWER_CHARS + 1:
+        return value[:MAX_ANSWER_CHARS + 1]
+    return value
+
+
+def _lines(path: Path):
+    """(line number, decoded line) of a JSON Lines file, read one line at a time (bounded memory).
+
+    Raises InputError (file, line) for a line longer than :data:`MAX_LINE_BYTES` or not UTF-8."""
+    read_regular_file_check(path)
+    with path.open("rb") as fh:
+        lineno = 0
+        while True:
+            raw = fh.readline(MAX_LINE_BYTES + 1)
+            if not raw:
+                return
+            lineno += 1
+            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                raise InputError(f"line longer than {MAX_LINE_BYTES} bytes; expected one span batch of at most "
+                                 f"{MAX_LINE_BYTES >> 20} MiB per line", path=str(path), line=lineno, field="json")
+            if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not valid UTF-8: byte 0x{raw[exc.start]:02x} at byte offset {exc.start} of the "
+                                 "line; expected UTF-8 text", path=str(path), line=lineno, field="encoding") from None
+            yield lineno, text
+
+
+def _read_otlp(path: Path, keep: Callable[[str], bool]) -> Iterator[Span]:
+    for lineno, raw in _lines(path):
         if not raw.strip():
             continue
         try:
-            request = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno}); expected one "
-                             "ExportTraceServiceRequest JSON object per line", path=str(path), line=lineno,
-                             field="json") from None
+            request = strict_json(raw)
+        except JsonError as exc:
+            raise InputError(f"{exc}; expected one ExportTraceServiceRequest JSON object per line", path=str(path),
+                             line=lineno, field="json") from None
         if not isinstance(request, dict) or "resourceSpans" not in request:
             raise InputError("not an OTLP ExportTraceServiceRequest (no 'resourceSpans'); expected the "
                              "OpenTelemetry Collector file exporter's format", path=str(path), line=lineno,
                              field="resourceSpans")
-        for rs in request.get("resourceSpans") or []:
-            for ss in (rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans") or []):
-                for s in ss.get("spans") or []:
-                    trace_id = _hex_id(s.get("traceId"), 16)
-                    span_id = _hex_id(s.get("spanId"), 8)
-                    if not trace_id or not span_id:
-                        raise InputError("a span without traceId or spanId; expected both", path=str(path),
-                                         line=lineno, field="traceId")
-                    status = s.get("status") or {}
-                    spans.append(Span(
-                        trace_id=trace_id, span_id=span_id, parent_id=_hex_id(s.get("parentSpanId"), 8),
-                        name=s.get("name", ""),
-                        start_ns=int(s["startTimeUnixNano"]) if s.get("startTimeUnixNano") else None,
-                        end_ns=int(s["endTimeUnixNano"]) if s.get("endTimeUnixNano") else None,
-                        status_code=_STATUS.get(status.get("code", 0), "UNSET"),
-                        status_message=status.get("message"),
-                        attributes={a["key"]: _otlp_value(a.get("value", {})) for a in s.get("attributes") or []},
-                        source=f"file {path}, line {lineno}",
-                    ))
-    return spans
+        field = "resourceSpans"
+        try:
+            for rs in _list(request.get("resourceSpans"), "resourceSpans"):
+                field = "resourceSpans[].scopeSpans"
+                if not isinstance(rs, dict):
+                    raise TypeError(f"a resourceSpans item is a JSON {type(rs).__name__}; expected an object")
+                for ss in _list(rs.get("scopeSpans") or rs.get("instrumentationLibrarySpans"), "scopeSpans"):
+                    if not isinstance(ss, dict):
+                        raise TypeError(f"a scopeSpans item is a JSON {type(ss).__name__}; expected an object")
+                    for s in _list(ss.get("spans"), "spans"):
+                        field = "spans"
+                        yield _otlp_span(s, path, lineno, keep)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise InputError(f"{exc}", path=str(path), line=lineno, field=getattr(exc, "field", field)) from None
+
+
+class _FieldError(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def _otlp_span(s: Any, path: Path, lineno: int, keep: Callable[[str], bool]) -> Span:
+    if not isinstance(s, dict):
+        raise _FieldError("spans", f"a span is a JSON {type(s).__name__}; expected an object")
+    trace_id = _hex_id(s.get("traceId"), 16)
+    span_id = _hex_id(s.get("spanId"), 8)
+    if not trace_id or not span_id:
+        raise InputError("a span without traceId or spanId; expected both", path=str(path), line=lineno,
+                         field="traceId")
+    times = {}
+    for key in ("startTimeUnixNano", "endTimeUnixNano"):
+        value = s.get(key)
+        try:
+            times[key] = _int_value(value, key) if value not in (None, "", 0, "0") else None
+        except ValueError as exc:
+            raise _FieldError(key, f"span {span_id}: {exc}") from None
+    status = s.get("status") or {}
+    if not isinstance(status, dict):
+        raise _FieldError("status", f"span {span_id}: status is a JSON {type(status).__name__}; expected an object")
+    message = status.get("message")
+    attributes = {}
+    for a in _list(s.get("attributes"), "attributes"):
+        key = _key(a)
+        if keep(key):
+            try:
+                attributes[key] = _cap(_otlp_value(a.get("value", {})))
+            except (TypeError, ValueError) as exc:
+                raise _FieldError(f"attributes.{key}", f"span {span_id}: {exc}") from None
+    return Span(
+        trace_id=trace_id, span_id=span_id, parent_id=_hex_id(s.get("parentSpanId"), 8),
+        name=str(s.get("name", ""))[:200], start_ns=times["startTimeUnixNano"], end_ns=times["endTimeUnixNano"],
+        status_code=_STATUS.get(status.get("code", 0), "UNSET") if isinstance(status.get("code", 0), (int, str))
+        else "UNSET",
+        status_message=None if message is None else str(message)[:MAX_ANSWER_CHARS],
+        attributes=attributes, source=f"file {path}, line {lineno}",
+    )
 
 
 def _flatten(prefix: str, value: Any, out: dict[str, Any]) -> None:
@@ -138,17 +240,50 @@ def _time_ns(value: Any) -> int | None:
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
         return int(value.timestamp() * 1_000_000) * 1000
+    if isinstance(value, bool):
+        raise TypeError(f"got {value!r}")
     if isinstance(value, (int, float)):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"got {value!r}")
         return int(value)
     try:
         return _time_ns(dt.datetime.fromisoformat(str(value).replace("Z", "+00:00")))
     except ValueError:
-        return None
+        raise ValueError(f"got {short_repr(value)}") from None
 
 
-def _read_phoenix(path: Path) -> list[Span]:
-    spans: list[Span] = []
-    for line, row in read_records(path):
+def _phoenix_rows(path: Path) -> Iterator[tuple[int, dict]]:
+    """Rows of a Phoenix export, streamed: JSON Lines one line at a time, Parquet one batch at a time."""
+    if path.suffix.lower() == ".parquet":
+        import polars as pl
+
+        read_regular_file_check(path)
+        n = 0
+        try:
+            for batch in pl.scan_parquet(path).collect_batches(chunk_size=2048):
+                for row in batch.iter_rows(named=True):
+                    n += 1
+                    yield n, row
+        except pl.exceptions.PolarsError as exc:
+            raise InputError(f"cannot read Parquet ({str(exc)[:200]}); expected a Phoenix spans export",
+                             path=str(path)) from None
+        return
+    for lineno, raw in _lines(path):
+        if not raw.strip():
+            continue
+        try:
+            row = strict_json(raw)
+        except JsonError as exc:
+            raise InputError(f"{exc}; expected one JSON object per line", path=str(path), line=lineno,
+                             field="json") from None
+        if not isinstance(row, dict):
+            raise InputError(f"expected a JSON object, got {type(row).__name__}", path=str(path), line=lineno,
+                             field="json")
+        yield lineno, row
+
+
+def _read_phoenix(path: Path, keep: Callable[[str], bool]) -> Iterator[Span]:
+    for line, row in _phoenix_rows(path):
         trace_id = row.get("context.trace_id") or row.get("trace_id")
         span_id = row.get("context.span_id") or row.get("span_id")
         if not trace_id or not span_id:
@@ -159,22 +294,35 @@ def _read_phoenix(path: Path) -> list[Span]:
             _flatten("", row["attributes"], attrs)
         for key, value in row.items():
             if key.startswith("attributes."):
-                if isinstance(value, str) and key[len("attributes."):] == DOCS:
+                name = key[len("attributes."):]
+                if not keep(name):
+                    continue
+                if isinstance(value, str) and name == DOCS:
                     try:
-                        value = json.loads(value)
-                    except json.JSONDecodeError:
+                        value = strict_json(value)
+                    except JsonError:
                         pass
-                _flatten(key[len("attributes."):], value, attrs)
+                _flatten(name, value, attrs)
+        attrs = {k: _cap(v) for k, v in attrs.items() if keep(k)}
         if "span_kind" in row and KIND not in attrs and row["span_kind"]:
             attrs[KIND] = row["span_kind"]
         status = str(row.get("status_code") or "UNSET").upper()
-        spans.append(Span(
-            trace_id=str(trace_id), span_id=str(span_id), parent_id=row.get("parent_id") or None,
-            name=row.get("name") or "", start_ns=_time_ns(row.get("start_time")), end_ns=_time_ns(row.get("end_time")),
-            status_code=_STATUS.get(status, "UNSET"), status_message=row.get("status_message"),
+        times = {}
+        for key in ("start_time", "end_time"):
+            try:
+                times[key] = _time_ns(row.get(key))
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise InputError(f"{exc}; expected an ISO 8601 time or nanoseconds since the epoch", path=str(path),
+                                 line=line, field=key) from None
+        message = row.get("status_message")
+        spans_parent = row.get("parent_id")
+        yield Span(
+            trace_id=str(trace_id), span_id=str(span_id), parent_id=str(spans_parent) if spans_parent else None,
+            name=str(row.get("name") or "")[:200], start_ns=times["start_time"], end_ns=times["end_time"],
+            status_code=_STATUS.get(status, "UNSET"),
+            status_message=None if message is None else str(message)[:MAX_ANSWER_CHARS],
             attributes=attrs, source=f"file {path}, line {line}",
-        ))
-    return spans
+        )
 
 
 def _files(path: Path) -> list[Path]:
@@ -195,13 +343,35 @@ def _format_of(path: Path) -> str:
     return "otlp_json"
 
 
-def read_spans(path: str | Path, fmt: str = "auto") -> list[Span]:
+def wanted_attributes(*names: str | None) -> Callable[[str], bool]:
+    """The attribute filter the importer reads with: the OpenInference attributes it uses (span kind,
+    input and output values, retrieval documents, model name, prompt template version) and ``names``
+    (``question_id_attribute``, ``decision_attribute``; a dotted name keeps the attribute it descends
+    into). Every other attribute (prompts, messages, embeddings) is dropped as it is read."""
+    exact = {KIND, SpanAttributes.INPUT_VALUE, SpanAttributes.OUTPUT_VALUE, SpanAttributes.LLM_MODEL_NAME,
+             SpanAttributes.LLM_PROMPT_TEMPLATE_VERSION}
+    dotted = [n for n in names if n]
+
+    def keep(key: str) -> bool:
+        if key in exact or key == DOCS or key.startswith(DOCS + "."):
+            return True
+        return any(key == n or n.startswith(key + ".") or key.startswith(n + ".") for n in dotted)
+
+    return keep
+
+
+def read_spans(path: str | Path, fmt: str = "auto", keep: Callable[[str], bool] | None = None) -> list[Span]:
     """Every span of an OTLP JSON file, a Phoenix export, or a folder of them (module docstring).
 
-    Raises InputError naming the file and line for a missing path, malformed JSON, a line that is
-    not an ExportTraceServiceRequest, or a span without trace or span id."""
+    Files are read one line (or Parquet batch) at a time, lines of at most :data:`MAX_LINE_BYTES`; only
+    the attributes ``keep`` accepts are kept (default: all), and string attributes are cut past the
+    answer bound, so memory follows the spans' useful content, not the file's size.
+    Raises InputError naming the file and line for a missing path, malformed JSON (the strict reader:
+    a repeated key, nesting past 128 levels), a line that is not an ExportTraceServiceRequest, a span
+    without trace or span id, or a field value of the wrong type (``startTimeUnixNano: "soon"``)."""
+    keep = keep or (lambda _key: True)
     spans: list[Span] = []
     for p in _files(Path(path)):
         kind = _format_of(p) if fmt == "auto" else fmt
-        spans.extend(_read_otlp(p) if kind == "otlp_json" else _read_phoenix(p))
+        spans.extend(_read_otlp(p, keep) if kind == "otlp_json" else _read_phoenix(p, keep))
     return spans

@@ -20,12 +20,24 @@ Rules (OpenInference names, from ``openinference-semantic-conventions``):
   NFKC, case folding and whitespace collapsing. Unmatched traces and golden questions without a
   trace are counted and listed; a question without a trace gets an ``error`` row (``no_trace``).
   Two traces for one question: the later root span is kept, the other counted as a duplicate.
+- the root span of a trace (documented rule, never silent): the span without a parent
+  (``parentSpanId`` / ``parent_id`` empty). A span whose parent is not in the trace is an *orphan*:
+  never a root while a real root exists; counted (``orphan_spans``) and listed. When a trace has
+  several spans without a parent (two roots; a Phoenix export written without its ``parent_id``
+  column makes every span one), the root is the one that starts first, then the one that ends
+  last (the span that encloses the others), then the smallest span id; the trace is counted
+  (``ambiguous_root_traces``) and listed with its candidates. When no span lacks a parent (the
+  root was not exported), the same order picks among the orphans; counted as ``rootless_traces``.
+  ``rag_runs`` logs a warning whenever one of these counts is not zero.
 - retrieval: the RETRIEVER span (``openinference.span.kind``; the last one to start when there are
   several: what the generator saw) gives ``retrieval.documents.N.document.id`` / ``.score``, ranked
   by N. A document id maps to a chunk id by ``chunk_map`` (JSONL/Parquet with ``document_id``,
   ``chunk_id``), else as is when it is a chunk id of the snapshot (``doc_id#n``), else to
   ``doc_id#0`` when the document has exactly one chunk; anything else is an InputError.
-- the answer is the root span's ``output.value``. The decision: ``decision_attribute`` when
+- the answer is the root span's ``output.value`` (at most ``records.MAX_ANSWER_CHARS`` characters, and
+  at most ``records.MAX_RETRIEVED`` retrieval documents: past either the row is an ``error`` row,
+  ``decision_rule`` ``too_large``). Only the attributes used here are kept while reading, so a large
+  export (prompts, messages) is read in bounded memory. The decision: ``decision_attribute`` when
   configured and present (``attribute``); else ``error`` when the root span's status is ERROR
   (``span_status``); else the rule of ``records.decide`` (``empty_output``, ``abstain_phrase``,
   ``default_answer``). ``decision_rule`` in ``rag_runs`` records which.
@@ -35,7 +47,6 @@ Rules (OpenInference names, from ``openinference-semantic-conventions``):
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -51,9 +62,11 @@ from openinference.semconv.trace import (
 
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.jsonio import JsonError
+from rag_eval_pipeline.core.jsonio import loads as strict_json
 from rag_eval_pipeline.core.sources._records import read_records
-from rag_eval_pipeline.core.systems.records import RunContext, decide, error_row
-from rag_eval_pipeline.core.systems.trace_sources import DOCS, KIND, Span, read_spans
+from rag_eval_pipeline.core.systems.records import MAX_ANSWER_CHARS, MAX_RETRIEVED, RunContext, decide, error_row
+from rag_eval_pipeline.core.systems.trace_sources import DOCS, KIND, Span, read_spans, wanted_attributes
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.systems.kinds.traces import TracesSystemConfig
@@ -88,8 +101,8 @@ def lookup(attributes: dict[str, Any], name: str) -> Any:
         node = attributes[head]
         if isinstance(node, str):
             try:
-                node = json.loads(node)
-            except json.JSONDecodeError:
+                node = strict_json(node)
+            except JsonError:
                 continue
         for part in parts[cut:]:
             if isinstance(node, dict) and part in node:
@@ -102,18 +115,39 @@ def lookup(attributes: dict[str, Any], name: str) -> Any:
     return None
 
 
-def _root(spans: list[Span]) -> Span:
+def _enclosing_first(s: Span) -> tuple:
+    return (s.start_ns is None, s.start_ns or 0, -(s.end_ns or 0), s.span_id)
+
+
+def find_root(spans: list[Span]) -> tuple[Span, str, list[str]]:
+    """The root span of one trace by the documented rule (module docstring).
+
+    Input: the trace's spans (non-empty). Output: (root, how, notes): ``how`` is ``single`` (one span
+    without a parent), ``ambiguous`` (several: the earliest-starting, longest one is taken) or
+    ``rootless`` (none: the same order among orphans); ``notes`` lists the orphan spans (``span_id
+    (parent P not in the trace)``) and, when ambiguous, the candidates. Raises nothing."""
     ids = {s.span_id for s in spans}
-    roots = [s for s in spans if not s.parent_id or s.parent_id not in ids] or spans
-    return min(roots, key=lambda s: (s.start_ns or 0))
+    parentless = [s for s in spans if not s.parent_id]
+    orphans = [s for s in spans if s.parent_id and s.parent_id not in ids]
+    notes = [f"orphan span {s.span_id} (parent {s.parent_id} not in the trace)" for s in orphans]
+    if len(parentless) == 1:
+        return parentless[0], "single", notes
+    if parentless:
+        ranked = sorted(parentless, key=_enclosing_first)
+        notes.append(f"{len(parentless)} spans without a parent: {[s.span_id for s in ranked][:10]}; root "
+                     f"{ranked[0].span_id} (starts first, ends last)")
+        return ranked[0], "ambiguous", notes
+    ranked = sorted(orphans or spans, key=_enclosing_first)
+    notes.append(f"no span without a parent; root {ranked[0].span_id} (the earliest orphan)")
+    return ranked[0], "rootless", notes
 
 
 def _question_text(root: Span) -> str | None:
     value = root.attributes.get(SpanAttributes.INPUT_VALUE)
     if isinstance(value, str) and value.strip().startswith("{"):
         try:
-            obj = json.loads(value)
-        except json.JSONDecodeError:
+            obj = strict_json(value)
+        except JsonError:
             return value
         for key in ("question", "query", "input"):
             if isinstance(obj, dict) and isinstance(obj.get(key), str):
@@ -144,6 +178,17 @@ class _ChunkMapper:
         raise InputError(f"{where}: document.id {doc_id!r} is not a chunk id of the snapshot ({hint}); expected "
                          "'doc_id#n', the id of a one-chunk document, or an entry in chunk_map",
                          field=f"{DOCS}.document.id")
+
+
+def _over_bounds(root: Span, group: list[Span]) -> str | None:
+    answer = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
+    if isinstance(answer, str) and len(answer) > MAX_ANSWER_CHARS:
+        return f"output.value has more than {MAX_ANSWER_CHARS} characters; expected at most {MAX_ANSWER_CHARS}"
+    for s in group:
+        docs = {m.group(1) for key in s.attributes if (m := _DOC_KEY.match(key))}
+        if len(docs) > MAX_RETRIEVED:
+            return (f"span {s.span_id} lists {len(docs)} retrieval documents; expected at most {MAX_RETRIEVED}")
+    return None
 
 
 def load_chunk_map(path: str | Path) -> dict[str, str]:
@@ -182,7 +227,8 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
         return q if q.is_absolute() or base_dir is None else (base_dir / q).resolve()
 
     source = resolve(spec.path)
-    spans = read_spans(source, spec.format)
+    spans = read_spans(source, spec.format,
+                       wanted_attributes(spec.question_id_attribute, spec.decision_attribute))
     mapper = _ChunkMapper(ctx.known_chunks, load_chunk_map(resolve(spec.chunk_map)) if spec.chunk_map else {})
     by_trace: dict[str, list[Span]] = {}
     for s in spans:
@@ -197,9 +243,17 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
     unmatched: list[dict] = []
     duplicates: list[str] = []
     counts = {"attribute": 0, "text": 0}
+    shapes = {"ambiguous": [], "rootless": []}
+    orphan_spans, orphan_examples = 0, []
     for trace_id in sorted(by_trace):
         group = sorted(by_trace[trace_id], key=lambda s: (s.start_ns or 0))
-        root = _root(group)
+        root, how, notes = find_root(group)
+        orphans = [n for n in notes if n.startswith("orphan span")]
+        orphan_spans += len(orphans)
+        if orphans and len(orphan_examples) < _LISTED:
+            orphan_examples.append({"trace_id": trace_id, "orphans": orphans[:5]})
+        if how != "single":
+            shapes[how].append({"trace_id": trace_id, "rule": notes[-1]})
         qid, how = None, None
         if qattr:
             for s in [root] + [x for x in group if x is not root]:
@@ -246,13 +300,21 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
             "matched_by_attribute": counts["attribute"], "matched_by_text": counts["text"],
             "unmatched_traces": len(unmatched), "unmatched_examples": unmatched[:_LISTED],
             "questions_without_trace": len(missing), "questions_without_trace_ids": missing[:_LISTED],
-            "duplicate_traces": len(duplicates), "duplicate_trace_ids": duplicates[:_LISTED]}
+            "duplicate_traces": len(duplicates), "duplicate_trace_ids": duplicates[:_LISTED],
+            "orphan_spans": orphan_spans, "orphan_span_examples": orphan_examples,
+            "ambiguous_root_traces": len(shapes["ambiguous"]), "ambiguous_root_examples": shapes["ambiguous"][:_LISTED],
+            "rootless_traces": len(shapes["rootless"]), "rootless_examples": shapes["rootless"][:_LISTED]}
     return TraceImport(rows=rows, info=info)
 
 
 def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group: list[Span],
          mapper: _ChunkMapper) -> dict:
     where = f"{root.source}, trace {root.trace_id}"
+    too_large = _over_bounds(root, group)
+    if too_large:
+        row = error_row(ctx, qid, f"system {ctx.system!r}, question {qid!r}: {where}: {too_large}",
+                        trace_id=root.trace_id, decision_rule="too_large")
+        return row
     retrievers = [s for s in group
                   if str(s.attributes.get(KIND, "")).upper() == OpenInferenceSpanKindValues.RETRIEVER.value]
     hits: list[dict] = []

@@ -10,12 +10,15 @@ import pytest
 
 from rag_eval_pipeline.core.judges.claims import split_claims
 from rag_eval_pipeline.core.judges.coordination import looks_verbal, split_coordinated
+from rag_eval_pipeline_tests.core.judges import claim_split_holdout, claim_split_set
 
 SPANISH = [
-    # the example: two facts joined by ", y"; the exception stays with its fact
+    # the example: two facts joined by ", y"; the exception stays with its fact. Changed: a
+    # period stated with its start is two facts (its length, its start), as the guides decompose it
     ("El plazo para devolver el altavoz es de 15 días desde la compra, y los gastos de envío los paga "
      "la tienda salvo en pedidos internacionales.",
-     ["El plazo para devolver el altavoz es de 15 días desde la compra.",
+     ["El plazo para devolver el altavoz es de 15 días.",
+      "El plazo para devolver el altavoz se cuenta desde la compra.",
       "Los gastos de envío los paga la tienda salvo en pedidos internacionales."]),
     ("Tarda de 7 a 10 días laborables, y el envío a Canarias es gratuito.",
      ["Tarda de 7 a 10 días laborables.", "El envío a Canarias es gratuito."]),
@@ -110,16 +113,17 @@ ENGLISH = [
     ("Outside the EU, claims are handled by the distributor in the country of purchase, who will ask for the receipt.",
      ["Outside the EU, claims are handled by the distributor in the country of purchase.",
       "The distributor in the country of purchase will ask for the receipt."]),
+    # changed: a subject pronoun whose antecedent is the sentence's subject is replaced by it
     ("The speaker is sent to Valencia, where it is repaired.",
-     ["The speaker is sent to Valencia.", "It is repaired in Valencia."]),
+     ["The speaker is sent to Valencia.", "The speaker is repaired in Valencia."]),
     ("The box contains the speaker, a USB-C cable and a strap.",
      ["The box contains the speaker.", "The box contains a USB-C cable.", "The box contains a strap."]),
-    ("The battery lasts 12 hours, and it charges in 3 hours.",
-     ["The battery lasts 12 hours.", "It charges in 3 hours."]),
+    ("The battery lasts 12 hours, and it charges in 3 hours.",  # changed: "it" -> the subject
+     ["The battery lasts 12 hours.", "The battery charges in 3 hours."]),
     ("Refunds take 14 days, but card payments can take longer.",
      ["Refunds take 14 days.", "Card payments can take longer."]),
-    ("The dock is sold separately, although it is included in the bundle.",
-     ["The dock is sold separately.", "It is included in the bundle."]),
+    ("The dock is sold separately, although it is included in the bundle.",  # changed: "it" -> the subject
+     ["The dock is sold separately.", "The dock is included in the bundle."]),
     ("The store opens at 9, and the warehouse opens at 7.",
      ["The store opens at 9.", "The warehouse opens at 7."]),
     ("Returns are free from mainland Spain, but customers pay for returns from the Canary Islands.",
@@ -175,7 +179,8 @@ ENGLISH = [
     ("It has the cable, strap, etc.", ["It has the cable, strap, etc."]),
     ("The event is held over Memorial Day weekend in late May.",
      ["The event is held over Memorial Day weekend in late May."]),
-    ("The speaker is light, and it is easy to carry.", ["The speaker is light.", "It is easy to carry."]),
+    ("The speaker is light, and it is easy to carry.",  # changed: "it" -> the subject
+     ["The speaker is light.", "The speaker is easy to carry."]),
 ]
 
 
@@ -211,3 +216,73 @@ def test_no_rule_keeps_the_sentence_as_written():
     s = "Gracias por tu paciencia."
     assert split_coordinated(s) == [s]
     assert split_coordinated("") == [""]
+
+
+def _rate(cases):
+    return sum(claim_split_set.exact(split_claims(s), exp) for s, exp in cases) / len(cases)
+
+
+def test_public_set_exact_split_rate_per_language():
+    # The set (claim_split_set.py) was written and committed before the splitter was run on it.
+    # Measured: es 105/112 = 0.938, en 110/113 = 0.973 (the splitter it replaced: 0.500 and 0.469).
+    # Guard a little below, so a regression of two or three sentences fails.
+    assert len(claim_split_set.SPANISH) >= 100 and len(claim_split_set.ENGLISH) >= 100
+    assert _rate(claim_split_set.SPANISH) >= 0.91
+    assert _rate(claim_split_set.ENGLISH) >= 0.95
+
+
+def test_held_out_set_exact_split_rate_per_language():
+    # claim_split_holdout.py was committed before the splitter was run on it and is never tuned on:
+    # measured es 35/40 = 0.875, en 35/40 = 0.875 (right number of claims 37/40 and 38/40)
+    assert _rate(claim_split_holdout.SPANISH) >= 0.85
+    assert _rate(claim_split_holdout.ENGLISH) >= 0.85
+
+
+def test_the_guides_compound_sentence_is_three_claims():
+    s = ("El plazo de devolución internacional es de 30 días naturales desde la entrega, y el coste del envío "
+         "de vuelta corre a cargo del cliente salvo en productos defectuosos.")
+    assert split_claims(s) == [
+        "El plazo de devolución internacional es de 30 días naturales.",
+        "El plazo de devolución internacional se cuenta desde la entrega.",
+        "El coste del envío de vuelta corre a cargo del cliente salvo en productos defectuosos.",
+    ]
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("El altavoz pesa 900 gramos, mide 20 centímetros y resiste salpicaduras.",
+     ["El altavoz pesa 900 gramos.", "El altavoz mide 20 centímetros.", "El altavoz resiste salpicaduras."]),
+    ("The shop opens at nine, closes at eight and stays closed on Sundays.",
+     ["The shop opens at nine.", "The shop closes at eight.", "The shop stays closed on Sundays."]),
+    # verbs no list has ever held: the decision is the verb's ending and its place after the subject
+    ("La lámpara parpadea dos veces, zumba un poco y atenúa la luz.",
+     ["La lámpara parpadea dos veces.", "La lámpara zumba un poco.", "La lámpara atenúa la luz."]),
+    ("The drone hovers at ten metres, films in 4K and lands by itself.",
+     ["The drone hovers at ten metres.", "The drone films in 4K.", "The drone lands by itself."]),
+])
+def test_three_part_verb_phrase_coordination(sentence, expected):
+    assert split_claims(sentence) == expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("El altavoz pesa 500 g y su batería dura 12 horas.",
+     ["El altavoz pesa 500 g.", "La batería del altavoz dura 12 horas."]),
+    ("The speaker weighs 500 g and its battery lasts 12 hours.",
+     ["The speaker weighs 500 g.", "The speaker's battery lasts 12 hours."]),
+    ("Ada Lovelace wrote the first program, and she worked with Babbage.",
+     ["Ada Lovelace wrote the first program.", "Ada Lovelace worked with Babbage."]),
+    # a pronoun whose antecedent is not the subject stays: "it" is the sofa, not "I"
+    ("I bought the sofa in the sales and it cost me 300 euros.",
+     ["I bought the sofa in the sales.", "It cost me 300 euros."]),
+])
+def test_pronouns_and_possessives_take_the_subject(sentence, expected):
+    assert split_claims(sentence) == expected
+
+
+@pytest.mark.parametrize("sentence", [
+    "La devolución es gratuita salvo si el producto está abierto y usado.",
+    "Returns are free unless the box is opened and the seal is broken.",
+    "Si el pedido llega roto, se devuelve el dinero y se recoge el paquete.",
+    "Shipping is free provided the order is over 50 euros and the address is in Spain.",
+])
+def test_conditions_and_exceptions_stay_with_their_fact(sentence):
+    assert split_claims(sentence) == [sentence]

@@ -82,7 +82,8 @@ def test_dates_compare_across_formats_and_state_their_year():
     assert same_day.claims[0].verdict == "SUPPORTED"
     next_day = LEX.judge("", "La oferta terminó el 2 de marzo de 2024 en todas las tiendas.", ctx)
     assert next_day.claims[0].verdict == "CONTRADICTED"
-    born = ["Elvis Presley (January 8, 1935 – August 16, 1977) was an American singer."]
+    # "born" must be in the context too: a word the context does not state is an extra detail
+    born = ["Elvis Presley (born January 8, 1935 – died August 16, 1977) was an American singer."]
     assert LEX.judge("", "Elvis Presley was an American singer born in 1935.", born).claims[0].verdict == "SUPPORTED"
 
 

@@ -13,7 +13,7 @@ import polars as pl
 from rag_eval_pipeline.core.sections import Key, key
 from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register
 from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec, nonblank
-from rag_eval_pipeline.core.systems.records import RunContext
+from rag_eval_pipeline.core.systems.records import DEFAULT_MAX_REPLY_BYTES, MAX_REPLY_BYTES_LIMIT, RunContext
 
 #: Keys of ``response_fields``: dotted paths into a reply of another shape than the run-log schema.
 RESPONSE_FIELD_KEYS = ("retrieved", "chunk_id", "score", "answer", "decision", "citations", "error", "model",
@@ -76,6 +76,10 @@ class HttpSystemConfig(AnswerTextSpec):
     concurrency: int = key(4, low=1, doc="requests in flight (capped by the deployment's max_concurrency)")
     rate_per_s: float | None = key(None, low=0, low_open=True, noun="number",
                                    doc="request starts per second across threads; null: no limit")
+    max_reply_bytes: int = key(DEFAULT_MAX_REPLY_BYTES, low=1, cap=MAX_REPLY_BYTES_LIMIT,
+                               cap_why="the cap keeps one reply's memory bounded",
+                               doc="largest reply body, bytes received and decoded (a gzip bomb stops there); "
+                                   "a bigger one is an error row")
 
     def validate(self, at):  # noqa: D102 - defaults of the hit paths
         out = super().validate(at)

@@ -13,7 +13,7 @@ import polars as pl
 from rag_eval_pipeline.core.sections import key
 from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register
 from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec
-from rag_eval_pipeline.core.systems.records import RunContext
+from rag_eval_pipeline.core.systems.records import DEFAULT_MAX_REPLY_BYTES, MAX_REPLY_BYTES_LIMIT, RunContext
 
 _CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -30,6 +30,9 @@ class PythonSystemConfig(AnswerTextSpec):
     concurrency: int = key(1, low=1, doc="threads (the function must then be thread-safe)")
     timeout_s: float | None = key(None, low=0, low_open=True, noun="number",
                                   doc="a call still running then is an error row; null: no deadline")
+    max_reply_bytes: int = key(DEFAULT_MAX_REPLY_BYTES, low=1, cap=MAX_REPLY_BYTES_LIMIT,
+                               cap_why="the cap keeps one reply's memory bounded",
+                               doc="largest return value, measured as JSON; a bigger one is an error row")
 
 
 def run(spec: PythonSystemConfig, golden: pl.DataFrame, ctx: RunContext, deployment: Deployment) -> SystemRun:
@@ -51,7 +54,8 @@ class PythonRunner:
         from rag_eval_pipeline.core.systems.base import questions_of, row_counts, rows_frame
 
         rows = self.system.run(questions_of(golden), ctx)
-        stats = {"calls": self.system.stats["calls"], "errors_by_kind": dict(self.system.stats["errors_by_kind"])}
+        stats = {"calls": self.system.stats["calls"], "errors_by_kind": dict(self.system.stats["errors_by_kind"]),
+                 "captured_output_lines": self.system.capture.lines}
         return SystemRun(rows_frame(rows), {"kind": "python", **row_counts(rows), **stats})
 
 

@@ -1,0 +1,156 @@
+"""Benchmark: the embedded judge's answers/s on BEGIN dev, an older revision beside this tree, in one run.
+
+Each side is the package at a git revision: ``--old`` (default ``b4ea2b9``, the judge before the
+structure-based claims, extra-detail rule and batched encoder) exported with ``git archive`` into a
+temporary folder, and ``--new`` (default: this working tree, uncommitted changes included). Every
+measurement is a fresh Python process with that side first on ``sys.path``, pinned to the same
+``--cores`` CPUs (``os.sched_setaffinity``), judging BEGIN's Wizard-of-Wikipedia dev file (430
+responses, ``begin_wow/begin_dev_wow.tsv``) through the pipeline path (``judge_runs``) as
+``bench/begin_calibration.py`` does, and reporting n, Cohen's kappa and the judging seconds (imports
+and file reading excluded; the encoder's model load included). Sides alternate old, new, old, new,
+... for ``--rounds`` rounds so that a change in the machine's load hits both; each line carries the
+load average at its start. The summary is the median answers/s of each side and their ratio.
+
+``--scifact`` also times the whole SciFact chain (``rag-eval run --suite scifact``, wall seconds of
+the command, each side writing to its own temporary output folder), old then new.
+
+Usage: python bench/bench_rule_judge_throughput.py [--old REV] [--new REV|worktree] [--rounds 3]
+       [--cores 2] [--scifact] [--datasets DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CHILD = r"""
+import json, os, sys, time
+tree, path = sys.argv[1], sys.argv[2]
+sys.path.insert(0, tree); sys.path.insert(0, os.path.join(tree, "bench"))
+from begin_calibration import load_begin, score
+from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
+from pathlib import Path
+rows, _ = load_begin(Path(path))
+judge = RuleBasedJudge()
+res = score(rows, judge)
+print(json.dumps({"n": res["n"], "kappa": res["kappa"], "seconds": res["seconds"],
+                  "model": judge.model, "sha": judge.prompt_sha256}))
+"""
+
+
+def export(rev: str, dest: Path) -> Path:
+    """The package at git revision ``rev`` (or this tree for "worktree"), as a folder ``dest`` beside
+    the repository (so that a suite's relative dataset paths, ../shared/datasets, resolve)."""
+    if rev == "worktree":
+        return REPO
+    dest.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def pinned(cores: int):
+    cpus = sorted(os.sched_getaffinity(0))[:cores]
+
+    def pre() -> None:
+        os.sched_setaffinity(0, cpus)
+    return pre, cpus
+
+
+def run_side(tree: Path, data: Path, cores: int) -> dict:
+    pre, _ = pinned(cores)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(tree)
+    load = os.getloadavg()[0]
+    out = subprocess.run([sys.executable, "-c", CHILD, str(tree), str(data)], env=env, cwd=tree,
+                         capture_output=True, text=True, preexec_fn=pre, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"{tree}: the judge failed:\n{out.stderr[-2000:]}")
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["load"] = load
+    res["answers_per_s"] = res["n"] / res["seconds"]
+    return res
+
+
+def scifact(tree: Path, cores: int) -> float:
+    pre, _ = pinned(cores)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(tree)
+    exe = Path(sys.executable).with_name("rag-eval")
+    with tempfile.TemporaryDirectory() as out_dir:
+        t0 = time.perf_counter()
+        done = subprocess.run([str(exe), "run", "--suite", "scifact", "--output", out_dir], env=env, cwd=tree,
+                              capture_output=True, text=True, preexec_fn=pre, check=False)
+        secs = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: rag-eval run --suite scifact exited {done.returncode}:\n{done.stdout[-1500:]}"
+                         f"\n{done.stderr[-1500:]}")
+    return secs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--old", default="b4ea2b9")
+    ap.add_argument("--new", default="worktree")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--scifact", action="store_true")
+    ap.add_argument("--scifact-only", action="store_true", help="only the SciFact chain, old then new")
+    ap.add_argument("--datasets", type=Path,
+                    default=Path(os.environ.get("RAG_EVAL_DATASETS", REPO.parent / "shared" / "datasets")))
+    args = ap.parse_args(argv)
+    data = args.datasets / "begin_wow" / "begin_dev_wow.tsv"
+    if not data.is_file():
+        print(f"{data}: file not found", file=sys.stderr)
+        return 2
+    if args.rounds < 1 or args.cores < 1:
+        print("--rounds and --cores must be >= 1", file=sys.stderr)
+        return 2
+    old_dir = tempfile.mkdtemp(dir=REPO.parent, prefix=".bench-judge-old-")
+    new_dir = tempfile.mkdtemp(dir=REPO.parent, prefix=".bench-judge-new-")
+    try:
+        trees = {"old": export(args.old, Path(old_dir)), "new": export(args.new, Path(new_dir))}
+        _, cpus = pinned(args.cores)
+        print(f"BEGIN dev, {args.cores} cores {cpus} of {os.cpu_count()}; old = {args.old}, new = {args.new}")
+        runs: dict[str, list[dict]] = {"old": [], "new": []}
+        for r in range(0 if args.scifact_only else args.rounds):
+            for side in ("old", "new"):
+                res = run_side(trees[side], data, args.cores)
+                runs[side].append(res)
+                print(f"round {r + 1} {side:3s}: {res['n']} answers in {res['seconds']:6.2f} s = "
+                      f"{res['answers_per_s']:6.1f} answers/s, kappa {res['kappa']:.3f} "
+                      f"({res['model']}; load average {res['load']:.2f})")
+        ratio = float("nan")
+        if not args.scifact_only:
+            med = {s: statistics.median(x["answers_per_s"] for x in v) for s, v in runs.items()}
+            kap = {s: v[0]["kappa"] for s, v in runs.items()}
+            ratio = med["new"] / med["old"]
+            print(f"median answers/s: old {med['old']:.1f}, new {med['new']:.1f}, ratio {ratio:.2f}x; "
+                  f"kappa old {kap['old']:.3f}, new {kap['new']:.3f}; load average now "
+                  f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        if args.scifact or args.scifact_only:
+            secs = {}
+            for side in ("old", "new"):
+                load = os.getloadavg()[0]
+                secs[side] = scifact(trees[side], args.cores)
+                print(f"SciFact chain {side}: {secs[side]:.1f} s (rag-eval run --suite scifact; load average "
+                      f"{load:.2f})")
+            print(f"SciFact chain time new/old: {secs['new'] / secs['old']:.2f}")
+        print(f"{ratio:.2f}")
+    finally:
+        shutil.rmtree(old_dir, ignore_errors=True)
+        shutil.rmtree(new_dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

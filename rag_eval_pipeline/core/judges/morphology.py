@@ -1,0 +1,298 @@
+"""Word classes for the claim splitter: closed grammatical classes and verb morphology (es, en).
+
+The splitter (:mod:`~rag_eval_pipeline.core.judges.coordination`) decides where one fact ends and
+the next begins from sentence structure. It needs to know, for a word in its context, whether it can
+be a verb, and of which kind. No list of content verbs or nouns is used: open-class words are
+recognised by their endings and their neighbours; only *closed* grammatical classes are listed
+(determiners, prepositions, pronouns, clitics, conjunctions, subordinators, function adverbs,
+auxiliaries and modals, number words, and the irregular preterites of the few Spanish verbs whose
+preterite changes stem), as any grammar of the two languages lists them.
+
+**Spanish** (Real Academia Española, *Nueva gramática de la lengua española*, 2009: §4 verb
+morphology, §16 clitics). A finite third-person form ends in a vowel or "-n": present "-a/-an",
+"-e/-en"; preterite "-ó/-ió/-aron/-ieron"; imperfect "-aba/-ía"; future "-rá/-rán"; conditional
+"-ría/-rían". Accented endings ("-ó", "-rá", "-aron", "-aba") are *strong* evidence; a bare
+"-a/-e/-an/-en" is *weak* (nouns and adjectives end so too) and needs context. Not a finite verb: a
+word after a determiner, preposition or number; a word accented before its last syllable
+("eléctrica", "técnico": finite forms are never so stressed, except "-ía/-úa" hiatus); "-mente"
+adverbs; "-ción/-sión/-dad" nouns; a capitalised word inside the sentence (a name). After a clitic
+("se", "le", "lo", ...) or "no", a word with a verb ending is a verb. Non-finite forms: infinitive
+"-ar/-er/-ir" (with enclitics "-arlo", "-erse"), participle "-ado/-ido" (and "-ada", "-idos", ...),
+gerund "-ando/-iendo".
+
+**English** (Quirk et al., *A Comprehensive Grammar of the English Language*, 1985, §3 verb
+forms). Auxiliaries and modals are listed; "-s" (third person present) and "-ed" (past, participle)
+forms are recognised by their endings after a subject or at the start of a conjunct; a bare form
+counts when a determiner, number, pronoun or preposition follows it and a noun or name precedes it
+("City won the league", "Tickets cost 15 dollars").
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+DET_ES = frozenset("""el la los las un una unos unas este esta estos estas ese esa esos esas aquel aquella
+aquellos aquellas su sus mi mis tu tus nuestro nuestra nuestros nuestras vuestro vuestra cada todo toda
+todos todas al del otro otra otros otras mucho mucha muchos muchas poco poca pocos pocas varios varias
+algún alguna algunos algunas ningún ninguna cualquier ambos ambas dicho dicha mismo misma""".split())
+DET_EN = frozenset("""the a an this that these those its their his her our my your each every all some any
+no both either neither another other such many much few several most""".split())
+PREP_ES = frozenset("""a ante bajo con contra de desde durante en entre hacia hasta mediante para por según
+sin sobre tras""".split())
+PREP_EN = frozenset("""of in on at for with from to by about into over under after before between through
+during without within across against along among around behind below beside beyond near off onto per
+since than toward towards upon via like""".split())
+SUBJECT_PRONOUNS = frozenset("it they he she él ella ellos ellas".split())
+OTHER_PRONOUNS = frozenset("""i we you me him us them itself themselves yo tú usted ustedes nosotros nosotras
+vosotros esto eso aquello ello there""".split())
+CLITICS_ES = frozenset("se le les lo la los las me te nos os".split())
+CONJ = frozenset("y e ni o u pero sino and or nor but yet".split())
+SUBORDINATORS = frozenset("""si salvo excepto porque cuando aunque mientras pues como que donde quien cuyo
+if unless except because when whenever although though while whereas since where who whom whose which
+once until provided""".split())
+#: Function adverbs that may stand between a conjunction and its verb ("y ahora dirige", "and now runs").
+ADVERBS = frozenset("""ahora siempre nunca jamás antes después luego entonces ya aún todavía también tampoco
+solo sólo además incluso bastante muy más menos pronto hoy ayer aquí allí ahí bien mal casi apenas
+now then also only still just often always never already later soon even again usually sometimes
+recently currently once first finally really""".split())
+NEGATIONS = frozenset("no not never nunca jamás tampoco".split())
+AUX_EN = frozenset("""is are was were be been being am has have had do does did can could will would shall
+should may might must cannot isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't
+can't couldn't won't wouldn't shouldn't mustn't 's 're 'll 'd""".split())
+MODALS_EN = frozenset("can could will would shall should may might must cannot".split())
+BE_EN = frozenset("is are was were be been being am".split())
+#: Forms of ser, estar, haber, ir, poder, deber and soler: auxiliaries, copulas and modals.
+AUX_ES = frozenset("""es son era eran fue fueron será serán sería serían sea sean está están estaba estaban
+estuvo estuvieron estará estarán estaría hay ha han había habían hubo habrá habrán habría va van iba iban
+irá irán puede pueden podía podían pudo pudieron podrá podrán podría podrían debe deben debía debían
+debió deberá deberán debería deberían suele suelen solía solían""".split())
+BE_ES = frozenset("""es son era eran fue fueron será serán sería serían está están estaba estaban estuvo
+estuvieron ha han había habían""".split())
+#: Irregular preterites whose stem changes (tener, hacer, decir, poner, venir, querer, saber, dar,
+#: ver, traer, -ducir, andar, caber): morphology the endings alone cannot show.
+IRREGULAR_ES = frozenset("""tuvo tuvieron hizo hicieron dijo dijeron puso pusieron vino vinieron quiso quisieron
+supo supieron dio dieron vio vieron trajo trajeron condujo condujeron produjo produjeron redujo anduvo
+cupo mantuvo mantuvieron obtuvo obtuvieron contuvo propuso compuso""".split())
+NUMBER_WORDS = frozenset("""cero uno una dos tres cuatro cinco seis siete ocho nueve diez once doce trece
+catorce quince veinte treinta cuarenta cincuenta sesenta setenta ochenta noventa cien ciento mil millón
+millones media medio one two three four five six seven eight nine ten eleven twelve twenty thirty forty
+fifty sixty seventy eighty ninety hundred thousand million half dozen""".split())
+OTHER_FUNCTION_ES = frozenset("que como donde cuando quien cual cuales cuyo cuya se no ni y e o u".split())
+FUNCTION_ES = DET_ES | PREP_ES | CLITICS_ES | CONJ | ADVERBS | NEGATIONS | OTHER_FUNCTION_ES | SUBORDINATORS \
+    | frozenset(SUBJECT_PRONOUNS | OTHER_PRONOUNS)
+FUNCTION_EN = DET_EN | PREP_EN | CONJ | ADVERBS | NEGATIONS | SUBORDINATORS | SUBJECT_PRONOUNS | OTHER_PRONOUNS \
+    | frozenset("what which who how why where there here yes so as up down out off away back".split())
+
+_ACCENTED = "áéíóú"
+_ES_STRONG = re.compile(r"(?:ó|ió|aron|ieron|aba|aban|ará|erá|irá|arán|erán|irán|arían|erían|irían)$")
+#: "-ía/-ían" (imperfect, conditional) are also the endings of "batería", "garantía", "cafetería".
+_ES_MID = re.compile(r"(?:ía|ían)$")
+_ES_SECOND_PERSON = re.compile(r"(?:as|es)$")
+_ES_WEAK = re.compile(r"(?:a|e|an|en)$")
+_ES_INFINITIVE = re.compile(r"(?:ar|er|ir|ír)(?:se|lo|la|los|las|le|les)?$")
+_ES_PARTICIPLE = re.compile(r"(?:ado|ada|ados|adas|ido|ida|idos|idas)$")
+_ES_GERUND = re.compile(r"(?:ando|iendo|yendo)(?:se|lo|la|le)?$")
+_ES_NOT_VERB = re.compile(r"(?:mente|ción|sión|dad|tad|tud|umbre|aje|ista|ismo|ante|ente|iente|ble)$")
+
+
+def fold(word: str) -> str:
+    """Case folded, accents stripped."""
+    w = unicodedata.normalize("NFKD", word.casefold())
+    return "".join(c for c in w if not unicodedata.combining(c))
+
+
+def _early_accent(w: str) -> bool:
+    """An accented vowel before the last syllable, other than the "-ía/-úa/-íe" hiatus: never a finite
+    verb ("eléctrica", "música", "técnico"; but "envía", "continúa", "está" are)."""
+    idx = [i for i, ch in enumerate(w) if ch in _ACCENTED]
+    if not idx:
+        return False
+    i = idx[-1]
+    tail = w[i + 1:]
+    if w[i] in "íú" and tail[:1] in ("a", "e", "o") and len(tail) <= 2:
+        return False  # hiatus: envía, continúa, varían
+    vowels_after = sum(ch in "aeiou" for ch in tail)
+    return vowels_after >= 2 or (vowels_after == 1 and not tail.endswith(("n", "s")) and len(tail) > 1
+                                 and tail[-1] not in "aeiou")
+
+
+def es_form(word: str) -> str | None:
+    """Morphological class of a Spanish word in isolation: "aux", "strong", "mid", "weak" (finite
+    candidates, by decreasing certainty), "infinitive", "participle", "gerund", or None."""
+    w = word.casefold()
+    if w in AUX_ES:
+        return "aux"
+    if w in IRREGULAR_ES:
+        return "strong"
+    f = fold(w)
+    if w in FUNCTION_ES or f in NUMBER_WORDS or len(w) < 2:
+        return None
+    if _early_accent(w):
+        return None
+    if _ES_GERUND.search(w):
+        return "gerund"
+    if _ES_PARTICIPLE.search(w) and len(w) > 4:
+        return "participle"
+    if _ES_INFINITIVE.search(w) and len(w) > 3:
+        return "infinitive"
+    if _ES_NOT_VERB.search(w):
+        return None
+    if _ES_STRONG.search(w) and len(w) > 2:
+        return "strong"
+    if _ES_MID.search(w):
+        return "mid"
+    if _ES_WEAK.search(w) and len(w) > 2:
+        return "weak"
+    if w.endswith(("amos", "emos", "imos")) and len(w) > 5:
+        return "weak"  # first person plural: "enviamos", "ofrecemos"
+    return None
+
+
+def en_form(word: str) -> str | None:
+    """Morphological class of an English word in isolation: "aux", "modal", "ed", "s", "ing",
+    "bare" (any other lower-case open-class word) or None (function word, number, name)."""
+    w = word.casefold().replace("’", "'")
+    if w in MODALS_EN:
+        return "modal"
+    if w in AUX_EN:
+        return "aux"
+    if w in FUNCTION_EN or w in NUMBER_WORDS or not w.isalpha() and "-" not in w:
+        return None
+    if w.endswith("ed") and len(w) > 3:
+        return "ed"
+    if w.endswith("ing") and len(w) > 4:
+        return "ing"
+    if w.endswith("s") and not w.endswith(("ss", "us", "is", "ous", "ics")) and len(w) > 2:
+        return "s"
+    if w.endswith("ly") and len(w) > 4:
+        return None  # adverb
+    return "bare" if len(w) > 2 else None
+
+
+def is_number(word: str) -> bool:
+    return word[:1].isdigit() or fold(word) in NUMBER_WORDS
+
+
+def is_name(words: list[str], i: int) -> bool:
+    """A capitalised word that does not start the text (or an acronym / letter-digit code)."""
+    w = words[i]
+    if any(ch.isdigit() for ch in w) and any(ch.isalpha() for ch in w):
+        return True
+    return i > 0 and w[:1].isupper()
+
+
+def _function(w: str, spanish: bool) -> bool:
+    f = w.casefold()
+    return f in (FUNCTION_ES if spanish else FUNCTION_EN)
+
+
+def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool = False) -> str | None:
+    """How surely ``words[i]`` is a finite verb in its context: "strong", "weak" or None.
+
+    ``conjunct_start``: the word opens a conjunct (after "y", "and", a comma; clitics, negation and
+    function adverbs skipped by the caller), where a weak form is read as a verb.
+    Rules: module docstring.
+    """
+    w = words[i]
+    low = w.casefold()
+    p = i - 1
+    while p > 0 and words[p].casefold() in ADVERBS and words[p].casefold() not in ("no", "not") \
+            and words[p - 1].casefold() not in PREP_ES | PREP_EN:
+        p -= 1  # "it also sells", "ahora dirige": the word before the adverb decides
+    prev = words[p].casefold() if p >= 0 else ""
+    nxt = words[i + 1].casefold() if i + 1 < len(words) else ""
+    if is_name(words, i) and not (i > 0 and low in (AUX_ES | AUX_EN)):
+        return None
+    if spanish:
+        form = es_form(w)
+        if form is None and (i == 0 or prev in ("te", "no")) and _ES_SECOND_PERSON.search(low) and len(low) > 4 \
+                and not _early_accent(low) and (nxt in PREP_ES or nxt in DET_ES or nxt[:1].isdigit()):
+            return "weak"  # "Dispones de 30 días", "tienes dos opciones": second person
+        if form is None or form in ("infinitive", "participle", "gerund"):
+            return None
+        if prev in ("se", "me", "te", "nos", "le", "les", "lo", "os") or prev in NEGATIONS:
+            return "strong"
+        if prev in ("la", "las", "los") and form in ("aux", "strong"):
+            return "strong"  # "la ganó": a clitic
+        if prev in ("la", "las", "los") and i >= 2 and (words[i - 2].casefold() in CONJ | {","}
+                                                      or finite_at(words, i - 2, True) is None and
+                                                      not _function(words[i - 2], True)) \
+                and (nxt[:1].isdigit() or nxt in DET_ES or nxt in PREP_ES or nxt in SUBORDINATORS or not nxt):
+            return "strong"  # "y la devuelve si ...", "y la conserva 30 días": clitic + verb
+        if prev in DET_ES or prev in PREP_ES:
+            return None
+        if form in ("aux", "strong"):
+            return "strong"
+        if prev[:1].isdigit() or fold(prev) in NUMBER_WORDS:
+            return None
+        if conjunct_start:
+            return "weak"
+        if i == 0:
+            # a sentence-initial verb ("Incluye el cable") has a complement; a name ("Ana y Luis",
+            # "Sevilla, que ...", "Marta estudió") does not take one
+            return "weak" if nxt and nxt not in CONJ and finite_at(words, 1, True) is None else None
+        if _function(words[p], True) and prev not in ("que",):
+            return None
+        return "weak"
+    form = en_form(w)
+    if form is None or form == "ing":
+        return None
+    if form in ("aux", "modal"):
+        return None if prev in DET_EN else "strong"
+    if prev in DET_EN or prev in PREP_EN:
+        return None
+    if (prev[:1].isdigit() or prev in NUMBER_WORDS) and form != "ed":
+        return None
+    if prev in SUBJECT_PRONOUNS or prev in ("i", "we", "you"):
+        return "strong"
+    starts_complement = (nxt in DET_EN or nxt[:1].isdigit() or nxt in NUMBER_WORDS or nxt in PREP_EN
+                         or nxt in ("it", "them", "him", "her", "us", "me", "you", "up", "down", "out", "off",
+                                    "away", "back", "not") or nxt in ADVERBS)
+    if conjunct_start:
+        if form == "ed":
+            return "strong"
+        if form == "s":
+            return "weak"
+        return "weak" if starts_complement or not nxt else None
+    if i == 0:
+        return None
+    if prev in ("them", "us", "these", "those") and p > 0 and words[p - 1].casefold() == "of" and form == "bare":
+        return "weak"  # "most of them work"
+    if _function(words[p], False):
+        return None
+    if form == "ed":
+        return "strong"
+    if form == "s":
+        return "weak"  # of two in a row ("sales figures rose") first_verb takes the later one
+    # a bare form after a noun or name, before a complement: "City won the league"; after a plural
+    # noun a preposition may follow ("customers pay for returns")
+    if starts_complement:
+        return "weak"  # first_verb meets it before any object, so "the law came into force" is a verb
+    return "weak" if i + 1 < len(words) and words[i + 1][:1].isupper() and words[i - 1][:1].isupper() else None
+
+
+def first_verb(words: list[str], spanish: bool) -> int | None:
+    """Index of the first finite verb of a clause (module docstring), or None. A weak candidate right
+    before a strong one is not taken ("la tienda online se cierra")."""
+    for i in range(len(words)):
+        got = finite_at(words, i, spanish)
+        if got is None:
+            continue
+        if got == "weak" and i + 1 < len(words):
+            nxt = finite_at(words, i + 1, spanish)
+            if nxt == "strong":
+                continue
+        return i
+    return None
+
+
+def is_spanish(words: list[str]) -> bool:
+    """True when more of ``words`` are Spanish than English function words (ties: English)."""
+    es = sum(fold(w) in _ES_MARKERS for w in words)
+    en = sum(fold(w) in _EN_MARKERS for w in words)
+    return es > en
+
+
+_ES_MARKERS = frozenset("el la los las de del que y en es un una por con para se al son esta".split())
+_EN_MARKERS = frozenset("the a an of and to is in it for on with are that this be by".split())
