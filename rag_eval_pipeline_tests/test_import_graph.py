@@ -3,7 +3,8 @@
 The graph is read with ``ast`` from every module of ``rag_eval_pipeline``: every ``import`` and ``from ... import``
 at any depth (an import inside a function still ties the two modules together), relative imports resolved, and
 ``from package import name`` read as the submodule when ``name`` is one. Imports under ``if TYPE_CHECKING:`` are
-left out: they never run (annotations only), as import-linter's ``exclude_type_checking_imports`` leaves them.
+left out: they never run (annotations only), as import-linter's ``exclude_type_checking_imports`` leaves them; so
+are those under ``if __name__ == "__main__":``, which run in the script ``__main__``, not in the module.
 Layers: ``core`` imports nothing from ``defs``, ``cli``, ``labelling``, the servers or ``definitions``; ``defs``
 nothing from ``cli`` or ``labelling``.
 (``test_layout.py`` checks that ``core`` imports nothing from ``dagster``.)
@@ -26,11 +27,15 @@ def module_files(root: Path = PACKAGE) -> dict[str, Path]:
     return out
 
 
+NOT_RUN_IN_THE_MODULE = ("TYPE_CHECKING", "typing.TYPE_CHECKING", "__name__ == '__main__'")
+
+
 def _type_checking_only(tree: ast.AST) -> set[int]:
-    """ids of the import nodes inside ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) blocks."""
+    """ids of the nodes inside ``if TYPE_CHECKING:`` (or ``typing.TYPE_CHECKING``) and
+    ``if __name__ == "__main__":`` blocks."""
     skipped = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in NOT_RUN_IN_THE_MODULE:
             skipped |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
     return skipped
 

@@ -1,7 +1,6 @@
 """One IO manager per suite: its keys to its folder, the quick evaluation's to quick/, no other suite's key."""
 
 import dagster as dg
-import polars as pl
 import pytest
 
 from rag_eval_pipeline.defs.io import ParquetIOManager
@@ -15,13 +14,12 @@ def _asset_value(manager: ParquetIOManager, key: list[str], value, metadata: dic
 
 def test_a_suites_tables_go_to_its_folder_and_the_quick_ones_to_quick(tmp_path):
     manager = ParquetIOManager(base_dir=str(tmp_path / "alpha_out"), suite="alpha")
-    df = pl.DataFrame({"question_id": ["q1"], "x": [1]})
-    assert _asset_value(manager, ["alpha", "things"], df).equals(df)
-    assert (tmp_path / "alpha_out" / "things.parquet").exists()
-    assert _asset_value(manager, ["alpha", "quick", "verdict"], {"passed": True}) == {"passed": True}
-    assert (tmp_path / "alpha_out" / "quick" / "verdict.json").exists()
-    with pytest.raises(dg.Failure, match="asset beta/things is not in suite alpha"):
-        manager.handle_output(dg.build_output_context(asset_key=dg.AssetKey(["beta", "things"])), df)
+    assert _asset_value(manager, ["alpha", "gate_verdict"], {"passed": False}) == {"passed": False}
+    assert (tmp_path / "alpha_out" / "gate_verdict.json").exists()
+    assert _asset_value(manager, ["alpha", "quick", "gate_verdict"], {"passed": True}) == {"passed": True}
+    assert (tmp_path / "alpha_out" / "quick" / "gate_verdict.json").exists()
+    with pytest.raises(dg.Failure, match="asset beta/gate_verdict is not in suite alpha"):
+        manager.handle_output(dg.build_output_context(asset_key=dg.AssetKey(["beta", "gate_verdict"])), {})
 
 
 def test_an_input_never_materialised_is_none_only_where_allowed(tmp_path):

@@ -1,7 +1,8 @@
 """A suite's resources: the run tags a run gets from each suite it writes, and the quick evaluation's folder."""
 
+import json
+
 import dagster as dg
-import polars as pl
 import pytest
 
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore, merge_run_tags
@@ -37,8 +38,8 @@ def test_a_quick_evaluation_reads_but_never_writes_the_full_evaluations_baseline
     assert quick.path("report.md") == tmp_path / "alpha" / "quick" / "report.md"
     assert quick.path("metric_history.parquet") == full.path("metric_history.parquet")
     assert quick.path("baseline", "manifest.json") == tmp_path / "alpha" / "baseline" / "manifest.json"
-    full.write(pl.DataFrame({"x": [1]}), "metric_history.parquet")
-    assert quick.read("metric_history.parquet").to_dict(as_series=False) == {"x": [1]}
+    full.write_json({"system": "bm25"}, "baseline", "manifest.json")
+    assert json.loads(quick.path("baseline", "manifest.json").read_text(encoding="utf-8")) == {"system": "bm25"}
     with pytest.raises(dg.Failure, match="a quick evaluation never writes baseline/manifest.json"):
         quick.write_json({}, "baseline", "manifest.json")
 

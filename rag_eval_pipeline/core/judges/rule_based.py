@@ -279,6 +279,9 @@ class RuleBasedJudge(EncoderSignals):
     of the canonical JSON of overridden parameters). Deterministic.
     """
 
+    fixed_reason = staticmethod(fixed_reason)  # the rules EncoderSignals (rule_signals.py) applies
+    matching_text = staticmethod(matching_text)
+
     name = JUDGE_NAME
 
     def __init__(self, support_threshold: float | None = None, *, params: dict | None = None,

@@ -11,6 +11,7 @@ embeddings across claims and answers) and only where the rule's verdict can stil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,6 +35,9 @@ class EncoderSignals:
 
     params: dict
     semantic: bool
+    # the judge's rules on claim text, given by the judge class (rule_based.py): this mixin does not import it
+    fixed_reason: Callable[[str], str | None]
+    matching_text: Callable[[str], str]
 
     def _resolve(self, preps: list[_Prepared]) -> None:
         """Fill the encoder signals where they can change a verdict, in two rounds of one encoder
@@ -46,7 +50,7 @@ class EncoderSignals:
             return
         p_ = self.params
         open_claims = [(p, i) for p in preps for i, c in enumerate(p.claims)
-                       if not _fixed_reason(c) and not any(decide(ev, p_) == "SUPPORTED" for ev in p.rows[i])]
+                       if not self.fixed_reason(c) and not any(decide(ev, p_) == "SUPPORTED" for ev in p.rows[i])]
         for first_only in (True, False):
             pairs = []
             for p, i in open_claims:
@@ -109,7 +113,7 @@ class EncoderSignals:
                 continue
             s = p.sentences[j]
             lang = s.tokens.language
-            text = _matching_text(p.claims[i])
+            text = self.matching_text(p.claims[i])
             csurf, ssurf = stem_surfaces(text, lang), stem_surfaces(s.text, lang)
             extra = [csurf.get(m, m) for m in ev.extra]
             cands = [ssurf.get(u, u) for u in sorted(s.tokens.words - tokens(text, lang).words - UNIT_TOKENS)]
@@ -148,15 +152,3 @@ class EncoderSignals:
 
 def _extra_open(ev) -> bool:
     return bool(ev.extra) and not ev.extra_strict and ev.counterpart is None
-
-
-def _fixed_reason(claim: str):
-    from rag_eval_pipeline.core.judges.rule_based import fixed_reason
-
-    return fixed_reason(claim)
-
-
-def _matching_text(claim: str) -> str:
-    from rag_eval_pipeline.core.judges.rule_based import matching_text
-
-    return matching_text(claim)
