@@ -235,7 +235,7 @@ def write_big_traces(path: Path, golden: pl.DataFrame, total_bytes: int) -> None
 
 
 IMPORT_AND_MEASURE = """
-import json, resource, sys
+import json, sys
 from rag_eval_pipeline.core.config import load_config
 from rag_eval_pipeline.core.pipeline import build_golden, build_snapshot
 from rag_eval_pipeline.core.systems.records import RunContext
@@ -245,7 +245,8 @@ cfg = load_config(sys.argv[1]); snap, v = build_snapshot(cfg); golden = build_go
 spec = system_from_mapping({"name": "t", "kind": "traces", "path": sys.argv[2],
                             "question_id_attribute": "rag.question_id"}, source="x")
 run = TracesRunner(spec).run(golden, RunContext("t", v, golden["golden_version"][0], frozenset(snap["chunk_id"])))
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# peak RSS of this process image (VmHWM): ru_maxrss would include the forking parent's (a long pytest run)
+peak = int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1])
 print(json.dumps({"matched": run.info["matched_by_attribute"], "peak_kib": peak}))
 """
 

@@ -16,6 +16,7 @@ failure when the environment variable CI is set.
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -212,6 +213,28 @@ def dagster_ui(cli_run, report_server, tmp_path):
         _stop(proc)
 
 
+def _click_past_overlays(d, element, tries: int = 10) -> None:
+    """Click ``element``; a dialog the Dagster UI opens on its own (a tour, a notice) covers the page with a
+    backdrop that takes the click: close it (its Skip button, or Escape) and try again."""
+    from selenium.common.exceptions import ElementClickInterceptedException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    for attempt in range(tries):
+        try:
+            element.click()
+            return
+        except ElementClickInterceptedException:
+            if attempt == tries - 1:
+                raise
+            for button in d.find_elements(By.XPATH, "//button[normalize-space()='Skip' or normalize-space()='Close'"
+                                                    " or normalize-space()='Dismiss']"):
+                if button.is_displayed():
+                    button.click()
+            d.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+            time.sleep(1.0)
+
+
 def test_the_ui_links_the_report_of_a_cli_launched_run(cli_run, report_server, dagster_ui, browser, tmp_path):
     from selenium.webdriver.common.by import By
 
@@ -237,7 +260,7 @@ def test_the_ui_links_the_report_of_a_cli_launched_run(cli_run, report_server, d
     d.save_screenshot(str(shots / "ui_report_link.png"))
     assert "latest_report" in d.find_element(By.TAG_NAME, "body").text
     windows = set(d.window_handles)
-    link.click()
+    _click_past_overlays(d, link)
     new = wait_until("the report to open",
                      lambda: set(d.window_handles) - windows or (d.current_url == href and {None}), timeout=30)
     if None not in new:
