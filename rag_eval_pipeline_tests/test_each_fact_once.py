@@ -144,7 +144,7 @@ def test_one_label_formatter():
 
 
 def test_regression_columns_come_from_the_declared_schema():
-    from rag_eval_pipeline.defs.promotion import REGRESSION_COLUMNS
+    from rag_eval_pipeline.core.regressions import REGRESSION_COLUMNS
 
     declared = dict(tables.SCHEMAS["regression_cases"])
     assert REGRESSION_COLUMNS == {c: t for c, t in declared.items() if c not in ("current_value", "status")}

@@ -11,7 +11,8 @@ The promoted baseline (``<suite folder>/baseline/``) is not an asset of a run: `
 and the next run's gates and report read it. It is declared as the external asset
 ``<suite>/promoted_baseline``, which the lineage draws into ``gate_results`` and ``evaluation_report``;
 ``promotion`` reports a materialisation of it (system, promotion time) each time it writes one.
-``regression_cases`` adds to its own previous materialisation (read from the suite's folder).
+``regression_cases`` adds to its own previous materialisation (read from the suite's folder); what it computes
+is ``core/regressions.py``.
 """
 
 
@@ -20,7 +21,6 @@ import datetime as dt
 import dagster as dg
 import polars as pl
 
-from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline, with_file_hashes
 from rag_eval_pipeline.core.gates import (
     GateVerdict,
@@ -30,6 +30,7 @@ from rag_eval_pipeline.core.gates import (
     same_run_configuration,
 )
 from rag_eval_pipeline.core.metrics.names import metric_label
+from rag_eval_pipeline.core.regressions import failed_gates, track_regressions
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
@@ -93,12 +94,6 @@ def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, stor
         "blocking_failures": len(verdict.blocking_failures),
         "gates": dg.MetadataValue.md(gates_markdown(gates)),
     })
-
-
-def failed_gates(gate_results: pl.DataFrame) -> list[str]:
-    """``"system/metric: reason"`` of every blocking gate row that did not pass (version mismatches included)."""
-    failed = gate_results.filter(pl.col("blocking") & ~pl.col("passed"))
-    return [f"{r['system']}/{r['metric']}: {r['reason']}" for r in failed.iter_rows(named=True)]
 
 
 def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate_results: pl.DataFrame,
@@ -185,12 +180,6 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
                                          "golden_version": manifest["golden_version"]})
 
 
-#: The columns a regression case keeps across runs: the declared ``regression_cases`` schema without the
-#: two that every run recomputes (``current_value``, ``status``).
-REGRESSION_COLUMNS = {c: t for c, t in tables.SCHEMAS["regression_cases"].items()
-                      if c not in ("current_value", "status")}
-
-
 def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, question_metrics: pl.DataFrame,
                      gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
@@ -199,37 +188,12 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, ques
     (failures are kept as regression cases). Later runs never drop it; ``status`` says whether it still
     regresses, has recovered, or has no value now.
     """
-    previous = store.read("regression_cases.parquet")
-    known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
-    now = dt.datetime.now(dt.UTC).isoformat()
-    new_rows = []
-    seen = {(r["system"], r["metric"], r["k"], r["question_id"]) for r in known.iter_rows(named=True)}
-    for r in gate_results.iter_rows(named=True):
-        if not r["regressed_questions"]:
-            continue
-        system, metric, k = r["system"], r["metric"], r["k"]
-        per_q = question_metrics.filter(
-            (pl.col("system") == system) & (pl.col("metric") == metric)
-            & (pl.col("k").is_null() if k is None else pl.col("k") == k)
-        )
-        values = dict(per_q.select("question_id", "value").iter_rows())
-        for q in r["regressed_questions"]:
-            if (system, metric, k, q) not in seen:
-                new_rows.append({"system": system, "metric": metric, "k": k, "question_id": q,
-                                 "value_when_found": values.get(q),
-                                 "first_seen_run": context.run_id, "first_seen_at": now})
-    cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known
-    current = question_metrics.select("system", "metric", "k", "question_id", pl.col("value").alias("current_value"))
-    cases = cases.join(current, on=["system", "metric", "k", "question_id"], how="left", nulls_equal=True)
-    cases = cases.with_columns(
-        pl.when(pl.col("current_value").is_null()).then(pl.lit("no_value_now"))
-        .when(pl.col("current_value") < pl.col("value_when_found") + 1e-12).then(pl.lit("still_regressed"))
-        .otherwise(pl.lit("recovered")).alias("status")
-    )
+    cases, new = track_regressions(store.read("regression_cases.parquet"), question_metrics, gate_results,
+                                   run_id=context.run_id, now=dt.datetime.now(dt.UTC).isoformat())
     counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}
     still = cases.filter(pl.col("status") == "still_regressed")
     return dg.Output(cases, metadata={
-        "cases": cases.height, "new_cases": len(new_rows), "status": dg.MetadataValue.json(counts),
+        "cases": cases.height, "new_cases": new, "status": dg.MetadataValue.json(counts),
         "still_regressed": dg.MetadataValue.json(
             [f"{r['system']}/{metric_label(r['metric'], r['k'])}: {r['question_id']}"
              for r in still.head(50).iter_rows(named=True)]),
