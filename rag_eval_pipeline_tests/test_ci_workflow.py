@@ -55,6 +55,9 @@ def test_every_rag_eval_command_parses_with_the_cli(workflow):
         args = parser.parse_args(words[1:])  # SystemExit (a failing test) for an unknown option or value
         assert args.command == "run" and args.job == "quick_evaluation" and args.suite in suites
         assert args.junit_xml and args.summary_md
+        # the report is an artifact, not a page at the run's address: a --report-url there made every question
+        # link of the summary dead (it used to point at .../actions/runs/<run id>)
+        assert args.report_url is None or "/actions/runs/" not in args.report_url
         # the later steps read what this command writes
         later = "\n".join(yaml.safe_dump(s) for s in job["steps"])
         assert later.count(args.summary_md) >= 3  # written, added to the run page, posted as the comment

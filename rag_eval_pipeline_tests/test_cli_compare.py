@@ -86,6 +86,9 @@ def test_a_night_of_the_history_and_another_folder(sample_outputs):
     (["system:nosuch", "system:team_rag"], 2, "no system 'nosuch'"),
     (["night:1999-01-01", "system:team_rag"], 2, "no full run on the night of 1999-01-01"),
     (["week:1", "baseline"], 2, "cannot read side 'week:1'"),
+    # a typo of --metric used to give an empty question table, silently
+    (["baseline", "system:team_rag", "--metric", "recal_5"], 2,
+     "--metric 'recal_5' is not a per-question metric of these runs; expected one of ["),
 ])
 def test_sides_that_do_not_resolve_are_one_line_and_exit_2(sample_outputs, sides, code, needle):
     env, _folder, _tmp = sample_outputs
@@ -104,3 +107,26 @@ def test_a_folder_without_tables_is_a_data_error(sample_outputs):
     assert proc.stderr.strip().splitlines() == [
         f"rag-eval compare: {empty / 'metric_summary.parquet'}: not found: the metric summary (run rag-eval run "
         "first, or check the folder)"]
+
+
+def test_a_split_typo_is_refused_by_the_parser(sample_outputs):
+    # --split tset used to compare nothing and print empty tables, exit 0
+    env, _folder, tmp = sample_outputs
+    pages = tmp / "split-pages"
+    proc = _cli(["compare", "baseline", "system:team_rag", "--split", "tset", "--out", str(pages)], env)
+    assert proc.returncode == 2 and "invalid choice: 'tset'" in proc.stderr and "Traceback" not in proc.stderr
+    assert not pages.exists()
+
+
+def test_a_configuration_that_does_not_load_is_a_usage_error_never_a_default_reader(sample_outputs):
+    # the pages used to be written for the default viewer group "customers", whatever the suite's readers are
+    env, folder, tmp = sample_outputs
+    bad = tmp / "bad.yaml"
+    bad.write_text("corpus: {source: documents_dir, path: nowhere}\nsystems: []\n", encoding="utf-8")
+    pages = tmp / "bad-pages"
+    proc = _cli(["compare", "baseline", "system:team_rag", "--config", str(bad), "--output", str(folder),
+                 "--out", str(pages)], env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"rag-eval: {bad}") and "corpus.path" in lines[0]
+    assert "Traceback" not in proc.stderr and not pages.exists()

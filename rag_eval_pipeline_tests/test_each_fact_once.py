@@ -93,6 +93,19 @@ def test_a_gate_without_a_direction_takes_the_registrys(tmp_path):
     assert cfg.thresholds[0].higher_is_better is True  # as written wins
 
 
+def test_a_threshold_resolves_its_name_and_direction_once_however_it_is_built():
+    # built in code (not through load_config): the label and the alias resolve as in a file, and the direction
+    # is the resolved metric's (recall: higher is better; run_error_rate: lower), unless written
+    from rag_eval_pipeline.core.config_sections import Threshold
+
+    t = Threshold(metric="recall_5", max_abs_drop=0.1)
+    assert (t.metric, t.k, t.higher_is_better) == ("recall", 5, True)
+    t = Threshold(metric="mrr", max_abs_drop=0.1)
+    assert (t.metric, t.k, t.higher_is_better) == ("recip_rank", None, True)
+    assert Threshold(metric="run_error_rate", max_abs_drop=0.01).higher_is_better is False
+    assert Threshold(metric="run_error_rate", max_abs_drop=0.01, higher_is_better=True).higher_is_better is True
+
+
 def test_a_cut_off_on_a_metric_without_one_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"gates.thresholds\[0\] \(coverage, k=5\): coverage takes no cut-off"):
         load_config(gated(tmp_path, "coverage", k=5, max_abs_drop=0.1), environ={})
@@ -146,8 +159,34 @@ def test_one_label_formatter():
 def test_regression_columns_come_from_the_declared_schema():
     from rag_eval_pipeline.core.regressions import REGRESSION_COLUMNS
 
-    declared = dict(tables.SCHEMAS["regression_cases"])
-    assert REGRESSION_COLUMNS == {c: t for c, t in declared.items() if c not in ("current_value", "status")}
+    # written out: the columns a case keeps across runs (current_value and status are recomputed every run)
+    assert list(REGRESSION_COLUMNS) == ["system", "metric", "k", "question_id", "value_when_found", "first_seen_run",
+                                        "first_seen_at"]
+    assert all(REGRESSION_COLUMNS[c] == tables.SCHEMAS["regression_cases"][c] for c in REGRESSION_COLUMNS)
+
+
+def test_facts_of_the_output_folder_and_the_metric_lists_are_declared_once():
+    from rag_eval_pipeline.cli import compare as cli_compare
+    from rag_eval_pipeline.cli import run_output
+    from rag_eval_pipeline.core import config_sections, corpus, storage
+    from rag_eval_pipeline.core.metrics import calibration_mapping
+    from rag_eval_pipeline.core.report import bands, build, ci, compare_sides
+    from rag_eval_pipeline.core.report.questions import WORST_N
+    from rag_eval_pipeline.defs import promotion
+    from rag_eval_pipeline.defs import report as report_defs
+
+    assert compare_sides.ARCHIVE is storage.RUN_ARCHIVE is report_defs.RUN_ARCHIVE
+    assert promotion.BASELINE_DIR is storage.BASELINE_DIR
+    assert bands.HEADLINE_METRICS is names.HEADLINE_METRICS is run_output.DEFAULT_METRICS
+    key_labels = tuple(names.metric_label(m, k) for m, k in names.KEY_METRICS)
+    assert cli_compare.PRINTED == key_labels == report_defs.TREND_METRICS
+    assert set(names.KEY_METRICS) <= set(names.HEADLINE_METRICS)
+    assert config_sections.CALIBRATION_LEVELS is calibration_mapping.LEVELS
+    assert config_sections.CHUNKING_STRATEGIES is corpus.STRATEGIES
+    import inspect
+
+    assert inspect.signature(build.build_report).parameters["worst_n"].default == WORST_N
+    assert inspect.signature(ci.summary_markdown).parameters["linked_per_system"].default == WORST_N
 
 
 def test_trec_eval_py_does_not_relist_measure_names():

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from rag_eval_pipeline.cli.common import UsageError, add_suite_options, resolve_suite, suite_folder
 from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_OK, epilog
+from rag_eval_pipeline.core.metrics.names import KEY_METRICS, metric_label
 
 NAME = "compare"
-#: Metrics printed on the terminal (all are on the page): the report's headline, plus any the test calls real.
-PRINTED = ("recall_5", "ndcg_cut_10", "claim_evidence_availability_5", "evidence_retrieved", "coverage",
-           "false_abstention_rate", "answer_without_evidence_rate", "faithfulness", "run_error_rate")
+#: Metrics printed on the terminal (all are on the page): the registry's key metrics, plus any the test calls real.
+PRINTED = tuple(metric_label(m, k) for m, k in KEY_METRICS)
 
 
 def slug(text: str) -> str:
@@ -36,7 +36,7 @@ def compare(args: argparse.Namespace) -> int:
 
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.core.errors import ConfigError, InputError
-    from rag_eval_pipeline.core.report.compare import build_comparison
+    from rag_eval_pipeline.core.report.compare import build_comparison, question_labels
     from rag_eval_pipeline.core.report.compare_sides import SideError, parse_side, read_table, resolve_side
     from rag_eval_pipeline.core.storage import write_text_atomic
 
@@ -44,12 +44,11 @@ def compare(args: argparse.Namespace) -> int:
         raise UsageError("--questions must be >= 0 and --permutations >= 1")
     suite = resolve_suite(args.suite, args.config)
     folder = suite_folder(suite, args.output)
-    groups, seed, note = ("customers",), 0, None
-    try:
+    try:  # the suite's readers decide what text the pages may show: never guessed when the file does not load
         cfg = load_config(suite.config_path)
-        groups, seed = tuple(cfg.report.viewer_groups), cfg.seed
     except ConfigError as exc:
-        note = f"configuration not loaded ({exc}): the page is written for the default viewer group customers"
+        raise UsageError(str(exc)) from None
+    groups, seed = tuple(cfg.report.viewer_groups), cfg.seed
     try:
         specs = [parse_side(args.a), parse_side(args.b)]
         # a side that names its system first, so that the other can take the same system
@@ -59,6 +58,12 @@ def compare(args: argparse.Namespace) -> int:
             other = sides[1 - i]
             sides[i] = resolve_side(specs[i], folder, other.system if other is not None else None)
         a, b = sides
+        if args.metric:  # a typo would rank nothing and print empty tables
+            labels = question_labels(a, b, args.split)
+            unknown = [m for m in args.metric if m not in labels]
+            if unknown:
+                raise UsageError(f"--metric {unknown[0]!r} is not a per-question metric of these runs; expected one "
+                                 f"of {sorted(labels)}")
         tables = {}
         folders = list(dict.fromkeys([folder, a.folder, b.folder]))  # the suite's, then each side's
         for name in ("golden_set", "corpus_snapshot"):
@@ -85,7 +90,7 @@ def compare(args: argparse.Namespace) -> int:
 
     print(f"A: {args.a} = {a.label}")
     print(f"B: {args.b} = {b.label}")
-    for n in ([note] if note else []) + comparison.notes:
+    for n in comparison.notes:
         print(f"note: {n}")
     rows = comparison.metrics
     print(f"\nsplit {args.split}: {sum(m.direction == 'better' for m in rows)} metric(s) better, "
@@ -112,6 +117,7 @@ def compare(args: argparse.Namespace) -> int:
 
 def add(sub) -> None:
     """Register ``rag-eval compare`` and its options on the subparsers ``sub``."""
+    from rag_eval_pipeline.core.config_sections import GATE_SPLITS
     from rag_eval_pipeline.core.report.compare_sides import SYNTAX
 
     p = sub.add_parser(NAME, help="compare any two runs: every metric with a paired test, then question by question",
@@ -125,7 +131,8 @@ def add(sub) -> None:
     add_suite_options(p)
     p.add_argument("--output", help="the suite's output folder, as given to rag-eval run (default: outputs/<suite>/ "
                                     "or $RAG_EVAL_OUTPUT_DIR/<suite>/)")
-    p.add_argument("--split", default="all", help="the golden split compared: all (default), test or dev")
+    p.add_argument("--split", default="all", choices=GATE_SPLITS,
+                   help="the golden split compared: all (default), test or dev")
     p.add_argument("--out", help="where the pages go (default: <suite folder>/compare/, served by rag-eval serve)")
     p.add_argument("--questions", type=int, default=200, help="question cards on the page (default 200)")
     p.add_argument("--metric", action="append",

@@ -56,7 +56,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "run": "an --output that is a file, cannot be written or belongs to another suite (each output folder "
                "records its suite); --wait-s that is not a finite number >= 0",
         "compare": "a side that does not resolve (bad syntax, no such system, night, run id or folder, nothing "
-                   "promoted yet)",
+                   "promoted yet), a --metric the runs have no per-question values for",
         "estimate": "",
         "serve": "a folder that does not exist",
         "label": "a configuration without a calibration section",

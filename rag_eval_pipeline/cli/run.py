@@ -24,10 +24,7 @@ from rag_eval_pipeline.cli.run_output import (
     check_lines,
     format_summary,
     gate_lines,
-    interrupted,
     promotion_line,
-    step_error_text,
-    step_name,
     verdict_line,
 )
 
@@ -35,12 +32,8 @@ NAME = "run"
 
 
 def run(args: argparse.Namespace) -> int:
-    """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``.
-
-    A listed suite's run is recorded in the Dagster instance the UI reads; an ad-hoc configuration's in its own
-    (see :func:`~rag_eval_pipeline.cli.common.dagster_home`)."""
-    suite = resolve_suite(args.suite, args.config)
-    dagster_home(ad_hoc=suite.ad_hoc)
+    """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``."""
+    dagster_home()
     import dagster as dg
 
     from rag_eval_pipeline.core.errors import ConfigError
@@ -49,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from rag_eval_pipeline.defs.location import build_definitions, check_suite
     from rag_eval_pipeline.defs.schedules import CLI_LOGGER_DEFS, QUICK_JOB, job_name
 
+    suite = resolve_suite(args.suite, args.config)
     try:  # a bad configuration is one line here, not a failed run with a stack trace in its log
         loaded = check_suite(suite)
     except ConfigError as exc:
@@ -62,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     # the CLI's console logger: no stack trace on stderr for a user's input mistake (the UI keeps its event log)
     job = defs.resolve_job_def(job_name(suite.name, args.job)).with_logger_defs(CLI_LOGGER_DEFS)
     out = suite_dir / "quick" if quick else suite_dir
-    tags = {**defs.resources[f"{suite.name}__settings"].run_tags(), "rag_eval/trigger": "rag-eval run"}
+    tags = {**defs.resources["settings"].run_tags([suite.name]), "rag_eval/trigger": "rag-eval run"}
     run_id = str(uuid.uuid4())
     # One writer per output folder: execute_in_process bypasses Dagster's run queue, so the CLI holds the
     # folder lock for the whole run (the IO manager and table store re-enter it in this process).
@@ -104,7 +98,11 @@ def run(args: argparse.Namespace) -> int:
     gates_path = out / "gate_results.parquet"
     decision_path = out / "decision.json"
     decision_rewritten = decision_path.exists() and not stale(decision_path)
-    print("\n" + verdict_line(decision_path if decision_rewritten else None))
+    from rag_eval_pipeline.cli.ci_output import check_cases, extra_failures, step_failures
+
+    failed_steps, raised_checks = step_failures(result, job, suite.name)
+    checks = check_cases(result, job, raised_checks)
+    print("\n" + verdict_line(decision_path if decision_rewritten else None, extra_failures(checks, failed_steps)))
     print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path))))
     promotion = promotion_line(result, suite.name, quick)
     print(promotion)
@@ -116,23 +114,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         earlier = f" (the one at {report} is from an earlier run)" if report.exists() else ""
         print(f"report: not written by this run{earlier}")
-    failed_steps = []
-    if not result.success:
-        for ev in result.all_events:
-            if ev.is_step_failure and interrupted(ev.event_specific_data.error):
-                failed_steps.append(f"interrupted (SIGTERM or Ctrl-C): the run stopped before step "
-                                    f"{step_name(ev.step_key, suite.name)} finished")
-            elif ev.is_step_failure:
-                text = step_error_text(ev.event_specific_data.error)[:2000]
-                failed_steps.append(f"step {step_name(ev.step_key, suite.name)} failed: {text}")
-        for line in failed_steps:
-            print("\n" + line)
+    # a check that raised is said once, with its error; a blocking check that failed is in the check lines above
+    for line in failed_steps + [f"check {c.classname[len('checks.'):]}:{c.name}: {c.message}" for c in checks
+                                if c.outcome == "error" and c.details]:
+        print("\n" + line)
     if args.junit_xml or args.summary_md:
         from rag_eval_pipeline.cli.ci_output import write_ci_outputs
 
-        checked = [f for f in failed_steps if "blocking asset check failed" not in f]  # the checks say it themselves
+        # a check's own step is told apart by its step key: its case already says why it failed
         for line in write_ci_outputs(args, result, job, out, suite.name, promotion, decision_rewritten,
-                                     gates_path.exists() and not stale(gates_path), checked):
+                                     gates_path.exists() and not stale(gates_path), checks, failed_steps):
             print(line)
     return EXIT_OK if result.success and not failed_checks else EXIT_FAILED
 

@@ -3,15 +3,13 @@ the promotion outcome, and the message of a failed step."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-from rag_eval_pipeline.core.metrics.names import is_judge_based, metric_label
+from rag_eval_pipeline.core.metrics.names import HEADLINE_METRICS, is_judge_based, metric_label
 
-DEFAULT_METRICS = (("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
-                   ("claim_evidence_availability", 5), ("coverage", None), ("answer_without_evidence_rate", None),
-                   ("false_abstention_rate", None), ("abstention_without_evidence", None), ("faithfulness", None),
-                   ("faithfulness_holistic", None), ("reference_token_recall", None), ("run_error_rate", None),
-                   ("latency_ms_p50", None), ("latency_ms_p95", None))
+#: What the summary prints: the metric registry's headline metrics (those the report's summary table shows).
+DEFAULT_METRICS = HEADLINE_METRICS
 
 
 def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
@@ -117,19 +115,23 @@ def gate_lines(out: Path, rewritten: bool) -> list[str]:
                      for r in failed.iter_rows(named=True)]
 
 
-def verdict_line(decision_path: Path | None) -> str:
-    """The run's verdict as the report states it (``decision.json`` of this run), with its blocking failures
-    one per line; "not decided" when this run did not write the decision (a step failed before the report)."""
+def verdict_line(decision_path: Path | None, extra_failures: Sequence[str] = ()) -> str:
+    """The run's verdict (``decision.json`` of this run) by the rule the CI files follow
+    (:func:`core.report.ci.final_verdict`: a failed step or a failed check the decision does not decide,
+    ``extra_failures``, makes it FAIL), with every blocking failure one per line; "not decided" when this run
+    did not write the decision (a step failed before the report)."""
     import json
 
+    from rag_eval_pipeline.core.report.ci import final_verdict
     from rag_eval_pipeline.core.report.decision import verdict_word
 
     if decision_path is None:
         return "verdict: not decided (the run stopped before its report; see the failed step below)"
     d = json.loads(decision_path.read_text(encoding="utf-8"))
-    lines = [f"verdict: {verdict_word(d['verdict'])} — {d['why']} (comparison split {d['split']}; "
+    verdict, why = final_verdict(d, extra_failures)
+    lines = [f"verdict: {verdict_word(verdict)} — {why} (comparison split {d['split']}; "
              f"judge calibration {d['calibration']['line']})"]
-    lines += [f"  blocking failure: {f}" for f in d["blocking_failures"]]
+    lines += [f"  blocking failure: {f}" for f in [*extra_failures, *d["blocking_failures"]]]
     return "\n".join(lines)
 
 

@@ -34,8 +34,8 @@ from rag_eval_pipeline.core.errors import EvalError
 from rag_eval_pipeline.core.gates import PromotedBaseline
 from rag_eval_pipeline.core.jsonio import JsonError
 from rag_eval_pipeline.core.jsonio import loads as strict_json
+from rag_eval_pipeline.core.storage import BASELINE_DIR  # the suite folder's names are declared there
 
-BASELINE_DIR = "baseline"
 MANIFEST = "manifest.json"
 PROMOTION_RECORD = "promotion.json"
 TABLES = ("metric_summary", "question_metrics", "rag_runs")

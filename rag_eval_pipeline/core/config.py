@@ -20,7 +20,6 @@ file. An inconsistent judge (a model endpoint without URL or model, an unknown j
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -48,9 +47,8 @@ from rag_eval_pipeline.core.config_sections import (
 )
 from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, judge_env, resolve_judge
-from rag_eval_pipeline.core.metrics.names import METRICS, PIPELINE_METRICS, parse_measure
-from rag_eval_pipeline.core.sections import At, parse_section, read_value, shown
-from rag_eval_pipeline.core.systems.base import MAX_NAME_CHARS
+from rag_eval_pipeline.core.metrics.names import METRICS, PIPELINE_METRICS
+from rag_eval_pipeline.core.sections import MAX_NAME_CHARS, At, parse_section, read_value, shown
 
 #: Top-level keys; any other key is a typo that would otherwise be ignored silently (a misspelt
 #: ``gates:`` would turn every gate off).
@@ -77,9 +75,6 @@ def known_metrics() -> frozenset[str]:
     return PIPELINE_METRICS
 
 
-_CUT_SUFFIX = re.compile(r"^(.*[A-Za-z])[_@](\d+)$")
-
-
 def _corpus(at: At, raw: dict) -> CorpusConfig:
     from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
 
@@ -88,6 +83,10 @@ def _corpus(at: At, raw: dict) -> CorpusConfig:
     section = at.child("corpus")
     corpus = parse_section(CorpusConfig, raw["corpus"], section)
     source = CORPUS_SOURCES.get(corpus.source)
+    if "split" in raw["corpus"] and not source.reads_split:  # it would be read by nothing
+        readers = [s.name for s in CORPUS_SOURCES if s.reads_split]
+        raise section.fail("split", f"applies only to a corpus source that reads splits ({', '.join(readers)}); "
+                                    f"corpus.source is {corpus.source} here")
     path = corpus.path
     want_file = source.path_is == "file"
     if not (path.is_file() if want_file else path.is_dir()):
@@ -103,12 +102,7 @@ def _gates(at: At, raw: dict, names: list[str], ks: tuple[int, ...]) -> GatesCon
 
     section = at.child("gates")
     gates = parse_section(GatesConfig, raw.get("gates"), section)
-    thresholds = []
-    raw_thresholds = (raw.get("gates") or {}).get("thresholds") or []
-    for i, t in enumerate(gates.thresholds):
-        where = section.child("thresholds").child(i)
-        given = raw_thresholds[i] if i < len(raw_thresholds) and isinstance(raw_thresholds[i], dict) else {}
-        thresholds.append(_resolved_threshold(where, t, ks, given))
+    thresholds = [_check_threshold(section.child("thresholds").child(i), t, ks) for i, t in enumerate(gates.thresholds)]
     baseline = gates.baseline_system
     if baseline is not None and baseline not in names:
         raise section.fail("baseline_system", f"{shown(baseline)} is not a configured system {names}")
@@ -126,28 +120,22 @@ def _gates(at: At, raw: dict, names: list[str], ks: tuple[int, ...]) -> GatesCon
                                thresholds=tuple(thresholds))
 
 
-def _resolved_threshold(at: At, t: Threshold, ks: tuple[int, ...], given: dict) -> Threshold:
-    import dataclasses
-
-    name, metric, k = t.metric, t.metric, t.k
-    cut = _CUT_SUFFIX.match(metric)
-    if cut and k is None:  # "recall_5" / "recall@5" -> metric "recall", k 5 (trec_eval names)
-        metric, k = cut.group(1), int(cut.group(2))
-    if metric not in known_metrics():  # a readable alias: ndcg@10, mrr, hit@5, precision@5 ...
-        try:
-            base, cut_k = parse_measure(name)
-            metric, k = base, (k if k is not None else cut_k)
-        except ConfigError:  # not a retrieval alias either: reported just below
-            pass
+def _check_threshold(at: At, t: Threshold, ks: tuple[int, ...]) -> Threshold:
+    """Refuse a threshold that could never be evaluated (its name and direction are resolved by Threshold)."""
+    metric, k = t.metric, t.k
     if metric not in known_metrics():
         raise at.child("metric").error(f"{metric!r} is not a metric this pipeline computes; expected one of "
                                        f"{sorted(known_metrics())}")
-    if k is not None and not METRICS.get(metric).cut:  # its rows have no k: the gate would never be evaluated
+    cut = METRICS.get(metric).cut
+    if k is not None and not cut:  # its rows have no k: the gate would never be evaluated
         raise at.error(f"({metric}, k={k}): {metric} takes no cut-off; expected no k")
+    if k is None and cut:  # its rows all have a k: the gate would be not_evaluable on every run
+        example = 5 if 5 in ks else ks[0]
+        raise at.error(f"({metric}) is computed at a cut-off: expected k, one of metrics.ks {list(ks)} "
+                       f"(k: {example}, or in the name: {metric}_{example})")
     if k is not None and k not in ks:  # cut-off metrics are computed at metrics.ks only
         raise at.error(f"({metric}, k={k}) uses a cut-off that is not in metrics.ks {list(ks)}; expected one of them")
-    # the direction: as written, else the resolved metric's own
-    return dataclasses.replace(t, metric=metric, k=k, higher_is_better=given.get("higher_is_better"))
+    return t
 
 
 def _calibration(at: At, raw: dict) -> CalibrationConfig:

@@ -17,19 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rag_eval_pipeline.core.corpus import STRATEGIES
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.judges.base import CALIBRATION_LEVELS
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
-from rag_eval_pipeline.core.sections import Key, key
+from rag_eval_pipeline.core.sections import Key, check_nonblank, check_short_text, key
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.systems.base import SystemSpec
 
-CALIBRATION_LEVELS = ("claim", "response")  # as core.metrics.calibration.LEVELS (a test keeps them equal)
-CHUNKING_STRATEGIES = ("paragraphs", "document")  # as core.corpus.STRATEGIES (a test keeps them equal)
+# CALIBRATION_LEVELS: declared in core.judges.base, which the calibration mapping reads too (the configuration
+# imports no metric module, and the mapping does not import the configuration: no import circle)
+CHUNKING_STRATEGIES = STRATEGIES  # declared where chunks are cut (core.corpus)
 GATE_SPLITS = ("dev", "test", "all")
 ON_DUPLICATE = ("error", "keep_first")
 DEFAULT_VIEWER_GROUPS = ("customers",)
 DEFAULT_KAPPA_FLOOR = 0.4
+#: Full runs whose per-question archive is kept (about a month of nightly runs).
+DEFAULT_KEEP_RUNS = 30
 #: Largest cut-off: the ``k`` column of every metric table is a 32-bit integer (as the ``rank`` of a hit).
 MAX_K = 2**31 - 1
 #: Most bootstrap resamples: 2,000 already put the interval's ends within about 0.01 of their limit;
@@ -43,8 +48,9 @@ def _corpus_sources() -> tuple[str, ...]:
     return CORPUS_SOURCES.names()
 
 
-def _nonblank(value: str) -> str | None:
-    return None if value.strip() else f"must be a non-empty string, got {value!r}"
+def _some_systems(value: tuple) -> str | None:
+    # an empty list written in the file would otherwise read as "every system": the opposite of what it says
+    return None if value else "must list at least one system; leave the key out for every system but the baseline"
 
 
 def _nonempty(value: tuple) -> str | None:
@@ -58,12 +64,14 @@ class Threshold:
     ``max_abs_drop`` is in the metric's own units (0.05 = five points of a rate), finite and >= 0;
     ``max_rel_drop`` is a share of the baseline value in [0, 1] (0.10 = ten per cent); ``min_value``
     is an absolute floor, finite and >= 0 (a ceiling when ``higher_is_better`` is False, as for
-    error rates). At least one of the three is set. ``higher_is_better`` defaults to the metric's own
-    direction (``core/metrics/names.py``: False for error and abstention rates). ``blocking``: a
-    failure stops promotion.
+    error rates). At least one of the three is set. ``metric`` may be a label or an alias (``recall_5``,
+    ``ndcg@10``): it is resolved once, when the threshold is built, to the metric and ``k``
+    (:func:`~rag_eval_pipeline.core.metrics.names.gate_metric`); ``higher_is_better`` then defaults to
+    that metric's own direction (``core/metrics/names.py``: False for error and abstention rates).
+    ``blocking``: a failure stops promotion.
     """
 
-    metric: str = key(check=_nonblank, expected="a metric name",
+    metric: str = key(check=check_nonblank, expected="a metric name",
                       doc="a metric name: trec_eval's (recall_5, ndcg_cut_10) or a readable alias (ndcg@10, mrr)")
     k: int | None = key(None, low=1, doc="cut-off, one of metrics.ks (or in the name: recall_5)")
     max_abs_drop: float | None = key(None, low=0.0, doc="largest allowed drop, in the metric's units")
@@ -73,14 +81,23 @@ class Threshold:
     blocking: bool = key(True, doc="a failure stops promotion")
 
     def __post_init__(self) -> None:
+        # the one place a gate's name and direction are resolved: the name first (recall_5 -> recall, k 5;
+        # ndcg@10 -> ndcg_cut, k 10), then the direction from the resolved metric unless written
+        from rag_eval_pipeline.core.metrics.names import gate_metric, higher_is_better
+
+        metric, k = gate_metric(self.metric, self.k)
+        object.__setattr__(self, "metric", metric)
+        object.__setattr__(self, "k", k)
         if self.higher_is_better is None:
-            from rag_eval_pipeline.core.metrics.names import higher_is_better
+            object.__setattr__(self, "higher_is_better", higher_is_better(metric))
 
-            object.__setattr__(self, "higher_is_better", higher_is_better(self.metric))
+    def validate(self, at):
+        """Refuse a threshold that sets no limit (max_abs_drop, max_rel_drop or min_value); SectionError at ``at``."""
+        from rag_eval_pipeline.core.metrics.names import metric_label
 
-    def validate(self, at):  # noqa: D102
         if all(getattr(self, k) is None for k in ("max_abs_drop", "max_rel_drop", "min_value")):
-            raise at.error(f"({self.metric}) sets no limit; expected max_abs_drop, max_rel_drop or min_value")
+            raise at.error(f"({metric_label(self.metric, self.k)}) sets no limit; expected max_abs_drop, max_rel_drop "
+                           "or min_value")
         return None
 
 
@@ -100,7 +117,8 @@ class CorpusConfig:
 
     source: str = key(choices=_corpus_sources, doc="documents_dir, beir, squad_v2 (see the corpus sources)")
     path: Path = key(doc="the source's file or folder")
-    split: str = key("test", check=_nonblank, expected="a split name", doc="the qrels split a BEIR source reads")
+    split: str = key("test", check=check_nonblank, expected="a split name",
+                     doc="the qrels split a BEIR source reads (refused for a source that reads no split)")
     chunking: ChunkingConfig = key(default_factory=ChunkingConfig, doc="strategy, max_chars")
 
 
@@ -159,7 +177,7 @@ class JudgeConfig:
     repeats: int = key(1, low=1, high=100, doc="times each answer is judged (repeat 0 may come from the cache)")
     reverse_questions: bool = key(False, doc="answer_relevancy from questions a model judge writes back")
     abstention_phrases: Mapping[str, tuple[str, ...]] | None = key(
-        None, items=Key(items=Key(check=_nonblank)),
+        None, items=Key(items=Key(check=check_nonblank)),
         doc="language -> phrases that make an answer an abstention; null: the built-in es/en lists")
     timeout_s: float = key(30.0, low=0.0, low_open=True, cap=MAX_JUDGE_TIMEOUT_S, cap_why="an hour per call",
                            env="RAG_EVAL_JUDGE_TIMEOUT_S", doc="total seconds one call may take")
@@ -186,14 +204,14 @@ class JudgeConfig:
 @dataclass(frozen=True)
 class GatesConfig:
     """``gates``: ``split`` (:data:`GATE_SPLITS`), ``baseline_system`` (a configured system or None),
-    ``candidate_systems`` (configured systems; default every system but the baseline), ``promote``
+    ``candidate_systems`` (configured systems, at least one; left out: every system but the baseline), ``promote``
     (one of the candidates, default the first; None when there is no candidate), ``alpha`` in
     (0, 1), ``block_inconclusive``, ``thresholds``."""
 
     split: str = key("test", choices=GATE_SPLITS, doc="gates use the held-out split; dev is for tuning")
     baseline_system: str | None = key(None, doc="compared against until a candidate is promoted")
-    candidate_systems: tuple[str, ...] = key((), expected="a list of system names",
-                                             doc="default: every system but the baseline")
+    candidate_systems: tuple[str, ...] = key((), expected="a list of system names", check=_some_systems,
+                                             doc="default (key left out): every system but the baseline")
     promote: str | None = key(None, doc="the candidate promotion stores as the baseline; default the first")
     alpha: float = key(0.05, low=0.0, high=1.0, low_open=True, high_open=True,
                        doc="level of the paired randomisation test (two-sided)")
@@ -245,7 +263,9 @@ class CalibrationConfig:
     level: str = key("claim", choices=CALIBRATION_LEVELS, doc="claim: one label per claim; response: per answer")
     mapping: CalibrationMapping | None = key(None, doc="judge_rule, judge, human_rule, human, labels")
 
-    def validate(self, at):  # noqa: D102
+    def validate(self, at):
+        """The section as given in a file (``configured``), once its rules hold: ``human_labels`` set and not a
+        folder, ``mapping`` one the level can use. Raises SectionError at ``at`` otherwise."""
         if self.human_labels is None:
             raise at.error("is required in the calibration section", label="calibration.human_labels")
         if self.human_labels.exists() and not self.human_labels.is_file():
@@ -267,18 +287,21 @@ def _groups(value: tuple[str, ...]) -> str | None:
 
 
 def _group(value: str) -> str | None:
-    from rag_eval_pipeline.core.systems.base import check_short_text
-
     return check_short_text(value)
 
 
 @dataclass(frozen=True)
 class ReportConfig:
-    """``report``: ``viewer_groups`` (non-empty group names: the test user the report is written for)."""
+    """``report``: ``viewer_groups`` (non-empty group names: the test user the report is written for),
+    ``keep_runs`` (>= 1: how many full runs keep their per-question tables under ``history/<run_id>/``;
+    older ones are deleted after each full run)."""
 
     viewer_groups: tuple[str, ...] = key(DEFAULT_VIEWER_GROUPS, check=_groups, items=Key(check=_group),
                                          expected="a list of group names",
                                          doc="text from documents outside these ACL groups is never shown")
+    keep_runs: int = key(DEFAULT_KEEP_RUNS, low=1,
+                         doc="full runs whose per-question tables stay under history/<run_id>/ (for rag-eval "
+                             "compare night:DATE); older ones are deleted")
 
 
 def _cron(value: str) -> str | None:

@@ -311,6 +311,17 @@ def same_run_configuration(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return bool(a.get("system")) and all(a.get(k) == b.get(k) for k in IDENTITY_FIELDS)
 
 
+def unchanged_since_promotion(rag_runs: pl.DataFrame, golden_set: pl.DataFrame, system: str | None,
+                              stored_manifest: Mapping[str, Any] | None) -> bool:
+    """Whether promoting ``system`` now would change nothing: its run manifest in this run
+    (:func:`run_manifest`) equals the promoted baseline's on every :data:`IDENTITY_FIELDS` value. False with
+    no system or nothing promoted. The ``promotion`` step keeps the stored baseline exactly when this is True,
+    and the run's decision says so from the same function. Raises nothing."""
+    if not system or stored_manifest is None:
+        return False
+    return same_run_configuration(run_manifest(rag_runs, golden_set, system), stored_manifest)
+
+
 def gate_frame(results: list[GateResult], errors: list[str], error_status: str = "version_mismatch") -> pl.DataFrame:
     """Gate results (and version errors, as status ``version_mismatch``) as a ``gate_results`` table."""
     rows = [{
@@ -394,3 +405,29 @@ def compute_gate_verdict(
         results += got
     return GateVerdict(results=results, errors=errors, baseline=baseline_name, baseline_source=source, noise=noise,
                        unchanged=unchanged, promote=cfg.gates.promote)
+
+
+#: The states of a regression case on a later run.
+REGRESSION_CASE_STATES = ("still_regressed", "recovered", "no_value_now")
+
+
+def regression_case_status(cases: pl.DataFrame) -> pl.DataFrame:
+    """``cases`` with a ``status`` column: how each kept regression case stands on this run.
+
+    Input: rows with ``metric``, ``value_when_found`` and ``current_value`` (null when the question has
+    no value now). Output: the same rows plus ``status``: ``no_value_now`` for a null current value;
+    ``recovered`` when the current value is better than the value the case was found with, by the
+    metric's direction (the registry's ``higher_is_better``: for an error or abstention rate, lower is
+    better); ``still_regressed`` otherwise (equal within 1e-12 included). Raises nothing beyond polars'
+    errors for missing columns."""
+    from rag_eval_pipeline.core.metrics.names import higher_is_better
+
+    metrics = cases["metric"].unique().to_list() if cases.height else []
+    lower = [m for m in metrics if not higher_is_better(m)]
+    # oriented so that larger is better: a lower-is-better metric's values are negated
+    sign = pl.when(pl.col("metric").is_in(lower)).then(-1.0).otherwise(1.0)
+    better = sign * pl.col("current_value") > sign * pl.col("value_when_found") + 1e-12
+    return cases.with_columns(
+        pl.when(pl.col("current_value").is_null()).then(pl.lit("no_value_now"))
+        .when(better).then(pl.lit("recovered"))
+        .otherwise(pl.lit("still_regressed")).alias("status"))

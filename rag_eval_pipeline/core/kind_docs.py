@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from rag_eval_pipeline.core.sections import describe, fields_of
+from rag_eval_pipeline.core.sections import describe, fields_of, markdown_table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,11 +28,7 @@ __all__ = ["BLOCKS", "render", "stale_blocks", "update"]
 
 
 def _table(cls: type) -> str:
-    rows = describe(cls)
-    if not rows:
-        return "No key of its own.\n"
-    head = "| key | type | default | meaning |\n|---|---|---|---|\n"
-    return head + "".join(f"| `{r['key']}` | {r['type']} | {r['default']} | {r['doc']} |\n" for r in rows)
+    return markdown_table(cls) + "\n" if describe(cls) else "No key of its own.\n"
 
 
 def _nested(cls: type) -> list[tuple[str, type]]:

@@ -51,7 +51,8 @@ class Registry(Generic[D]):
     """Name -> descriptor for one kind of thing (``what``: "system kind", "judge type", ...).
 
     ``package``: the package whose modules register the kinds; it is imported (every module) on the
-    first :meth:`get` / :meth:`names` / iteration, so a caller never sees a half-filled registry.
+    first :meth:`get` / :meth:`names` / iteration, so a caller never sees a half-filled registry: another
+    thread asking during discovery waits for it to finish (thread-safe).
     Descriptors are any objects with a ``name`` (or registered under an explicit name).
     """
 
@@ -61,6 +62,7 @@ class Registry(Generic[D]):
         self._items: dict[str, D] = {}
         self._discovered = package is None
         self._lock = threading.RLock()
+        self._discovering: int | None = None  # the thread importing the package's modules, while it does
 
     # -- filling
 
@@ -89,16 +91,20 @@ class Registry(Generic[D]):
     # -- reading
 
     def _ensure(self) -> None:
-        if self._discovered:
+        """Import the package's modules once. ``_discovered`` is set only when every module is imported; a
+        kind module that reads the registry while importing (the discovering thread itself) sees what is
+        registered so far; any other thread waits on the lock until discovery has finished."""
+        if self._discovered or self._discovering == threading.get_ident():
             return
         with self._lock:
-            if not self._discovered:
-                self._discovered = True  # set first: a kind module may read the registry while importing
-                try:
-                    discover(self.package)  # type: ignore[arg-type]
-                except BaseException:
-                    self._discovered = False
-                    raise
+            if self._discovered:
+                return
+            self._discovering = threading.get_ident()
+            try:
+                discover(self.package)  # type: ignore[arg-type]
+                self._discovered = True
+            finally:
+                self._discovering = None
 
     def names(self) -> tuple[str, ...]:
         """Every registered name: by ``order`` (when descriptors have it), then registration order."""

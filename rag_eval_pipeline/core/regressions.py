@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from rag_eval_pipeline.core import tables
+from rag_eval_pipeline.core.gates import regression_case_status
 
 #: The columns a regression case keeps across runs: the declared ``regression_cases`` schema without the
 #: two that every run recomputes (``current_value``, ``status``).
@@ -41,9 +42,9 @@ def track_regressions(previous: pl.DataFrame | None, question_metrics: pl.DataFr
     Output: ``(cases, new)``: every previous case (never dropped) plus one row per (system, metric, k,
     question) newly listed in a gate's ``regressed_questions``, with ``value_when_found`` (the candidate's
     value then; null when it had none), ``current_value`` (this run's value, null when it has none) and
-    ``status``: ``no_value_now`` (no current value), ``still_regressed`` (current value not above the value
-    when found, to 1e-12), else ``recovered``. ``k`` null matches ``k`` null. Raises polars' ColumnNotFoundError
-    when a table lacks a declared column.
+    ``status`` (:func:`~rag_eval_pipeline.core.gates.regression_case_status`: ``no_value_now``; ``recovered`` when
+    better than when found by the metric's direction; else ``still_regressed``). ``k`` null matches ``k`` null.
+    Raises polars' ColumnNotFoundError when a table lacks a declared column.
     """
     known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
     seen = {tuple(r) for r in known.select(_KEY).iter_rows()}
@@ -65,9 +66,4 @@ def track_regressions(previous: pl.DataFrame | None, question_metrics: pl.DataFr
     cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known
     current = question_metrics.select(*_KEY, pl.col("value").alias("current_value"))
     cases = cases.join(current, on=list(_KEY), how="left", nulls_equal=True)
-    cases = cases.with_columns(
-        pl.when(pl.col("current_value").is_null()).then(pl.lit("no_value_now"))
-        .when(pl.col("current_value") < pl.col("value_when_found") + 1e-12).then(pl.lit("still_regressed"))
-        .otherwise(pl.lit("recovered")).alias("status")
-    )
-    return cases, len(new_rows)
+    return regression_case_status(cases), len(new_rows)  # oriented by each metric's direction

@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import math
 import operator
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -37,18 +38,55 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.yamlio import line_of
+from rag_eval_pipeline.core.yamlio import shown as _shown
 
 S = TypeVar("S")
 _SHOWN = 80
+#: Longest name or version string stored on every row (system names, prompt_version, a judge's model).
+MAX_NAME_CHARS = 200
+_BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
 
-__all__ = ["At", "Key", "SectionError", "describe", "fields_of", "key", "parse_section", "section_keys", "shown"]
+__all__ = ["MAX_NAME_CHARS", "At", "Key", "SectionError", "check_callable_target", "check_name", "check_nonblank",
+           "check_short_text", "describe", "fields_of", "key", "parse_section", "section_keys", "shown"]
 
 
 def shown(value: object) -> str:
     """A value for an error message: its repr, cut to 80 characters (a value may be megabytes long)."""
-    from rag_eval_pipeline.core.yamlio import shown as _shown
-
     return _shown(value, _SHOWN)
+
+
+def check_name(value: str) -> str | None:
+    """The problem with a name stored on every row and used in file names (a system's), or None: blank,
+    longer than :data:`MAX_NAME_CHARS`, or holding ``/``, ``\\``, a control character or a leading ``.``."""
+    if not value.strip():
+        return f"must be a non-empty string, got {shown(value)}"
+    if len(value) > MAX_NAME_CHARS:
+        return f"is {len(value)} characters long; expected at most {MAX_NAME_CHARS}"
+    if _BAD_NAME.search(value) or value.startswith("."):
+        return f"{shown(value)} contains '/', '\\', a control character or starts with '.'; expected a plain name"
+    return None
+
+
+def check_nonblank(value: str) -> str | None:
+    """The problem with a blank string (a name, a header, a phrase), or None."""
+    return None if value.strip() else f"must be a non-empty string, got {value!r}"
+
+
+_CALLABLE_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def check_callable_target(value: str) -> str | None:
+    """The problem with a ``package.module:function`` reference (the attribute part may be dotted), or None."""
+    return None if _CALLABLE_TARGET.match(value) else f"must be 'package.module:function', got {value!r}"
+
+
+def check_short_text(value: str) -> str | None:
+    """The problem with a label stored on every row (a version, a model name): longer than
+    :data:`MAX_NAME_CHARS` characters; or None."""
+    if len(value) > MAX_NAME_CHARS:
+        return f"is {len(value)} characters long; expected at most {MAX_NAME_CHARS}"
+    return None
 
 
 class SectionError(ConfigError):
@@ -146,13 +184,9 @@ class At:
     environ: Mapping[str, str] | None = None
 
     def line(self, path: tuple | None = None) -> int | None:
-        """The file line of ``path`` (default: this value's), or of its nearest enclosing key."""
-        p = tuple(k if isinstance(k, int) else str(k) for k in (self.path if path is None else path))
-        while p:
-            if p in self.lines:
-                return self.lines[p]
-            p = p[:-1]
-        return None
+        """The file line of ``path`` (default: this value's), or of its nearest enclosing key
+        (:func:`rag_eval_pipeline.core.yamlio.line_of`)."""
+        return line_of(self.lines, self.path if path is None else path)
 
     def child(self, name: str | int, label: str | None = None) -> At:
         """The place of key ``name`` (or list index) inside this value."""
@@ -202,6 +236,14 @@ def _in_range(v: float, k: Key) -> bool:
     return not (k.high is not None and (v > k.high or (k.high_open and v == k.high)))
 
 
+def _finite(value: int | float) -> bool:
+    """True for a number that is a finite float; an integer with no float (10**400) is not."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _number(value: Any, k: Key, at: At, integer: bool) -> int | float:
     rng = _range_text(k, integer)
     if integer:
@@ -210,7 +252,7 @@ def _number(value: Any, k: Key, at: At, integer: bool) -> int | float:
     else:
         two_sided = k.low is not None and k.high is not None
         what = (f"a number {rng}" if two_sided else f"a {k.noun} {rng}").rstrip()
-        typed = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        typed = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
     if not typed:
         cap = f" (and at most {_num(k.cap)})" if k.cap is not None else ""
         raise at.error(f"must be {what}, got {shown(value)}{cap}")

@@ -116,6 +116,42 @@ def read_table(path: Path, table: str | None = None, *, columns: list[str] | Non
     return check_and_read(path, table, columns=columns, on_migrate=on_migrate)
 
 
+#: Folders of a suite's output folder: the promoted baseline, and the per-question archive of each full run.
+BASELINE_DIR = "baseline"
+RUN_ARCHIVE = "history"
+
+
+def prune_run_archive(suite_folder: Path, keep: int) -> list[str]:
+    """Delete the oldest run folders of ``<suite_folder>/history/`` beyond the ``keep`` newest; return the
+    deleted run ids, oldest first.
+
+    A run folder is one holding ``run.json`` (written by the report step: ``run_id``, ``evaluated_at`` as
+    ISO 8601); runs are ordered by ``evaluated_at`` compared as times (no offset: UTC), then by run id.
+    Folders without a readable ``run.json`` are not the archive's and are never deleted. Raises
+    ValueError for ``keep`` < 1; OSError from the file system."""
+    import datetime as dt
+    import shutil
+
+    if keep < 1:
+        raise ValueError(f"keep must be >= 1, got {keep}")
+    root = Path(suite_folder) / RUN_ARCHIVE
+    if not root.is_dir():
+        return []
+    runs = []
+    for folder in root.iterdir():
+        try:
+            when = dt.datetime.fromisoformat(json.loads((folder / "run.json").read_text(encoding="utf-8"))
+                                             ["evaluated_at"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        runs.append((when if when.tzinfo else when.replace(tzinfo=dt.UTC), folder.name, folder))
+    runs.sort(key=lambda r: (r[0], r[1]))
+    old = runs[:max(0, len(runs) - keep)]
+    for _when, _name, folder in old:
+        shutil.rmtree(folder)
+    return [name for _when, name, _folder in old]
+
+
 def write_text_atomic(text: str, path: Path) -> Path:
     """Write UTF-8 ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
 

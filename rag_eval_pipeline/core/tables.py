@@ -305,16 +305,22 @@ declare("metric_history", 1, "one (run, system, metric, k) of the overall headli
     column("judge_prompt_sha256", STRING, "judge prompt sha256 of that run"),
 ])
 
-declare("regression_cases", 1, "one question that regressed once on a gated metric; kept across runs",
+declare("regression_cases", 2, "one question that regressed once on a gated metric; kept across runs",
         depends_on=JUDGED, columns=[
     _SYSTEM, _METRIC, _K, _QUESTION,
-    column("baseline_value", FLOAT64, "the baseline's value for the question; null when not evaluable"),
     column("value_when_found", FLOAT64, "the candidate's value when the regression was found"),
     column("first_seen_run", STRING, "Dagster run id that found it"),
     column("first_seen_at", STRING, "ISO 8601 UTC time it was found"),
     column("current_value", FLOAT64, "the value now; null when the question has no value now"),
-    column("status", STRING, "still_regressed, recovered or no_value_now", nullable=False),
+    column("status", STRING, "still_regressed, recovered (better than when found, by the metric's direction) or "
+                             "no_value_now", nullable=False),
 ])
+
+
+@migration("regression_cases", 1)
+def drop_baseline_value(df: pl.DataFrame) -> pl.DataFrame:
+    """Version 1 declared ``baseline_value``, which no release ever wrote (always null): version 2 drops it."""
+    return df.drop("baseline_value", strict=False)
 
 
 #: Every table's polars schema, derived from its Arrow declaration (what :func:`conform` checks).

@@ -207,6 +207,17 @@ def key_lines(root: Node | None, line_offset: int = 0) -> dict[tuple, int]:
     return out
 
 
+def line_of(lines: Mapping[tuple, int], path: tuple) -> int | None:
+    """The line of the key or item at ``path`` in ``lines`` (:func:`key_lines`; keys compared as str), else
+    of its nearest enclosing key, else None."""
+    p = tuple(k if isinstance(k, int) else str(k) for k in path)
+    while p:
+        if p in lines:
+            return lines[p]
+        p = p[:-1]
+    return None
+
+
 @dataclass(frozen=True)
 class Located:
     """A parsed YAML document and where its keys are: ``value`` (what :func:`load_yaml` returns),
@@ -217,14 +228,8 @@ class Located:
     lines: Mapping[tuple, int] = field(default_factory=dict)
 
     def line(self, path: tuple) -> int | None:
-        """The line of the key or item at ``path`` (keys compared as str), else of its nearest
-        enclosing key, else None."""
-        p = tuple(k if isinstance(k, int) else str(k) for k in path)
-        while p:
-            if p in self.lines:
-                return self.lines[p]
-            p = p[:-1]
-        return None
+        """The line of the key or item at ``path`` (:func:`line_of`)."""
+        return line_of(self.lines, path)
 
 
 def _loader(text: str, max_aliases: int, max_expanded_nodes: int) -> StrictSafeLoader:

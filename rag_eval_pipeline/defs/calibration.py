@@ -204,8 +204,10 @@ def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.D
         "blocks_promotion": status.blocks,
         "kappa_floor": status.floor,
         "failures": dg.MetadataValue.json(status.failures),
-        "kappas": dg.MetadataValue.json(judge_calibration.select("level", "judge", "judge_model", "kappa", "n",
-                                                                 "stale", "missing").to_dicts()),
+        # a stale row's κ is labelled with the judge/model/prompt it was made for (calibrated_*)
+        "kappas": dg.MetadataValue.json(judge_calibration.select(
+            "level", "judge", "judge_model", "kappa", "n", "stale", "missing", "calibrated_judge",
+            "calibrated_judge_model", "calibrated_prompt_sha256").to_dicts()),
         "judge_based_gates": dg.MetadataValue.json(status.judge_based_gates),
     })
 

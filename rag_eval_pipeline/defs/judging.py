@@ -30,10 +30,9 @@ STAGE = "judging"
 
 
 class JudgeResource(dg.ConfigurableResource):
-    """The judge every claim label comes from, built through the registry of judge types
-    (``core/judges/types/``): ``type`` picks the judge, ``settings`` is the resolved ``judge`` section as
-    JSON (``core.judges.registry.judge_config_to_json``: shared keys, the transport, the type's own keys;
-    never a secret), ``api_key`` the endpoint key of a judge that calls one, given only as
+    """The judge every claim label comes from, built through the registry of judge types: ``type`` picks
+    the judge, ``settings`` is the resolved ``judge`` section as JSON (the shared keys, the transport, the
+    type's own keys; never a secret), ``api_key`` the endpoint key of a judge that calls one, given only as
     ``dg.EnvVar("RAG_EVAL_JUDGE_API_KEY")`` (Dagster then shows the variable's name, never its value).
     Build one with :func:`select_judge_resource`."""
 

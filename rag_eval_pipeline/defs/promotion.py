@@ -31,6 +31,7 @@ from rag_eval_pipeline.core.gates import (
 )
 from rag_eval_pipeline.core.metrics.names import metric_label
 from rag_eval_pipeline.core.regressions import failed_gates, track_regressions
+from rag_eval_pipeline.core.report.decision import NO_GATE
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
@@ -151,7 +152,9 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     stored = load_baseline(store)
     if system is None:
         return dg.Output({"promoted": None}, metadata={"promoted_system": "none (no candidate configured)"})
-    manifest = dict(gate_verdict["manifest"])  # what the candidate ran, as gate_verdict recorded it
+    manifest = dict(gate_verdict["manifest"])  # run_manifest(rag_runs, golden_set, system), as gate_verdict recorded it
+    # core.gates.unchanged_since_promotion on this run's tables, the function the run's decision (and so the
+    # report) reads: they cannot disagree on "kept"
     if stored is not None and same_run_configuration(manifest, stored.manifest):
         context.log.info(f"{system} is already the promoted baseline (unchanged since promotion); kept as stored")
         return dg.Output(dict(stored.manifest), metadata={
@@ -170,12 +173,14 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     # the tables' content hashes, checked whenever the baseline is read (core/baseline.py)
     manifest = with_file_hashes(manifest, store.path(BASELINE_DIR).parent)
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
-    context.log.info(f"promoted {system} as the baseline")
+    basis = "no blocking failure" if cfg.thresholds else NO_GATE  # worded as the run's decision words it
+    context.log.info(f"promoted {system} as the baseline: {basis}")
     if baseline_key is not None:  # the external asset promoted_baseline: what it holds now
         context.log_event(dg.AssetMaterialization(asset_key=baseline_key, metadata={
             "promoted_system": system, "promoted_at": manifest["promoted_at"], "run_id": context.run_id,
             "path": dg.MetadataValue.path(str(store.path(BASELINE_DIR).resolve()))}))
     return dg.Output(manifest, metadata={"promoted_system": system, "unchanged_since_promotion": False,
+                                         "promoted_because": basis,
                                          "corpus_version": manifest["corpus_version"],
                                          "golden_version": manifest["golden_version"]})
 
@@ -184,9 +189,10 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, ques
                      gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
 
-    A case is added the first time a candidate's per-question value on a gated metric falls below the baseline's
+    A case is added the first time a candidate's per-question value on a gated metric is worse than the baseline's
     (failures are kept as regression cases). Later runs never drop it; ``status`` says whether it still
-    regresses, has recovered, or has no value now.
+    regresses, has recovered (better than when found, by the metric's direction), or has no value now
+    (``core.gates.regression_case_status``).
     """
     cases, new = track_regressions(store.read("regression_cases.parquet"), question_metrics, gate_results,
                                    run_id=context.run_id, now=dt.datetime.now(dt.UTC).isoformat())

@@ -40,16 +40,20 @@ from urllib.parse import quote
 import dagster as dg
 import polars as pl
 
-from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
+from rag_eval_pipeline.core import storage
+from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline
 from rag_eval_pipeline.core.errors import EvalError
+from rag_eval_pipeline.core.gates import unchanged_since_promotion
 from rag_eval_pipeline.core.labelling import current_content_hashes
 from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+from rag_eval_pipeline.core.metrics.names import KEY_METRICS, metric_label
 from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
 from rag_eval_pipeline.core.report.decision import (
     Decision,
     decide,
     decision_blocks,
     judge_errors_by_system,
+    split_questions,
     verdict_word,
 )
 from rag_eval_pipeline.core.report.markdown import render_markdown
@@ -60,12 +64,11 @@ from rag_eval_pipeline.defs.scope import QUICK, SuiteScope
 
 STAGE = "reports"
 
-TREND_METRICS = ("faithfulness", "recall_5", "ndcg_cut_10", "evidence_retrieved", "coverage",
-                 "false_abstention_rate", "answer_without_evidence_rate", "run_error_rate")
+TREND_METRICS = tuple(metric_label(m, k) for m, k in KEY_METRICS)  # the metric registry's key metrics
 REPORT_FILES = ("report.md", "report.html", "trend.html")
 DECISION_FILE = "decision.json"
 #: Where a full evaluation keeps its per-question tables, one folder per run id (for ``rag-eval compare``).
-RUN_ARCHIVE = "history"
+RUN_ARCHIVE = storage.RUN_ARCHIVE
 ARCHIVED_TABLES = ("metric_summary", "question_metrics", "rag_runs", "judge_labels")
 REPORT_ASSET = "evaluation_report"
 
@@ -159,13 +162,14 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     status = calibration_status(table, configured=section.configured, kappa_floor=section.kappa_floor,
                                 gated_metrics=[t.metric for t in cfg.thresholds], error=error)
     split = cfg.gate_split
-    n_split = golden_set.filter(pl.col("split") == split).height if split != "all" else golden_set.height
+    n_split = split_questions(golden_set, split)
     decision = decide(gate_results, status, split=split, split_questions=n_split,
                       baseline=_baseline_words(manifest, cfg.baseline_system), promote=cfg.gates.promote,
                       quick=quick, systems=sorted(set(rag_runs["system"].to_list())),
                       stored_baseline=(f"{manifest.get('system')}, promoted {manifest.get('promoted_at', '?')}"
                                        if manifest else None),
-                      judge_errors=judge_errors_by_system(judge_labels))
+                      judge_errors=judge_errors_by_system(judge_labels),
+                      unchanged=unchanged_since_promotion(rag_runs, golden_set, cfg.gates.promote, manifest))
     return decision, table
 
 
@@ -200,7 +204,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     groups = viewer_groups(settings)
     history = metric_history
     try:  # a damaged baseline is reported by the gate (baseline_damaged rows); the report just names none
-        promoted = read_baseline(store.path("baseline").parent)
+        promoted = read_baseline(store.path(BASELINE_DIR).parent)
     except BaselineDamaged as exc:
         context.log.warning(str(exc))
         promoted = None
@@ -230,6 +234,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         archived = archive_run(store, context.run_id, history, {
             "metric_summary": metric_summary, "question_metrics": question_metrics, "rag_runs": rag_runs,
             "judge_labels": judge_labels})
+        pruned = storage.prune_run_archive(store.path(), cfg.report.keep_runs)  # report.keep_runs newest stay
     context.log.info(f"verdict {decision.verdict}; promotion: {decision.promotion}. Report written to "
                      f"{html_path.resolve()} ({report.withheld} texts withheld, {report.restricted_chunks} restricted "
                      f"chunk previews hidden for {list(groups)})")
@@ -265,6 +270,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     }
     if archived is not None:
         md["per_question_archive"] = dg.MetadataValue.text(str(archived.resolve()))
+        md["archives_deleted"] = dg.MetadataValue.json(pruned)
     for r in report.headline:
         if r["value"] is not None:
             md[f"{r['system']}/{r['metric']}"] = float(r["value"])

@@ -19,13 +19,19 @@ import polars as pl
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.config import EvalConfig, load_config
-from rag_eval_pipeline.core.storage import WriteContext, read_table, write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.storage import (
+    BASELINE_DIR,
+    WriteContext,
+    read_table,
+    write_json_atomic,
+    write_parquet_atomic,
+)
 from rag_eval_pipeline.defs.io import HoldsOutputLock
 from rag_eval_pipeline.defs.scope import QUICK
 
 # Read by a quick evaluation from its suite's full evaluation (never written by it): the promoted
 # baseline it is compared with and the history its report's trend shows.
-SHARED_WITH_FULL = ("baseline", "metric_history.parquet", "promotion.json")
+SHARED_WITH_FULL = (BASELINE_DIR, "metric_history.parquet", "promotion.json")
 REPORT_URL_ENV = "RAG_EVAL_REPORT_URL"  # where `rag-eval serve` serves the output folder
 SUITE_TAG = "rag_eval/suite"
 CONFIG_PATH_TAG, CONFIG_SHA_TAG, OUTPUT_TAG = "rag_eval/config_path", "rag_eval/config_sha256", "rag_eval/output_dir"

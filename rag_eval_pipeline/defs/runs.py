@@ -34,10 +34,10 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
              golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """One row per (system, question): ranked retrieved chunks, decision, answer, citations, manifest.
 
-    Each system runs through its kind (``core/systems/kinds/``): live systems (``http``, ``python``) are
-    called once per question, ``traces`` imported; a call that fails is an ``error`` row with its reason.
-    What each live system's run counted (calls, retries, errors by kind, versions seen, unmatched
-    traces) is in the metadata ``live_systems``."""
+    Each system runs through its kind: a system the pipeline calls is called once per question, the
+    others are run in process or read from what they logged or traced; a call that fails is an ``error``
+    row with its reason. What each system's run counted (calls, retries, errors by kind, versions seen,
+    unmatched traces) is in the metadata ``live_systems``."""
     result = run_systems(settings.config, corpus_snapshot, golden_set, systems=config.systems or None,
                          previous=store.read("rag_runs.parquet") if config.systems else None,
                          deployment=systems.deployment(), log=context.log.info)

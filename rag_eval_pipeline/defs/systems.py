@@ -21,7 +21,8 @@ from rag_eval_pipeline.defs.scope import SuiteScope
 
 class SystemsResource(dg.ConfigurableResource):
     """Deployment settings for every system under test: ``max_concurrency`` caps each system's own
-    ``concurrency`` (requests or threads in flight), ``user_agent`` is sent by ``http`` systems."""
+    ``concurrency`` (requests or threads in flight), ``user_agent`` is sent by every system called over
+    HTTP."""
 
     max_concurrency: int = 32
     user_agent: str = "rag-eval"

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rag_eval_pipeline.core.registry import Registry
+
 
 @dataclass(frozen=True)
 class VerdictFamily:
@@ -41,18 +43,19 @@ class VerdictFamily:
         return self.definitions.get(label, "no definition given for this label")
 
 
-FAMILIES: dict[str, VerdictFamily] = {}
+#: Calibration level -> its verdict family (the project's generic registry: one family per level).
+FAMILIES: Registry[VerdictFamily] = Registry("verdict family")
 
 
 def register(family: VerdictFamily) -> VerdictFamily:
-    """Add ``family`` under its level (replacing any family of that level); returns it."""
-    FAMILIES[family.level] = family
-    return family
+    """Add ``family`` under its level and return it. Raises RegistryError when the level has a family already
+    (a second one would silently replace the definitions labellers read)."""
+    return FAMILIES.register(family, family.level)
 
 
 def family_for(level: str) -> VerdictFamily | None:
     """The verdict family of a calibration level, or None when none is registered."""
-    return FAMILIES.get(level)
+    return FAMILIES.get(level) if level in FAMILIES else None
 
 
 ATTRIBUTABLE = ("Attributable: every statement the answer makes can be read in the retrieved chunks shown on "

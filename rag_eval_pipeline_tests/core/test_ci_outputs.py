@@ -58,3 +58,39 @@ def test_summary_changed_metrics_and_regressed_questions():
     forced = summary_markdown(dict(decision, verdict="pass", blocking_failures=[]), None, title="t",
                               promotion="none", report_link=None, extra_failures=["step x failed"])
     assert forced.splitlines()[0].endswith(": FAIL") and "- step x failed" in forced
+
+
+def test_junit_xml_parses_whatever_control_characters_the_texts_carry():
+    # an ANSI-coloured message, a NUL and a vertical tab quoted from bad input, a bell in a class name and a
+    # lone surrogate: none is allowed in XML 1.0, and any one made the whole file unparseable
+    message = "\x1b[31mregression\x1b[0m: quoted \x00byte\x0b and \ud800"
+    cases = [JUnitCase("gates.c\x07and", "recall_5 (split test)", "failed", message, "details \x1b[1mbold\x1b[0m"),
+             JUnitCase("gates.cand", "map", "warning", "\x08warn")]
+    text = junit_xml("rag-eval s\x1b[0m", cases, {"why": "a\x1fb"})
+    root = ET.fromstring(text.encode("utf-8"))  # a standard parser reads it back
+    [suite] = root.findall("testsuite")
+    assert suite.get("name") == "rag-eval s"
+    case = suite.find("testcase[@name='recall_5 (split test)']")
+    # ANSI sequences are dropped; any other character outside XML 1.0 becomes U+FFFD
+    assert case.get("classname") == "gates.c\ufffdand"
+    assert case.find("failure").get("message") == "regression: quoted \ufffdbyte\ufffd and \ufffd"
+    assert case.find("failure").text == "details bold"
+    assert suite.find("testcase[@name='map']/system-out").text == "WARNING: \ufffdwarn"
+    assert suite.find("properties/property[@name='why']").get("value") == "a\ufffdb"
+    # tab, newline and carriage return are XML characters: kept
+    ok = ET.fromstring(junit_xml("s", [JUnitCase("a", "b", "failed", "x", "l1\n\tl2\r")]).encode("utf-8"))
+    assert ok.find("testsuite/testcase/failure").text == "l1\n\tl2\n"  # an XML parser reads \r as \n
+
+
+def test_a_stopped_run_is_not_said_to_have_compared_on_a_split():
+    # decision.json of a run that stopped before its report (cli.ci_output.read_decision): split and count unknown
+    stopped = {"verdict": "fail", "why": "the run stopped before its report and decision were written",
+               "blocking_failures": [], "warnings": [], "calibration": {"line": "unknown"}, "judge_errors_line": "?",
+               "split": None, "split_questions": None, "baseline": "unknown"}
+    md = summary_markdown(stopped, None, title="t", promotion="none", report_link=None,
+                          extra_failures=["step x failed"])
+    assert "None golden questions" not in md and "Compared on split" not in md
+    assert "**Not compared:** the run stopped before its gates compared anything." in md
+    # a split without a known count: the split, and no count
+    md = summary_markdown(dict(stopped, split="dev"), None, title="t", promotion="none", report_link=None)
+    assert "**Compared on split dev** with unknown." in md

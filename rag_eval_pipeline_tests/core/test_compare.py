@@ -64,6 +64,27 @@ def test_questions_regressions_first_largest_change_first():
     assert [q.question_id for q in recall_only] == ["q1", "q3", "q5"]
 
 
+def test_only_unit_interval_metrics_order_the_questions_by_default():
+    # q6's answer_relevance drops 5 -> 3 on the judge's 1-5 scale (-2.0); q1's recall@5 drops 1 -> 0.25 (-0.75).
+    # On one ordering, a 2-point drop of a 1-5 score would outrank any 0-1 drop: answer_relevance does not
+    # order the questions unless asked for; asked for, it is compared on its own.
+    a_rows = [("a", "q1", "test", "recall", 5, 1.0), ("a", "q6", "test", "answer_relevance", None, 5.0)]
+    b_rows = [("b", "q1", "test", "recall", 5, 0.25), ("b", "q6", "test", "answer_relevance", None, 3.0)]
+    a, b = _side("a", _qm(a_rows), None), _side("b", _qm(b_rows), None)
+    changed, unchanged = question_changes(a, b, "all")
+    assert [(q.question_id, q.key_change) for q in changed] == [("q1", ("recall_5", -0.75))] and unchanged == 0
+    asked, _ = question_changes(a, b, "all", metrics=["answer_relevance"])
+    assert [(q.question_id, q.key_change) for q in asked] == [("q6", ("answer_relevance", -2.0))]
+
+
+def test_the_metric_registry_declares_each_metrics_scale():
+    from rag_eval_pipeline.core.metrics.names import METRICS, SCALES
+
+    assert all(m.scale in SCALES for m in METRICS)
+    assert METRICS.get("answer_relevance").scale == "score_1_5" and METRICS.get("num_ret").scale == "count"
+    assert METRICS.get("latency_ms_p95").scale == "ms" and METRICS.get("recall").scale == "unit"
+
+
 def test_metric_rows_difference_and_exact_paired_test():
     """recall@5 differences B - A over 4 questions: +1, +1, +1, +0.5. Of the 2^4 sign flips only all-plus and
     all-minus reach |sum| >= 3.5, so the exact two-sided p is 2/16 = 0.125 (the Monte Carlo estimate of the

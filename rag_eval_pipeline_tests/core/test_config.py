@@ -75,6 +75,9 @@ def threshold(**limits):
     (threshold(max_abs_drop=0.05, blocking="no"), r"gates.thresholds\[0\].blocking must be true or false, got 'no'"),
     (threshold(), r"gates.thresholds\[0\] \(recall_5\) sets no limit"),
     (lambda c: c["gates"].update(block_inconclusive="false"), r"gates.block_inconclusive must be true or false"),
+    # an empty list read as "every system but the baseline": the opposite of what it says
+    (lambda c: c["gates"].update(candidate_systems=[], promote=None),
+     r"gates.candidate_systems must list at least one system; leave the key out for every system but the baseline$"),
     (lambda c: c["gates"].update(split="holdout"), r"gates.split must be one of \('dev', 'test', 'all'\)"),
     (lambda c: c["metrics"].update(complete="yes please"), r"metrics.complete must be true or false"),
     (lambda c: c.update(report="customers"), r"report must be a mapping, got 'customers'"),
@@ -211,6 +214,12 @@ def test_a_judge_the_environment_cannot_build_is_one_line_at_load(env, message):
     (lambda c: c["metrics"].update(bootstrap_resamples=1e9),
      r"metrics.bootstrap_resamples must be an integer >= 1, got 1000000000.0 \(and at most 100000\)"),
     (lambda c: c["metrics"].update(ks=[]), r"metrics.ks must list at least one value"),
+    # a gate on a cut-off metric without k loaded, then was not_evaluable (a hard FAIL) on every run
+    (lambda c: c["gates"].update(thresholds=[{"metric": "recall", "max_abs_drop": 0.1}]),
+     r"gates.thresholds\[0\] \(recall\) is computed at a cut-off: expected k, one of metrics.ks \[1, 3, 5, 10\] "
+     r"\(k: 5, or in the name: recall_5\)$"),
+    (lambda c: c["gates"].update(thresholds=[{"metric": "claim_evidence_availability", "min_value": 0.5}]),
+     r"gates.thresholds\[0\] \(claim_evidence_availability\) is computed at a cut-off: expected k"),
 ])
 def test_cut_offs_and_resamples_beyond_their_bounds_are_refused_at_load(tmp_path, edit, message):
     path = edited(tmp_path, edit)
@@ -230,3 +239,59 @@ def test_the_dagster_shell_never_parses_the_raw_yaml():
     offenders = [str(p.relative_to(REPO_ROOT)) for p in (REPO_ROOT / "rag_eval_pipeline" / "defs").glob("*.py")
                  if ".raw.get(" in p.read_text(encoding="utf-8") or "config.raw" in p.read_text(encoding="utf-8")]
     assert offenders == []
+
+
+def test_a_gate_on_a_cut_off_metric_without_k_names_the_thresholds_line(tmp_path):
+    cfg = sample_config_dict()
+    cfg["gates"]["thresholds"] = [{"metric": "recall_5", "max_abs_drop": 0.05}, {"metric": "P", "max_abs_drop": 0.1}]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "metric: P" in text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert str(info.value) == (f"{path}, line {line}: gates.thresholds[1] (P) is computed at a cut-off: expected k, "
+                               "one of metrics.ks [1, 3, 5, 10] (k: 5, or in the name: P_5)")
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if needle in text)
+
+
+def test_corpus_split_is_refused_where_the_source_reads_no_split(tmp_path):
+    # documents_dir and squad_v2 read no split: corpus.split was accepted and ignored
+    cfg = sample_config_dict()
+    cfg["corpus"]["split"] = "dev"
+    path = write(tmp_path, cfg)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert str(info.value) == (f"{path}, line {_line_of(path, 'split: dev')}: corpus.split applies only to a corpus "
+                               "source that reads splits (beir); corpus.source is documents_dir here")
+
+
+def test_a_key_of_another_judge_type_is_refused_unless_the_environment_switched_the_type(tmp_path):
+    # judge: {type: rule_based, base_url: ...} loaded and dropped base_url
+    path = edited(tmp_path, lambda c: c["judge"].update(type="rule_based", base_url="http://127.0.0.1:9/v1"))
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert str(info.value) == (f"{path}, line {_line_of(path, 'base_url:')}: judge.base_url applies only to "
+                               "judge.type openai_compatible, and judge.type is rule_based here")
+    # a file written for a model judge, switched to the rule-based one by RAG_EVAL_JUDGE: still accepted
+    path = edited(tmp_path, lambda c: c["judge"].update(type="openai_compatible", base_url="http://127.0.0.1:9/v1",
+                                                        model="m"))
+    j = load_config(path, environ={"RAG_EVAL_JUDGE": "rule_based"}).judge
+    assert (j.type, j.type_source, j.base_url) == ("rule_based", "RAG_EVAL_JUDGE", None)
+
+
+def test_from_env_lists_only_the_variables_that_set_the_chosen_judge(tmp_path):
+    # RAG_EVAL_JUDGE_BASE_URL belongs to openai_compatible: with the rule-based judge it set nothing
+    env = {"RAG_EVAL_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "RAG_EVAL_JUDGE_TIMEOUT_S": "2.5"}
+    j = load_config(SAMPLE_DIR / "config.yaml", environ=env).judge
+    assert j.type == "rule_based" and j.from_env == ("RAG_EVAL_JUDGE_TIMEOUT_S",)
+
+
+def test_an_unknown_judge_type_in_the_file_names_its_line(tmp_path):
+    path = edited(tmp_path, lambda c: c["judge"].update(type="gpt"))
+    with pytest.raises(JudgeConfigError) as info:
+        load_config(path, environ={})
+    assert str(info.value).startswith(f"{path}, line {_line_of(path, 'type: gpt')}: judge.type 'gpt': expected one "
+                                      "of rule_based, openai_compatible, human")

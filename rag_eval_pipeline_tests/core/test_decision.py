@@ -57,10 +57,31 @@ def test_no_calibration_section_is_not_passed():
     assert st.line().startswith("not configured: the configuration has no calibration section; κ null")
 
 
-def test_the_worst_key_decides_and_the_lowest_kappa_is_reported():
+def test_the_worst_key_decides_and_the_lowest_current_kappa_is_reported():
+    # The stale row's κ 0.45 was measured for another judge/model/prompt (j/old/q): it is not this judge's κ.
+    # (This test used to expect κ 0.45 and n 20 here, reporting the stale κ as the current one.)
+    # The lowest current κ is therefore the current row's 0.8 (n 40); the stale κ appears only labelled.
     two = pl.concat([calib_table(0.8, 40), calib_table(0.45, 20, stale=True)])
     st = calibration_status(two, configured=True, kappa_floor=0.4, gated_metrics=[])
-    assert st.state == "stale" and st.kappa == 0.45 and st.n == 20
+    assert st.state == "stale" and st.kappa == 0.8 and st.n == 40
+    assert st.stale == ["κ 0.450 (n 20) made for j/old/q"]
+
+
+def test_a_stale_kappa_is_never_reported_as_the_current_one():
+    # only a stale calibration (κ 0.8 made for j/old/q): there is no current κ, whatever the stale one says
+    st = calibration_status(calib_table(0.8, 40, stale=True), configured=True, kappa_floor=0.4,
+                            gated_metrics=["faithfulness"])
+    assert st.state == "stale" and st.blocks and st.kappa is None and st.n is None
+    assert st.figures() == "κ null (floor 0.4); stale κ 0.800 (n 40) made for j/old/q"
+    assert st.line() == ("stale: calibrated for another judge, model or prompt; κ null (floor 0.4); "
+                         "stale κ 0.800 (n 40) made for j/old/q; blocks promotion (gates on faithfulness)")
+    assert "κ 0.800 ≥ floor" not in st.line()
+    d = run([gate(metric="faithfulness", k=None)], st)
+    assert d.calibration_line() == ("FAILED (blocks promotion): calibrated for another judge, model or prompt; "
+                                    "κ null (floor 0.4); stale κ 0.800 (n 40) made for j/old/q")
+    assert d.blocking_failures == [
+        "judge calibration: response j/m/pppppppppppp: stale: the calibration in force (κ 0.800 (n 40) made for "
+        "j/old/q) was made for another judge, model or prompt; recalibrate after a judge, model or prompt change"]
 
 
 # --------------------------------------------------------------------------------- verdicts
@@ -88,15 +109,56 @@ def test_inconclusive_passing_gate_when_block_inconclusive_is_off():
 
 
 def test_a_non_blocking_failure_is_a_warning():
+    # PASS means "no blocking failure"; the one-line reason must not say "every gate passed" when one did not
+    # (this test used to accept the verdict without reading its reason, which said "every gate passed").
     d = run([gate(), gate(metric="map", k=None, status="regression", blocking=False, passed=False)])
     assert d.verdict == "pass" and d.blocking_failures == []
     assert d.warnings == ["gate cand/map (split test): regression: r (not blocking)"]
+    assert d.why == ("no blocking failure on split test (2 gate(s)); 1 non-blocking gate(s) failed: "
+                     "cand/map (regression)")
+    assert "every gate passed" not in d.why
+
+
+def test_every_gate_passed_is_said_only_when_every_gate_passed():
+    d = run([gate(), gate(metric="ndcg_cut", k=10, status="within_noise")])
+    assert d.verdict == "pass" and d.why == "every gate passed on split test (2 gate(s))"
 
 
 def test_no_gate_and_nothing_compared_are_inconclusive():
     assert run([]).verdict == "inconclusive"
-    d = run([gate(status="unchanged_since_promotion")])
+    d = run([gate(status="unchanged_since_promotion")], unchanged=True)
     assert d.verdict == "inconclusive" and d.promotion_action == "keep"
+
+
+def test_with_no_gate_the_candidate_is_promoted_and_the_line_says_nothing_checked_it():
+    # decided: "no gate" promotes (nothing blocks it), and the decision says so rather than "no blocking failure"
+    d = run([])
+    assert d.verdict == "inconclusive" and d.promotion_action == "promote"
+    assert d.promotion == ("promotes cand as the baseline: no gate is configured, so nothing checked it (the "
+                           "promotion step, which runs after this report, writes it)")
+
+
+def test_keep_is_decided_from_the_manifests_not_from_gate_rows():
+    # no gate row at all, but the candidate's configuration is the stored baseline's: the promotion step keeps it
+    # (this used to read "promotes cand", inferred from gate rows only)
+    d = run([], unchanged=True)
+    assert d.promotion_action == "keep"
+    assert d.promotion == ("kept: cand is already the promoted baseline (same configuration and versions); "
+                           "nothing is written")
+
+
+def test_unchanged_since_promotion_compares_the_run_manifest_with_the_stored_one():
+    from rag_eval_pipeline.core.gates import unchanged_since_promotion
+
+    runs = pl.DataFrame([{"system": "cand", "corpus_version": "c1", "retriever": "r", "generator": "g", "model": "m",
+                          "prompt_version": "p1", "system_version": None}])
+    golden = pl.DataFrame({"golden_version": ["g1"]})
+    stored = {"system": "cand", "corpus_version": "c1", "golden_version": "g1", "retriever": "r", "generator": "g",
+              "model": "m", "prompt_version": "p1", "system_version": None, "promoted_at": "2026-11-30T00:00:00+00:00"}
+    assert unchanged_since_promotion(runs, golden, "cand", stored)
+    assert not unchanged_since_promotion(runs, golden, "cand", stored | {"prompt_version": "p0"})
+    assert not unchanged_since_promotion(runs, golden, "cand", None)
+    assert not unchanged_since_promotion(runs, golden, None, stored)
 
 
 def test_a_blocking_calibration_failure_fails_the_run():

@@ -71,9 +71,14 @@ def test_every_example_loads_and_estimate_and_sensor_read_the_registry(tmp_path)
         else:
             assert spec.name in offline_systems(cfg)
             assert (kind.name in calls) == (kind.estimate_note is not None)
-        watched = [cfg.resolve(p) for p in kind.watches(spec)]
-        assert watched_paths(cfg).get(spec.name, []) == watched, kind.name
-        assert (spec.name in source_fingerprints(cfg)) == bool(watched), kind.name
+    # the files each built-in example reads, resolved against the configuration's folder (written out by hand:
+    # a kind that reads files watches exactly those; one that runs or calls a system watches none)
+    watched = {"team_rag": [path.parent / "runs" / "team_rag.jsonl"], "team_rag_traces": [path.parent / "traces"],
+               "team_rag_langsmith": [path.parent / "langsmith_runs.jsonl"]}
+    builtin = {"bm25_k5", "team_rag", "team_rag_live", "team_rag_inproc", "team_rag_traces", "team_rag_langsmith"}
+    got = {name: paths for name, paths in watched_paths(cfg).items() if name in builtin}
+    assert got == watched
+    assert set(source_fingerprints(cfg)) & builtin == set(watched)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -133,3 +138,41 @@ def test_a_corpus_path_of_the_wrong_kind_is_named_by_its_source(tmp_path):
         path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
         with pytest.raises(ConfigError, match=f"corpus.path .*: {source.path_is} not a {source.path_is}"):
             load_config(path, environ={})
+
+
+@pytest.mark.parametrize("value, shown", [("activ", "'activ'"), (["active", "activ"], "'activ'")])
+def test_index_status_is_checked_against_the_chunk_statuses_whatever_its_shape(tmp_path, value, shown):
+    # a single misspelt string used to load as ['activ']: nothing indexed, every question retrieving nothing
+    system = {"name": "bm25", "kind": "reference", "retriever": {"type": "bm25", "index_status": value}}
+    path = with_systems(tmp_path, [system])
+    # the line of the misspelt value (the key's line for a string, the item's for a list)
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                if re.search(r"\bactiv\b", text))
+    with pytest.raises(SectionError) as info:
+        load_config(path, environ={})
+    msg = str(info.value)
+    assert msg.startswith(f"{path}, line {line}: systems[0] (bm25, kind reference): systems[0].retriever.index_status")
+    assert msg.endswith(f"must be one of ('active', 'withdrawn', 'replaced'), got {shown}")
+    # one correct status as a string is still accepted
+    system["retriever"]["index_status"] = "withdrawn"
+    cfg = load_config(with_systems(tmp_path, [system], "ok.yaml"), environ={})
+    assert cfg.system("bm25").retriever.resolved()["index_status"] == ["withdrawn"]
+
+
+@pytest.mark.parametrize("block, key, value", [
+    ("retriever", "language", "spansh"),   # loaded, then failed in the corpus step with no line
+    ("retriever", "method", "okapi"),      # bm25s' variants are lucene, robertson, atire
+    ("generator", "language", "klingon"),
+])
+def test_a_retriever_language_or_method_nobody_knows_is_refused_at_load(tmp_path, block, key, value):
+    system = {"name": "bm25", "kind": "reference", "retriever": {"type": "bm25"}}
+    system.setdefault(block, {})[key] = value
+    path = with_systems(tmp_path, [system])
+    line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if value in text)
+    with pytest.raises(SectionError) as info:
+        load_config(path, environ={})
+    msg = str(info.value)
+    assert msg.startswith(f"{path}, line {line}: systems[0] (bm25, kind reference): systems[0].{block}.{key} "
+                          "must be one of (")
+    assert msg.endswith(f"got {value!r}")
+    assert ("'lucene', 'robertson', 'atire'" if key == "method" else "'english'") in msg

@@ -83,3 +83,50 @@ def test_a_module_that_fails_to_import_fails_loudly(tmp_path, monkeypatch):
     finally:
         for mod in [m for m in sys.modules if m.startswith("broken_kinds")]:
             del sys.modules[mod]
+
+
+def test_another_thread_waits_for_discovery_instead_of_reading_a_half_filled_registry(tmp_path, monkeypatch):
+    # a_slow registers "a" after 0.6 s; b_fast registers "b" and reads the registry while importing (re-entry
+    # from the discovering thread must not wait for itself). A second thread asking for "b" while a_slow is
+    # still importing must wait for discovery to finish, not see "unknown slow kind 'b'".
+    import threading
+    import time
+
+    pkg = tmp_path / "slow_kinds_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "slow_kinds_base.py").write_text(
+        "import threading\nfrom rag_eval_pipeline.core.registry import Registry\n"
+        "KINDS = Registry('slow kind', package='slow_kinds_pkg')\nSTARTED = threading.Event()\n", encoding="utf-8")
+    (pkg / "a_slow.py").write_text(
+        "import time\nfrom slow_kinds_base import KINDS, STARTED\nfrom types import SimpleNamespace\n"
+        "STARTED.set()\ntime.sleep(0.6)\nKINDS.register(SimpleNamespace(name='a'))\n", encoding="utf-8")
+    (pkg / "b_fast.py").write_text(
+        "from slow_kinds_base import KINDS\nfrom types import SimpleNamespace\n"
+        "SEEN = KINDS.names()\nKINDS.register(SimpleNamespace(name='b'))\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import slow_kinds_base
+
+        results: dict[str, object] = {}
+
+        def ask(who: str, name: str) -> None:
+            try:
+                results[who] = slow_kinds_base.KINDS.get(name).name
+            except Exception as exc:  # noqa: BLE001 - the test reports what the thread saw
+                results[who] = exc
+
+        first = threading.Thread(target=ask, args=("first", "a"))
+        first.start()
+        assert slow_kinds_base.STARTED.wait(5)  # discovery is under way, a_slow is sleeping
+        second = threading.Thread(target=ask, args=("second", "b"))
+        t0 = time.monotonic()
+        second.start()
+        second.join(10)
+        first.join(10)
+        assert results == {"first": "a", "second": "b"}
+        assert time.monotonic() - t0 > 0.3  # the second thread waited for a_slow to finish
+        assert sys.modules["slow_kinds_pkg.b_fast"].SEEN == ("a",)  # re-entry saw what was registered so far
+    finally:
+        for mod in [m for m in sys.modules if m.startswith("slow_kinds")]:
+            del sys.modules[mod]

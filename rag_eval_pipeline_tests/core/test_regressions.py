@@ -27,7 +27,7 @@ def test_a_first_run_adds_each_regressed_question_once():
                     ("cand", "faithfulness", None, ["q3"], True, True, ""),
                     ("cand", "recall", 10, [], False, False, "floor")])
     cases, new = track_regressions(None, qm, gates, run_id="r1", now="2026-12-01T00:00:00+00:00")
-    assert new == 3
+    assert new == 3 and cases.height == 3
     rows = {r["question_id"]: r for r in cases.iter_rows(named=True)}
     # q1: found at 0.5, now 0.5 (not above) -> still regressed; q3 has k null and matches the null-k value
     assert rows["q1"]["value_when_found"] == 0.5 and rows["q1"]["status"] == "still_regressed"
@@ -41,11 +41,11 @@ def test_a_first_run_adds_each_regressed_question_once():
 
 def test_a_later_run_keeps_every_case_and_reports_its_state():
     previous = pl.DataFrame([
-        {"system": "cand", "metric": "recall", "k": 5, "question_id": "q1", "baseline_value": None,
+        {"system": "cand", "metric": "recall", "k": 5, "question_id": "q1",
          "value_when_found": 0.5, "first_seen_run": "r1", "first_seen_at": "t1"},
-        {"system": "cand", "metric": "recall", "k": 5, "question_id": "q2", "baseline_value": None,
+        {"system": "cand", "metric": "recall", "k": 5, "question_id": "q2",
          "value_when_found": 0.0, "first_seen_run": "r1", "first_seen_at": "t1"},
-        {"system": "cand", "metric": "recall", "k": 5, "question_id": "q9", "baseline_value": None,
+        {"system": "cand", "metric": "recall", "k": 5, "question_id": "q9",
          "value_when_found": 0.2, "first_seen_run": "r1", "first_seen_at": "t1"},
     ], schema=REGRESSION_COLUMNS)
     # now: q1 recovered (1.0 > 0.5), q2 still at 0.0, q9 has no value; q2 listed again is not added twice; q4 new
@@ -76,3 +76,15 @@ def test_run_row_coverage_finds_missing_duplicate_and_stale_rows():
     assert not cov.passed and cov.allowed == {}
     ok = run_row_coverage(["b"], runs.filter(pl.col("system") == "b").unique(), golden, snapshot, complete=True)
     assert ok.passed and ok.allowed == {"b": ["q2"]}  # trec_eval -c: a missing question is allowed
+
+
+def test_a_lower_is_better_rate_recovers_when_it_falls():
+    # run_error_rate: lower is better. q1 found at 1.0, now 0.0: recovered; q2 found at 0.0, now 1.0: still
+    previous = pl.DataFrame([
+        {"system": "cand", "metric": "run_error_rate", "k": None, "question_id": q, "value_when_found": v,
+         "first_seen_run": "r1", "first_seen_at": "t1"} for q, v in (("q1", 1.0), ("q2", 0.0))],
+        schema=REGRESSION_COLUMNS)
+    qm = _qm([("cand", "run_error_rate", None, "q1", 0.0), ("cand", "run_error_rate", None, "q2", 1.0)])
+    cases, new = track_regressions(previous, qm, _gates([]), run_id="r2", now="t2")
+    assert new == 0
+    assert dict(cases.select("question_id", "status").iter_rows()) == {"q1": "recovered", "q2": "still_regressed"}

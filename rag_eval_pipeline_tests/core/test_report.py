@@ -330,10 +330,10 @@ def _faithfulness_line(markdown: str) -> str:
 
 
 @pytest.mark.parametrize("calibration, floor, why", [
-    (None, 0.4, "no calibration against human labels"),
+    (None, 0.4, "the configuration has no calibration section"),
     (_calibration(0.169), 0.4, "κ 0.169 below the floor 0.4"),  # a judge below the floor (the sample's reaches 0.518)
     (_calibration(0.8, stale=True), 0.4, "another judge"),
-    (_calibration(None, missing=True), 0.4, "no calibration for this judge"),
+    (_calibration(None, missing=True), 0.4, "no calibration against human labels for this judge"),
     (_calibration(0.5), 0.6, "κ 0.500 below the floor 0.6"),
 ])
 def test_an_uncalibrated_judge_never_reads_healthy_in_green(calibration, floor, why):
@@ -481,3 +481,32 @@ def test_trend_legend_fits_and_systems_with_equal_values_stay_apart():
                (re.search(r'stroke-dasharray="([^"]+)"', tag) or re.match("", "")).group(0)) for tag in lines}
     assert len(lines) == 20 and len(styles) == 20  # equal lines differ in colour and dash, not drawn as one
     assert "(equal values)" in svg  # a shared point's tooltip names every system on it
+
+
+def test_a_stale_kappa_is_labelled_with_the_judge_it_was_made_for():
+    stale = _calibration(0.8, stale=True).with_columns(
+        pl.lit("rule").alias("calibrated_judge"), pl.lit("rule-v0").alias("calibrated_judge_model"),
+        pl.lit("f" * 64).alias("calibrated_prompt_sha256"))
+    rep = _report(calibration=stale)
+    row = next(line for line in rep.markdown.splitlines() if line.startswith("| claim | rule / rule-v1 |"))
+    assert "| stale |" in row and "0.800 (made for rule / rule-v0 / ffffffffffff, not this judge)" in row
+
+
+def test_the_bands_follow_the_one_calibration_status_of_the_decision():
+    # No calibration section, yet a calibration table with a current κ 0.8 ≥ 0.4 (rows of an older history):
+    # the decision says not_configured, so the bands must not be read either (they used to read "healthy").
+    from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+    from rag_eval_pipeline.core.report.decision import decide
+
+    status = calibration_status(CALIBRATED, configured=False, kappa_floor=0.4, gated_metrics=[])
+    assert status.state == "not_configured"
+    d = decide([], status, split="test", split_questions=None, baseline="b", promote=None)
+    rep = _report(summary=_summary(0.95), calibration=CALIBRATED, kappa_floor=0.4, decision=d)
+    assert not rep.judge_calibrated and rep.why_not_calibrated == "the configuration has no calibration section"
+    assert next(r for r in rep.headline if r["metric"] == "faithfulness")["band"] == "judge not calibrated"
+    assert "healthy" not in rep.markdown
+    # the same table with a configured, passing status reads the band
+    ok = calibration_status(CALIBRATED, configured=True, kappa_floor=0.4, gated_metrics=[])
+    rep = _report(summary=_summary(0.95), calibration=CALIBRATED,
+                  decision=decide([], ok, split="test", split_questions=None, baseline="b", promote=None))
+    assert rep.judge_calibrated and next(r for r in rep.headline if r["metric"] == "faithfulness")["band"] == "≥ 0.85"

@@ -108,3 +108,17 @@ def test_describe_lists_every_key_with_type_default_and_doc():
     assert rows["name"]["default"] == "required" and rows["count"]["type"] == "int or null"
     assert "one of `fast`, `slow`" in rows["mode"]["doc"] and "variable `DEMO_TIMEOUT_S`" in rows["timeout_s"]["doc"]
     assert "at most 60.0" in rows["timeout_s"]["doc"] and "only with mode `slow`" in rows["depth"]["doc"]
+
+
+def test_an_integer_too_large_for_a_float_is_refused_not_a_traceback(tmp_path):
+    # 10**400 has no float: math.isfinite raised OverflowError (a traceback) instead of a located refusal
+    at, raw = located(tmp_path, "demo:\n  name: x\n  ratio: " + "1" + "0" * 400 + "\n")
+    with pytest.raises(SectionError) as info:
+        parse_section(Demo, raw, at)
+    msg = str(info.value)
+    assert msg.startswith(f"{tmp_path / 'demo.yaml'}, line 3: demo.ratio must be a number in [0.0, 1.0], got 1000")
+    assert msg.split("got ", 1)[1] == "1" + "0" * 79 + "..."  # the value is cut to 80 characters
+    # the same on a one-sided float key
+    at, raw = located(tmp_path, "demo:\n  name: x\n  timeout_s: " + "9" * 400 + "\n")
+    with pytest.raises(SectionError, match=r"demo.timeout_s must be a finite number > 0.0, got 999"):
+        parse_section(Demo, raw, at)

@@ -149,6 +149,11 @@ def test_stale_calibration_fails(tmp_path):
     assert not ev.passed and "stale" in ev.metadata["failures"].value[0]
     table = pl.read_parquet(out / "judge_calibration.parquet")
     assert table["stale"].to_list() == [True] and table["calibrated_prompt_sha256"].to_list() == ["old"]
+    # the old prompt's κ is not today's judge's: no current κ, and the stale one is labelled with its prompt
+    assert table["kappa"][0] is not None and ev.metadata["kappa"].value is None
+    assert "made for " in ev.metadata["summary"].value and "/old" in ev.metadata["summary"].value
+    [row] = ev.metadata["kappas"].value
+    assert row["stale"] and row["calibrated_prompt_sha256"] == "old"
 
 
 def test_no_section_warns_without_judge_gates(tmp_path):

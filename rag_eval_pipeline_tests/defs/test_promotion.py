@@ -99,6 +99,9 @@ def test_after_promotion_the_promoted_candidate_is_unchanged_not_a_vacuous_pass(
     assert two_runs["second_manifest"] == two_runs["first_manifest"]
     promo = two_runs["second"].asset_materializations_for_node("promotion")[0].metadata
     assert promo["unchanged_since_promotion"].value is True
+    # the report's decision said "kept" from the same manifest comparison the promotion step made
+    decision = json.loads((two_runs["out"] / "decision.json").read_text(encoding="utf-8"))
+    assert decision["promotion_action"] == "keep"
 
 
 def test_a_changed_configuration_under_the_same_name_is_compared_for_real(two_runs):

@@ -102,9 +102,11 @@ def resolve_judge(section: Mapping[str, Any] | None, *, path: Path, environ: Map
     Inputs: the section (a mapping or None), the configuration file (for messages and relative
     paths), ``environ`` (default ``os.environ``; see :func:`judge_env`: a set variable replaces the
     file's value), ``lines`` (the file's key lines, for messages). Output: a :class:`JudgeConfig` whose
-    ``options`` is the chosen type's own section. Every key of every registered type is accepted (a
-    deployment may switch the type with ``RAG_EVAL_JUDGE``) and checked; the chosen type's ``check``
-    then requires what it needs. Raises ConfigError (file, line, key) for a bad key or value in the
+    ``options`` is the chosen type's own section and whose ``from_env`` lists the variables that set
+    it (the type, the shared keys, the chosen type's own keys). A key only another type reads is refused
+    (file, line, key, the types that read it) unless ``RAG_EVAL_JUDGE`` chose the type: a deployment may
+    switch a file written for another judge, whose keys are then accepted and checked; the chosen type's
+    ``check`` then requires what it needs. Raises ConfigError (file, line, key) for a bad key or value in the
     section, JudgeConfigError for an unknown judge name, a bad value in a variable (naming the
     variable), a model endpoint without base URL or model, or a human judge without an existing label
     file.
@@ -128,16 +130,23 @@ def resolve_judge(section: Mapping[str, Any] | None, *, path: Path, environ: Map
     else:
         kind, type_source = common.type, ("config" if "type" in raw else "default")
     if kind not in JUDGE_TYPES:
-        origin = f"{TYPE_ENV}={shown(kind)}" if type_source == TYPE_ENV else (
-            f"{path}: judge.type {shown(kind)}")
-        raise JudgeConfigError(f"{origin}: expected one of {', '.join(JUDGE_TYPES.names())}")
+        expected = f"expected one of {', '.join(JUDGE_TYPES.names())}"
+        if type_source == TYPE_ENV:
+            raise JudgeConfigError(f"{TYPE_ENV}={shown(kind)}: {expected}")
+        raise JudgeConfigError(str(at.child("type").error(f"{shown(kind)}: {expected}")))
+    if type_source != TYPE_ENV:  # a key only another type reads would be dropped silently
+        for name in raw:
+            owners = [t for t, keys in type_keys.items() if name in keys]
+            if owners and kind not in owners and name not in own:
+                raise at.fail(name, f"applies only to judge.type {', '.join(owners)}, and judge.type is {kind} here")
     sections = {}
     for jt in JUDGE_TYPES:  # every type's keys are checked, whichever type is chosen
         keys = type_keys[jt.name]
         sections[jt.name] = parse_section(jt.section, {k: v for k, v in raw.items() if k in keys}, at,
                                           env_error=JudgeConfigError)
-    env_names = judge_env()
-    from_env = tuple(var for var in dict.fromkeys(env_names.values()) if environ.get(var))
+    # the variables that set the chosen judge: the type, the shared keys and the chosen type's own keys
+    chosen = {"type": TYPE_ENV, **env_keys(JudgeConfig), **env_keys(JUDGE_TYPES.get(kind).section)}
+    from_env = tuple(var for var in dict.fromkeys(chosen.values()) if environ.get(var))
     out = dataclasses.replace(common, type=kind, type_source=type_source, options=sections[kind], from_env=from_env)
     jt = JUDGE_TYPES.get(kind)
     if jt.check is not None:

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from rag_eval_pipeline.core.errors import SchemaError
-from rag_eval_pipeline.core.report.markdown import markdown_table
+from rag_eval_pipeline.core.markdown_table import markdown_table
 from rag_eval_pipeline.core.tables import SCHEMAS
 
 __all__ = [

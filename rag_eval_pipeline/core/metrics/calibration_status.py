@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
+
 #: The states, worst first: the state of several judge keys is the worst of theirs.
 STATES = ("error", "not_configured", "missing", "stale", "kappa_null", "below_floor", "no_labels", "passed")
 
@@ -40,8 +42,11 @@ class CalibrationStatus:
     ``state``: one of :data:`STATES` ("passed" only when every current judge key has a current
     calibration with κ >= floor); ``passed``; ``blocks`` (True when it failed and a gate is on a
     judge-based metric: promotion stops); ``failures`` (one line per judge key that failed);
-    ``kappa`` (the lowest current κ, None when none is a number), ``floor``, ``n`` (items compared for
-    that κ), ``level`` ("claim" / "response"), ``judge_based_gates`` (sorted metric names).
+    ``kappa`` (the lowest current κ, None when none is a number: a stale row's κ was measured for another
+    judge, model or prompt and is never this judge's), ``floor``, ``n`` (items compared for that κ),
+    ``level`` ("claim" / "response"), ``judge_based_gates`` (sorted metric names), ``stale`` (one entry per
+    stale row: its κ labelled with the judge/model/prompt it was made for, ``κ 0.800 (n 40) made for
+    j/m/abc123def456``).
     """
 
     state: str
@@ -53,6 +58,7 @@ class CalibrationStatus:
     n: int | None = None
     level: str | None = None
     judge_based_gates: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
 
     @property
     def severity(self) -> str:
@@ -71,13 +77,15 @@ class CalibrationStatus:
         return f"{what}. A warning only: no gate is on a judge-based metric"
 
     def figures(self) -> str:
-        """``κ 0.518 ≥ floor 0.4 (n 34, response level)``, ``κ 0.518 below floor 0.9 (...)``, ``κ null (floor 0.4)``."""
+        """``κ 0.518 ≥ floor 0.4 (n 34, response level)``, ``κ 0.518 below floor 0.9 (...)``, ``κ null (floor 0.4)``;
+        a stale calibration's κ follows, labelled: ``κ null (floor 0.4); stale κ 0.800 (n 40) made for j/m/abc``."""
+        stale = f"; stale {'; '.join(self.stale)}" if self.stale else ""
         if self.kappa is None:
-            return f"κ null (floor {self.floor:g})"
+            return f"κ null (floor {self.floor:g})" + stale
         sign = "≥" if self.kappa >= self.floor else "below"
         extra = ", ".join(x for x in (f"n {self.n}" if self.n is not None else "",
                                       f"{self.level} level" if self.level else "") if x)
-        return f"κ {self.kappa:.3f} {sign} floor {self.floor:g}" + (f" ({extra})" if extra else "")
+        return f"κ {self.kappa:.3f} {sign} floor {self.floor:g}" + (f" ({extra})" if extra else "") + stale
 
     def line(self) -> str:
         """The text the CLI prints beside the check: the figures; when not passed, first the state and why,
@@ -91,6 +99,17 @@ class CalibrationStatus:
         return f"{self.state.replace('_', ' ')}: {why}{self.figures()}; {effect}"
 
     @property
+    def why_not(self) -> str:
+        """Why the judge's numbers may not be read, in a few words ("" when passed): ``κ 0.169 below the floor
+        0.4`` for a κ below the floor, else the state in words (``calibrated for another judge, model or
+        prompt``). The report's bands read this, so they cannot disagree with the check."""
+        if self.passed:
+            return ""
+        if self.state == "below_floor" and self.kappa is not None:
+            return f"κ {self.kappa:.3f} below the floor {self.floor:g}"
+        return self.state_words
+
+    @property
     def state_words(self) -> str:
         """The state in words: "passed", "the configuration has no calibration section", ..."""
         return _STATE_WORDS.get(self.state, self.state)
@@ -98,6 +117,16 @@ class CalibrationStatus:
 
 def _key(r: dict) -> str:
     return f"{r.get('level')} {r.get('judge')}/{r.get('judge_model')}/{(r.get('prompt_sha256') or '')[:12]}"
+
+
+def _made_for(r: dict) -> str:
+    return (f"{r.get('calibrated_judge')}/{r.get('calibrated_judge_model')}/"
+            f"{(r.get('calibrated_prompt_sha256') or '')[:12]}")
+
+
+def _stale_kappa(r: dict) -> str:
+    kappa = "κ null" if r.get("kappa") is None else f"κ {r['kappa']:.3f}"
+    return f"{kappa} (n {r.get('n')}) made for {_made_for(r)}"
 
 
 def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_floor: float,
@@ -110,19 +139,19 @@ def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_fl
     ``gated_metrics`` (the metric names of the gate thresholds), ``error`` (the calibration could not
     be computed: this text is the reason).
     Output: a :class:`CalibrationStatus`. Per judge key: missing, stale, κ null or κ below the floor is
-    a failure with its reason; the overall state is the worst one (:data:`STATES`). With no calibration
+    a failure with its reason; a stale row's κ is left out of the current κ and shown only labelled with
+    the judge/model/prompt it was made for; the overall state is the worst one (:data:`STATES`). With no calibration
     section the state is ``not_configured`` (never passed). ``blocks`` = failed and at least one gated
     metric is judge-based (:func:`core.metrics.calibration.judge_based_metrics`). Raises nothing.
     Source: Cohen (1960) for κ; Zheng et al. (2023) for validating a judge against people.
     """
-    # imported here: core.metrics.calibration imports the report package, whose decision module imports this one
-    from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
-
     gated = judge_based_metrics(gated_metrics)
     floor = float(kappa_floor)
     rows = [] if table is None else list(table.iter_rows(named=True))
+    # a stale row carries the κ of the calibration made for another judge, model or prompt: never the current κ
     kappas = [(r["kappa"], r.get("n"), r.get("level")) for r in rows
-              if r.get("kappa") is not None and not r.get("missing")]
+              if r.get("kappa") is not None and not r.get("missing") and not r.get("stale")]
+    stale = [_stale_kappa(r) for r in rows if r.get("stale") and not r.get("missing")]
     low = min(kappas, key=lambda t: t[0]) if kappas else (None, None, rows[0].get("level") if rows else None)
     failures: list[str] = []
     states: list[str] = []
@@ -142,9 +171,8 @@ def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_fl
                                 "and prompt")
             elif r.get("stale"):
                 states.append("stale")
-                failures.append(f"{who}: stale: calibrated for {r.get('calibrated_judge')}/"
-                                f"{r.get('calibrated_judge_model')}/{(r.get('calibrated_prompt_sha256') or '')[:12]}; "
-                                "recalibrate after a judge, model or prompt change")
+                failures.append(f"{who}: stale: the calibration in force ({_stale_kappa(r)}) was made for another "
+                                "judge, model or prompt; recalibrate after a judge, model or prompt change")
             elif r.get("kappa") is None:
                 states.append("kappa_null")
                 failures.append(f"{who}: kappa null ({r.get('kappa_reason') or 'no reason given'})")
@@ -157,4 +185,5 @@ def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_fl
     state = min(states, key=STATES.index) if states else "passed"
     passed = state == "passed"
     return CalibrationStatus(state=state, passed=passed, blocks=bool(gated) and not passed, floor=floor,
-                             failures=failures, kappa=low[0], n=low[1], level=low[2], judge_based_gates=gated)
+                             failures=failures, kappa=low[0], n=low[1], level=low[2], judge_based_gates=gated,
+                             stale=stale)

@@ -24,6 +24,15 @@ from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.registry import Registry
 
 FAMILIES = ("retrieval", "claim_evidence", "decision", "faithfulness", "correctness", "quality", "latency")
+#: The scale of a metric's values (per question and in aggregate). Only ``unit`` values are comparable with
+#: one another by their differences: ``rag-eval compare`` orders questions by them alone.
+SCALES: dict[str, str] = {
+    "unit": "a share or score in [0, 1]",
+    "score_1_5": "a judge's integer score from 1 to 5",
+    "cosine": "a mean cosine similarity, in [-1, 1]",
+    "count": "a count of chunks",
+    "ms": "milliseconds",
+}
 TREC_EVAL = "trec_eval 10.0 (usnistgov/trec_eval)"
 
 
@@ -37,6 +46,7 @@ class MetricInfo:
     ``default``: computed by every run (False: only when asked for, e.g. by the trec_eval command).
     ``count``: a trec_eval count measure (summed, not averaged, in its ``all`` line).
     ``summary_only``: a ``metric_summary`` row computed from another metric (latency percentiles).
+    ``scale``: one of :data:`SCALES` (``unit``: values in [0, 1], the default).
     ``definition``: one line; ``source``: the public source of the definition."""
 
     name: str
@@ -51,25 +61,30 @@ class MetricInfo:
     default: bool = True
     count: bool = False
     summary_only: bool = False
+    scale: str = "unit"
 
 
 #: Every metric, in declaration order (retrieval measures in trec_eval's print order).
 METRICS: Registry[MetricInfo] = Registry("metric")
 
 
-def metric(name: str, family: str, definition: str, source: str, **attrs: bool) -> MetricInfo:
-    """Declare metric ``name`` (one call per metric, below). Raises RegistryError for a second declaration."""
+def metric(name: str, family: str, definition: str, source: str, **attrs: bool | str) -> MetricInfo:
+    """Declare metric ``name`` (one call per metric, below). Raises RegistryError for a second declaration,
+    ValueError for a family not in :data:`FAMILIES` or a scale not in :data:`SCALES`."""
     if family not in FAMILIES:
         raise ValueError(f"metric {name!r}: family {family!r} is not one of {FAMILIES}")
+    if attrs.get("scale", "unit") not in SCALES:
+        raise ValueError(f"metric {name!r}: scale {attrs['scale']!r} is not one of {tuple(SCALES)}")
     return METRICS.register(MetricInfo(name, family, definition, source, **attrs))
 
 
 # ----------------------------------------------------------------------------- retrieval (trec_eval)
 
-metric("num_ret", "retrieval", "chunks retrieved", f"{TREC_EVAL}, m_num_ret.c", count=True)
-metric("num_rel", "retrieval", "relevant chunks in the golden set", f"{TREC_EVAL}, m_num_rel.c", count=True)
+metric("num_ret", "retrieval", "chunks retrieved", f"{TREC_EVAL}, m_num_ret.c", count=True, scale="count")
+metric("num_rel", "retrieval", "relevant chunks in the golden set", f"{TREC_EVAL}, m_num_rel.c", count=True,
+       scale="count")
 metric("num_rel_ret", "retrieval", "relevant chunks retrieved (whole list)", f"{TREC_EVAL}, m_num_rel_ret.c",
-       count=True)
+       count=True, scale="count")
 metric("map", "retrieval", "mean average precision", f"{TREC_EVAL}, m_map.c",
        needs_relevant=True)
 metric("Rprec", "retrieval", "relevant chunks in the top num_rel / num_rel", f"{TREC_EVAL}, m_Rprec.c",
@@ -143,9 +158,9 @@ metric("reference_token_recall", "correctness", "reference tokens found in the a
 
 _ARES = "ARES (Saad-Falcon et al., NAACL 2024; arXiv:2311.09476)"
 metric("answer_relevance", "quality", "the judge's 1-5 score of how well the answer addresses the question",
-       _ARES, judge_based=True)
+       _ARES, judge_based=True, scale="score_1_5")
 metric("answer_relevancy", "quality", "similarity of the question and questions generated from the answer",
-       f"{_RAGAS} answer_relevancy", judge_based=True)
+       f"{_RAGAS} answer_relevancy", judge_based=True, scale="cosine")
 metric("context_relevance", "quality", "share of the retrieved chunks needed to answer", f"{_RAGAS} and {_ARES}",
        judge_based=True)
 metric("answer_correctness", "quality", "share of the reference answer's facts the answer covers",
@@ -157,9 +172,10 @@ metric("faithfulness_holistic_model", "quality", "the judge's own YES / PARTIAL 
 
 _HF7 = "percentile with linear interpolation (Hyndman & Fan 1996, definition 7)"
 metric("latency_ms", "latency", "wall time of the call that produced the row, ms", "rag_runs.latency_ms",
-       higher_is_better=False)
-metric("latency_ms_p50", "latency", "median latency, ms", _HF7, higher_is_better=False, summary_only=True)
-metric("latency_ms_p95", "latency", "95th percentile latency, ms", _HF7, higher_is_better=False, summary_only=True)
+       higher_is_better=False, scale="ms")
+metric("latency_ms_p50", "latency", "median latency, ms", _HF7, higher_is_better=False, summary_only=True, scale="ms")
+metric("latency_ms_p95", "latency", "95th percentile latency, ms", _HF7, higher_is_better=False, summary_only=True,
+       scale="ms")
 
 
 def _names(**where: object) -> tuple[str, ...]:
@@ -236,6 +252,26 @@ PROPORTION_METRICS: frozenset[str] = frozenset(_names(proportion=True))
 #: cutoff is ``k``). Latency is a measurement reported beside the metrics, not gated.
 PIPELINE_METRICS: frozenset[str] = frozenset(m.name for m in METRICS
                                              if m.default and not m.summary_only and m.family != "latency")
+
+#: The metrics a run is read by, in reading order, as ``(metric, k)`` (the preferred cut-off; the report
+#: takes the nearest computed one): the report's summary table and ``rag-eval run``'s summary. A metric a
+#: run did not compute is left out of both.
+HEADLINE_METRICS: tuple[tuple[str, int | None], ...] = (
+    ("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
+    ("claim_evidence_availability", 5), ("evidence_retrieved", None), ("coverage", None),
+    ("answer_without_evidence_rate", None), ("false_abstention_rate", None),
+    ("abstention_with_evidence", None), ("abstention_without_evidence", None),
+    ("faithfulness", None), ("faithfulness_holistic", None), ("contradicted_claim_rate", None),
+    ("judge_error_rate", None), ("run_error_rate", None), ("reference_token_recall", None),
+    ("latency_ms_p50", None), ("latency_ms_p95", None),
+)
+#: The few of :data:`HEADLINE_METRICS` followed across runs and between two runs: the trend page and the
+#: lines ``rag-eval compare`` prints (the page has every metric).
+KEY_METRICS: tuple[tuple[str, int | None], ...] = (
+    ("recall", 5), ("ndcg_cut", 10), ("claim_evidence_availability", 5), ("evidence_retrieved", None),
+    ("coverage", None), ("false_abstention_rate", None), ("answer_without_evidence_rate", None),
+    ("faithfulness", None), ("run_error_rate", None),
+)
 
 _LABEL = re.compile(r"^(?P<base>.+)_(?P<k>\d+)$")
 
@@ -314,10 +350,32 @@ def parse_measure(name: str) -> tuple[str, int | None]:
     return base, k
 
 
+_GATE_CUT_SUFFIX = re.compile(r"^(.*[A-Za-z])[_@](\d+)$")
+
+
+def gate_metric(name: str, k: int | None = None) -> tuple[str, int | None]:
+    """The ``(metric, k)`` a gate's metric name means, as a configuration may write it: a base name
+    (``recall``, with ``k`` apart), a trec_eval label (``recall_5``, ``ndcg_cut_10``) or a readable alias
+    (``ndcg@10`` -> ``("ndcg_cut", 10)``, ``mrr`` -> ``("recip_rank", None)``). A ``k`` given apart wins
+    over one in the name. A name that is none of these is returned unchanged (the configuration reports
+    it). Never raises. Source: trec_eval's measure names; the aliases of :func:`parse_measure`."""
+    metric = name
+    cut = _GATE_CUT_SUFFIX.match(name)
+    if cut and k is None:  # "recall_5" / "recall@5" -> metric "recall", k 5
+        metric, k = cut.group(1), int(cut.group(2))
+    if metric not in PIPELINE_METRICS:  # a readable alias: ndcg@10, mrr, hit@5, precision@5 ...
+        try:
+            base, cut_k = parse_measure(name)
+        except ConfigError:
+            return metric, k
+        metric, k = base, (k if k is not None else cut_k)
+    return metric, k
+
+
 __all__ = [
     "ALIASES", "CLAIM_METRIC", "CORRECTNESS_METRICS", "COUNT_MEASURES", "CUT_MEASURES", "DECISION_METRICS",
-    "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "JUDGE_BASED_METRICS", "LOWER_IS_BETTER", "MEASURES", "METRICS",
-    "NEEDS_RELEVANT", "PIPELINE_METRICS", "PROPORTION_METRICS", "QUALITY_METRICS", "RANKING_MODES", "UNCUT_MEASURES",
-    "MetricInfo", "higher_is_better", "is_judge_based", "metric", "metric_info", "metric_label", "parse_measure",
-    "trec_name",
+    "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "HEADLINE_METRICS", "JUDGE_BASED_METRICS", "KEY_METRICS",
+    "LOWER_IS_BETTER", "MEASURES", "METRICS", "NEEDS_RELEVANT", "PIPELINE_METRICS", "PROPORTION_METRICS",
+    "QUALITY_METRICS", "RANKING_MODES", "SCALES", "UNCUT_MEASURES", "MetricInfo", "gate_metric", "higher_is_better",
+    "is_judge_based", "metric", "metric_info", "metric_label", "parse_measure", "trec_name",
 ]

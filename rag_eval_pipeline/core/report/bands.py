@@ -11,19 +11,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from rag_eval_pipeline.core.metrics.names import HEADLINE_METRICS as HEADLINE_METRICS  # re-exported
 from rag_eval_pipeline.core.metrics.names import LOWER_IS_BETTER as LOWER_IS_BETTER  # re-exported
 from rag_eval_pipeline.core.metrics.names import METRICS
 from rag_eval_pipeline.core.metrics.names import is_judge_based as is_judge_based  # re-exported
 from rag_eval_pipeline.core.metrics.names import metric_label as metric_label  # re-exported
 
-HEADLINE_METRICS: tuple[tuple[str, int | None], ...] = (
-    ("recall", 5), ("P", 5), ("success", 5), ("ndcg_cut", 10), ("recip_rank", None), ("map", None),
-    ("claim_evidence_availability", 5), ("evidence_retrieved", None), ("coverage", None),
-    ("answer_without_evidence_rate", None), ("false_abstention_rate", None),
-    ("abstention_with_evidence", None), ("abstention_without_evidence", None),
-    ("faithfulness", None), ("faithfulness_holistic", None), ("contradicted_claim_rate", None),
-    ("judge_error_rate", None), ("run_error_rate", None),
-)
 #: Metrics of the "retrieval failure versus abstention" table.
 DECISION_METRICS: tuple[str, ...] = (
     "evidence_retrieved", "false_abstention_rate", "abstention_with_evidence", "abstention_without_evidence",

@@ -19,6 +19,7 @@ import polars as pl
 
 from rag_eval_pipeline.core.config_sections import DEFAULT_KAPPA_FLOOR
 from rag_eval_pipeline.core.errors import SchemaError
+from rag_eval_pipeline.core.metrics.calibration_status import CalibrationStatus, calibration_status
 from rag_eval_pipeline.core.report.access import ReportAccess
 from rag_eval_pipeline.core.report.bands import (
     BANDED_METRICS,
@@ -45,10 +46,10 @@ from rag_eval_pipeline.core.report.blocks import (
     value_cell,
 )
 from rag_eval_pipeline.core.report.context import EvidenceRank, evidence_ranks
-from rag_eval_pipeline.core.report.decision import Decision, decision_blocks
+from rag_eval_pipeline.core.report.decision import Decision, decision_blocks, split_questions
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html, toc
 from rag_eval_pipeline.core.report.markdown import render_markdown
-from rag_eval_pipeline.core.report.questions import regressed_questions, worst_questions
+from rag_eval_pipeline.core.report.questions import WORST_N, regressed_questions, worst_questions
 from rag_eval_pipeline.core.report.trend import metric_labels, trend_svg
 
 _NEEDED: dict[str, tuple[str, ...]] = {
@@ -104,7 +105,8 @@ class Report:
     table: system, metric, value (float or None), numerator, denominator, n, n_not_evaluable, ci_low,
     ci_high, judge_errors (int for a judge-based metric, None otherwise), band (the band's label; "judge
     not calibrated" when the judge is not calibrated; None when no band applies). ``judge_calibrated``
-    says whether the judge passed calibration (:func:`judge_trust`), ``why_not_calibrated`` why not.
+    says whether the judge passed calibration (the run's :class:`CalibrationStatus`), ``why_not_calibrated``
+    why not.
     ``withheld`` counts texts withheld by the access rule, ``restricted_chunks`` the chunk previews hidden.
     """
 
@@ -115,32 +117,6 @@ class Report:
     restricted_chunks: int
     judge_calibrated: bool = False
     why_not_calibrated: str = ""
-
-
-
-
-def judge_trust(calibration: pl.DataFrame | None, kappa_floor: float | None = DEFAULT_KAPPA_FLOOR) -> tuple[bool, str]:
-    """Whether the judge's numbers may be read: (calibrated, why not).
-
-    Input: the judge_calibration table (rows per current judge key and level: kappa, stale, missing,
-    kappa_reason) or None, and the floor κ must reach (None = the default 0.4). Output: (True, "")
-    when there is at least one row and every row is current (neither stale nor missing) with a κ at
-    or above the floor; else (False, a short reason: no calibration, missing, stale, κ null, or κ
-    below the floor). Raises nothing. Definition: ``docs/METRICS.md``, section judge_calibration.
-    """
-    floor = DEFAULT_KAPPA_FLOOR if kappa_floor is None else float(kappa_floor)
-    if calibration is None or not calibration.height:
-        return False, "no calibration against human labels"
-    for r in calibration.iter_rows(named=True):
-        if r.get("missing"):
-            return False, "no calibration for this judge, model and prompt"
-        if r.get("stale"):
-            return False, "calibration made for another judge, model or prompt"
-        if r.get("kappa") is None:
-            return False, f"κ not evaluable ({r.get('kappa_reason') or 'no reason given'})"
-        if r["kappa"] < floor:
-            return False, f"κ {r['kappa']:.3f} below the floor {floor:g}"
-    return True, ""
 
 
 
@@ -157,7 +133,7 @@ def build_report(
     gates: Sequence[dict] | None = None,
     history: pl.DataFrame | None = None,
     viewer_groups: Sequence[str] | str = ("customers",),
-    worst_n: int = 10,
+    worst_n: int = WORST_N,
     *,
     baseline_manifest: dict | None = None,
     generated_at: dt.datetime | None = None,
@@ -167,6 +143,7 @@ def build_report(
     decision: Decision | None = None,
     gate_split: str | None = None,
     suite: str | None = None,
+    calibration_check: CalibrationStatus | None = None,
 ) -> Report:
     """Render one evaluation run as Markdown and as a self-contained HTML page.
 
@@ -182,7 +159,11 @@ def build_report(
     None for none), ``kappa_floor`` (the configuration's ``calibration.kappa_floor``), ``decision`` (the
     run's :class:`~rag_eval_pipeline.core.report.decision.Decision`: the first section when given),
     ``gate_split`` (the split the gates compare on, named on the comparison table; default the
-    decision's, else "test"), ``suite`` (named in the title).
+    decision's, else "test"), ``suite`` (named in the title), ``calibration_check`` (the calibration
+    check's :class:`~rag_eval_pipeline.core.metrics.calibration_status.CalibrationStatus`; default the
+    decision's; without either, :func:`~rag_eval_pipeline.core.metrics.calibration_status.calibration_status`
+    of ``calibration`` at ``kappa_floor``, configured when a calibration table is given). The bands and
+    the "judge not calibrated" readings follow that one status, so they never disagree with the decision.
 
     Output: a :class:`Report`. Sections: the decision (verdict, promotion, blocking failures, comparison
     split, judge calibration, judge errors: the first screen); run header (systems and their manifests,
@@ -219,7 +200,12 @@ def build_report(
         blocks += decision_blocks(decision)
     blocks += _header(summary, rag_runs, golden, snapshot, judge_labels, answer_judgements, systems, viewer,
                       access, generated_at, baseline_manifest)
-    calibrated, why_not = judge_trust(calibration, kappa_floor)
+    status = calibration_check or (decision.calibration if decision is not None else None)
+    if status is None:
+        status = calibration_status(calibration, configured=calibration is not None,
+                                    kappa_floor=DEFAULT_KAPPA_FLOOR if kappa_floor is None else kappa_floor,
+                                    gated_metrics=())
+    calibrated, why_not = status.passed, status.why_not
     ranks = evidence_ranks(rag_runs, golden, snapshot)
     headline_blocks, headline = _headline(summary, systems, calibrated, why_not)
     blocks += headline_blocks
@@ -444,6 +430,9 @@ def _judge_trust(calibration: pl.DataFrame | None, variance: pl.DataFrame | None
             css = "na" if state != "current" else None
             kappa = (fmt(r.get("kappa"), 3) if r.get("kappa") is not None
                      else f"null ({r.get('kappa_reason') or 'no reason given'})")
+            if state == "stale":  # another judge's κ: never read as this judge's
+                kappa += (f" (made for {r.get('calibrated_judge')} / {r.get('calibrated_judge_model')} / "
+                          f"{short_sha(r.get('calibrated_prompt_sha256'))}, not this judge)")
             agree = "—" if r.get("agreement") is None else (
                 f"{r['agreement']:.3f}" + ("" if r.get("agreement_ci_low") is None else
                                            f" [{r['agreement_ci_low']:.3f}, {r['agreement_ci_high']:.3f}]"))
@@ -494,7 +483,7 @@ def _gate_judge_errors(summary: pl.DataFrame, system: str, metric: str, k: int |
 
 def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary: pl.DataFrame, split: str,
            golden: pl.DataFrame) -> list[Block]:
-    n_split = golden.filter(pl.col("split") == split).height if split != "all" else golden.height
+    n_split = split_questions(golden, split)
     blocks = [heading(f"Comparison with the baseline (split {split})", 2),
               Block("note", text=f"Every gate compares on split {split} ({n_split} golden questions), not on all "
                                  "questions: values here differ from the summary above, which covers split all.")]

@@ -16,6 +16,7 @@ numbers as they are), and the questions that regressed most, each linked to its 
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,10 +27,21 @@ import polars as pl
 from rag_eval_pipeline.core.metrics.names import trec_name
 from rag_eval_pipeline.core.report.decision import verdict_word
 from rag_eval_pipeline.core.report.markdown import markdown_table, md_text
-from rag_eval_pipeline.core.report.questions import question_anchor, regressed_questions
+from rag_eval_pipeline.core.report.questions import WORST_N, question_anchor, regressed_questions
 
 #: JUnit outcomes of a case: passed, failed (<failure>), error (<error>), warning (passed, with <system-out>).
 OUTCOMES = ("passed", "failed", "error", "warning")
+#: ANSI escape sequences (colours, cursor moves: ECMA-48 CSI and two-character escapes), dropped from XML texts.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
+#: Characters outside XML 1.0's ``Char`` production (W3C XML 1.0, section 2.2), surrogates included.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(value: object) -> str:
+    """``value`` as text an XML 1.0 document may hold: ANSI escape sequences dropped, every other character
+    outside XML 1.0's ``Char`` (control characters but tab, newline and carriage return; lone surrogates;
+    U+FFFE, U+FFFF) replaced by U+FFFD. Source: W3C XML 1.0 (Fifth Edition), section 2.2 Characters."""
+    return _NOT_XML.sub("\ufffd", _ANSI.sub("", "" if value is None else str(value)))
 
 
 @dataclass(frozen=True)
@@ -72,8 +84,10 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, A
 
     Output: UTF-8 XML text with counts (tests, failures, errors, skipped = 0) on both elements, the
     ``properties`` (e.g. verdict, run id) on the test suite, and per case a ``<failure>`` / ``<error>``
-    (attribute ``message``, body ``details``), or for a warning a ``<system-out>`` line. Raises ValueError
-    for an unknown outcome. Format: the legacy JUnit XML report (Ant / JUnit Platform Console Launcher).
+    (attribute ``message``, body ``details``), or for a warning a ``<system-out>`` line. Every name and
+    text goes through :func:`xml_text` first, so the file parses whatever the messages quote (ANSI colours,
+    bytes of a bad input). Raises ValueError for an unknown outcome. Format: the legacy JUnit XML report
+    (Ant / JUnit Platform Console Launcher).
     """
     bad = [c.outcome for c in cases if c.outcome not in OUTCOMES]
     if bad:
@@ -81,29 +95,41 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, A
     failures = sum(c.outcome == "failed" for c in cases)
     errors = sum(c.outcome == "error" for c in cases)
     counts = {"tests": str(len(cases)), "failures": str(failures), "errors": str(errors), "skipped": "0"}
+    t = xml_text
     root = ET.Element("testsuites", {"name": "rag-eval", **counts})
-    ts = ET.SubElement(root, "testsuite", {"name": suite, **counts})
+    ts = ET.SubElement(root, "testsuite", {"name": t(suite), **counts})
     if properties:
         props = ET.SubElement(ts, "properties")
         for k, v in properties.items():
-            ET.SubElement(props, "property", {"name": str(k), "value": "" if v is None else str(v)})
+            ET.SubElement(props, "property", {"name": t(k), "value": t(v)})
     for c in cases:
-        tc = ET.SubElement(ts, "testcase", {"classname": c.classname, "name": c.name})
+        tc = ET.SubElement(ts, "testcase", {"classname": t(c.classname), "name": t(c.name)})
         if c.properties:
             props = ET.SubElement(tc, "properties")
             for k, v in c.properties:
-                ET.SubElement(props, "property", {"name": k, "value": v})
+                ET.SubElement(props, "property", {"name": t(k), "value": t(v)})
         if c.outcome in ("failed", "error"):
             el = ET.SubElement(tc, "failure" if c.outcome == "failed" else "error",
-                               {"message": c.message, "type": c.outcome})
-            el.text = c.details or c.message
+                               {"message": t(c.message), "type": c.outcome})
+            el.text = t(c.details or c.message)
         elif c.outcome == "warning":
-            ET.SubElement(tc, "system-out").text = f"WARNING: {c.message}" + (f"\n{c.details}" if c.details else "")
+            ET.SubElement(tc, "system-out").text = t(f"WARNING: {c.message}" + (f"\n{c.details}" if c.details else ""))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
 _ICONS = {"pass": "✅", "fail": "❌", "inconclusive": "⚠️"}
+
+
+def final_verdict(decision: Mapping[str, Any], extra_failures: Sequence[str] = ()) -> tuple[str, str]:
+    """The run's verdict and its one-line reason, as the CLI, the JUnit file and the summary all state it:
+    ``("fail", "N blocking failure(s)")`` when there are ``extra_failures`` (blocking failures the decision
+    did not see: a failed step, a failed check it does not decide; N counts them with the decision's own),
+    else the decision's ``verdict`` and ``why``. Raises nothing."""
+    if extra_failures:
+        n = len(extra_failures) + len(decision.get("blocking_failures") or [])
+        return "fail", f"{n} blocking failure(s)"
+    return str(decision.get("verdict")), str(decision.get("why") or "")
 
 
 def _num(v: float | None, sign: bool = False) -> str:
@@ -114,7 +140,7 @@ def _num(v: float | None, sign: bool = False) -> str:
 
 def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *, title: str, promotion: str,
                      report_link: str | None, extra_failures: Sequence[str] = (), top_questions: int = 10,
-                     linked_per_system: int = 10) -> str:
+                     linked_per_system: int = WORST_N) -> str:
     """A compact Markdown summary of a run for a pull-request comment.
 
     Inputs: ``decision`` (``decision.json``: verdict, blocking_failures, warnings, split_questions, split,
@@ -122,18 +148,17 @@ def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *,
     ``title`` (e.g. "rag-eval sample (quick_evaluation)"), ``promotion`` (what promotion did: the CLI's line),
     ``report_link`` (URL or path of report.html; question links append ``#<anchor>`` when it is a URL),
     ``extra_failures`` (blocking failures the decision did not see: a failed step or check; they make the
-    verdict "fail"), ``top_questions`` (rows of the regressed-question list), ``linked_per_system`` (how many
-    regressed questions per system the report has a card for: the report's ``worst_n``).
+    verdict "fail": :func:`final_verdict`), ``top_questions`` (rows of the regressed-question list),
+    ``linked_per_system`` (how many regressed questions per system the report has a card for: the report's ``worst_n``).
     Output: Markdown text: a heading with the verdict, the promotion and calibration lines, the blocking
     failures, "Changed metrics" (gate rows whose difference is not 0: candidate, baseline, difference, 95%
     CI, p, status, as the gate table holds them, to 4 decimals) and "Top regressed questions"
     (:func:`core.report.questions.regressed_questions` order). Raises nothing for well-formed inputs.
     """
-    verdict = "fail" if extra_failures else str(decision.get("verdict"))
+    verdict, why = final_verdict(decision, extra_failures)
     failures = list(extra_failures) + list(decision.get("blocking_failures") or [])
     lines = [f"### {_ICONS.get(verdict, '')} {md_text(title)}: {verdict_word(verdict)}".replace("###  ", "### "), ""]
-    lines.append(f"**Verdict:** {verdict_word(verdict)} — "
-                 + md_text(decision.get("why") if not extra_failures else f"{len(failures)} blocking failure(s)"))
+    lines.append(f"**Verdict:** {verdict_word(verdict)} — " + md_text(why))
     lines.append("")
     lines.append(f"**Promotion:** {md_text(promotion)}")
     lines.append("")
@@ -142,8 +167,13 @@ def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *,
                  f"{md_text(decision.get('judge_errors_line') or 'unknown')}")
     lines.append("")
     split = decision.get("split") or "test"
-    lines.append(f"**Compared on split {md_text(split)}** ({decision.get('split_questions')} golden questions) "
-                 f"with {md_text(decision.get('baseline') or 'no baseline')}.")
+    if decision.get("split") is None:  # the run stopped before its decision: nothing was compared
+        lines.append("**Not compared:** the run stopped before its gates compared anything.")
+    else:
+        count = decision.get("split_questions")
+        lines.append(f"**Compared on split {md_text(split)}**"
+                     + (f" ({count} golden questions)" if count is not None else "")
+                     + f" with {md_text(decision.get('baseline') or 'no baseline')}.")
     lines.append("")
     if failures:
         lines.append("**Blocking failures:**")

@@ -5,11 +5,12 @@ both retrievals, the judge's verdicts and the citations.
 A and B are two :class:`~rag_eval_pipeline.core.report.compare_sides.Side` (a system of the latest run, the
 promoted baseline, a past night, another output folder). The difference is B − A; "better" and "worse"
 follow each metric's direction (lower is better for the error, abstention and latency measures: the metric
-registry's ``higher_is_better``, ``core.metrics.names.LOWER_IS_BETTER``). The paired test and its interval
-are the gates' own (:func:`core.gates.paired_comparison`: a two-sided paired randomisation test over the
-questions both sides have a value for, Smucker, Allan & Carterette, CIKM 2007; percentile bootstrap interval
-of the mean difference, Efron & Tibshirani 1993). Texts go through the report's access policy
-(:mod:`rag_eval_pipeline.core.report.access`): a restricted chunk's text never appears. The page is
+registry's ``higher_is_better``). By default the questions are ordered by the metrics whose registry
+``scale`` is ``unit`` (values in [0, 1]), so that a 1-5 score or a count never outranks a share. The paired
+test and its interval are the gates' own (:func:`core.gates.paired_comparison`: a two-sided paired
+randomisation test over the questions both sides have a value for, Smucker, Allan & Carterette, CIKM 2007;
+percentile bootstrap interval of the mean difference, Efron & Tibshirani 1993). Texts go through the report's
+access policy (:mod:`rag_eval_pipeline.core.report.access`): a restricted chunk's text never appears. The page is
 self-contained (inline CSS, one small inline script that sorts the question table when a header is
 clicked; the table is already sorted by the largest change without it). Nothing here imports Dagster.
 """
@@ -23,13 +24,14 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from rag_eval_pipeline.core.gates import paired_comparison
-from rag_eval_pipeline.core.metrics.names import COUNT_MEASURES, LOWER_IS_BETTER, METRICS, trec_name
+from rag_eval_pipeline.core.metrics.names import COUNT_MEASURES, higher_is_better, metric_info, trec_name
 from rag_eval_pipeline.core.report.access import ReportAccess
 from rag_eval_pipeline.core.report.bands import HEADLINE_METRICS, METRIC_NOTES, definition_ref
 from rag_eval_pipeline.core.report.blocks import Block, Cell, fmt, fmt_count, heading, num_cell, para
 from rag_eval_pipeline.core.report.compare_sides import Side
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html, toc
 from rag_eval_pipeline.core.report.markdown import render_markdown
+from rag_eval_pipeline.core.report.questions import anchor_text
 
 _EPS = 1e-12
 SORT_SCRIPT = """
@@ -60,17 +62,12 @@ document.querySelectorAll('table.sortable').forEach(function (table) {
 """
 
 
-def higher_is_better(metric: str) -> bool:
-    """False for the metrics where lower is better (the registry's ``higher_is_better``), True otherwise."""
-    return metric not in LOWER_IS_BETTER
-
-
 def ranks_questions(metric: str) -> bool:
-    """Whether a per-question metric takes part in ordering the questions: every metric on a 0-1 scale, so not
-    trec_eval's counts (num_ret, num_rel, num_rel_ret) nor the latency family (milliseconds)."""
-    if metric in COUNT_MEASURES:
-        return False
-    return not (metric in METRICS and METRICS.get(metric).family == "latency")
+    """Whether a per-question metric takes part in ordering the questions by default: the metrics whose
+    registry ``scale`` is ``unit`` (values in [0, 1], so their differences compare), not trec_eval's counts,
+    the judge's 1-5 answer_relevance, the cosine answer_relevancy nor latency (milliseconds)."""
+    info = metric_info(metric)
+    return info is not None and info.scale == "unit"
 
 
 @dataclass(frozen=True)
@@ -94,6 +91,7 @@ class MetricRow:
 
     @property
     def label(self) -> str:
+        """The metric as trec_eval prints it: ``recall_5``, ``map``."""
         return trec_name(self.metric, self.k)
 
     @property
@@ -117,6 +115,7 @@ class QuestionChange:
 
     @property
     def regressed(self) -> bool:
+        """True when any of its changes is a drop (oriented by the metric's direction)."""
         return any(d < -_EPS for *_x, d in self.changes)
 
     @property
@@ -194,6 +193,19 @@ def compare_metrics(a: Side, b: Side, split: str, *, n_permutations: int = 10000
                               test.ci_high if test else None, test.n if test else 0, test.wins if test else 0,
                               test.ties if test else 0, test.losses if test else 0, hib))
     return rows
+
+
+def question_labels(a: Side, b: Side, split: str) -> set[str]:
+    """The per-question metric labels (``recall_5``, ``faithfulness``) both sides have at ``split``: what
+    ``metrics=`` of :func:`question_changes` may name. Empty when a side kept no per-question values."""
+    qa, qb = _per_question(a, split), _per_question(b, split)
+    if qa is None or qb is None:
+        return set()
+
+    def labels(df: pl.DataFrame) -> set[str]:
+        return {trec_name(m, k) for m, k in df.select("metric", "k").unique().iter_rows()}
+
+    return labels(qa) & labels(qb)
 
 
 def question_changes(a: Side, b: Side, split: str, metrics: Sequence[str] | None = None) -> tuple[list[QuestionChange],
@@ -303,10 +315,9 @@ def _side_cells(side: Side, q: str, acc: ReportAccess, evidence: set[str]) -> di
 
 
 def card_anchor(question_id: str) -> str:
-    """The HTML id of a question's card on the comparison page: ``cq-<question id>`` (unsafe characters as -)."""
-    import re
-
-    return "cq-" + re.sub(r"[^A-Za-z0-9_.-]", "-", question_id)
+    """The HTML id of a question's card on the comparison page: ``cq-<question id>`` (unsafe characters as -,
+    as the report's :func:`~rag_eval_pipeline.core.report.questions.anchor_text`)."""
+    return "cq-" + anchor_text(question_id)
 
 
 def _question_blocks(c: Comparison, golden: pl.DataFrame | None, acc: ReportAccess, max_questions: int) -> list[Block]:

@@ -25,11 +25,12 @@ from pathlib import Path
 import polars as pl
 
 from rag_eval_pipeline.core.errors import EvalError, InputError
+from rag_eval_pipeline.core.storage import BASELINE_DIR, RUN_ARCHIVE
 from rag_eval_pipeline.core.storage import read_table as read_checked
 
 KINDS = ("system", "baseline", "night", "run", "dir")
 SYNTAX = ("system:NAME | baseline | night:YYYY-MM-DD[:NAME] | run:RUN_ID[:NAME] | dir:PATH[:NAME]")
-ARCHIVE = "history"  # as defs.report.RUN_ARCHIVE: one folder per run id with its per-question tables
+ARCHIVE = RUN_ARCHIVE  # one folder per run id with its per-question tables (declared in core.storage)
 
 
 class SideError(EvalError):
@@ -210,7 +211,7 @@ def resolve_side(spec: SideSpec, suite_folder: Path, default_system: str | None 
             raise SideError(f"side {spec.text!r}: folder {folder.resolve()} not found")
         return _from_folder(spec, folder.resolve(), default_system, f"{folder.resolve()}:")
     if spec.kind == "baseline":
-        folder = suite_folder / "baseline"
+        folder = suite_folder / BASELINE_DIR
         manifest_path = folder / "manifest.json"
         if not manifest_path.exists():
             raise SideError(f"side 'baseline': nothing promoted yet in {suite_folder} (no {manifest_path.name})")

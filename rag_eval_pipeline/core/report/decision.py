@@ -3,7 +3,7 @@
 The report's first section, its asset metadata, ``decision.json`` beside the tables, the CLI's
 ``--summary-md`` and ``--junit-xml`` all render one :class:`Decision`, so the places people look agree.
 
-Verdict (definitions in ``docs/report.md``):
+Verdict (definitions in ``docs/gates-and-reports.md``, "The first screen: the decision"):
 
 - **fail**: a blocking gate failed for a reason other than an inconclusive test (a regression the
   paired test calls real, a floor breached, a null value, a comparison across golden or corpus
@@ -12,11 +12,16 @@ Verdict (definitions in ``docs/report.md``):
   drop the paired test cannot tell from chance (blocking by default: then promotion does not happen),
   a non-blocking gate that could not be evaluated, no gate configured, or every gated candidate is the
   promoted baseline itself (nothing was compared);
-- **pass**: every gate passed (or stayed within the judge's noise) and the calibration does not block.
+- **pass**: no blocking failure: every blocking gate passed (or stayed within the judge's noise) and the
+  calibration does not block. The reason says "every gate passed" only when every gate did; otherwise it
+  names the non-blocking gates that failed ("no blocking failure ...; 1 non-blocking gate(s) failed: ...").
 
 The promotion outcome is decided by the ``promotion`` step, which runs after the report, from the same
 gate table and calibration: :func:`decide` states what that step does with them (promote, keep the stored
-baseline, or nothing and why); the CLI and the ``promotion`` asset record what it did. Nothing here
+baseline, or nothing and why); the CLI and the ``promotion`` asset record what it did. "Kept" is decided
+from the manifests by :func:`core.gates.unchanged_since_promotion`, the function the promotion step calls.
+With no gate configured the verdict is inconclusive and the candidate is still promoted (no blocking
+failure stops it); both the decision and the promotion step say that nothing checked it. Nothing here
 imports Dagster.
 """
 
@@ -33,6 +38,9 @@ from rag_eval_pipeline.core.metrics.names import trec_name
 from rag_eval_pipeline.core.report.blocks import Block, Cell, heading
 
 VERDICTS = ("pass", "fail", "inconclusive")
+#: How the promotion is worded when no gate is configured: the candidate is promoted (nothing blocks it), and
+#: the decision and the ``promotion`` step both say that nothing checked it.
+NO_GATE = "no gate is configured, so nothing checked it"
 #: What the promotion step does: writes the candidate, keeps the stored baseline, is blocked, or has nothing to do.
 PROMOTION_ACTIONS = ("promote", "keep", "blocked", "none")
 
@@ -119,6 +127,12 @@ def gate_failure_line(g: Mapping[str, Any], split: str) -> str:
     return f"gate {g.get('system')}/{_gate_label(g)} (split {split}): {g.get('status')}: {g.get('reason')}"
 
 
+def split_questions(golden: pl.DataFrame, split: str) -> int:
+    """The golden questions a gate split covers: those of ``split``, or every question for "all". Input: a
+    golden_set frame (``split`` column). Output: a count. Raises nothing beyond polars' for a missing column."""
+    return golden.height if split == "all" else golden.filter(pl.col("split") == split).height
+
+
 def judge_errors_by_system(judge_labels: pl.DataFrame) -> list[JudgeErrors]:
     """Per system: claim labels with verdict JUDGE_ERROR and all claim labels (every repeat), sorted by system.
 
@@ -135,7 +149,7 @@ def judge_errors_by_system(judge_labels: pl.DataFrame) -> list[JudgeErrors]:
 def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: CalibrationStatus, *, split: str,
            split_questions: int | None, baseline: str, promote: str | None, quick: bool = False,
            systems: Sequence[str] | None = None, stored_baseline: str | None = None,
-           judge_errors: Sequence[JudgeErrors] = ()) -> Decision:
+           judge_errors: Sequence[JudgeErrors] = (), unchanged: bool = False) -> Decision:
     """The decision of one run.
 
     Inputs: ``gates`` (the ``gate_results`` table or its rows: system, metric, k, status, reason,
@@ -144,8 +158,11 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     (what the candidates were compared with, in words), ``promote`` (``gates.promote`` or None), ``quick``
     (the quick evaluation: never promotes), ``systems`` (the systems of this run; None = unknown),
     ``stored_baseline`` (the promoted baseline's description, or None before the first promotion),
-    ``judge_errors``. Output: a :class:`Decision` by the rules of the module docstring; the promotion line
-    says what the promotion step does with this gate table and calibration. Raises ValueError for a gate
+    ``judge_errors``, ``unchanged`` (:func:`core.gates.unchanged_since_promotion` of ``promote``: the
+    candidate is the stored baseline itself, so the promotion step keeps it). Output: a :class:`Decision`
+    by the rules of the module docstring; the promotion line says what the promotion step does with this
+    gate table and calibration (with no gate configured the candidate is promoted, and the line says that
+    nothing checked it: :data:`NO_GATE`). Raises ValueError for a gate
     row without ``status``. Source: accepting a change on a held-out split with criteria fixed before the
     results, by a paired test over questions (Smucker, Allan & Carterette, CIKM 2007).
     """
@@ -182,17 +199,23 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
         why = "nothing compared: every gated candidate is the promoted baseline itself (unchanged since promotion)"
     else:
         verdict = "pass"
-        why = f"every gate passed on split {split} ({len(rows)} gate(s))"
+        soft = [r for r in rows if not r.get("blocking") and not r.get("passed")]
+        if soft:
+            named = ", ".join(f"{r.get('system')}/{_gate_label(r)} ({r['status']})" for r in soft)
+            why = (f"no blocking failure on split {split} ({len(rows)} gate(s)); {len(soft)} non-blocking gate(s) "
+                   f"failed: {named}")
+        else:
+            why = f"every gate passed on split {split} ({len(rows)} gate(s))"
         if not calibration.passed:
             why += "; the judge's calibration only warns (no gate is judge-based)"
-    action, promotion = _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline)
+    action, promotion = _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline, unchanged)
     return Decision(verdict=verdict, why=why, blocking_failures=failures, warnings=warnings,
                     promotion_action=action, promotion=promotion, promote=promote, split=split,
                     split_questions=split_questions, baseline=baseline, gates=len(rows), gates_failed=len(blocking),
                     calibration=calibration, judge_errors=list(judge_errors), quick=quick)
 
 
-def _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline) -> tuple[str, str]:
+def _promotion(rows, blocking, calibration, promote, quick, systems, stored_baseline, unchanged) -> tuple[str, str]:
     kept = stored_baseline or "none yet"
     if quick:
         return "none", "none: the quick evaluation never promotes"
@@ -205,12 +228,12 @@ def _promotion(rows, blocking, calibration, promote, quick, systems, stored_base
         n = len(blocking) + (1 if calibration.blocks else 0)
         return "blocked", (f"not promoted: {n} blocking failure(s) stop {promote}; the stored baseline ({kept}) "
                            "stays")
-    mine = [r for r in rows if r.get("system") == promote]
-    if mine and any(r["status"] == "unchanged_since_promotion" for r in mine):
+    if unchanged:  # decided from the manifests, as the promotion step decides it
         return "keep", (f"kept: {promote} is already the promoted baseline (same configuration and versions); "
                         "nothing is written")
-    return "promote", (f"promotes {promote} as the baseline: no blocking failure (the promotion step, which runs "
-                       "after this report, writes it)")
+    basis = "no blocking failure" if rows else NO_GATE
+    return "promote", (f"promotes {promote} as the baseline: {basis} (the promotion step, which runs after this "
+                       "report, writes it)")
 
 
 _VERDICT_WORDS = {"pass": "PASS", "fail": "FAIL", "inconclusive": "INCONCLUSIVE"}

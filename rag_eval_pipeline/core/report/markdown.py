@@ -1,45 +1,13 @@
-"""The Markdown rendering of report blocks, and the one Markdown-table helper every Markdown table
-of the product is written with (reports and asset metadata). Nothing here imports Dagster.
+"""The Markdown rendering of report blocks. The Markdown-table helper and the escaping live in the leaf
+module :mod:`rag_eval_pipeline.core.markdown_table` (re-exported here). Nothing here imports Dagster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from rag_eval_pipeline.core.markdown_table import markdown_table, md_text
+from rag_eval_pipeline.core.report.blocks import Block
 
-from rag_eval_pipeline.core.report.blocks import Block, Cell
-
-
-def md_text(text: Any) -> str:
-    """``str(text)`` made safe inside Markdown and a table cell.
-
-    Markdown viewers pass raw HTML through, so ``&`` and ``<`` (the only characters that can start
-    markup) become entities; ``|`` is escaped (it would split a cell); line breaks become spaces.
-    Input: any value. Output: one line of text. Raises nothing.
-    """
-    text = str(text).replace("&", "&amp;").replace("<", "&lt;")
-    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-
-def markdown_table(headers: Sequence[Any], rows: Iterable[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table.
-
-    Inputs: ``headers`` (one per column) and ``rows`` (each a sequence of cells: a :class:`Cell`
-    (its ``text`` is shown), None (an empty cell) or any value (``str(value)``)). Every cell is
-    escaped with :func:`md_text`, so a ``|``, a newline or ``<script>`` in a value cannot break the
-    table or open a tag. Output: the header line, the ``|---|`` separator and one line per row,
-    joined by newlines (no trailing newline). Raises ValueError when a row's length differs from the
-    header's. Format: https://github.github.com/gfm/#tables-extension-
-    """
-    headers = list(headers)
-    lines = ["| " + " | ".join(md_text(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-    for i, row in enumerate(rows, start=1):
-        row = list(row)
-        if len(row) != len(headers):
-            raise ValueError(f"markdown_table: row {i} has {len(row)} cells for {len(headers)} columns")
-        cells = ("" if c is None else md_text(c.text if isinstance(c, Cell) else c) for c in row)
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+__all__ = ["markdown_table", "md_text", "render_markdown"]
 
 
 def render_markdown(blocks: list[Block]) -> str:

@@ -16,11 +16,21 @@ from rag_eval_pipeline.core.report.access import PREVIEW_CHARS, ReportAccess
 from rag_eval_pipeline.core.report.blocks import Block, Cell, fmt, heading, num_cell, para
 from rag_eval_pipeline.core.report.context import EvidenceRank
 
+#: Questions per system and list that get a card in the report (``build_report(worst_n=)``); the CI summary links
+#: at most this many regressed questions per system, those that have a card.
+WORST_N = 10
+
+
+def anchor_text(text: str) -> str:
+    """``text`` safe in an HTML id and a URL fragment: every character outside ``[A-Za-z0-9_.-]`` replaced by
+    ``-``. Raises nothing."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", text)
+
 
 def question_anchor(system: str, question_id: str) -> str:
-    """The HTML id of a question's card in the report: ``q-<system>-<question_id>``, every character outside
-    ``[A-Za-z0-9_.-]`` replaced by ``-`` (so it is safe in a URL fragment). Raises nothing."""
-    return "q-" + re.sub(r"[^A-Za-z0-9_.-]", "-", f"{system}-{question_id}")
+    """The HTML id of a question's card in the report: ``q-<system>-<question_id>`` (:func:`anchor_text`).
+    Raises nothing."""
+    return "q-" + anchor_text(f"{system}-{question_id}")
 
 
 def regressed_questions(gates: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, list[str]]]:

@@ -25,7 +25,15 @@ import numpy as np
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks, index_order
 
-_METHODS = ("lucene", "robertson", "atire")
+#: bm25s' scoring variants this wrapper offers (``bm25s.BM25(method=...)``).
+METHODS = ("lucene", "robertson", "atire")
+
+
+def stemmer_languages() -> tuple[str, ...]:
+    """The Snowball algorithm names PyStemmer has (``Stemmer.algorithms()``): what a BM25 ``language`` may be."""
+    import Stemmer
+
+    return tuple(Stemmer.algorithms())
 
 
 def _make_stemmer(language: str | None):
@@ -69,8 +77,8 @@ class BM25Retriever:
     ):
         import bm25s.tokenization
 
-        if method not in _METHODS:
-            raise ConfigError(f"BM25 method {method!r} not supported; choose one of {_METHODS}")
+        if method not in METHODS:
+            raise ConfigError(f"BM25 method {method!r} not supported; choose one of {METHODS}")
         if not (k1 >= 0):
             raise ConfigError(f"BM25 k1 must be >= 0, got {k1!r}")
         if not (0 <= b <= 1):

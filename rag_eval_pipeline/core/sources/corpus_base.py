@@ -31,7 +31,8 @@ class CorpusSource:
     valid). ``documents(path, split)``: the documents frame (``core/corpus.py`` schema).
     ``questions(path, split)``: the raw golden frame of a source that carries its own questions (None
     otherwise: ``golden.path`` is then required). ``doc``: one paragraph for the configuration page.
-    ``order``: its place in lists and messages.
+    ``order``: its place in lists and messages. ``reads_split``: it reads ``corpus.split`` (a benchmark
+    with one qrels file per split); for the others the key is refused when the configuration loads.
     """
 
     name: str
@@ -41,6 +42,7 @@ class CorpusSource:
     doc: str
     questions: Callable[[Path, str], pl.DataFrame] | None = None
     order: int = 100
+    reads_split: bool = False
 
     @property
     def own_questions(self) -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,33 +27,20 @@ import polars as pl
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.registry import Registry
-from rag_eval_pipeline.core.sections import At, key, parse_section, shown
+from rag_eval_pipeline.core.sections import (  # the name checks live with the parser; re-exported here
+    MAX_NAME_CHARS,
+    At,
+    check_name,
+    check_short_text,
+    key,
+    parse_section,
+    shown,
+)
 from rag_eval_pipeline.core.systems.records import RunContext
 
-#: Longest name or version string stored on every row (system names, prompt_version).
-MAX_NAME_CHARS = 200
-_BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
-
-__all__ = ["MAX_NAME_CHARS", "SYSTEM_KINDS", "Deployment", "SystemKind", "SystemRun", "SystemSpec", "parse_system",
-           "parse_systems", "questions_of", "rows_frame", "row_counts", "run_system", "system_from_mapping"]
-
-
-def check_name(value: str) -> str | None:
-    """The problem with a system name (stored on every row, used in file names), or None."""
-    if not value.strip():
-        return f"must be a non-empty string, got {shown(value)}"
-    if len(value) > MAX_NAME_CHARS:
-        return f"is {len(value)} characters long; expected at most {MAX_NAME_CHARS}"
-    if _BAD_NAME.search(value) or value.startswith("."):
-        return f"{shown(value)} contains '/', '\\', a control character or starts with '.'; expected a plain name"
-    return None
-
-
-def check_short_text(value: str) -> str | None:
-    """The problem with a version label stored on every row (at most MAX_NAME_CHARS characters), or None."""
-    if len(value) > MAX_NAME_CHARS:
-        return f"is {len(value)} characters long; expected at most {MAX_NAME_CHARS}"
-    return None
+__all__ = ["MAX_NAME_CHARS", "SYSTEM_KINDS", "Deployment", "SystemKind", "SystemRun", "SystemSpec", "check_name",
+           "check_short_text", "parse_system", "parse_systems", "questions_of", "rows_frame", "row_counts",
+           "run_system", "system_from_mapping"]
 
 
 @dataclass(frozen=True, kw_only=True)

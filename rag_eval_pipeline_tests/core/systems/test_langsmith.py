@@ -117,3 +117,32 @@ def test_the_export_has_parity_with_the_equivalent_run_log(sample, tmp_path):
     qm_l, sum_l = metric_tables(sample, logged)
     assert qm_s.height > 0 and qm_s.equals(qm_l)
     assert sum_s.equals(sum_l)
+
+
+def test_times_are_compared_as_times_not_as_text(sample, tmp_path):
+    # Two traces of q01: A started 2025-06-01T10:30:00+02:00 (08:30 UTC), B at 2025-06-01T09:00:00Z (09:00 UTC).
+    # B started later, so B's answer is kept; as text "10:30..." sorts after "09:00..." and A used to win.
+    # Within B, two retriever runs: the one started at 11:00:01+02:00 (09:00:01 UTC) ran before the one at
+    # 09:00:02Z; the later one's documents are the trace's ranking (as text, "11:00:01+02:00" used to win).
+    def root(trace, start, answer):
+        return {"id": trace, "trace_id": trace, "parent_run_id": None, "run_type": "chain", "name": "rag",
+                "start_time": start, "end_time": None, "inputs": {"question": "x"}, "outputs": {"output": answer},
+                "error": None, "extra": {"metadata": {"question_id": "q01"}}}
+
+    def retriever(rid, trace, start, chunk):
+        return {"id": rid, "trace_id": trace, "parent_run_id": trace, "run_type": "retriever", "name": "r",
+                "start_time": start, "end_time": None, "inputs": {},
+                "outputs": {"documents": [{"metadata": {"chunk_id": chunk, "score": 1.0}}]}, "error": None,
+                "extra": {}}
+
+    a, b = str(uuid.UUID(int=101)), str(uuid.UUID(int=102))
+    runs = [root(a, "2025-06-01T10:30:00+02:00", "answer A"),
+            root(b, "2025-06-01T09:00:00Z", "answer B"),
+            retriever(str(uuid.UUID(int=103)), b, "2025-06-01T11:00:01+02:00", "devoluciones-a1#1"),
+            retriever(str(uuid.UUID(int=104)), b, "2025-06-01T09:00:02Z", "returns-a1-en#1")]
+    path = tmp_path / "times.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs), encoding="utf-8")
+    run = run_system(spec(path), sample.golden.head(1), sample.ctx("ls"))
+    [row] = run.runs.iter_rows(named=True)
+    assert row["answer"] == "answer B" and [h["chunk_id"] for h in row["retrieved"]] == ["returns-a1-en#1"]
+    assert run.info["duplicate_traces"] == 1

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from rag_eval_pipeline.core.config_sections import JudgeConfig
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, JudgeType, judge_env, register
-from rag_eval_pipeline.core.sections import key
-from rag_eval_pipeline.core.systems.base import check_short_text
+from rag_eval_pipeline.core.sections import check_short_text, key
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -23,21 +22,17 @@ from rag_eval_pipeline.core.config_sections import JudgeConfig
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, JudgeType, judge_env, register
-from rag_eval_pipeline.core.sections import key
+from rag_eval_pipeline.core.sections import check_callable_target, key
 
-_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED")
 
-
-def _target(value: str) -> str | None:
-    return None if _TARGET.match(value) else f"must be 'package.module:function', got {value!r}"
 
 
 @dataclass(frozen=True)
 class PythonJudgeSettings:
     """The key of the python judge: the function it calls."""
 
-    callable: str | None = key(None, check=_target, env="RAG_EVAL_JUDGE_CALLABLE",
+    callable: str | None = key(None, check=check_callable_target, env="RAG_EVAL_JUDGE_CALLABLE",
                                doc="function(claim, passages) -> {verdict, quote, justification}")
 
 

@@ -25,6 +25,7 @@ def questions(path: Path, split: str) -> pl.DataFrame:
 
 SOURCE = register(CorpusSource(
     name="beir", path_is="folder", default_chunking="document", documents=documents, questions=questions, order=20,
+    reads_split=True,
     doc="A BEIR dataset folder (Thakur et al. 2021): `corpus.jsonl`, `queries.jsonl`, `qrels/<split>.tsv`; one "
         "chunk per document so the document-level qrels apply unchanged; the questions and their relevance come "
         "from the qrels of corpus.split unless golden.path is given.",

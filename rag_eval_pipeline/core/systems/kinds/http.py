@@ -81,7 +81,9 @@ class HttpSystemConfig(AnswerTextSpec):
                                doc="largest reply body, bytes received and decoded (a gzip bomb stops there); "
                                    "a bigger one is an error row")
 
-    def validate(self, at):  # noqa: D102 - defaults of the hit paths
+    def validate(self, at):
+        """The section with its abstain phrases stripped and ``response_fields`` completed with the default
+        hit paths (``chunk_id``, ``score``) it does not set."""
         out = super().validate(at)
         if self.response_fields is not None:
             out = dataclasses.replace(out, response_fields={"chunk_id": "chunk_id", "score": "score",
@@ -110,6 +112,9 @@ class HttpRunner:
         self.system = HttpSystem(spec, environ, **kwargs)
 
     def run(self, golden: pl.DataFrame, ctx: RunContext) -> SystemRun:
+        """One request per golden question: the ``rag_runs`` rows (a failed call is an ``error`` row) and what
+        the run counted (calls, retries, errors by kind, versions seen). Raises ConfigError for an unset
+        ``headers_from_env`` variable, before the first call."""
         from rag_eval_pipeline.core.systems.base import questions_of, row_counts, rows_frame
 
         rows = self.system.run(questions_of(golden), ctx)

@@ -89,6 +89,18 @@ def _time(run: dict, name: str, where: tuple[str, int]) -> dt.datetime | None:
                          field=name) from None
 
 
+_EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
+def _started(entry: tuple[str, int, dict]) -> dt.datetime:
+    """When a run started, as a time (a time without offset is UTC, as LangSmith writes them; none: the
+    earliest). ISO 8601 texts with different offsets do not sort as text. Raises InputError for a bad time."""
+    when = _time(entry[2], "start_time", (entry[0], entry[1]))
+    if when is None:
+        return _EARLIEST
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
+
 def read_runs(path: Path) -> dict[str, list[tuple[str, int, dict]]]:
     """Every run of the export, by ``trace_id``: ``(file, line, run)`` in file order. Raises InputError
     (file, line, field) for a line that is not a JSON object or a run without ``id`` / ``trace_id``."""
@@ -118,7 +130,7 @@ def _record(spec: LangSmithSystemConfig, qid: str, root: tuple[str, int, dict],
     hits = []
     r = None
     if retrievers:
-        r = max(retrievers, key=lambda g: str(g[2].get("start_time") or ""))
+        r = max(retrievers, key=_started)  # the last retriever run that started
         docs = get_path(r[2], "outputs.documents")
         if not isinstance(docs, list):
             raise InputError("the retriever run has no outputs.documents list", path=r[0], line=r[1],
@@ -194,7 +206,7 @@ def run(spec: LangSmithSystemConfig, golden: pl.DataFrame, ctx: RunContext, depl
         by_text.setdefault(_normalise(text), []).append(qid)
     known, chosen, unmatched, duplicates = set(qids), {}, [], []
     # traces in the order their root runs started: a later trace of a question replaces an earlier one
-    order = sorted(traces, key=lambda t: (str(_root(traces[t])[2].get("start_time") or ""), t))
+    order = sorted(traces, key=lambda t: (_started(_root(traces[t])), t))
     for trace_id in order:
         group = traces[trace_id]
         root = _root(group)
@@ -236,6 +248,8 @@ KIND = register(SystemKind(
     doc="Reads the runs your application already sends to LangSmith, exported as JSON Lines (one run per line, "
         "LangSmith's run data format): the root run of a trace is one question (matched by "
         "extra.metadata.question_id or by its input text), its retriever run lists the ranked documents, its "
-        "outputs hold the answer. Rows are checked by the run log's rules; a question without a trace is an "
-        "error row; the on-change sensor watches the export's content.",
+        "outputs hold the answer. Of several traces of one question the one whose root run started last is kept, "
+        "and of several retriever runs the last started (start times compared as times; no offset means UTC). "
+        "Rows are checked by the run log's rules; a question without a trace is an error row; the on-change "
+        "sensor watches the export's content.",
 ))

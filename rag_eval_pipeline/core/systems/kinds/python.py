@@ -4,29 +4,22 @@ run's process. Implementation: ``core/systems/python_callable.py``."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import polars as pl
 
-from rag_eval_pipeline.core.sections import key
+from rag_eval_pipeline.core.sections import check_callable_target, key
 from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register
 from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec
 from rag_eval_pipeline.core.systems.records import DEFAULT_MAX_REPLY_BYTES, MAX_REPLY_BYTES_LIMIT, RunContext
-
-_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-
-
-def _target(value: str) -> str | None:
-    return None if _CALLABLE.match(value) else f"must be 'package.module:function', got {value!r}"
 
 
 @dataclass(frozen=True, kw_only=True)
 class PythonSystemConfig(AnswerTextSpec):
     """A ``kind: python`` system."""
 
-    callable: str = key(check=_target, doc="answer(question_id, question, user_groups) -> run-log object")
+    callable: str = key(check=check_callable_target, doc="answer(question_id, question, user_groups) -> run-log object")
     concurrency: int = key(1, low=1, doc="threads (the function must then be thread-safe)")
     timeout_s: float | None = key(None, low=0, low_open=True, noun="number",
                                   doc="a call still running then is an error row; null: no deadline")
@@ -51,6 +44,8 @@ class PythonRunner:
         self.system = PythonSystem(spec, fn)
 
     def run(self, golden: pl.DataFrame, ctx: RunContext) -> SystemRun:
+        """One call per golden question: the ``rag_runs`` rows (an exception or a reply outside the run-log
+        schema is an ``error`` row) and what the run counted (calls, errors by kind)."""
         from rag_eval_pipeline.core.systems.base import questions_of, row_counts, rows_frame
 
         rows = self.system.run(questions_of(golden), ctx)

@@ -10,7 +10,8 @@ from typing import Any
 
 import polars as pl
 
-from rag_eval_pipeline.core.sections import Key, key
+from rag_eval_pipeline.core.retrieval.bm25 import METHODS, stemmer_languages
+from rag_eval_pipeline.core.sections import Key, key, shown
 from rag_eval_pipeline.core.systems.base import (
     Deployment,
     SystemKind,
@@ -34,13 +35,23 @@ STOPWORDS_FOR = {
 _LEXICAL, _DENSE, _HYBRID = ("type", ("bm25", "hybrid")), ("type", ("dense", "hybrid")), ("type", ("hybrid",))
 
 
+def _language(value: str) -> str | None:
+    languages = stemmer_languages()
+    return None if value in languages else f"must be one of {languages}, got {shown(value)}"
+
+
 def _block_size(block: Any) -> str | None:
     size = len(json.dumps(block.as_json(), default=str))
     return None if size <= MAX_BLOCK_CHARS else f"is {size} characters as JSON; expected at most {MAX_BLOCK_CHARS}"
 
 
 def _statuses(value: Any) -> str | None:
-    return None if value else f"must name at least one of {CHUNK_STATUS}"
+    # every value is checked, whatever the shape: a single misspelt string would index nothing
+    values = (value,) if isinstance(value, str) else tuple(value)
+    if not values:
+        return f"must name at least one of {CHUNK_STATUS}"
+    bad = [v for v in values if v not in CHUNK_STATUS]
+    return f"must be one of {CHUNK_STATUS}, got {shown(bad[0])}" if bad else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,19 +63,21 @@ class RetrieverConfig:
     index_status: tuple[str, ...] | str = key(("active",), items=Key(choices=CHUNK_STATUS), check=_statuses,
                                               doc="chunk statuses that are indexed")
     with_title: bool = key(True, doc="index title + text (answers quote text only)")
-    language: str = key("english", doc="BM25 stemmer; the generator's default language")
+    language: str = key("english", choices=stemmer_languages, doc="BM25 stemmer (a Snowball algorithm of "
+                        "PyStemmer); the generator's default language")
     stopwords: str | tuple[str, ...] | None = key("auto", when=_LEXICAL,
                                                   doc="a bm25s list name or words; auto: the language's list")
     k1: float = key(1.5, low=0.0, when=_LEXICAL, doc="BM25 k1")
     b: float = key(0.75, low=0.0, high=1.0, when=_LEXICAL, doc="BM25 b")
-    method: str = key("lucene", when=_LEXICAL, doc="bm25s scoring variant")
+    method: str = key("lucene", choices=METHODS, when=_LEXICAL, doc="bm25s scoring variant")
     model: str = key("all-MiniLM-L6-v2", when=_DENSE, doc="sentence-transformers model")
     device: str = key("cpu", when=_DENSE, doc="torch device")
     batch_size: int = key(64, low=1, when=_DENSE, doc="encoding batch size")
     k_rrf: float = key(60.0, low=0.0, when=_HYBRID, doc="reciprocal rank fusion constant")
     depth: int | None = key(None, when=_HYBRID, doc="hits fused from each side, >= k; default max(k, 100)")
 
-    def validate(self, at):  # noqa: D102
+    def validate(self, at):
+        """Refuse a hybrid ``depth`` below ``k`` (fewer hits fused than recorded); SectionError at ``at``."""
         if self.depth is not None and self.depth < self.k:
             raise at.fail("depth", f"must be an integer >= k ({self.k}), got {self.depth!r}")
         return None
@@ -88,6 +101,7 @@ class RetrieverConfig:
         return out
 
     def as_json(self) -> dict[str, Any]:
+        """The block as JSON values (its size is checked against :data:`MAX_BLOCK_CHARS`): :meth:`resolved`."""
         return self.resolved()
 
 
@@ -99,10 +113,12 @@ class GeneratorConfig:
     abstain_threshold: float = key(0.4, low=0.0, high=1.0, doc="abstain below this share of question terms")
     context_k: int = key(3, low=1, doc="chunks the answerer reads")
     max_sentences: int = key(1, low=1, doc="sentences in an answer")
-    language: str | None = key(None, doc="default: the retriever's language")
+    language: str | None = key(None, check=_language,
+                               doc="default: the retriever's language; else one of the retriever's languages")
     stopwords: str | tuple[str, ...] | None = key("auto", doc="a bm25s list name or words; auto: the language's")
 
     def as_json(self) -> dict[str, Any]:
+        """Every key and its value, as JSON values (stored on every row with the generator's version)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 

@@ -40,6 +40,8 @@ class TracesRunner:
         self.spec, self.base_dir = spec, base_dir
 
     def run(self, golden: pl.DataFrame, ctx: RunContext) -> SystemRun:
+        """One row per golden question from the traces (a ``no_trace`` error row where none matched) and what
+        the import counted (traces, unmatched, duplicates). Raises InputError for an unreadable source."""
         from rag_eval_pipeline.core.systems.base import row_counts, rows_frame
         from rag_eval_pipeline.core.systems.traces import import_traces
 
