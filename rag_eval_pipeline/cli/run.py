@@ -32,8 +32,12 @@ NAME = "run"
 
 
 def run(args: argparse.Namespace) -> int:
-    """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``."""
-    dagster_home()
+    """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``.
+
+    A listed suite's run is recorded in the Dagster instance the UI reads; an ad-hoc configuration's in its own
+    (see :func:`~rag_eval_pipeline.cli.common.dagster_home`)."""
+    suite = resolve_suite(args.suite, args.config)
+    dagster_home(ad_hoc=suite.ad_hoc)
     import dagster as dg
 
     from rag_eval_pipeline.core.errors import ConfigError
@@ -42,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
     from rag_eval_pipeline.defs.location import build_definitions, check_suite
     from rag_eval_pipeline.defs.schedules import CLI_LOGGER_DEFS, QUICK_JOB, job_name
 
-    suite = resolve_suite(args.suite, args.config)
     try:  # a bad configuration is one line here, not a failed run with a stack trace in its log
         loaded = check_suite(suite)
     except ConfigError as exc:
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     # the CLI's console logger: no stack trace on stderr for a user's input mistake (the UI keeps its event log)
     job = defs.resolve_job_def(job_name(suite.name, args.job)).with_logger_defs(CLI_LOGGER_DEFS)
     out = suite_dir / "quick" if quick else suite_dir
-    tags = {**defs.resources["settings"].run_tags([suite.name]), "rag_eval/trigger": "rag-eval run"}
+    tags = {**defs.resources[f"{suite.name}__settings"].run_tags(), "rag_eval/trigger": "rag-eval run"}
     run_id = str(uuid.uuid4())
     # One writer per output folder: execute_in_process bypasses Dagster's run queue, so the CLI holds the
     # folder lock for the whole run (the IO manager and table store re-enter it in this process).
@@ -100,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     decision_rewritten = decision_path.exists() and not stale(decision_path)
     from rag_eval_pipeline.cli.ci_output import check_cases, extra_failures, step_failures
 
-    failed_steps, raised_checks = step_failures(result, job, suite.name)
+    failed_steps, raised_checks = step_failures(result, job, suite.name)  # steps named as the user knows them
     checks = check_cases(result, job, raised_checks)
     print("\n" + verdict_line(decision_path if decision_rewritten else None, extra_failures(checks, failed_steps)))
     print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path))))
