@@ -6,10 +6,12 @@ temporary folder, and ``--new`` (default: this working tree, uncommitted changes
 measurement is a fresh Python process with that side first on ``sys.path``, pinned to the same
 ``--cores`` CPUs (``os.sched_setaffinity``), judging BEGIN's Wizard-of-Wikipedia dev file (430
 responses, ``begin_wow/begin_dev_wow.tsv``) through the pipeline path (``judge_runs``) as
-``bench/begin_calibration.py`` does, and reporting n, Cohen's kappa and the judging seconds (imports
-and file reading excluded; the encoder's model load included). Sides alternate old, new, old, new,
-... for ``--rounds`` rounds so that a change in the machine's load hits both; each line carries the
-load average at its start. The summary is the median answers/s of each side and their ratio.
+``bench/begin_calibration.py`` does, and reporting n, Cohen's kappa, the judging seconds (imports
+and file reading excluded; the encoder's model load included) and the CPU seconds the process used
+meanwhile (every thread; less sensitive than wall time to what else the machine runs). Sides
+alternate old, new, old, new, ... for ``--rounds`` rounds so that a change in the machine's load
+hits both; each line carries the load average at its start. The summary is the median answers/s
+and CPU seconds of each side and their ratios.
 
 ``--scifact`` also times the whole SciFact chain (``rag-eval run --suite scifact``, wall seconds of
 the command, each side writing to its own temporary output folder), old then new.
@@ -41,8 +43,10 @@ from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
 from pathlib import Path
 rows, _ = load_begin(Path(path))
 judge = RuleBasedJudge()
+cpu = time.process_time()
 res = score(rows, judge)
-print(json.dumps({"n": res["n"], "kappa": res["kappa"], "seconds": res["seconds"],
+cpu = time.process_time() - cpu
+print(json.dumps({"n": res["n"], "kappa": res["kappa"], "seconds": res["seconds"], "cpu": cpu,
                   "model": judge.model, "sha": judge.prompt_sha256}))
 """
 
@@ -127,14 +131,17 @@ def main(argv: list[str] | None = None) -> int:
                 res = run_side(trees[side], data, args.cores)
                 runs[side].append(res)
                 print(f"round {r + 1} {side:3s}: {res['n']} answers in {res['seconds']:6.2f} s = "
-                      f"{res['answers_per_s']:6.1f} answers/s, kappa {res['kappa']:.3f} "
+                      f"{res['answers_per_s']:6.1f} answers/s ({res['cpu']:5.2f} CPU s), kappa {res['kappa']:.3f} "
                       f"({res['model']}; load average {res['load']:.2f})")
         ratio = float("nan")
         if not args.scifact_only:
             med = {s: statistics.median(x["answers_per_s"] for x in v) for s, v in runs.items()}
             kap = {s: v[0]["kappa"] for s, v in runs.items()}
             ratio = med["new"] / med["old"]
+            cpu = {s: statistics.median(x["cpu"] for x in v) for s, v in runs.items()}
             print(f"median answers/s: old {med['old']:.1f}, new {med['new']:.1f}, ratio {ratio:.2f}x; "
+                  f"median CPU seconds: old {cpu['old']:.2f}, new {cpu['new']:.2f}, "
+                  f"ratio {cpu['old'] / cpu['new']:.2f}x; "
                   f"kappa old {kap['old']:.3f}, new {kap['new']:.3f}; load average now "
                   f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
         if args.scifact or args.scifact_only:

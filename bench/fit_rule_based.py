@@ -21,10 +21,24 @@ and per generating model (``model_name``). Beside it, on the same folds, the nai
 content-word overlap (lower-cased letter runs minus the judge's stopwords; share of the response's
 words found in the snippet) with one threshold fitted the same way.
 
+No held-out row shapes its own prediction: the evidence is computed once with no fitted value in
+it (extra words on every pair sharing a token, whatever ``lexical_floor``; the semantic score and
+word counterparts on every pair), and the candidate ``support_semantic`` values (quantiles of the
+observed cosines) are taken from the four training folds only, inside each fold.
+
+Three structural choices are not searched by the grid but set by options, each value compared by
+the same cross-validation (one run per value; the runs are listed in docs/judges.md):
+``--counterpart-window`` (how many sentence words on each side of an extra word's aligned place may
+excuse it; 0 = any word of the sentence), ``--semantic-span`` (words kept around the part of the
+sentence that shares the claim's words when the semantic signal encodes it; -1 = the whole
+sentence) and ``--extra-scope`` (``passage`` or ``neighbours``: which words of the chunk a sentence
+may leave implicit). Defaults: the values in the parameter file.
+
 ``--write`` stores the parameters fitted on all 430 responses in the package's parameter file
 (their sha256 becomes the judge's prompt_sha256, so every earlier calibration goes stale).
 
-Usage: python bench/fit_rule_based.py [--datasets DIR] [--write]
+Usage: python bench/fit_rule_based.py [--datasets DIR] [--write] [--counterpart-window N]
+[--semantic-span N] [--extra-scope passage|neighbours]
 """
 
 from __future__ import annotations
@@ -161,6 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     default = Path(os.environ.get("RAG_EVAL_DATASETS", REPO.parent / "shared" / "datasets"))
     ap.add_argument("--datasets", type=Path, default=default)
     ap.add_argument("--write", action="store_true", help="store the parameters fitted on all rows")
+    ap.add_argument("--counterpart-window", type=int, default=None,
+                    help="sentence words on each side of an extra word's aligned place (0: all)")
+    ap.add_argument("--semantic-span", type=int, default=None,
+                    help="words kept around the claim's part of a sentence for the semantic signal (-1: all)")
+    ap.add_argument("--extra-scope", choices=("passage", "neighbours"), default=None,
+                    help="words a sentence may leave implicit: its whole chunk, or the chunk's first "
+                         "sentence and the sentence before")
     args = ap.parse_args(argv)
     path = args.datasets / "begin_wow" / "begin_dev_wow.tsv"
     if not path.is_file():
@@ -169,10 +190,20 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for r in load_begin(path) if r["begin_label"] != "Generic"]
     human = ["attributable" if r["begin_label"] == "Fully attributable" else "not_attributable" for r in rows]
     judge = RuleBasedJudge()
+    structure = {"counterpart_window": int(judge.params.get("counterpart_window", 0)),
+                 "semantic_span": int(judge.params.get("semantic_span", -1)),
+                 "extra_scope": str(judge.params.get("extra_scope", "passage"))}
+    if args.counterpart_window is not None:
+        structure["counterpart_window"] = args.counterpart_window
+    if args.semantic_span is not None:
+        structure["semantic_span"] = args.semantic_span
+    if args.extra_scope is not None:
+        structure["extra_scope"] = args.extra_scope
+    judge.params.update(structure)
+    print(f"structure: {structure}")
     t0 = time.perf_counter()
     tables = [response_evidence(judge, r["response"], r["knowledge"]) for r in rows]
     print(f"evidence for {len(rows)} responses (semantic on every pair) in {time.perf_counter() - t0:.1f}s")
-    sem_grid = semantic_grid(tables)
     scores = [overlap(r["response"], r["knowledge"]) for r in rows]
 
     folds = grouped_folds(rows)
@@ -182,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     per_fold = []
     for f, test in enumerate(folds):
         train = [i for g, fold in enumerate(folds) if g != f for i in fold]
-        p, k_train = fit(tables, human, train, sem_grid)
+        # the semantic grid from the training folds only (no quantile of a held-out row)
+        p, k_train = fit(tables, human, train, semantic_grid([tables[i] for i in train]))
         t, _ = fit_threshold(scores, human, train)
         p_lex, _ = fit(tables, human, train, [1.01], [1.01])  # the same rule, no encoder signal
         for i in test:
@@ -213,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"per-fold mean kappa: rule {np.mean([a for a, _ in per_fold]):.3f} "
           f"(sd {np.std([a for a, _ in per_fold]):.3f}), baseline {np.mean([b for _, b in per_fold]):.3f} "
           f"(sd {np.std([b for _, b in per_fold]):.3f})")
-    p_all, k_all = fit(tables, human, list(range(len(rows))), sem_grid)
+    p_all, k_all = fit(tables, human, list(range(len(rows))), semantic_grid(tables))
     p_all = {k: float(v) for k, v in p_all.items()}
     print(f"fitted on all {len(rows)}: {p_all} (in-sample kappa {k_all:.3f}, optimistic)")
     if args.write:
@@ -221,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         out = {
             **{k: v for k, v in current.items() if k not in p_all},  # rule, encoder, sentence_window
             **{k: p_all[k] for k in ("support_lexical", "lexical_floor", "support_semantic", "word_counterpart")},
+            **structure,
             "fitted_on": "BEGIN WoW dev (begin_wow/begin_dev_wow.tsv, 430 responses), bench/fit_rule_based.py",
             "cv_kappa_5fold_grouped": round(k_rule, 3),
             "cv_kappa_baseline_overlap": round(k_base, 3),

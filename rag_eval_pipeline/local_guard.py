@@ -34,7 +34,9 @@ def _hostname(value: str) -> str:
 
 def loopback_host(host_header: str | None) -> bool:
     """True when a ``Host`` header names the loopback interface (any port). A missing header is False."""
-    return bool(host_header) and _hostname(host_header) in LOOPBACK_HOSTS
+    if not host_header:
+        return False
+    return _hostname(host_header) in LOOPBACK_HOSTS
 
 
 def loopback_origin(origin: str | None) -> bool:

@@ -211,7 +211,7 @@ def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, comple
 
     names: list[tuple[str, str, int | None]] = []  # (printed name, metric, k)
     for m, cut in chosen.items():
-        if m in CUT_MEASURES:
+        if cut is not None:  # exactly the cut measures (CUT_MEASURES) have cutoffs
             names.extend((trec_name(m, k), m, k) for k in cut)
         else:
             names.append((m, m, None))

@@ -105,9 +105,10 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     status = {name: word for word, name in re.findall(r"^  (passed|warned|FAILED)\s+sample/(\S+)", stdout, flags=re.M)}
     assert sorted(status) == SAMPLE_CHECKS
     assert status.pop("judge_calibration:judge_calibrated_above_floor") == "passed"  # the embedded judge clears 0.4
-    # κ beside the check: 0.518 on the sample's 34 hand labels (README, "Judges": 20 + 7 agreements of 34)
+    # κ beside the check on the sample's 34 hand labels (README, "Judges"): 20 + 8 agreements, 3 + 3
+    # disagreements; p_o = 28/34, p_e = (23*23 + 11*11)/34^2 = 650/1156, κ = 302/506 = 0.597
     assert re.search(r"^  passed\s+sample/judge_calibration:judge_calibrated_above_floor  — "
-                     r"κ 0\.518 ≥ floor 0\.4 \(n 34, response level\)$", stdout, flags=re.M), stdout[-3000:]
+                     r"κ 0\.597 ≥ floor 0\.4 \(n 34, response level\)$", stdout, flags=re.M), stdout[-3000:]
     assert "verdict: PASS — every gate passed on split test" in stdout
     assert status.pop("golden_set:golden_evidence_is_current") == "warned"  # q26 rests on the replaced 2023 policy
     assert set(status.values()) == {"passed"}
@@ -201,7 +202,9 @@ def test_sigterm_during_a_step_says_interrupted_not_a_dagster_error(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
     stdout = log.read_text(encoding="utf-8", errors="replace")
-    assert proc.returncode == 1, stdout[-2000:]
+    # 1 once Dagster has ended the run; on a loaded machine the exit can pass the 3 s grace after the summary is
+    # printed, and the watchdog's SIGKILL (documented, the folder's lock freed) is the other allowed end
+    assert proc.returncode in (1, -signal.SIGKILL), stdout[-2000:]
     assert "interrupted (SIGTERM or Ctrl-C): the run stopped before step corpus_snapshot finished" in stdout
     assert "DagsterExecutionInterruptedError" not in stdout
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.defs.judging import JudgeResource
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SUITE = "sample"
@@ -123,7 +127,7 @@ def usable_output_folder(folder: Path, suite) -> None:
         raise UsageError(f"output folder {folder} cannot be written ({exc.strerror or type(exc).__name__})") from None
 
 
-def judge_resource(config_path=None):
+def judge_resource(config_path: str | Path | None = None) -> JudgeResource:
     """The judge resource for a suite's configuration (``judge:`` there; RAG_EVAL_JUDGE ... override it).
 
     Raises UsageError when it is misconfigured."""

@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     # the CLI's console logger: no stack trace on stderr for a user's input mistake (the UI keeps its event log)
     job = defs.resolve_job_def(job_name(suite.name, args.job)).with_logger_defs(CLI_LOGGER_DEFS)
     out = suite_dir / "quick" if quick else suite_dir
-    tags = {**defs.resources[f"{suite.name}__settings"].run_tags(), "rag_eval/trigger": "rag-eval run"}
+    resources = defs.resources or {}  # build_definitions always binds the suite's settings resource
+    tags = {**resources[f"{suite.name}__settings"].run_tags(), "rag_eval/trigger": "rag-eval run"}
     run_id = str(uuid.uuid4())
     # One writer per output folder: execute_in_process bypasses Dagster's run queue, so the CLI holds the
     # folder lock for the whole run (the IO manager and table store re-enter it in this process).

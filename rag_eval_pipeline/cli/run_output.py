@@ -49,7 +49,7 @@ def step_name(step_key: str, suite: str) -> str:
 def step_error_text(error) -> str:
     """The message of a failed step: the error raised by our code (file, line, field for bad input),
     not Dagster's "Error occurred while executing op" wrapper. Input: a ``SerializableErrorInfo``."""
-    parts = []
+    parts: list[str] = []
     while error is not None:
         message = error.message.strip()
         # skip Dagster's wrapper, and a cause whose text the message above already quotes (YAML errors)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import polars as pl
@@ -114,9 +115,9 @@ def answer_quality_metrics(
             s = HOLISTIC_SCORES[judge.holistic(question, answer, contexts)]
             return s, s, 1.0
 
-        def reverse():
+        def reverse(embed_texts: Callable[[list[str]], np.ndarray]) -> tuple[float, float, float]:
             generated = judge.reverse_questions(answer, n=n_reverse_questions)
-            vecs = np.asarray(embed([question, *generated]), dtype=float)
+            vecs = np.asarray(embed_texts([question, *generated]), dtype=float)
             sim = float(_cosine(vecs[0], vecs[1:]).mean())
             return sim, sim, 1.0
 
@@ -125,7 +126,7 @@ def answer_quality_metrics(
         record("answer_correctness", correctness)
         record("faithfulness_holistic_model", holistic)
         if embed is not None and isinstance(judge, ReverseQuestions):
-            record("answer_relevancy", reverse)
+            record("answer_relevancy", partial(reverse, embed))
         return out
 
     workers = int(concurrency or judge_concurrency(judge))

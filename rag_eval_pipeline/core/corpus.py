@@ -24,22 +24,21 @@ import polars as pl
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import ConfigError, InputError, SchemaError
 
+_DOCUMENT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
+    "doc_id": pl.Utf8,
+    "title": pl.Utf8,
+    "text": pl.Utf8,
+    "source": pl.Utf8,
+    "doc_type": pl.Utf8,
+    "language": pl.Utf8,
+    "status": pl.Utf8,
+    "replaced_by": pl.Utf8,
+    "acl": pl.List(pl.Utf8),
+    "valid_from": pl.Date,
+    "valid_to": pl.Date,
+}
 #: Schema of the intermediate ``documents`` frame (docs/CONTRACTS.md). Not persisted.
-DOCUMENTS_SCHEMA = pl.Schema(
-    {
-        "doc_id": pl.Utf8,
-        "title": pl.Utf8,
-        "text": pl.Utf8,
-        "source": pl.Utf8,
-        "doc_type": pl.Utf8,
-        "language": pl.Utf8,
-        "status": pl.Utf8,
-        "replaced_by": pl.Utf8,
-        "acl": pl.List(pl.Utf8),
-        "valid_from": pl.Date,
-        "valid_to": pl.Date,
-    }
-)
+DOCUMENTS_SCHEMA = pl.Schema(_DOCUMENT_COLUMNS)
 
 STRATEGIES = ("paragraphs", "document")
 _CANONICAL_HEADER = "corpus_snapshot/v1"

@@ -65,7 +65,7 @@ class GateResult:
         return self.status in PASSING_STATUSES or (self.status == "inconclusive" and not self.block_inconclusive)
 
 
-def check_versions(candidate: dict, baseline: dict) -> None:
+def check_versions(candidate: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:
     """Raise VersionMismatchError naming both versions when golden or corpus versions differ.
 
     Inputs: dicts with ``golden_version`` and ``corpus_version`` keys.
@@ -215,7 +215,9 @@ def evaluate_gates(
             breaches.append(f"relative drop {drop / abs(base):.2%} > allowed {t.max_rel_drop:.0%}")
         a = _per_question(candidate_qm, candidate_system, split, t.metric, t.k)
         b = _per_question(baseline_qm, baseline_system, split, t.metric, t.k)
-        test = paired_comparison(a, b, higher_is_better=t.higher_is_better, n_permutations=n_permutations, seed=seed)
+        # higher_is_better: set to the metric's own direction when the section loads (never None here)
+        test = paired_comparison(a, b, higher_is_better=bool(t.higher_is_better), n_permutations=n_permutations,
+                                 seed=seed)
         if test.n:
             res.p_value, res.ci_low, res.ci_high = test.p_value, test.ci_low, test.ci_high
             res.wins, res.ties, res.losses = test.wins, test.ties, test.losses

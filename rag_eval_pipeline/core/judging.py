@@ -104,7 +104,8 @@ def judge_runs(
 
     # First pass: validate every run and decide which answers need the judge at all.
     fixed_rows: list[dict[str, Any]] = []  # answers settled without a judge call
-    pending: list[tuple[str, str, str, str | None, list[str]]] = []  # (system, qid, question, answer, contexts)
+    # (system, qid, question, answer, contexts): the answer is non-blank text (else it is settled without a call)
+    pending: list[tuple[str, str, str, str, list[str]]] = []
     seen: set[tuple[str, str]] = set()
     for row_no, run in enumerate(rag_runs.select(_RUN_COLUMNS).iter_rows(named=True), start=1):
         system, qid, decision = run["system"], run["question_id"], run["decision"]
@@ -226,7 +227,7 @@ def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
 
         return judge_many(judge, [(q, a, c) for _, _, q, a, c in pending], concurrency=concurrency,
                           repeat=kwargs.get("repeat", 0), progress=each)
-    out = []
+    out: list[AnswerJudgement | Exception] = []
     for _, _, question, answer, contexts in pending:
         try:
             out.append(judge.judge(question, answer, contexts, **kwargs))

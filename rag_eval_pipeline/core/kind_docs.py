@@ -36,7 +36,7 @@ def _nested(cls: type) -> list[tuple[str, type]]:
     for f, tp, _ in fields_of(cls):
         args = [a for a in typing.get_args(tp) if a is not type(None)] or [tp]
         for a in args:
-            if dataclasses.is_dataclass(a):
+            if isinstance(a, type) and dataclasses.is_dataclass(a):
                 out.append((f.name, a))
     return out
 

@@ -238,7 +238,8 @@ def withhold_restricted(items: Sequence[LabelItem], snapshot: pl.DataFrame, view
         return [t for t in (it.question, it.answer, it.claim, *it.claims, *derived) if isinstance(t, str) and t]
 
     leaks = find_leaks({t for it in items for t in texts(it)}, (text[c] for c in restricted))
-    shown, withheld = [], []
+    shown: list[LabelItem] = []
+    withheld: list[LabelItem] = []
     for it in items:
         used = [h["chunk_id"] for h in it.chunks] + it.cited
         bad = any(c in restricted for c in used) or any(t in leaks for t in texts(it))

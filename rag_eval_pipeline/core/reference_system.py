@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.generation.extractive import GENERATOR_VERSION, ExtractiveAnswerer
+
+if TYPE_CHECKING:  # imported where used: dense retrieval needs the optional sentence-transformers
+    from rag_eval_pipeline.core.retrieval.bm25 import BM25Retriever
+    from rag_eval_pipeline.core.retrieval.dense import DenseRetriever
 
 
 def reference_spec(system: Any) -> Any:
@@ -48,7 +52,7 @@ def _build_retriever(cfg: dict[str, Any]):
     yet indexed. Raises ConfigError (bad BM25 settings, dense without sentence-transformers)."""
     from rag_eval_pipeline.core.retrieval.bm25 import BM25Retriever
 
-    parts = {}
+    parts: dict[str, BM25Retriever | DenseRetriever] = {}
     if cfg["type"] in ("bm25", "hybrid"):
         parts["bm25"] = BM25Retriever(
             language=cfg["language"], stopwords=cfg["stopwords"], k1=cfg["k1"], b=cfg["b"],

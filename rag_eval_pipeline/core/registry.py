@@ -101,7 +101,8 @@ class Registry(Generic[D]):
                 return
             self._discovering = threading.get_ident()
             try:
-                discover(self.package)  # type: ignore[arg-type]
+                if self.package is not None:  # without one, _discovered is True from the start
+                    discover(self.package)
                 self._discovered = True
             finally:
                 self._discovering = None

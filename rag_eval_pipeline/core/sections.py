@@ -314,7 +314,7 @@ def _read(value: Any, tp: Any, k: Key, at: At) -> Any:
             except _WrongType:
                 continue
         raise _WrongType(" or ".join(_type_text(a) for a in args))
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         out: Any = parse_section(tp, value, at)
     elif tp is bool:
         if not isinstance(value, bool):
@@ -431,9 +431,9 @@ def parse_section(cls: type[S], raw: Any, at: At, *, extra_keys: tuple[str, ...]
         child = at.child(f.name)
         var = k.env
         env_value = at.environ.get(var) if (var and at.environ is not None) else None
-        if env_value not in (None, ""):
+        if var and env_value:  # set and not empty
             try:
-                value = value_from_env(env_value, var, tp)  # type: ignore[arg-type]
+                value = value_from_env(env_value, var, tp)
             except ConfigError as exc:
                 raise env_error(str(exc)) from None
             child = dataclasses.replace(child, label=var, source=Path("<environment>"), lines={})

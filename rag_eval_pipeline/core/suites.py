@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,7 +123,8 @@ def load_suites(path: str | Path) -> list[Suite]:
     if not isinstance(raw, dict) or set(raw) - {"suites"} or not isinstance(raw.get("suites"), dict):
         raise ConfigError(f"{path}: expected one top-level key 'suites' mapping suite names to "
                           "{config: FILE, nightly: true|false}")
-    suites, seen_configs = [], {}
+    suites: list[Suite] = []
+    seen_configs: dict[Path, str] = {}
     for name, entry in raw["suites"].items():
         shown = name if not isinstance(name, str) or len(name) <= 60 else f"{name[:60]}... ({len(name)} characters)"
         where = f"{path}: suite {shown!r}"
@@ -153,7 +155,7 @@ def load_suites(path: str | Path) -> list[Suite]:
     return suites
 
 
-def ad_hoc_suite(config_path: str | Path, known: list[Suite] = ()) -> Suite:
+def ad_hoc_suite(config_path: str | Path, known: Sequence[Suite] = ()) -> Suite:
     """The suite for a configuration file given on the command line.
 
     Output: the listed suite with that configuration file when there is one; else a suite named
@@ -185,7 +187,8 @@ def missing_data(config_path: str | Path) -> str | None:
         return None
     base = Path(config_path).resolve().parent
     for section in ("corpus", "golden"):
-        value = raw.get(section).get("path") if isinstance(raw.get(section), dict) else None
+        entry = raw.get(section)
+        value = entry.get("path") if isinstance(entry, dict) else None
         if isinstance(value, str) and value:
             resolved = (base / value).resolve()
             if not resolved.exists():

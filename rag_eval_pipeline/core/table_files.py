@@ -83,11 +83,17 @@ class WriteContext:
             judge = [judge]
         keys = None
         if isinstance(judge, list) and all(isinstance(j, Mapping) for j in judge):
-            keys = tuple(sorted({tuple(_str_or_none(j.get(f)) for f in JUDGE_FIELDS) for j in judge},
+            keys = tuple(sorted({_judge_key(j) for j in judge},
                                 key=lambda t: tuple(x or "" for x in t)))
         return cls(run_id=run_id or "", suite=suite or "", lineage_dir=Path(lineage_dir) if lineage_dir else None,
                    corpus_version=_str_or_none(md.get("corpus_version")),
                    golden_version=_str_or_none(md.get("golden_version")), judge=keys)
+
+
+def _judge_key(entry: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """(judge, judge_model, prompt_sha256) of one ``judge_key`` entry of a file's metadata."""
+    judge, model, prompt = (_str_or_none(entry.get(f)) for f in JUDGE_FIELDS)
+    return judge, model, prompt
 
 
 def _str_or_none(value: Any) -> str | None:

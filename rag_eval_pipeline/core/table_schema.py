@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 import pyarrow as pa
@@ -86,7 +87,8 @@ class TableSpec:
     @cached_property
     def polars(self) -> pl.Schema:
         """The polars schema of the table (what :func:`conform` checks a frame against)."""
-        return pl.Schema(pl.from_arrow(self.schema.empty_table()).schema)
+        # an Arrow table converts to a DataFrame (from_arrow gives a Series only for an Arrow array)
+        return pl.Schema(cast(pl.DataFrame, pl.from_arrow(self.schema.empty_table())).schema)
 
     @property
     def metric_table(self) -> bool:

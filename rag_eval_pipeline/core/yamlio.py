@@ -235,8 +235,13 @@ class Located:
 def _loader(text: str, max_aliases: int, max_expanded_nodes: int) -> StrictSafeLoader:
     loader_cls = StrictSafeLoader
     if (max_aliases, max_expanded_nodes) != (MAX_ALIASES, MAX_EXPANDED_NODES):
-        loader_cls = type("BoundedLoader", (StrictSafeLoader,),
-                          {"max_aliases": max_aliases, "max_expanded_nodes": max_expanded_nodes})
+        aliases, nodes = max_aliases, max_expanded_nodes
+
+        class BoundedLoader(StrictSafeLoader):
+            max_aliases = aliases
+            max_expanded_nodes = nodes
+
+        loader_cls = BoundedLoader
     return loader_cls(text)
 
 

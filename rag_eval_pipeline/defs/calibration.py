@@ -20,6 +20,7 @@ from repeated judging. Both tables are computed in the aggregate stage (``defs/a
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Any, cast
 
 import dagster as dg
 import polars as pl
@@ -55,9 +56,10 @@ def _load_human_labels(path, level: str, mapping=None) -> pl.DataFrame:
 def _current_hashes(tables: tuple, judge_labels: pl.DataFrame, level: str) -> dict | None:
     """What each item is now (content hash), to find stale hand labels; None when a table is not given.
     ``tables``: (rag_runs, golden_set, corpus_snapshot)."""
-    if any(t is None for t in tables):
+    rag_runs, golden, snapshot = tables
+    if rag_runs is None or golden is None or snapshot is None:
         return None
-    return current_content_hashes(*tables, judge_labels, level)
+    return current_content_hashes(rag_runs, golden, snapshot, judge_labels, level)
 
 
 def _current_keys(judge_labels: pl.DataFrame) -> list[tuple]:
@@ -157,7 +159,7 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
         if row["confusion"]:
             md["confusion"] = dg.MetadataValue.md(confusion_markdown(json.loads(row["labels"]),
                                                                      json.loads(row["confusion"])))
-    if section.configured and level == "response" and judge_labels.height:
+    if section.configured and human is not None and level == "response" and judge_labels.height:
         # Prediction-powered estimates of the attributable rate: the judge's rate corrected by its
         # measured bias on the hand-labelled answers (null with a reason when a set is empty).
         from rag_eval_pipeline.core.metrics.calibration import ppi_rates
@@ -216,13 +218,14 @@ def judge_variance(context: dg.AssetExecutionContext, judge_labels: pl.DataFrame
     """Per system and judge key: repeats, item flip rate, spread of per-repeat faithfulness, minimum resolution."""
     table = variance_table(judge_labels)
     resolution = resolution_from_table(table)
-    max_repeats = int(table["n_repeats"].max() or 0) if table.height else 0
+    # an integer column: its max is an int (or None)
+    max_repeats = int(cast(int | None, table["n_repeats"].max()) or 0) if table.height else 0
     lines = markdown_table(
         ["system", "judge", "repeats", "flipped / items", "flip rate", "faithfulness min-max", "resolution"],
         [[r["system"], f"{r['judge']}/{r['judge_model']}", r["n_repeats"], f"{r['n_flipped']}/{r['n_items']}",
           _fmt(r["flip_rate"]), f"{_fmt(r['faithfulness_min'])}-{_fmt(r['faithfulness_max'])}", _fmt(r["resolution"])]
          for r in table.iter_rows(named=True)])
-    md = {"max_repeats": max_repeats, "rule": RESOLUTION_RULE, "variance": dg.MetadataValue.md(lines)}
+    md: dict[str, Any] = {"max_repeats": max_repeats, "rule": RESOLUTION_RULE, "variance": dg.MetadataValue.md(lines)}
     if resolution:
         md["minimum_resolution"] = dg.MetadataValue.json(resolution)
     else:

@@ -117,7 +117,7 @@ def full_evaluation_keys(defs: dg.Definitions, suite: str) -> tuple[list[dg.Asse
         return key.path[0] == suite and key.path[1] != QUICK
 
     keys = sorted({k for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition) and a.is_materializable
-                   for k in a.keys if full(k)}, key=lambda k: k.path)
+                   for k in a.keys if full(k)}, key=lambda k: tuple(k.path))
     checks = sorted({k for c in defs.asset_checks or [] for k in c.check_keys if full(k.asset_key)},
                     key=lambda k: (k.asset_key.path, k.name))
     return keys, checks

@@ -68,16 +68,16 @@ def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: p
     absent_with = g.filter((pl.col("answerability") == "absent") & (n_relevant > 0))
     answerable_without = g.filter((pl.col("answerability") == "answerable") & (n_relevant == 0))
     dupes = golden_set.filter(pl.col("question_id").is_duplicated())["question_id"].unique().sort().to_list()
-    bad_class, absent_with, answerable_without = (f["question_id"].to_list() for f in (bad_class, absent_with,
-                                                                                         answerable_without))
-    passed = not (unknown or bad_class or absent_with or answerable_without or dupes)
+    bad_class_ids, absent_with_ids, answerable_without_ids = (
+        f["question_id"].to_list() for f in (bad_class, absent_with, answerable_without))
+    passed = not (unknown or bad_class_ids or absent_with_ids or answerable_without_ids or dupes)
     return dg.AssetCheckResult(
         passed=passed,
         metadata={
             "unknown_chunk_ids": unknown[:50],
-            "unknown_answerability": bad_class[:50],
-            "absent_with_relevant": absent_with[:50],
-            "answerable_without_relevant": answerable_without[:50],
+            "unknown_answerability": bad_class_ids[:50],
+            "absent_with_relevant": absent_with_ids[:50],
+            "answerable_without_relevant": answerable_without_ids[:50],
             "duplicate_question_ids": dupes[:50],
         },
     )

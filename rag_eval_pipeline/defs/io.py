@@ -22,6 +22,7 @@ seconds first; steps of one run in other processes wait for each other. A folder
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 import polars as pl
@@ -45,6 +46,12 @@ class HoldsOutputLock:
     """Mixin for resources with ``base_dir`` (a suite's folder), ``suite`` (its name, or None),
     ``lock_wait_s`` and a ``_locks`` private attribute: hold the folder's lock from resource set-up to
     tear-down, and refuse a folder another suite recorded."""
+
+    if TYPE_CHECKING:  # the resource's fields (declared there, where Dagster reads them)
+        base_dir: str
+        suite: str | None
+        lock_wait_s: float
+        _locks: list[OutputLock]
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self._locks = []

@@ -12,7 +12,7 @@ import polars as pl
 
 from rag_eval_pipeline.core.config import JudgeConfig, JudgeConfigError, load_config
 from rag_eval_pipeline.core.errors import ConfigError, InputError
-from rag_eval_pipeline.core.judges.base import BindsRuns, judge_stats
+from rag_eval_pipeline.core.judges.base import BindsRuns, Judge, judge_stats
 from rag_eval_pipeline.core.judges.registry import (
     API_KEY_ENV,
     JUDGE_TYPES,
@@ -53,7 +53,7 @@ class JudgeResource(dg.ConfigurableResource):
             return judge_config(self.type)
         return judge_config_from_json(self.settings)
 
-    def get_judge(self):
+    def get_judge(self) -> Judge:
         """The judge, built by its type (``JUDGE_TYPES``). Raises JudgeConfigError for an incomplete
         setup, ConfigError for a bad ``RAG_EVAL_JUDGE_*`` transport variable, InputError for a bad label file."""
         return build_judge(self.config(), self.api_key)

@@ -107,7 +107,7 @@ def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = Non
         dirs[name] = str(folder)
         part = suite_definitions(ls.suite, ls.config, folder, judge=judge, serve_root=output_dir)
         parts.append(part)
-        tags_for[name] = part.resources[f"{name}__settings"].run_tags
+        tags_for[name] = (part.resources or {})[f"{name}__settings"].run_tags
         if ls.suite.nightly:
             nightly[name] = full_evaluation_keys(part, name)
     shared = dg.Definitions(

@@ -143,8 +143,8 @@ def _baseline_words(manifest: dict | None, configured: str | None) -> str:
 
 def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.DataFrame, golden_set: pl.DataFrame,
                  rag_runs: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
-                 manifest: dict | None, quick: bool = False) -> tuple[Decision, pl.DataFrame]:
-    """(the run's :class:`Decision`, the calibration table it used).
+                 manifest: dict | None, quick: bool = False) -> tuple[Decision, pl.DataFrame | None]:
+    """(the run's :class:`Decision`, the calibration table it used: None when it could not be computed).
 
     The calibration is computed as the ``judge_calibration`` asset computes it (no history written) and
     decided by ``core.metrics.calibration_status`` as the calibration check decides it; a label file that

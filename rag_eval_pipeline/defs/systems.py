@@ -48,6 +48,8 @@ def live_sources_sensor(scope: SuiteScope, tags: dict[str, str]) -> dg.SensorDef
     system's log, a ``traces`` source) changes; the first tick only records the fingerprints. Reads the
     suite's configuration through its settings resource (``scope``)."""
     suite = scope.suite
+    if suite is None:
+        raise ValueError("the live sources sensor belongs to a suite: the unprefixed chain has none")
 
     @dg.sensor(name=f"{suite}__live_sources_changed", job_name=job_name(suite, QUICK_JOB), minimum_interval_seconds=60,
                default_status=dg.DefaultSensorStatus.STOPPED,

@@ -179,9 +179,12 @@ WRITE_STAMP_KEYS = {b"rag_eval.written_at", b"rag_eval.run_id"}
 
 def content_hash(p: Path) -> str:
     """sha256 of a file's bytes; for a Parquet table, of its rows, schema and metadata less the write stamp."""
-    if p.suffix != ".parquet":
+    try:
+        table = pq.read_table(p) if p.suffix == ".parquet" else None
+    except (pa.ArrowException, OSError):  # a damaged file (a case's own doing) is compared byte for byte
+        table = None
+    if table is None:
         return hashlib.sha256(p.read_bytes()).hexdigest()
-    table = pq.read_table(p)
     kept = {k: v for k, v in (table.schema.metadata or {}).items() if k not in WRITE_STAMP_KEYS}
     table = table.replace_schema_metadata(kept)
     sink = pa.BufferOutputStream()

@@ -90,11 +90,11 @@ class TermExtractor:
     """Content terms of a text: ``bm25s`` tokenisation, stopwords removed, Snowball stemming.
 
     ``language``: PyStemmer algorithm name or None (no stemming); ``stopwords``: "auto" (see the
-    module docstring), a ``bm25s`` list name ("en", "es", ...) or None (keep every token). Raises
+    module docstring), a ``bm25s`` list name ("en", "es", ...), a list of words, or None (keep every token). Raises
     ConfigError for unknown names.
     """
 
-    def __init__(self, language: str | None = "english", stopwords: str | None = "auto"):
+    def __init__(self, language: str | None = "english", stopwords: str | list[str] | None = "auto"):
         import bm25s.tokenization
 
         self._stemmer = None
@@ -108,7 +108,7 @@ class TermExtractor:
         extra: frozenset[str] = frozenset()
         if stopwords == "auto":
             stopwords = AUTO_STOPWORDS.get(language) if language else None
-            extra = QUESTION_WORDS.get(language, frozenset())
+            extra = QUESTION_WORDS.get(language, frozenset()) if language else frozenset()
         try:
             self._stop = frozenset(bm25s.tokenization._infer_stopwords(stopwords)) | extra
         except ValueError as exc:
@@ -155,7 +155,7 @@ class ExtractiveAnswerer:
         context_k: int = 3,
         max_sentences: int = 1,
         language: str | None = "english",
-        stopwords: str | None = "auto",
+        stopwords: str | list[str] | None = "auto",
     ):
         if not isinstance(abstain_threshold, (int, float)) or not 0 <= abstain_threshold <= 1:
             raise ConfigError(f"extractive: abstain_threshold must be in [0, 1], got {abstain_threshold!r}")

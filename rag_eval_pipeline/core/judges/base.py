@@ -92,24 +92,30 @@ class Judge(Protocol):
 
     Attributes: ``name`` (e.g. "rule_based"), ``model`` (pinned version),
     ``prompt_sha256`` (hex sha256 of the prompt or of the canonical parameter description, so that
-    any change to what the judge does changes this value).
+    any change to what the judge does changes this value). Read-only: a plain attribute or a property.
 
     ``judge(question, answer, contexts)``: ``contexts`` are the retrieved chunk texts in rank
     order (non-empty when called by ``judge_runs``). Returns an :class:`AnswerJudgement`. May raise
     any exception; ``judge_runs`` records it as a JUDGE_ERROR for that answer and carries on.
     """
 
-    name: str
-    model: str
-    prompt_sha256: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def prompt_sha256(self) -> str: ...
 
     def judge(self, question: str, answer: str, contexts: list[str]) -> AnswerJudgement: ...
 
 
 # Optional capabilities. Each is a small runtime-checkable Protocol: a judge class has one when it
 # defines the members, and callers ask ``isinstance(judge, Capability)``, never ``hasattr``. A new
-# judge is one class that implements :class:`Judge` plus whichever of these it offers; a type checker
-# verifies each against its Protocol.
+# judge is one class that implements :class:`Judge` plus whichever of these it offers. mypy (``.ci/run``)
+# checks every judge class against :class:`Judge` (each judge type's builder returns one); which
+# capabilities a judge has is decided by ``isinstance`` at run time, and a test pins them per judge.
 
 
 @runtime_checkable

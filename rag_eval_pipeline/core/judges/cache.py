@@ -158,7 +158,7 @@ class JudgeCache:
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
-                self._conn = None  # type: ignore[assignment]
+                self._conn = None  # type: ignore[assignment]  # closed; typed open for every other method
 
     def __enter__(self) -> JudgeCache:
         return self

@@ -21,7 +21,9 @@ Rules, in order:
      ]``) right after them stay with the sentence they close.
    - After ``.`` (or ``...``) the next non-space character must not be a lowercase letter, so
      "e.g. this" or "aprox. tres" never split, except in a block with no capital letter at all
-     (lower-cased model output), where case cannot mark a sentence start. Opening marks ``¿ ¡ « “ (``
+     (lower-cased model output), where case cannot mark a sentence start, and before a word that
+     starts lowercase but holds a capital or digit further on ("cDNA", "mRNA", "p53": technical
+     terms written so even as a sentence's first word). Opening marks ``¿ ¡ « “ (``
      and digits start a new sentence.
    - A single ``.`` after an abbreviation does not end a sentence: a token in
      :data:`ABBREVIATIONS` (Sr., Sra., Dr., Dra., Mr., Prof., p. ej., e.g., i.e., cf., vs., aprox.,
@@ -40,7 +42,7 @@ Rules, in order:
 Coordinated facts inside a sentence ("A, y B", relative clauses, lists) are split by
 :mod:`~rag_eval_pipeline.core.judges.coordination` (``split_claims(coordinated=True)``).
 Limitations: a sentence
-starting with a lowercase letter after a period is glued to the previous one; "Vitamin C. It ..."
+starting with a lowercase word (other than such a term) after a period is glued to the previous one; "Vitamin C. It ..."
 does not split because "C." looks like an initial.
 """
 
@@ -223,7 +225,7 @@ def _cuts(text: str, start: int, end: int, semicolons: bool, glued: bool) -> lis
             i = k
             continue
         if run.endswith(".") or run.endswith("…"):
-            if text[nxt].islower() and not lowercase_text:
+            if text[nxt].islower() and not lowercase_text and not _mixed_case_word(text, nxt, end):
                 i = k
                 continue
             if run == "." and _is_abbreviation(text, start, i, text[nxt]):
@@ -232,6 +234,17 @@ def _cuts(text: str, start: int, end: int, semicolons: bool, glued: bool) -> lis
         cuts.append(k)
         i = k
     return cuts
+
+
+def _mixed_case_word(text: str, pos: int, end: int) -> bool:
+    """True when the word at ``pos`` starts lowercase but holds a capital or a digit further on
+    ("cDNA", "mRNA", "p53", "iPSCs"): a technical term written so at any place, also a sentence's
+    first word."""
+    m = _WORD_AT.match(text, pos, end)
+    return m is not None and any(c.isupper() or c.isdigit() for c in m.group()[1:])
+
+
+_WORD_AT = re.compile(r"[^\W_]+")
 
 
 def _glued_end(text: str, dot: int, end: int) -> bool:

@@ -18,7 +18,7 @@ recursively, the first rule that fits:
    "where" put "en" / "in" + antecedent at the end; "lo cual" becomes "Esto". A relative between
    two commas before the main verb ("Sevilla, que fue sede ..., tiene ...") is taken out of the main
    clause the same way.
-3. **Coordination** ("y", "e", "ni", "and", "nor", with or without a comma, and a series "A, B y C"):
+3. **Coordination** ("y", "e", "ni", "and", with or without a comma, and a series "A, B y C"):
    every conjunct after the first that starts with a finite verb is a verb phrase sharing the first
    conjunct's subject — the words before its first verb (fronted adverbials included) — and, when
    the conjunct's verb is an infinitive or participle, the first conjunct's auxiliary or modal too
@@ -29,7 +29,9 @@ recursively, the first rule that fits:
    open-class word too ("incluye asistencia..., coche ... y cobertura ..."). After a copula a bare
    word is a predicate adjective ("es cómoda y barata"); in English a bare form cannot follow a
    third-person "-s" verb unless a modal chain is shared ("lets you check ... and make ...").
-   "ni" carries the negation ("no imprime ... ni escanea" → "no escanea").
+   "ni" carries the negation ("no imprime ... ni escanea" → "no escanea"). English "nor" is not a
+   split point: its clause is inverted ("nor was any placebo given") or pairs with "neither"
+   ("neither A nor B changed"), so a split part would lose the negation.
 4. **Lists** of three or more short items (at most four words, no strong verb) ending the sentence,
    joined by commas and a final "y" / "e" / "o" / "u" / "and" / "or": each item becomes a claim with
    the words before the list, which must hold a verb ("Incluye el cable, la correa y la guía").
@@ -61,6 +63,7 @@ from __future__ import annotations
 import re
 
 from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal re-exported
+    _INTERJECTION,
     _LANG,
     _cap,
     _conjunct_kind,
@@ -93,7 +96,6 @@ from rag_eval_pipeline.core.judges.morphology import (
 from rag_eval_pipeline.core.judges.relatives import _split_list, _split_origin, _split_relative
 
 _END = re.compile(r"[\s.!?…]+$")
-_INTERJECTION = re.compile(r"^\s*(?:yes|yeah|no|well|oh|so|sí|si|bueno|pues|vale|claro)\s*,\s*", re.IGNORECASE)
 _OPENING_SUBORDINATOR = re.compile(
     r"^\s*(?:si|cuando|aunque|mientras|salvo|excepto|a menos que|siempre que|if|when|whenever|unless|"
     r"although|though|while|because|porque|except|provided|as long as|once)\b", re.IGNORECASE)
@@ -102,7 +104,7 @@ _BLOCKERS = re.compile(
     r"as long as|when|whenever)\b|(?<!,)\s(?:while|mientras)\b", re.IGNORECASE)
 _CONTRAST = re.compile(r",?\s+(pero|but|aunque|although|though|mientras que|whereas|yet)\s+|"
                        r",\s+(while|así que|asi que|por lo que|so)\s+", re.IGNORECASE)
-_COORD = re.compile(r",?\s+(y|e|ni|and|nor)\s+", re.IGNORECASE)
+_COORD = re.compile(r",?\s+(y|e|ni|and)\s+", re.IGNORECASE)
 _RANGE_OPEN = re.compile(r"\b(?:entre|between)\s+(?:\S+\s+){0,3}\S*\d\S*\s*$", re.IGNORECASE)
 _AMOUNT_HALF = re.compile(r"^(?:media|medio|a half)\b", re.IGNORECASE)
 
@@ -257,8 +259,10 @@ def _chain_index(lwords: list[str], lvi: int, strength: str | None) -> int | Non
 def _shared_prefix(left: str, prefix: str, lwords: list[str], lvi: int, right: str, strength: str | None) -> str:
     """The subject prefix, extended with the auxiliary or modal chain when the conjunct's verb is
     non-finite (rule 3)."""
-    want = {"infinitive": "infinitive", "participle": "participle", "bare": "bare", "bare-weak": "bare",
-            "strong": "ed" if not _spanish(lwords) and en_form(_words(right)[0]) == "ed" else None}.get(strength)
+    want_of: dict[str | None, str | None] = {
+        "infinitive": "infinitive", "participle": "participle", "bare": "bare", "bare-weak": "bare",
+        "strong": "ed" if not _spanish(lwords) and en_form(_words(right)[0]) == "ed" else None}
+    want = want_of.get(strength)
     if want is None:
         return prefix
     if want == "ed":
@@ -354,7 +358,7 @@ def _series(left: str, right: str, negate: bool) -> list[str] | None:
             if kd == "CLAUSE":
                 out.append(_own_subject(r, prefix))
             elif st == "fronted":
-                out.append(_two_parts(first, r)[1] if _two_parts(first, r) else r)
+                out.append(parts[1] if (parts := _two_parts(first, r)) else r)
             else:
                 out.append(_join_vp(_shared_prefix(first, prefix, lwords, lvi, r, st), r,
                                     negate and i == len(rights) - 1))

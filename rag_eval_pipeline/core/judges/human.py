@@ -184,7 +184,7 @@ def read_human_label_rows(path: str | Path) -> tuple[list[dict[str, Any]], str]:
         extra = [k for k in rec if k not in REQUIRED_COLUMNS + OPTIONAL_COLUMNS]
         if extra:
             raise _fail(f"unknown field(s) {extra}", p, kind, n, extra[0])
-        row = {c: _str_field(rec, c, p, kind, n, required=True) for c in REQUIRED_COLUMNS}
+        row: dict[str, Any] = {c: _str_field(rec, c, p, kind, n, required=True) for c in REQUIRED_COLUMNS}
         row.update({c: _str_field(rec, c, p, kind, n, required=False) for c in OPTIONAL_COLUMNS})
         verdict = re.sub(r"[\s\-]+", "_", row["verdict"].upper())
         if verdict not in HUMAN_VERDICTS:
@@ -250,7 +250,7 @@ def read_response_label_rows(path: str | Path, verdicts: Sequence[str] | None = 
     rows: list[dict[str, Any]] = []
     seen: dict[tuple, int] = {}
     for kind, n, rec in records:
-        row = {c: _str_field(rec, c, p, kind, n, required=True) for c in RESPONSE_REQUIRED_COLUMNS}
+        row: dict[str, Any] = {c: _str_field(rec, c, p, kind, n, required=True) for c in RESPONSE_REQUIRED_COLUMNS}
         for c in ("annotator", "claim_id") + PAGE_COLUMNS:
             row[c] = _str_field(rec, c, p, kind, n, required=False) if c in rec else None
         if allowed is not None and row["verdict"] not in allowed:
@@ -312,7 +312,7 @@ class HumanLabelJudge:
     def __init__(self, rows: list[dict[str, Any]], sha256: str, *, source: str = "human labels"):
         self.prompt_sha256 = sha256
         self.source = source
-        annotators = sorted({r.get("annotator") for r in rows if r.get("annotator")})
+        annotators = sorted({r["annotator"] for r in rows if r.get("annotator")})
         self.model = annotators[0] if len(annotators) == 1 else "human"
         self._labels: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._by_answer: dict[str, set[tuple[str, str]]] = {}

@@ -32,6 +32,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from rag_eval_pipeline.core.judges.tokens import EN_MARKERS, ES_MARKERS
+
 DET_ES = frozenset("""el la los las un una unos unas este esta estos estas ese esa esos esas aquel aquella
 aquellos aquellas su sus mi mis tu tus nuestro nuestra nuestros nuestras vuestro vuestra cada todo toda
 todos todas al del otro otra otros otras mucho mucha muchos muchas poco poca pocos pocas varios varias
@@ -69,11 +71,28 @@ irá irán puede pueden podía podían pudo pudieron podrá podrán podría podr
 debió deberá deberán debería deberían suele suelen solía solían""".split())
 BE_ES = frozenset("""es son era eran fue fueron será serán sería serían está están estaba estaban estuvo
 estuvieron ha han había habían""".split())
-#: Irregular preterites whose stem changes (tener, hacer, decir, poner, venir, querer, saber, dar,
-#: ver, traer, -ducir, andar, caber): morphology the endings alone cannot show.
-IRREGULAR_ES = frozenset("""tuvo tuvieron hizo hicieron dijo dijeron puso pusieron vino vinieron quiso quisieron
-supo supieron dio dieron vio vieron trajo trajeron condujo condujeron produjo produjeron redujo anduvo
-cupo mantuvo mantuvieron obtuvo obtuvieron contuvo propuso compuso""".split())
+#: Spanish preterites whose stem changes ("pretéritos fuertes", RAE *Nueva gramática* §4.11):
+#: (changed stem, its endings, prefixes of the verbs derived from it), for tener, hacer, decir,
+#: poner, venir, querer, saber, traer, -ducir, andar and caber — morphology the endings alone
+#: cannot show. Every form is generated from this one table (:data:`IRREGULAR_ES`).
+_STRONG_PRETERITE_STEMS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("tuv", ("o", "ieron"), ("", "man", "ob", "con", "de", "re", "sos", "entre")),
+    ("hiz", ("o",), ("", "des")),
+    ("hic", ("ieron",), ("", "des")),
+    ("dij", ("o", "eron"), ("", "pre", "contra", "ben")),
+    ("pus", ("o", "ieron"), ("", "com", "pro", "dis", "su", "ex", "im", "o", "re", "de")),
+    ("vin", ("o", "ieron"), ("", "con", "pre", "inter", "pro", "sobre")),
+    ("quis", ("o", "ieron"), ("",)),
+    ("sup", ("o", "ieron"), ("",)),
+    ("traj", ("o", "eron"), ("", "a", "con", "dis", "ex", "re", "sus")),
+    ("duj", ("o", "eron"), ("con", "pro", "re", "tra", "intro", "de", "in", "se")),
+    ("anduv", ("o", "ieron"), ("",)),
+    ("cup", ("o", "ieron"), ("",)),
+    ("d", ("io", "ieron"), ("",)),   # dar: "dio", "dieron"
+    ("v", ("io", "ieron"), ("",)),   # ver: "vio", "vieron"
+)
+IRREGULAR_ES = frozenset(prefix + stem + ending for stem, endings, prefixes in _STRONG_PRETERITE_STEMS
+                         for prefix in prefixes for ending in endings)
 NUMBER_WORDS = frozenset("""cero uno una dos tres cuatro cinco seis siete ocho nueve diez once doce trece
 catorce quince veinte treinta cuarenta cincuenta sesenta setenta ochenta noventa cien ciento mil millón
 millones media medio one two three four five six seven eight nine ten eleven twelve twenty thirty forty
@@ -97,7 +116,8 @@ _ES_NOT_VERB = re.compile(r"(?:mente|ción|sión|dad|tad|tud|umbre|aje|ista|ismo
 
 
 def fold(word: str) -> str:
-    """Case folded, accents stripped."""
+    """``word`` case folded (str.casefold) with its accents stripped (NFKD, combining marks
+    removed): "Está" → "esta". Output: str; never raises."""
     w = unicodedata.normalize("NFKD", word.casefold())
     return "".join(c for c in w if not unicodedata.combining(c))
 
@@ -171,11 +191,15 @@ def en_form(word: str) -> str | None:
 
 
 def is_number(word: str) -> bool:
+    """True when ``word`` starts with a digit or is a number word (:data:`NUMBER_WORDS`, es and
+    en). Never raises."""
     return word[:1].isdigit() or fold(word) in NUMBER_WORDS
 
 
 def is_name(words: list[str], i: int) -> bool:
-    """A capitalised word that does not start the text (or an acronym / letter-digit code)."""
+    """True when ``words[i]`` is a name: a capitalised word that does not start the text, or a
+    letter-digit code ("A1") anywhere. Input: the clause's words and an index into them (IndexError
+    outside). Output: bool."""
     w = words[i]
     if any(ch.isdigit() for ch in w) and any(ch.isalpha() for ch in w):
         return True
@@ -288,11 +312,8 @@ def first_verb(words: list[str], spanish: bool) -> int | None:
 
 
 def is_spanish(words: list[str]) -> bool:
-    """True when more of ``words`` are Spanish than English function words (ties: English)."""
-    es = sum(fold(w) in _ES_MARKERS for w in words)
-    en = sum(fold(w) in _EN_MARKERS for w in words)
+    """True when more of ``words`` (surface words, folded here) are Spanish than English function
+    words (:data:`~rag_eval_pipeline.core.judges.tokens.ES_MARKERS`, ``EN_MARKERS``; ties: English)."""
+    es = sum(fold(w) in ES_MARKERS for w in words)
+    en = sum(fold(w) in EN_MARKERS for w in words)
     return es > en
-
-
-_ES_MARKERS = frozenset("el la los las de del que y en es un una por con para se al son esta".split())
-_EN_MARKERS = frozenset("the a an of and to is in it for on with are that this be by".split())

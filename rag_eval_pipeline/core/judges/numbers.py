@@ -14,7 +14,11 @@ de 2024" and "March 1, 2024" end up with the same tokens. Rules, in order:
    "two thousand"), plus "a dozen"/"una docena" (12), "half"/"medio"/"media" (0.5) and "a/an/un/
    una" only before "hundred"/"thousand"/"cien"/"mil". Hyphenated compounds ("three-year",
    "24-hour") are split into number and word. "one"/"un"/"una"/"uno" alone are left as they are
-   (they are mostly articles or pronouns).
+   (they are mostly articles or pronouns). A number followed by a scale word is multiplied out:
+   "1.2 million" / "1,2 millones" / "un millón" → 1200000 / 1000000, "3 mil" → 3000, "2.5
+   thousand" → 2500, "mil millones" / "millardo(s)" / "billion" → × 10⁹ (the English short scale),
+   Spanish "billón" / "billones" → × 10¹² (the long scale), so "1,200,000" and "1.2 million" are
+   the same number.
 3. **Units**: each unit word or symbol becomes one canonical word: W/vatio(s)/watt(s) → ``watt``,
    h/hora(s)/hour(s) → ``hour``, día(s)/day(s) → ``day``, €/EUR/euro(s) → ``eur``, %/por ciento/
    percent → ``percent``, km, kg, g, cm, mm, m, mAh, °C, minutes, seconds, weeks, months, years...
@@ -133,7 +137,10 @@ def _month(name: str) -> int | None:
 
 
 def normalise_dates(text: str) -> str:
-    """Rewrite the dates of a folded text as single tokens (rule 1 of the module docstring)."""
+    """Rewrite the dates of a folded text as single tokens (rule 1 of the module docstring):
+    "15 de enero de 2023" / "january 15, 2023" / "15/01/2023" → "d2023m01d15", "january 8" →
+    "m01d08". Input: folded text. Output: a new string; an impossible month or day is left as its
+    year or digits. Never raises. Source: RAE *Ortografía* (2010) §9 and ISO 8601 for the order."""
     t = _ISO_DATE.sub(lambda m: _date_token(m[1], int(m[2]), m[3]), text)
     t = _NUM_DATE.sub(lambda m: _date_token(m[3], int(m[2]), m[1]), t)
     t = _ES_DATE.sub(lambda m: _date_token(m[3], _month(m[2]), m[1]), t)
@@ -172,7 +179,12 @@ def _word_value(w: str) -> tuple[str, int] | None:
 
 
 def words_to_numbers(text: str) -> str:
-    """Replace runs of number words by digits (rule 2 of the module docstring); never raises."""
+    """Replace runs of number words by digits (rule 2 of the module docstring): "treinta y cinco"
+    → "35", "two thousand" → "2000", "una docena" → "12". Input: folded text. Output: a new string
+    (integers, or a decimal for "half"/"medio"). Never raises. Source: RAE *Ortografía* (2010) §9;
+    Unicode CLDR spell-out rules for English."""
+    if not _NUMBER_WORD.search(text):
+        return text  # no word can start a number ("a"/"an" only count before "hundred"/"thousand")
     words = list(_WORD.finditer(text))
     out: list[str] = []
     pos = 0
@@ -260,8 +272,44 @@ def _followed_by_unit(words, i: int) -> bool:
             and words[i + 1].group() not in ("m", "s", "g", "h", "v", "w"))
 
 
+#: Scale words (folded) and their factors: English short scale, Spanish long scale (RAE, *Ortografía*
+#: 2010 §9; "mil millones" / "millardo" = 10⁹, "billón" = 10¹²).
+_SCALES: dict[str, int] = {
+    "mil millones": 10**9, "millardo": 10**9, "millardos": 10**9, "billion": 10**9, "billions": 10**9,
+    "billon": 10**12, "billones": 10**12, "millon": 10**6, "millones": 10**6, "million": 10**6,
+    "millions": 10**6, "thousand": 1000, "thousands": 1000, "mil": 1000,
+}
+_SCALED = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)*|un|una|a|one) (" + "|".join(
+    sorted((k.replace(" ", r"\s+") for k in _SCALES), key=len, reverse=True)) + r")(?![a-z])")
+
+
+def scale_numbers(text: str) -> str:
+    """Multiply out a number followed by a scale word (rule 2 of the module docstring) in a folded
+    text: "1.2 million" → "1200000", "2,5 millones" → "2500000", "un millon" → "1000000".
+
+    Input: folded text (lower case, no accents). Output: a new string; a decimal result keeps its
+    fraction ("0.0005 thousand" → "0.5"). Never raises."""
+    from decimal import Decimal
+
+    from rag_eval_pipeline.core.judges.tokens import canonical_number
+
+    def value(m: re.Match) -> str:
+        num = m.group(1)
+        base = Decimal(1) if num in ("un", "una", "a", "one") else Decimal(canonical_number(num)) \
+            if re.fullmatch(r"\d+(?:\.\d+)?", canonical_number(num)) else None
+        if base is None:
+            return m.group()  # an identifier ("1.2.3"), not a number
+        v = base * _SCALES[re.sub(r"\s+", " ", m.group(2))]
+        return str(int(v)) if v == v.to_integral_value() else format(v.normalize(), "f")
+
+    return _SCALED.sub(value, text)
+
+
 def normalise_units(text: str) -> str:
-    """Split glued units and write every unit as its canonical word (rule 3); never raises."""
+    """Split glued units and write every unit as its canonical word (rule 3 of the module
+    docstring): "15w" → "15 watt", "4,95€" → "4,95 eur", "por ciento" → "percent". Input: folded
+    text. Output: a new string; a one- or two-letter unit ("m", "h") only right after a number.
+    Never raises. Source: SI unit symbols (BIPM, *The International System of Units*, 9th ed.)."""
     t = _PERCENT_WORDS.sub(" percent ", text)
     t = _CURRENCY_BEFORE.sub(r"\2 \1", t)
     t = _GLUED_UNIT.sub(r"\1 \2", t)
@@ -276,7 +324,7 @@ def normalise_units(text: str) -> str:
             return w  # "m", "h", "g", "s" alone are letters, not units
         return canon
 
-    return re.sub(r"[a-z]+", unit, t)
+    return _UNIT_WORD.sub(unit, t)
 
 
 def _after_number(text: str, start: int) -> bool:
@@ -284,9 +332,32 @@ def _after_number(text: str, start: int) -> bool:
 
 
 def normalise_quantities(text: str) -> str:
-    """Dates, numbers in words and units of a folded text, in that order (module docstring)."""
-    t = normalise_dates(_PERCENT_WORDS.sub(" percent ", text))
+    """Dates, numbers in words (and scale words) and units of a folded text, in that order
+    (module docstring): the form the judge tokenises. Input: folded text (lower case, no
+    accents). Output: a new string. Never raises."""
+    t = _PERCENT_WORDS.sub(" percent ", text)
+    if _DATE_HINT.search(t):  # every date pattern needs a digit or "primero"
+        t = normalise_dates(t)
     t = _HYPHEN_NUM.sub(lambda m: m.group(1) + " ", t)
+    scaled = bool(_SCALE_HINT.search(t))
+    if scaled:
+        t = scale_numbers(t)  # "3 mil", "2.5 thousand": before "mil" alone reads as 1000
     t = words_to_numbers(t)
-    t = normalise_dates(t)  # "quince de marzo de 2024" once "quince" is 15
+    if scaled:
+        t = scale_numbers(t)  # "dos millones" once "dos" is 2
+    if _DATE_HINT.search(t):
+        t = normalise_dates(t)  # "quince de marzo de 2024" once "quince" is 15
     return normalise_units(t)
+
+
+#: Words that can start a number phrase in :func:`_parse_number` (every number word but the
+#: articles, which only count before "hundred"/"thousand", themselves number words).
+_NUMBER_WORD = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(
+    set(_ES_UNITS) | set(_EN_UNITS) | set(_ES_TENS) | set(_EN_TENS) | set(_ES_HUNDREDS)
+    | {"hundred", "mil", "thousand", "docena", "dozen", "half", "medio", "media"}, key=len, reverse=True))
+    + r")(?![a-z])")
+#: A maximal run of letters a-z that is a unit word: the runs :func:`normalise_units` may rewrite.
+_UNIT_WORD = re.compile(r"(?<![a-z])(?:" + "|".join(sorted(
+    (u for u in UNITS if re.fullmatch(r"[a-z]+", u)), key=len, reverse=True)) + r")(?![a-z])")
+_DATE_HINT = re.compile(r"\d|primero")
+_SCALE_HINT = re.compile(r"mil|thousand|billi|billon|millardo")

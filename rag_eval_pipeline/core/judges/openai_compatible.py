@@ -521,4 +521,4 @@ def judge_many(
                     "calls": calls,
                     "calls_per_s": (calls / elapsed) if calls is not None and elapsed > 0 else None,
                 })
-    return results  # type: ignore[return-value]
+    return results  # type: ignore[return-value]  # every slot filled: one future per item, all completed

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 _QUOTES = "'\"‘’‚‛“”„‟«»‹›`´′″「」『』＂＇"
 _DASHES = "‐‑‒–—―−﹘﹣－"
 _INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
-_TRANSLATE = {ord(c): "'" for c in _QUOTES}
+_TRANSLATE: dict[int, str | None] = {ord(c): "'" for c in _QUOTES}
 _TRANSLATE.update({ord(c): "-" for c in _DASHES})
 _TRANSLATE.update({ord(c): None for c in _INVISIBLE})
 _WS = re.compile(r"\s+")

@@ -25,6 +25,7 @@ from typing import Any
 
 from rag_eval_pipeline.core.config_sections import JudgeConfig
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.judges.base import Judge
 from rag_eval_pipeline.core.registry import Registry
 from rag_eval_pipeline.core.sections import At, env_keys, parse_section, section_keys, shown
 
@@ -62,7 +63,7 @@ class JudgeType:
     """
 
     name: str
-    build: Callable[[JudgeConfig, str | None], Any]
+    build: Callable[[JudgeConfig, str | None], Judge]
     doc: str
     section: type = NoSettings
     check: Callable[[JudgeConfig, str, str], None] | None = None
@@ -139,7 +140,7 @@ def resolve_judge(section: Mapping[str, Any] | None, *, path: Path, environ: Map
             owners = [t for t, keys in type_keys.items() if name in keys]
             if owners and kind not in owners and name not in own:
                 raise at.fail(name, f"applies only to judge.type {', '.join(owners)}, and judge.type is {kind} here")
-    sections = {}
+    sections: dict[str, object] = {}
     for jt in JUDGE_TYPES:  # every type's keys are checked, whichever type is chosen
         keys = type_keys[jt.name]
         sections[jt.name] = parse_section(jt.section, {k: v for k, v in raw.items() if k in keys}, at,
@@ -169,7 +170,7 @@ def where(config: JudgeConfig, name: str) -> str:
     return var if var in config.from_env else f"judge.{name}"
 
 
-def build_judge(config: JudgeConfig, api_key: str | None = None) -> Any:
+def build_judge(config: JudgeConfig, api_key: str | None = None) -> Judge:
     """The judge of ``config`` built by its type. ``api_key``: for judges that call an endpoint (from
     ``RAG_EVAL_JUDGE_API_KEY``; never logged). Raises ConfigError for an unknown type and what the
     type's builder raises (JudgeConfigError for an incomplete setup, InputError for a bad label file)."""

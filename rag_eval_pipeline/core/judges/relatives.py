@@ -111,7 +111,7 @@ def _split_relative(text: str) -> list[str] | None:
             body, rest = right[: close[0].start()], right[close[0].end():]
             if _conjunct_kind(body)[0] == "NP" or _conjunct_kind(rest)[0] == "NP":
                 continue
-            ante = left.strip()
+            ante: str | None = left.strip()
             return [f"{ante} {rest}", f"{ante} {body}"]
         if _conjunct_kind(right)[0] == "NP":
             continue
@@ -199,7 +199,7 @@ def _split_list(text: str) -> list[str] | None:
     out = []
     for it in items:
         w0 = _words(it)[0]
-        if det and w0[:1].islower() and fold(w0) not in DETERMINERS:
+        if det and det_i is not None and w0[:1].islower() and fold(w0) not in DETERMINERS:
             it = f"{words[det_i].lower()} {it}"
         out.append(f"{prefix} {it}")
     return out

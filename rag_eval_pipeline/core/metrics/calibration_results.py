@@ -194,6 +194,7 @@ def calibration_table(
             same_n = [r for r in same if r.n > 0]
             other_n = [r for r in at_level if r.key != key and r.n > 0]
             stale = False
+            chosen: CalibrationResult | None
             if same_n:
                 chosen = _latest(same_n)
             elif other_n:

@@ -94,7 +94,7 @@ def claim_evidence_availability(rag_runs: pl.DataFrame, golden: pl.DataFrame, ks
         frames.append(f.select(list(PER_QUESTION_SCHEMA)))
     if not frames:
         return pl.DataFrame(schema=PER_QUESTION_SCHEMA)
-    return pl.concat(frames).cast(dict(PER_QUESTION_SCHEMA))
+    return pl.concat(frames).cast(PER_QUESTION_SCHEMA)
 
 
 __all__ = ["claim_evidence_availability"]

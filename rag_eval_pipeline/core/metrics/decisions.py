@@ -43,6 +43,8 @@ otherwise. Aggregation (sum of values / count of non-null) is done by ``summary.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import polars as pl
 
 from rag_eval_pipeline.core.errors import InputError
@@ -159,7 +161,7 @@ def _validate(rag_runs: pl.DataFrame, golden: pl.DataFrame) -> None:
 
 def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
                               snapshot: pl.DataFrame | None = None, *,
-                              abstention_phrases: dict | None = None,
+                              abstention_phrases: Mapping[str, Sequence[str]] | None = None,
                               text_abstention_is_abstention: bool = True) -> pl.DataFrame:
     """Per-question 0/1 decision indicators for every system in ``rag_runs`` and every golden question.
 
@@ -259,11 +261,11 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
             status = status.when(dec == "error").then(pl.lit("run_error"))
         for cond, why in extra:
             status = status.when(cond).then(pl.lit(why))
-        status = status.otherwise(pl.lit("ok"))
+        status_expr = status.otherwise(pl.lit("ok"))
         ok = pl.col("status") == "ok"
         value = pl.when(ok).then(indicator.cast(pl.Float64)).otherwise(None)
         frames.append(
-            base.with_columns(status.alias("status"))
+            base.with_columns(status_expr.alias("status"))
             .select(
                 "system",
                 "question_id",

@@ -104,7 +104,7 @@ def faithfulness_question_metrics(
             if label is not None:
                 scores.append(HOLISTIC_SCORES[label])
 
-        def add(metric: str, num: float | None, den: float | None, status: str, *,
+        def add(metric: str, num: float, den: float, status: str, *,
                 system: str = system, qid: str = qid) -> None:
             ok_ = status == "ok"
             rows.append({

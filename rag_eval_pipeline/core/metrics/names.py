@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.registry import Registry
@@ -64,11 +65,25 @@ class MetricInfo:
     scale: str = "unit"
 
 
+class MetricAttrs(TypedDict, total=False):
+    """The optional attributes of :func:`metric`, as keywords (the fields of :class:`MetricInfo`)."""
+
+    judge_based: bool
+    higher_is_better: bool
+    needs_relevant: bool
+    cut: bool
+    proportion: bool
+    default: bool
+    count: bool
+    summary_only: bool
+    scale: str
+
+
 #: Every metric, in declaration order (retrieval measures in trec_eval's print order).
 METRICS: Registry[MetricInfo] = Registry("metric")
 
 
-def metric(name: str, family: str, definition: str, source: str, **attrs: bool | str) -> MetricInfo:
+def metric(name: str, family: str, definition: str, source: str, **attrs: Unpack[MetricAttrs]) -> MetricInfo:
     """Declare metric ``name`` (one call per metric, below). Raises RegistryError for a second declaration,
     ValueError for a family not in :data:`FAMILIES` or a scale not in :data:`SCALES`."""
     if family not in FAMILIES:

@@ -16,7 +16,7 @@ judged grade when positive. Definitions of every measure: ``docs/METRICS.md``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,7 +58,7 @@ def _positions(group_of_row: np.ndarray) -> np.ndarray:
 
 
 def _ranking_permutation(g_row: np.ndarray, mode: str, rank: np.ndarray | None, score: np.ndarray | None,
-                         chunk_at) -> np.ndarray | None:
+                         chunk_at: Callable[[np.ndarray], pl.Series]) -> np.ndarray | None:
     """Permutation of the current rows putting every contiguous group in ranking order; None if it is.
 
     ``g_row``: group key per row (groups contiguous, adjacent groups distinct); ``rank``/``score``:
@@ -71,12 +71,16 @@ def _ranking_permutation(g_row: np.ndarray, mode: str, rank: np.ndarray | None, 
         return None
     same = g_row[1:] == g_row[:-1]
     if mode == "system":
+        if rank is None:
+            raise ValueError("ranking mode 'system' orders by rank: rank is None")
         bad = same & (rank[1:] < rank[:-1])
         if not bad.any():
             return None
         rmin = int(rank.min())
         span = int(rank.max()) - rmin + 1
         return np.argsort(_group_ordinal(g_row) * span + (rank.astype(np.int64) - rmin), kind="stable")
+    if score is None:
+        raise ValueError(f"ranking mode {mode!r} orders by score: score is None")
     bad = same & (score[1:] > score[:-1])
     tie = np.flatnonzero(same & (score[1:] == score[:-1]))
     if tie.size:

@@ -66,7 +66,7 @@ def explode_runs(rag_runs: pl.DataFrame) -> pl.DataFrame:
         )
         .select(list(RUN_LONG_SCHEMA))
     )
-    return out.cast(dict(RUN_LONG_SCHEMA))
+    return out.cast(RUN_LONG_SCHEMA)
 
 
 def qrels_from_golden(golden: pl.DataFrame) -> pl.DataFrame:
@@ -92,7 +92,7 @@ def qrels_from_golden(golden: pl.DataFrame) -> pl.DataFrame:
         )
         .select(list(QRELS_SCHEMA))
     )
-    return out.cast(dict(QRELS_SCHEMA))
+    return out.cast(QRELS_SCHEMA)
 
 
 def select_columns(df: pl.DataFrame, schema: pl.Schema, what: str) -> pl.DataFrame:
@@ -104,7 +104,7 @@ def select_columns(df: pl.DataFrame, schema: pl.Schema, what: str) -> pl.DataFra
     casts = {c: t for c, t in schema.items() if out.schema[c] != t}
     if casts:
         try:
-            out = out.cast(casts)
+            out = out.cast(pl.Schema(casts))
         except Exception as exc:  # polars raises several error types for a bad cast
             raise SchemaError(f"{what}: cannot cast columns {sorted(casts)}: {exc}") from exc
     return out

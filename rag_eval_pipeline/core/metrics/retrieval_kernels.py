@@ -44,6 +44,14 @@ def kernel(name: str) -> Callable[[Kernel], Kernel]:
     return register
 
 
+def _cutoff(k: int | None) -> int:
+    """The cutoff of a cut measure (``cut=True`` in ``names.py``: the caller passes every k of ``metrics.ks``).
+    Raises ValueError when it is None, a caller's mistake."""
+    if k is None:
+        raise ValueError("a cut measure needs a cutoff k")
+    return k
+
+
 def _ratio(num: np.ndarray, den: np.ndarray, null: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return num / np.where(null, 1.0, den)
@@ -111,6 +119,7 @@ def recip_rank(p: PreparedRankings, k: int | None = None) -> Measured:
 @kernel("recip_rank_cut")
 def recip_rank_cut(p: PreparedRankings, k: int | None) -> Measured:
     """recip_rank counting only the top k (ir_measures' ``RR@k``; not a trec_eval measure)."""
+    k = _cutoff(k)
     first = p.first_rel_pos
     inside = (first > 0) & (first <= k)
     return Measured(np.where(inside, 1.0 / np.where(inside, first, 1.0), 0.0), null=p.no_rel)
@@ -119,6 +128,7 @@ def recip_rank_cut(p: PreparedRankings, k: int | None) -> Measured:
 @kernel("P")
 def precision(p: PreparedRankings, k: int | None) -> Measured:
     """Relevant in the top k / k, k the divisor even when fewer were retrieved (``m_P.c``)."""
+    k = _cutoff(k)
     hits = p.hits_at(k)
     return Measured(hits / k, hits, np.full(p.n_pairs, float(k)))
 
@@ -126,6 +136,7 @@ def precision(p: PreparedRankings, k: int | None) -> Measured:
 @kernel("recall")
 def recall(p: PreparedRankings, k: int | None) -> Measured:
     """Relevant in the top k / num_rel (``m_recall.c``)."""
+    k = _cutoff(k)
     hits = p.hits_at(k)
     return Measured(_ratio(hits, p.num_rel, p.no_rel), hits, p.num_rel, p.no_rel)
 
@@ -133,6 +144,7 @@ def recall(p: PreparedRankings, k: int | None) -> Measured:
 @kernel("F1")
 def f1(p: PreparedRankings, k: int | None) -> Measured:
     """Harmonic mean of P@k and recall@k = 2 hits_k / (k + num_rel) (``m_set_F.c`` at a cutoff)."""
+    k = _cutoff(k)
     hits = p.hits_at(k)
     den = k + p.num_rel
     return Measured(2.0 * hits / den, 2.0 * hits, den, p.no_rel)
@@ -141,6 +153,7 @@ def f1(p: PreparedRankings, k: int | None) -> Measured:
 @kernel("success")
 def success(p: PreparedRankings, k: int | None) -> Measured:
     """1 when a relevant document is in the top k (``m_success.c``; hit rate)."""
+    k = _cutoff(k)
     hit = (p.hits_at(k) > 0).astype(np.float64)
     return Measured(hit, hit, np.ones(p.n_pairs), p.no_rel)
 

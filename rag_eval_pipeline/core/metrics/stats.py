@@ -202,9 +202,9 @@ def paired_randomisation_test(a: Sequence[float | None] | np.ndarray, b: Sequenc
     keep = ~(np.isnan(xa) | np.isnan(xb))
     d = xa[keep] - xb[keep]
     n = int(d.size)
-    result = {"diff": None, "p_value": None, "ci_low": None, "ci_high": None,
-              "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum()),
-              "n": n}
+    result: dict[str, float | None] = {
+        "diff": None, "p_value": None, "ci_low": None, "ci_high": None,
+        "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "losses": int((d < 0).sum()), "n": n}
     if n == 0:
         return result
     observed = float(d.sum())

@@ -425,13 +425,14 @@ def _bootstrap(vals: np.ndarray, ind: np.ndarray, in_seg: np.ndarray, q_split: n
         chosen = [(num, den) for gg, p, _m, num, den in parts if gg == g and (split_pos == -1 or p == split_pos)]
         if not chosen:
             continue
-        num = sum(x[0] for x in chosen)
-        den = sum(x[1] for x in chosen)
+        # the parts' sums, the first as the start (not 0), so the type stays an array
+        num_c = sum((x[0] for x in chosen[1:]), chosen[0][0])
+        den_c = sum((x[1] for x in chosen[1:]), chosen[0][1])
         rows = np.flatnonzero(cells == c)
         cols = np.array([col_of[s] for s in sers[rows]])
-        d = den[:, set_of[cols]]
+        d = den_c[:, set_of[cols]]
         with np.errstate(divide="ignore", invalid="ignore"):
-            means = np.where(d > 0, num[:, cols] / d, np.nan)
+            means = np.where(d > 0, num_c[:, cols] / d, np.nan)
         qfun = np.nanquantile if np.isnan(means).any() else np.quantile
         bounds = qfun(means, [alpha / 2.0, 1.0 - alpha / 2.0], axis=0)
         low[rows], high[rows] = bounds[0], bounds[1]

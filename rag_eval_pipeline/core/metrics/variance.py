@@ -34,6 +34,8 @@ Nothing here imports Dagster.
 
 from __future__ import annotations
 
+from typing import cast
+
 import polars as pl
 
 from rag_eval_pipeline.core.errors import SchemaError
@@ -235,7 +237,8 @@ def resolution_from_table(table: pl.DataFrame) -> dict[str, float]:
     frame with that column; KeyError without it.
     """
     values = table["resolution"].drop_nulls()
-    return {"faithfulness": float(values.max())} if values.len() else {}
+    # a non-empty Float64 column without nulls: its max is a float
+    return {"faithfulness": float(cast(float, values.max()))} if values.len() else {}
 
 
 def minimum_resolution(judge_labels: pl.DataFrame) -> dict[str, float]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,7 @@ class Block:
     text: str = ""
     level: int = 2
     headers: list[str] = field(default_factory=list)
-    rows: list[list[Cell | str]] = field(default_factory=list)
+    rows: Sequence[Sequence[Cell | str]] = field(default_factory=list)
     children: list[Block] = field(default_factory=list)
     css: str | None = None
     svg: str = ""  # raw SVG markup built by this module (every text inside already escaped)

@@ -376,7 +376,7 @@ def _decisions(summary: pl.DataFrame, systems: list[str], ranks: dict[tuple[str,
         if not known:
             miss = Cell("context_k unknown", css="na", title="the run manifest records no context_k")
         else:
-            ks = sorted({r.context_k for r in known})
+            ks = sorted({r.context_k for r in known if r.context_k is not None})
             misses = sum(r.miss for r in known)
             miss = num_cell(f"{misses}/{len(known)} (context_k {', '.join(map(str, ks))})",
                             css="flag" if misses else None, title="answerable questions with evidence")

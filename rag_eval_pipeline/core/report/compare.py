@@ -258,7 +258,7 @@ def _val(row: dict | None) -> Cell:
 
 
 def _metric_blocks(c: Comparison) -> list[Block]:
-    rows = []
+    rows: list[list[Cell | str]] = []
     for m in c.metrics:
         css = {"better": "status-pass", "worse": "status-regression"}.get(m.direction)
         rows.append([
@@ -280,7 +280,8 @@ def _metric_blocks(c: Comparison) -> list[Block]:
 
 def _side_cells(side: Side, q: str, acc: ReportAccess, evidence: set[str]) -> dict[str, Cell]:
     runs = side.rag_runs
-    run = (runs.filter(pl.col("question_id") == q).to_dicts() or [None])[0] if runs is not None else None
+    found = runs.filter(pl.col("question_id") == q).to_dicts() if runs is not None else []
+    run = found[0] if found else None
     if run is None:
         na = Cell("(no run row kept)", css="na")
         return {"decision": na, "answer": na, "cited": na, "retrieved": na, "claims": na}

@@ -171,7 +171,7 @@ def _card(system, q, reasons, run, g, claims, vals, acc: ReportAccess,
     ref_reason = ("its evidence is restricted" if any(acc.is_restricted(c) for c in evidence) else None)
 
     faith = vals.get((system, q, "faithfulness"), (None, None))
-    facts = [
+    facts: list[list[Cell | str]] = [
         ["question", acc.show(g.get("question"))],
         ["class / split", f"{g.get('answerability', '?')} / {g.get('split', '?')}"],
         ["segments", ", ".join(g.get("segments") or [])],

@@ -132,7 +132,7 @@ class DenseRetriever:
         normalised vectors). Raises RuntimeError before :meth:`index`, ValueError for k < 1 or an
         ``allowed`` of another length.
         """
-        if self._emb is None:
+        if self._emb is None or self._ids is None or self._masks is None:  # index() sets all three
             raise RuntimeError("search called before index")
         if k < 1:
             raise ValueError(f"search: k must be >= 1, got {k}")
@@ -148,8 +148,9 @@ class DenseRetriever:
             for j, row in enumerate(sims):
                 qi = start + j
                 row = row.astype(np.float64)
-                if allowed is not None and allowed[qi] is not None:
-                    row[self._masks.forbidden(allowed[qi])] = -np.inf
+                allowed_q = allowed[qi] if allowed is not None else None
+                if allowed_q is not None:
+                    row[self._masks.forbidden(allowed_q)] = -np.inf
                 out.append(top_k_by_score(row, k, self._ids))
         return out
 

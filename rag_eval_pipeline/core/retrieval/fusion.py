@@ -9,13 +9,17 @@ that each ranking is taken in the order given (it is assumed sorted best first).
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import TypeVar
+
+#: The id type of the rankings (chunk ids: str); the fused ranking has the same.
+Id = TypeVar("Id", bound=Hashable)
 
 
 def reciprocal_rank_fusion(
-    rankings: Sequence[Sequence[tuple[Hashable, float]]],
+    rankings: Sequence[Sequence[tuple[Id, float]]],
     k_rrf: float = 60,
     top_k: int | None = None,
-) -> list[tuple[Hashable, float]]:
+) -> list[tuple[Id, float]]:
     """Fuse several rankings into one.
 
     Input: a list of rankings, each a list of (id, score) best first (scores unused; an id repeated
@@ -30,9 +34,9 @@ def reciprocal_rank_fusion(
         raise ValueError(f"reciprocal_rank_fusion: k_rrf must be > 0, got {k_rrf!r}")
     if top_k is not None and top_k < 1:
         raise ValueError(f"reciprocal_rank_fusion: top_k must be >= 1 or None, got {top_k!r}")
-    fused: dict[Hashable, float] = {}
+    fused: dict[Id, float] = {}
     for ranking in rankings:
-        seen: set = set()
+        seen: set[Id] = set()
         for rank, (doc, _score) in enumerate(ranking, start=1):
             if doc in seen:
                 continue

@@ -12,7 +12,7 @@ import os
 import stat
 import unicodedata
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 import polars as pl
 
@@ -213,7 +213,7 @@ def read_records(path: str | Path) -> list[tuple[int, dict]]:
 class Fields:
     """Typed field access on one record; each failed check raises InputError with file, line, field."""
 
-    def __init__(self, record: dict, path: str, line: int):
+    def __init__(self, record: dict, path: str | None, line: int | None):
         self.record, self.path, self.line = record, path, line
 
     def error(self, field: str, message: str) -> InputError:
@@ -226,6 +226,14 @@ class Fields:
 
     def present(self, field: str) -> bool:
         return self.record.get(field) is not None
+
+    @overload
+    def string(self, field: str, *, required: Literal[True], non_empty: bool = False,
+               choices: tuple[str, ...] | None = None, default: str | None = None) -> str: ...
+
+    @overload
+    def string(self, field: str, *, required: bool = False, non_empty: bool = False,
+               choices: tuple[str, ...] | None = None, default: str | None = None) -> str | None: ...
 
     def string(self, field: str, *, required: bool = False, non_empty: bool = False,
                choices: tuple[str, ...] | None = None, default: str | None = None) -> str | None:

@@ -111,6 +111,7 @@ def _relevant(value, fields: Fields) -> list[dict]:
     out: list[dict] = []
     seen: dict[str, str] = {}  # NFC chunk id -> id as written
     for i, item in enumerate(value):
+        chunk_id: object  # checked to be a non-empty string below
         if isinstance(item, str):
             chunk_id, grade = item, 1
         elif isinstance(item, dict):

@@ -136,13 +136,13 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[di
         for i, hit in enumerate(hits):
             hit["rank"] = i + 1
     else:
-        first: dict[int, int] = {}
+        index_of_rank: dict[int, int] = {}
         for i, hit in enumerate(hits):
-            if hit["rank"] in first:
+            if hit["rank"] in index_of_rank:
                 raise f.error(f"retrieved[{i}].rank",
-                              f"rank {hit['rank']} repeated (also retrieved[{first[hit['rank']]}]); "
+                              f"rank {hit['rank']} repeated (also retrieved[{index_of_rank[hit['rank']]}]); "
                               "expected distinct ranks")
-            first[hit["rank"]] = i
+            index_of_rank[hit["rank"]] = i
         hits.sort(key=lambda h: h["rank"])
     return hits
 
@@ -162,7 +162,7 @@ def _citations(f: Fields) -> list[str]:
     return out
 
 
-def parse_run_record(record: dict, path: str, line: int, system: str, corpus_version: str,
+def parse_run_record(record: dict, path: str | None, line: int | None, system: str, corpus_version: str,
                      golden_version: str, *, known_chunks=None, require_scores: bool = False) -> dict:
     """Check and normalise one log record (schema in the module docstring).
 

@@ -30,9 +30,17 @@ BEIR_HEADER = ("query-id", "corpus-id", "score")
 #: The docno of the one line written for a question that retrieved nothing (no qrels judge it).
 NO_RETRIEVAL_DOCNO = "rag_eval:no_retrieval"
 
-_RUN_SCHEMA = {"system": pl.Utf8, "question_id": pl.Utf8, "chunk_id": pl.Utf8, "score": pl.Float64,
-               "rank": pl.Int32}
-_QRELS_SCHEMA = {"question_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int32}
+_RUN_SCHEMA = pl.Schema({"system": pl.Utf8, "question_id": pl.Utf8, "chunk_id": pl.Utf8, "score": pl.Float64,
+                         "rank": pl.Int32})
+_QRELS_SCHEMA = pl.Schema({"question_id": pl.Utf8, "chunk_id": pl.Utf8, "grade": pl.Int32})
+
+
+def _first_true(mask: pl.Series) -> int:
+    """The 0-based index of the first True of a boolean Series that holds one (its ``arg_max``)."""
+    i = mask.arg_max()
+    if i is None:
+        raise ValueError("the mask holds no True value")
+    return i
 
 
 def _lines(path: str | Path) -> pl.DataFrame:
@@ -121,7 +129,7 @@ def write_trec_run(run_long: pl.DataFrame, path: str | Path, run_id: str | None 
         df = df.with_columns(pl.lit(run_id, pl.Utf8).alias("system"))
     clash = df["chunk_id"] == NO_RETRIEVAL_DOCNO
     if clash.any():
-        i = int(clash.arg_max())
+        i = _first_true(clash)
         raise InputError(f"row {i + 1}: chunk_id {NO_RETRIEVAL_DOCNO!r} is reserved for a question that retrieved "
                          "nothing", path=str(path), field="chunk_id")
     empty = df["chunk_id"].is_null()
@@ -133,7 +141,7 @@ def write_trec_run(run_long: pl.DataFrame, path: str | Path, run_id: str | None 
     _check_tokens(df, ("question_id", "chunk_id", "system"), path)
     for col in ("score", "rank"):
         if df[col].null_count():
-            i = int(df[col].is_null().arg_max())
+            i = _first_true(df[col].is_null())
             raise InputError(f"row {i + 1}: {col} is null", path=str(path), field=col)
     lines = [f"{q} Q0 {c} {r} {s!r} {sy}\n" for q, c, r, s, sy in
              zip(df["question_id"], df["chunk_id"], df["rank"], df["score"], df["system"])]
@@ -192,7 +200,7 @@ def _check_tokens(df: pl.DataFrame, cols: tuple[str, ...], path: str | Path) -> 
     for col in cols:
         bad = df[col].is_null() | (df[col] == "") | df[col].str.contains(r"\s")
         if bad.any():
-            i = int(bad.arg_max())
+            i = _first_true(bad)
             raise InputError(f"row {i + 1}: {col} {df[col][i]!r} is empty or contains whitespace, "
                              "which TREC files cannot hold", path=str(path), field=col)
 
@@ -239,7 +247,7 @@ def write_trec_qrels(qrels: pl.DataFrame, path: str | Path) -> None:
     df = qrels.filter(pl.col("chunk_id").is_not_null())
     _check_tokens(df, ("question_id", "chunk_id"), path)
     if df["grade"].null_count():
-        i = int(df["grade"].is_null().arg_max())
+        i = _first_true(df["grade"].is_null())
         raise InputError(f"row {i + 1}: grade is null", path=str(path), field="grade")
     lines = [f"{q} 0 {c} {g}\n" for q, c, g in zip(df["question_id"], df["chunk_id"], df["grade"])]
     Path(path).write_text("".join(lines), encoding="utf-8")

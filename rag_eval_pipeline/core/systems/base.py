@@ -148,7 +148,7 @@ def parse_system(raw: Any, at: At) -> SystemSpec:
     if problem:
         raise at.child("name").error(problem)
     kind = raw.get("kind")
-    if kind not in SYSTEM_KINDS:
+    if not isinstance(kind, str) or kind not in SYSTEM_KINDS:
         raise at.child("kind").error(f"must be one of {SYSTEM_KINDS.names()}, got {shown(kind)}")
     desc = SYSTEM_KINDS.get(kind)
     inner = dataclasses.replace(at, prefix=f"{at.label} ({name}, kind {kind})")

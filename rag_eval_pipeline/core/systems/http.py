@@ -41,7 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import httpx2
 
@@ -146,6 +146,12 @@ class HttpSystem:
         self._sleep = sleep
         self.stats = CallStats()
 
+    @overload
+    def redact(self, text: str) -> str: ...
+
+    @overload
+    def redact(self, text: None) -> None: ...
+
     def redact(self, text: str | None) -> str | None:
         """``text`` with every secret header value, in every escaping, and every credential-shaped token
         (``Bearer ...``, ``sk-...``) replaced by ``[redacted]`` (``core.secrets.scrub_secret``)."""
@@ -221,7 +227,7 @@ class HttpSystem:
             reply = strict_json(got.body or "")
         except JsonError as exc:
             raise ReplyError(f"system {ctx.system!r}, question {qid!r}: malformed JSON body (HTTP {got.status}, "
-                             f"{exc}): {got.body[:_SNIPPET]!r}") from None
+                             f"{exc}): {(got.body or '')[:_SNIPPET]!r}") from None
         reply = self.redact_reply(reply)
         if self.spec.response_fields:
             row = mapped_to_row(reply, self.spec.response_fields, list(self.spec.abstain_phrases), ctx, qid)
@@ -241,13 +247,16 @@ class HttpSystem:
             got.body = self.redact(got.body)
             if got.version:
                 self.stats.count("versions", got.version)
-            retryable, reason, kind = False, got.reason, "transport"
+            # every path below that does not return sets a reason
+            retryable, reason, kind = False, got.reason or "", "transport"
             if got.too_large is not None:
                 self.stats.count("errors", "too_large")
                 text = f"system {ctx.system!r}, question {q['question_id']!r}: {got.too_large}"
                 return error_row(ctx, q["question_id"], self.redact(text), got.latency_ms, got.version)
             if got.reason is not None:
                 retryable, kind = True, ("timeout" if got.reason.startswith("timeout") else "connection")
+            elif got.status is None:  # not reached: an attempt without a transport failure has a status
+                raise RuntimeError("an HTTP attempt ended with neither a status nor a transport failure")
             elif got.status == 429 or got.status >= 500:
                 retryable, kind = True, f"http_{got.status}"
                 reason = f"HTTP {got.status}: {(got.body or '').strip()[:_SNIPPET]!r}"

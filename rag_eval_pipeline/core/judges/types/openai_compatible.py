@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_eval_pipeline.core.config_sections import JudgeConfig
+from rag_eval_pipeline.core.judges.base import Judge
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, JudgeType, judge_env, register
 from rag_eval_pipeline.core.sections import check_short_text, key
 
@@ -32,7 +33,7 @@ def check(config: JudgeConfig, origin: str, source: str = "") -> None:
                                "configuration)")
 
 
-def build(config: JudgeConfig, api_key: str | None) -> object:
+def build(config: JudgeConfig, api_key: str | None) -> Judge:
     """The model judge with the configured transport (the environment's RAG_EVAL_JUDGE_TIMEOUT_S ... still
     win when the judge is built)."""
     from rag_eval_pipeline.core.judges.cache import JudgeCache

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from rag_eval_pipeline.core.config_sections import JudgeConfig
+from rag_eval_pipeline.core.judges.base import Judge
 from rag_eval_pipeline.core.judges.registry import JudgeType, register
 
 
-def build(config: JudgeConfig, api_key: str | None) -> object:
+def build(config: JudgeConfig, api_key: str | None) -> Judge:
     """The rule-based judge with its fitted parameters."""
     from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
 

@@ -204,7 +204,10 @@ def run(spec: LangSmithSystemConfig, golden: pl.DataFrame, ctx: RunContext, depl
     by_text: dict[str, list[str]] = {}
     for qid, text in zip(qids, golden["question"].to_list()):
         by_text.setdefault(_normalise(text), []).append(qid)
-    known, chosen, unmatched, duplicates = set(qids), {}, [], []
+    known = set(qids)
+    chosen: dict[str, tuple[tuple[str, int, dict], list[tuple[str, int, dict]]]] = {}
+    unmatched: list[dict[str, str]] = []
+    duplicates: list[str] = []
     # traces in the order their root runs started: a later trace of a question replaces an earlier one
     order = sorted(traces, key=lambda t: (_started(_root(traces[t])), t))
     for trace_id in order:
