@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from rag_eval_pipeline.core.errors import ConfigError
-    from rag_eval_pipeline.core.locking import OutputLock, OutputLocked, end_on_signal, stop_watchdog
+    from rag_eval_pipeline.core.locking import OutputLock, OutputLocked, end_on_signal
     from rag_eval_pipeline.core.storage import read_table
     from rag_eval_pipeline.defs.location import build_definitions, check_suite
     from rag_eval_pipeline.defs.schedules import CLI_LOGGER_DEFS, QUICK_JOB, job_name
@@ -81,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
                                             run_config={"loggers": {"console": {"config": {"log_level": "DEBUG"}}}})
     finally:
         lock.release()
-        stop_watchdog()  # the run is over and the folder free: printing and exiting are not killed
     failed_checks = [e for e in result.get_asset_check_evaluations()
                      if not e.passed and e.severity == dg.AssetCheckSeverity.ERROR]
 

@@ -215,7 +215,6 @@ except ProcessLookupError:
 
 
 _watchdog: dict[int, subprocess.Popen] = {}  # pid -> the watchdog started by end_on_signal in that process
-_wakeup_fd: dict[int, int] = {}  # pid -> the write end of that watchdog's pipe (the signal wakeup fd)
 
 
 def end_on_signal(grace_s: float = 3.0, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)
@@ -258,32 +257,7 @@ def end_on_signal(grace_s: float = 3.0, signals: tuple[int, ...] = (signal.SIGTE
         if signal.getsignal(signum) in (signal.SIG_DFL, signal.SIG_IGN, None):
             signal.signal(signum, _exit_now)
     _watchdog[os.getpid()] = watchdog
-    _wakeup_fd[os.getpid()] = write_end
     return watchdog
-
-
-def stop_watchdog(timeout_s: float = 5.0) -> bool:
-    """End the watchdog :func:`end_on_signal` started in this process, once the work it guards is over (the
-    output folder's lock released): a signal that arrived during the work no longer kills the process while it
-    prints its summary and exits, which can take seconds on a busy machine. Signals keep the handlers installed.
-
-    Call from the main thread. Input: how long to wait for the watchdog to exit (seconds). Output: True when a
-    watchdog was stopped, False when there was none (or not called from the main thread). Raises nothing.
-    Definition: ``signal.set_wakeup_fd`` (Python docs, "signal" module): the watchdog exits at its pipe's end.
-    """
-    pid = os.getpid()
-    if threading.current_thread() is not threading.main_thread() or pid not in _watchdog:
-        return False
-    watchdog, write_end = _watchdog.pop(pid), _wakeup_fd.pop(pid)
-    previous = signal.set_wakeup_fd(-1)
-    if previous not in (write_end, -1):  # someone else's since: leave theirs in place
-        signal.set_wakeup_fd(previous)
-    os.close(write_end)  # the watchdog reads the pipe's end and exits, even during its grace period
-    try:
-        watchdog.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        watchdog.kill()
-    return True
 
 
 def _exit_now(signum, frame):
