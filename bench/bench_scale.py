@@ -1,4 +1,4 @@
-"""The whole chain at scale: a synthetic corpus of 200,000 chunks and up to 10,000 questions.
+"""The whole chain at scale: a synthetic corpus of 200,000 chunks and 10,000 to 100,000 questions.
 
 Data (generated, seeded; nothing downloaded): a BEIR-format folder (``corpus.jsonl``, ``queries.jsonl``,
 ``qrels/test.tsv``; one chunk per document) over a synthetic vocabulary (Zipf-distributed words made of
@@ -10,14 +10,20 @@ extractive reference system, with the rule-based judge.
 
 Measurement: every asset (its node, with its checks) is materialised in its own fresh subprocess, in
 topological order, into one output folder (upstream tables are read back from Parquet, as in a real
-run). Per asset: the step's own time (Dagster STEP_START..STEP_SUCCESS, inputs loaded and outputs
-written), its checks' time, and the subprocess's peak resident memory (``ru_maxrss``, which includes
-the ~0.3 GiB of Python + Dagster imports). Goal: peak <= 2 GiB per asset; time growing no worse than
-linearly in questions (the ratio column: time at the larger size / time at the smaller, against the
-question ratio).
+run). Per asset: the step's own wall time (Dagster STEP_START..STEP_SUCCESS, inputs loaded and outputs
+written) and its checks', the CPU seconds the process spent materialising them (every thread; much less
+sensitive than wall time to other jobs on the machine), and the subprocess's peak resident memory
+(``ru_maxrss``, which includes the ~0.3 GiB of Python + Dagster imports). Goals: peak <= 2 GiB per asset
+at every size; time growing no worse than linearly in questions: between two sizes, time ratio <= 1.05 x
+the question ratio (4x the questions: <= 4.2x), on CPU seconds and on wall seconds.
 
-Usage:  python bench/bench_scale.py [--chunks 200000] [--questions 2500,10000] [--workdir DIR]
-        python bench/bench_scale.py --questions 2500 --profile golden_set   (cProfile of one asset)
+Sizes run one at a time when the machine is quiet: each size's figures (with the load average before and
+after) are kept in ``--workdir`` as ``result_<chunks>_<questions>.json``, and the table compares every
+requested size found there (``--report`` prints it without running anything).
+
+Usage:  python bench/bench_scale.py --workdir DIR --questions 10000        (one size; then 40000, 100000)
+        python bench/bench_scale.py --workdir DIR --questions 10000,40000,100000 --report
+        python bench/bench_scale.py --workdir DIR --questions 10000 --profile judge_answers  (cProfile, one asset)
 """
 
 import argparse
@@ -37,6 +43,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_PEAK_GIB = 2.0
+GOAL_GROWTH = 1.05  # time ratio / question ratio between two sizes
 SYLLABLES = [c + v for c in "bcdfghjklmnprstvz" for v in "aeiou"]  # 85 syllables
 
 
@@ -202,6 +209,7 @@ def run_node(config: str, out: str, keys: list[str], profile: str | None) -> dic
 
     base_rss = _vm_kib("VmRSS")
     selection = dg.AssetSelection.assets(*[dg.AssetKey.from_user_string(k) for k in keys])
+    cpu0 = time.process_time()
     start = time.perf_counter()
     prof = cProfile.Profile() if profile else None
     if prof:
@@ -212,6 +220,7 @@ def run_node(config: str, out: str, keys: list[str], profile: str | None) -> dic
         prof.disable()
         pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
     steps, failures = {}, []
     for ev in result.all_events:
         if ev.event_type_value == "STEP_SUCCESS":
@@ -222,7 +231,7 @@ def run_node(config: str, out: str, keys: list[str], profile: str | None) -> dic
                 err = err.cause
             failures.append(f"{ev.step_key}: {err.message.strip()[:500]}")
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    return {"wall_s": wall, "steps": steps, "checks": checks, "failures": failures,
+    return {"wall_s": wall, "cpu_s": cpu, "steps": steps, "checks": checks, "failures": failures,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "base_rss_mib": base_rss / 1024}
 
@@ -246,7 +255,7 @@ def measure(config: Path, out: Path, profile: str | None = None) -> list[dict]:
         check_s = sum(v for k, v in m["steps"].items() if k != name)
         rows.append({"node": name, "step_s": own, "checks_s": check_s, **m})
         status = "ok" if not m["failures"] else "FAILED " + "; ".join(m["failures"])
-        print(f"  {name:<20} step {own:7.2f} s  checks {check_s:6.2f} s  "
+        print(f"  {name:<20} step {own:7.2f} s  checks {check_s:6.2f} s  cpu {m['cpu_s']:7.2f} s  "
               f"peak RSS {m['peak_rss_mib']:7.0f} MiB  {status}",
               flush=True)
         if name not in m["steps"]:
@@ -257,7 +266,8 @@ def measure(config: Path, out: Path, profile: str | None = None) -> list[dict]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chunks", type=int, default=200_000)
-    ap.add_argument("--questions", default="2500,10000", help="comma-separated sizes (two for the ratio)")
+    ap.add_argument("--questions", default="10000", help="comma-separated sizes")
+    ap.add_argument("--report", action="store_true", help="only print the table of the sizes kept in --workdir")
     ap.add_argument("--workdir", help="keep generated data and outputs here (default: a temporary folder)")
     ap.add_argument("--profile", help="cProfile this asset node only (printed to stderr)")
     ap.add_argument("--node", help=argparse.SUPPRESS)
@@ -269,10 +279,11 @@ def main() -> int:
         return 0
 
     sizes = [int(s) for s in args.questions.split(",")]
+    if (args.report or len(sizes) > 1) and not args.workdir:
+        raise SystemExit("--report and several sizes need --workdir (each size's figures are kept there)")
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="bench_scale_"))
-    results = {}
     try:
-        for n in sizes:
+        for n in ([] if args.report else sizes):
             data = work / f"data_{args.chunks}_{n}"
             config = data / "config.yaml"
             if not config.exists():
@@ -282,39 +293,62 @@ def main() -> int:
             out = work / f"out_{args.chunks}_{n}"
             if not args.profile:  # a profile reads the upstream tables of the last full measurement
                 shutil.rmtree(out, ignore_errors=True)
-            print(f"\n{args.chunks} chunks, {n} questions: one subprocess per asset")
-            results[n] = measure(config, out, args.profile)
+            load_before = _load()
+            print(f"\n{args.chunks} chunks, {n} questions: one subprocess per asset (load average {load_before})")
+            rows = measure(config, out, args.profile)
+            if not args.profile:
+                (work / f"result_{args.chunks}_{n}.json").write_text(json.dumps(
+                    {"questions": n, "chunks": args.chunks, "load_before": load_before, "load_after": _load(),
+                     "cores": os.cpu_count(), "rows": rows}), encoding="utf-8")
+        if args.profile:
+            return 0
+        results = {}
+        for n in sizes:
+            path = work / f"result_{args.chunks}_{n}.json"
+            if path.exists():
+                results[n] = json.loads(path.read_text(encoding="utf-8"))
+            else:
+                print(f"(no figures for {n} questions in {work}: run that size first)")
+        report(results)
     finally:
         if not args.workdir:
             shutil.rmtree(work, ignore_errors=True)
-    if args.profile:
-        return 0
+    return 0
 
-    print(f"\n{'asset':<20} " + " ".join(f"{f'{n} q: s / MiB':>22}" for n in sizes)
-          + ("   time ratio" if len(sizes) == 2 else ""))
-    worst_peak = 0.0
-    for i, row in enumerate(results[sizes[0]]):
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def report(results: dict[int, dict]) -> None:
+    """The comparison table of every measured size: per asset wall s / cpu s / peak MiB, totals, growth."""
+    sizes = sorted(results)
+    if not sizes:
+        return
+    for n in sizes:
+        r = results[n]
+        print(f"{n} questions: load average {r['load_before']} before, {r['load_after']} after ({r['cores']} cores)")
+    print(f"\n{'asset':<20} " + " ".join(f"{f'{n} q: wall s / cpu s / MiB':>32}" for n in sizes))
+    worst = {n: max(r["peak_rss_mib"] for r in results[n]["rows"]) for n in sizes}
+    for i, row in enumerate(results[sizes[0]]["rows"]):
         cells = []
         for n in sizes:
-            r = results[n][i]
-            worst_peak = max(worst_peak, r["peak_rss_mib"])
-            cells.append(f"{r['step_s'] + r['checks_s']:9.2f} s {r['peak_rss_mib']:7.0f} MiB")
-        line = f"{row['node']:<20} " + " ".join(f"{c:>22}" for c in cells)
-        if len(sizes) == 2:
-            a = results[sizes[0]][i]["step_s"] + results[sizes[0]][i]["checks_s"]
-            b = results[sizes[1]][i]["step_s"] + results[sizes[1]][i]["checks_s"]
-            line += f"   {b / a:6.2f}" if a > 0.05 else "      -"
-        print(line)
-    totals = {n: sum(r["step_s"] + r["checks_s"] for r in results[n]) for n in sizes}
-    print(f"{'total (steps+checks)':<20} " + " ".join(f"{totals[n]:>20.1f} s" for n in sizes))
-    if len(sizes) == 2:
-        q_ratio = sizes[1] / sizes[0]
-        t_ratio = totals[sizes[1]] / totals[sizes[0]]
-        growth = "at most linear" if t_ratio <= q_ratio * 1.1 else "WORSE than linear"
-        print(f"\nquestions x{q_ratio:.1f} -> time x{t_ratio:.2f} ({growth})")
-    print(f"worst peak RSS {worst_peak / 1024:.2f} GiB (goal <= {GOAL_PEAK_GIB} GiB): "
-          f"{'OK' if worst_peak / 1024 <= GOAL_PEAK_GIB else 'MISSED'}")
-    return 0
+            r = results[n]["rows"][i]
+            cells.append(f"{r['step_s'] + r['checks_s']:9.1f} {r['cpu_s']:9.1f} {r['peak_rss_mib']:7.0f}")
+        print(f"{row['node']:<20} " + " ".join(f"{c:>32}" for c in cells))
+    wall = {n: sum(r["step_s"] + r["checks_s"] for r in results[n]["rows"]) for n in sizes}
+    cpu = {n: sum(r["cpu_s"] for r in results[n]["rows"]) for n in sizes}
+    print(f"{'total':<20} " + " ".join(f"{f'{wall[n]:9.1f} {cpu[n]:9.1f}':>32}" for n in sizes))
+    for a, b in zip(sizes, sizes[1:]):
+        q = b / a
+        for what, t in (("cpu", cpu), ("wall", wall)):
+            ratio = t[b] / t[a]
+            ok = "OK" if ratio <= GOAL_GROWTH * q else "WORSE than linear"
+            print(f"{a} -> {b} questions (x{q:.2f}): {what} time x{ratio:.2f} "
+                  f"(goal <= x{GOAL_GROWTH * q:.2f}: {ok})")
+    for n in sizes:
+        print(f"{n} questions: worst peak RSS {worst[n] / 1024:.2f} GiB (goal <= {GOAL_PEAK_GIB} GiB: "
+              f"{'OK' if worst[n] / 1024 <= GOAL_PEAK_GIB else 'MISSED'})")
 
 
 if __name__ == "__main__":

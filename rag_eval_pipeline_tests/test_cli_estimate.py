@@ -23,13 +23,17 @@ def test_estimate_with_a_model_judge_makes_no_call(monkeypatch, capsys, tmp_path
     out = capsys.readouterr().out
     # 90 answered runs on the sample: 28 per BM25 system (extractive) + 34 logged answers.
     assert "90 answers" in out and "calls" in out and "prompt tokens" in out
+    # citations and completeness are estimated too, still without a call
+    line = next(x for x in out.splitlines() if x.startswith("citations and completeness"))
+    assert "citation_support" in line and "nugget_coverage" in line
 
 
 def test_estimate_with_the_rule_based_judge_costs_nothing(monkeypatch, capsys, tmp_path):
     _isolate(monkeypatch, tmp_path)
     monkeypatch.setenv("RAG_EVAL_JUDGE", "rule_based")
     assert main(["estimate", "--config", str(SAMPLE_DIR / "config.yaml")]) == 0
-    assert "makes no model calls" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "makes no model calls" in out and "nugget-coverage requests" in out
 
 
 def test_estimate_counts_only_answers_the_judge_is_called_for(monkeypatch, capsys, tmp_path):
@@ -61,4 +65,8 @@ def test_estimate_counts_only_answers_the_judge_is_called_for(monkeypatch, capsy
         assert main(["estimate", "--config", str(config)]) == 0
         assert srv.chat_requests() == []
     # the sample's log answers 34 questions, each with a retrieval: 34 - 2 remain to judge
-    assert f"{len(answered) - 2} answers" in capsys.readouterr().out and len(answered) == 34
+    out = capsys.readouterr().out
+    assert f"{len(answered) - 2} answers" in out and len(answered) == 34
+    # nugget coverage: one call per answer to a question with claims (answerable): 30 answerable questions, less
+    # q08 (abstained), q24 (error) and the answer now abstaining in its text (q01); no retrieval needed: 27
+    assert answered[0]["question_id"] == "q01" and "nugget_coverage 27)" in out

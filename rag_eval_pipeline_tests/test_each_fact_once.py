@@ -41,9 +41,15 @@ def gated(tmp_path, metric: str, **limits):
     return path
 
 
-def test_the_judge_based_metrics_are_the_ten_judge_metrics():
-    assert names.JUDGE_BASED_METRICS == set(names.FAITHFULNESS_METRICS) | set(names.QUALITY_METRICS)
-    assert len(names.JUDGE_BASED_METRICS) == 10 and set(FORMERLY_MISSED) <= names.JUDGE_BASED_METRICS
+def test_the_judge_based_metrics_are_the_twenty_judge_metrics():
+    # faithfulness (5) and model-judged quality (5); citation support (ALCE recall and precision, the three TREC
+    # support figures: 5; validity and uncited claims need no judge) and nugget recall (5)
+    citation_support = set(names.CITATION_METRICS) - set(names.CITATION_VALIDITY_METRICS)
+    assert citation_support == {"citation_recall", "citation_precision", "weighted_citation_precision",
+                                "weighted_citation_recall", "weighted_citation_f1"}
+    assert names.JUDGE_BASED_METRICS == (set(names.FAITHFULNESS_METRICS) | set(names.QUALITY_METRICS)
+                                         | citation_support | set(names.NUGGET_METRICS))
+    assert len(names.JUDGE_BASED_METRICS) == 20 and set(FORMERLY_MISSED) <= names.JUDGE_BASED_METRICS
     assert not {"answer_token_f1", "reference_token_recall", "recall", "coverage"} & names.JUDGE_BASED_METRICS
 
 
@@ -211,14 +217,24 @@ def test_the_registry_holds_exactly_the_names_the_metric_modules_write(tmp_path)
     latency need a model judge and a live system)."""
     from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
     from rag_eval_pipeline.core.judging import judge_runs
-    from rag_eval_pipeline.core.pipeline import build_golden, build_question_metrics, build_runs, build_snapshot
+    from rag_eval_pipeline.core.pipeline import (
+        build_citations,
+        build_golden,
+        build_nuggets,
+        build_question_metrics,
+        build_runs,
+        build_snapshot,
+    )
 
     cfg = load_config(REPO_ROOT / "data" / "sample" / "config.yaml", environ={})
     snapshot, version = build_snapshot(cfg)
     golden = build_golden(cfg, snapshot)
     runs = build_runs(cfg, snapshot, golden, version)
-    labels, judgements = judge_runs(runs, snapshot, RuleBasedJudge(semantic=False))
-    qm, _ = build_question_metrics(cfg, snapshot, golden, runs, labels, judgements)
+    judge = RuleBasedJudge(semantic=False)
+    labels, judgements = judge_runs(runs, snapshot, judge)
+    qm, _ = build_question_metrics(cfg, snapshot, golden, runs, labels, judgements,
+                                   citations=build_citations(cfg, snapshot, golden, runs, judge),
+                                   nugget_labels=build_nuggets(cfg, snapshot, golden, runs, judge))
     written = set(qm["metric"].unique().to_list())
     assert written <= {m.name for m in names.METRICS}
     assert written == set(names.PIPELINE_METRICS) - set(names.QUALITY_METRICS)

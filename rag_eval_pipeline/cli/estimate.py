@@ -55,10 +55,12 @@ def estimate(args: argparse.Namespace) -> int:
              if r["decision"] == "answer" and r["retrieved"] and not abstention_phrase(r["answer"], phrases)]
     if not JUDGE_TYPES.get(cfg.judge.type).makes_calls:  # declared by the judge type
         print(f"judge {judge.name}: {len(items)} answers to judge; it makes no model calls (cost 0)")
+        print(support_line(judge, cfg, runs, snapshot, golden))
         return EXIT_OK
     if not isinstance(judge, EstimatesCost):
         print(f"judge {judge.name}: {len(items)} answers to judge; it calls a model but gives no estimate of how "
               "many calls")
+        print(support_line(judge, cfg, runs, snapshot, golden))
         return EXIT_OK
     est = judge.dry_run_estimate(items)
     repeats = cfg.judge.repeats
@@ -66,7 +68,34 @@ def estimate(args: argparse.Namespace) -> int:
           f"{est['prompt_tokens_est'] * repeats:,} prompt tokens (characters / 4) for {repeats} repeat(s); "
           f"{est['cached_calls']} decomposition calls already cached. Faithfulness only: answer_quality adds "
           "about 4 calls per answer.")
+    print(support_line(judge, cfg, runs, snapshot, golden))
     return EXIT_OK
+
+
+def support_line(judge, cfg, runs, snapshot, golden) -> str:
+    """One line: the citation-support and nugget-coverage calls judging ``runs`` would add (one request
+    per answer and set of cited chunks, per cited chunk of a claim citing several, an upper bound of
+    leave-one-out requests; one nugget request per answer of a question with claims), per repeat."""
+    from rag_eval_pipeline.core.citations.judging import support_requests
+    from rag_eval_pipeline.core.completeness import nugget_requests
+    from rag_eval_pipeline.core.judges.base import EstimatesSupportCost
+    from rag_eval_pipeline.core.pipeline import citation_formats
+
+    formats, phrases = citation_formats(cfg), cfg.judge.abstention_phrases
+    cites, extra = support_requests(runs, snapshot, golden, formats=formats, abstention_phrases=phrases)
+    nuggets = nugget_requests(runs, golden, formats=formats, known_chunks=set(snapshot["chunk_id"].to_list()),
+                              abstention_phrases=phrases)
+    repeats = cfg.judge.repeats
+    if not isinstance(judge, EstimatesSupportCost):
+        return (f"citations and completeness: {len(cites) * repeats} citation-support requests (+ up to "
+                f"{extra * repeats} leave-one-out) and {len(nuggets) * repeats} nugget-coverage requests for "
+                f"{repeats} repeat(s); judge {judge.name} makes no model calls (cost 0)")
+    est = judge.dry_run_estimate_support(cites + nuggets)
+    fam = est["by_family"]
+    return (f"citations and completeness: about {est['calls'] * repeats} more calls (citation_support "
+            f"{fam.get('citation_support', 0) * repeats}, nugget_coverage {fam.get('nugget_coverage', 0) * repeats}) "
+            f"and {est['prompt_tokens_est'] * repeats:,} prompt tokens, plus up to {extra * repeats} leave-one-out "
+            f"citation calls, for {repeats} repeat(s); {est['cached_calls']} already cached")
 
 
 def add(sub) -> None:

@@ -39,6 +39,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated groups whose chunks you may read (default: report.viewer_groups)")
     p.add_argument("--show-judge", action="store_true",
                    help="show the judge's verdicts and quotes (adjudication; labelling is blind by default)")
+    p.add_argument("--family", choices=("citation_support", "nugget_coverage"), default=None,
+                   help="label a verdict family instead of the calibration level: citation_support (a claim against "
+                        "the chunks it cites) or nugget_coverage (a reference nugget against the answer); labels go to "
+                        "calibration.family_labels")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -67,7 +71,8 @@ def main(args: argparse.Namespace) -> int:
     groups = None if args.groups is None else tuple(g.strip() for g in args.groups.split(",") if g.strip())
     try:
         cfg = load_config(suite.config_path)
-        session = LabellingSession(cfg, output, labeller, n=args.n, groups=groups, show_judge=args.show_judge)
+        session = LabellingSession(cfg, output, labeller, n=args.n, groups=groups, show_judge=args.show_judge,
+                                   family=args.family)
     except ConfigError as exc:
         return fail(str(exc), EXIT_USAGE)
     except EvalError as exc:

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     suite_dir = suite_folder(suite, args.output)
     usable_output_folder(suite_dir, suite)  # a file, a read-only folder or another suite's folder: exit 2 here
     defs = build_definitions([loaded], output_dir=str(output_root().resolve()),
-                             suite_dirs={suite.name: str(suite_dir)}, judge=judge)
+                             suite_dirs={suite.name: str(suite_dir)}, judge=judge, executor="in_process")
     quick = args.job == QUICK_JOB
     # the CLI's console logger: no stack trace on stderr for a user's input mistake (the UI keeps its event log)
     job = defs.resolve_job_def(job_name(suite.name, args.job)).with_logger_defs(CLI_LOGGER_DEFS)

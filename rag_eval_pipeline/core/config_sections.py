@@ -255,17 +255,31 @@ class CalibrationConfig:
     """``calibration``: ``configured`` (the section is present), ``human_labels`` (absolute path of
     a label file; required when configured; absent is allowed: ``rag-eval label`` creates it),
     ``kappa_floor`` in [-1, 1] (default 0.4), ``level`` (:data:`CALIBRATION_LEVELS`, default
-    "claim"), ``mapping`` (:class:`CalibrationMapping`, or None for the level's defaults)."""
+    "claim"), ``mapping`` (:class:`CalibrationMapping`, or None for the level's defaults),
+    ``family_labels`` (hand labels of the verdict families citation_support and nugget_coverage, rows with
+    a ``family`` column; ``family_labels_path`` gives the default)."""
 
     configured: bool = key(False, internal=True)
     human_labels: Path | None = key(None, doc="hand labels (JSONL / CSV / Parquet); required in the section")
     kappa_floor: float = key(DEFAULT_KAPPA_FLOOR, low=-1.0, high=1.0, doc="Cohen's kappa below this blocks or warns")
     level: str = key("claim", choices=CALIBRATION_LEVELS, doc="claim: one label per claim; response: per answer")
     mapping: CalibrationMapping | None = key(None, doc="judge_rule, judge, human_rule, human, labels")
+    family_labels: Path | None = key(None, doc="hand labels of citation support and nugget coverage (JSONL, "
+                                               "rows with family); default family_labels.jsonl beside human_labels")
+
+    @property
+    def family_labels_path(self) -> Path | None:
+        """The family label file: ``family_labels``, else ``family_labels.jsonl`` beside ``human_labels``."""
+        if self.family_labels is not None:
+            return self.family_labels
+        return None if self.human_labels is None else self.human_labels.with_name("family_labels.jsonl")
 
     def validate(self, at):
         """The section as given in a file (``configured``), once its rules hold: ``human_labels`` set and not a
-        folder, ``mapping`` one the level can use. Raises SectionError at ``at`` otherwise."""
+        folder, ``mapping`` one the level can use, ``family_labels`` not a folder. Raises SectionError at ``at``
+        otherwise."""
+        if self.family_labels is not None and self.family_labels.exists() and not self.family_labels.is_file():
+            raise at.fail("family_labels", f"{self.family_labels}: not a regular file; expected a label file")
         if self.human_labels is None:
             raise at.error("is required in the calibration section", label="calibration.human_labels")
         if self.human_labels.exists() and not self.human_labels.is_file():

@@ -51,8 +51,14 @@ def judge_runs(
     questions: Mapping[str, str] | pl.DataFrame | None = None,
     progress: Callable[[dict[str, Any]], None] | None = None,
     abstention_phrases: Mapping[str, Any] | None = None,
+    citation_formats: Mapping[str, Any] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Judge every answer of ``rag_runs`` ``repeats`` times.
+
+    Inline citation markers (``[1]``, ``【2】``, ``[doc_id#n]``, ...) are stripped from each answer
+    before it is judged, with its system's
+    :class:`~rag_eval_pipeline.core.citations.markers.CitationFormat` from ``citation_formats``
+    (system → format; default: every syntax), so that no claim carries a marker.
 
     Inputs: ``rag_runs`` (the rag_runs table; needs system, question_id, retrieved, decision,
     answer), ``snapshot`` (corpus_snapshot; needs chunk_id, text), a :class:`Judge`, ``repeats``
@@ -99,6 +105,7 @@ def judge_runs(
         if not isinstance(value, str):
             raise TypeError(f"judge {judge!r} has no string attribute {attr!r}")
     texts = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
+    strip = _marker_stripper(texts, citation_formats)
     qtext = _question_texts(questions)
     phrases = phrases_from_config(abstention_phrases)
 
@@ -117,7 +124,7 @@ def judge_runs(
             raise InputError(f"decision {decision!r} is not one of {DECISIONS}",
                              path="rag_runs", line=row_no, field="decision")
         contexts = _contexts(run["retrieved"], texts, system, qid, row_no)
-        answer = run["answer"]
+        answer = strip(system, run["answer"])
         fixed = _DECISION_STATUS.get(decision)
         if fixed is None and abstention_phrase(answer, phrases):
             fixed = ABSTENTION_TEXT
@@ -129,7 +136,7 @@ def judge_runs(
             fixed_rows.append({"system": system, "question_id": qid, "status": fixed, "n_claims": 0,
                                "error": None})
         else:
-            pending.append((system, qid, qtext.get(qid, ""), answer, contexts))
+            pending.append((system, qid, qtext.get(qid, ""), answer or "", contexts))  # never blank here
 
     labels: list[dict[str, Any]] = []
     answers: list[dict[str, Any]] = []
@@ -141,7 +148,7 @@ def judge_runs(
             tracker.step()
         # Repeats after the first must reach the judge again (no cache read) to measure its noise.
         kwargs = {"repeat": rep} if rep and accepts_repeat(judge) else {}
-        results = _call_judge(judge, pending, concurrency, kwargs, on_result=tracker.judged)
+        results = _call_judge_by_question(judge, pending, concurrency, kwargs, on_result=tracker.judged)
         for (system, qid, _, answer, contexts), result in zip(pending, results):
             status, n_claims, rows = _rows_from_result(result, qid, answer, contexts)
             base = {"system": system, "question_id": qid, "repeat": rep}
@@ -160,6 +167,23 @@ def judge_runs(
     answer_judgements = conform(pl.DataFrame(answers, schema=SCHEMAS["answer_judgements"]),
                                 "answer_judgements")
     return judge_labels, answer_judgements
+
+
+def _marker_stripper(texts: Mapping[str, str], formats: Mapping[str, Any] | None
+                     ) -> Callable[[str, str | None], str | None]:
+    """``strip(system, answer)``: the answer without its inline citation markers (None stays None)."""
+    from rag_eval_pipeline.core.citations.markers import DEFAULT_FORMAT, strip_markers
+
+    chunks = set(texts)
+    docs = {c.rsplit("#", 1)[0] for c in chunks}
+
+    def strip(system: str, answer: str | None) -> str | None:
+        if not answer or ("[" not in answer and "【" not in answer):
+            return answer
+        fmt = (formats or {}).get(system, DEFAULT_FORMAT)
+        return strip_markers(answer, fmt, known_chunks=chunks, known_docs=docs)
+
+    return strip
 
 
 def count_downgraded(judge_labels: pl.DataFrame) -> int:
@@ -266,6 +290,19 @@ def _call_in_batches(judge, pending: list, on_result: Callable[[bool], None] | N
             out.append(r)
             if on_result is not None:
                 on_result(isinstance(r, Exception) or getattr(r, "status", None) == "judge_error")
+    return out
+
+
+def _call_judge_by_question(judge: Judge, pending: list, concurrency: int, kwargs: dict,
+                            on_result: Callable[[bool], None] | None = None) -> list:
+    """:func:`_call_judge` with the systems' answers to one question judged one after the other (rag_runs is
+    in system order), so the judge's per-text caches reuse one question's retrieved passages across systems;
+    the results come back in ``pending``'s order."""
+    order = sorted(range(len(pending)), key=lambda i: pending[i][1])  # stable: system order within a question
+    results = _call_judge(judge, [pending[i] for i in order], concurrency, kwargs, on_result=on_result)
+    out: list = [None] * len(pending)
+    for i, result in zip(order, results):
+        out[i] = result
     return out
 
 

@@ -52,7 +52,9 @@ from rag_eval_pipeline.core.storage import write_atomic
 __all__ = [
     "HASH_VERSION",
     "LabelFile",
+    "FAMILY_LEVELS",
     "LabelItem",
+    "build_family_items",
     "build_items",
     "content_sha256",
     "current_content_hashes",
@@ -99,6 +101,8 @@ class LabelItem:
     judge_label: str
     judge_claims: list[dict[str, Any]] = field(default_factory=list)
     content_sha256: str = ""
+    #: verdict families: the chunk ids the person judges the claim against ("a|b"), or "answer" for a nugget
+    passages: str | None = None
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -193,6 +197,70 @@ def build_items(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataF
     return items
 
 
+#: Calibration levels of the verdict families beside faithfulness (one label per claim or nugget).
+FAMILY_LEVELS = ("citation_support", "nugget_coverage")
+
+
+def build_family_items(family: str, rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame,
+                       table: pl.DataFrame, formats: Mapping[str, Any] | None = None) -> list[LabelItem]:
+    """The items of a verdict family the judge labelled, with what the page shows and its content hash.
+
+    ``citation_support``: one item per claim of ``citation_claims`` (first repeat) that was judged
+    against its cited chunks; the page shows the claim and only those cited chunks (``passages`` =
+    their ids joined by "|", sorted). ``nugget_coverage``: one item per (answer, nugget) of
+    ``nugget_labels`` (first repeat, no JUDGE_ERROR); the page shows the nugget and the answer with its
+    citation markers stripped (what the judge read, so a quote can be selected from it), and no chunk
+    (``passages`` = "answer"; the run's retrieved and cited ids are kept in ``cited`` for the withholding
+    rule only). ``judge_label`` is the judge's verdict. ``content_sha256`` hashes the question, the answer,
+    the item's text and the passages shown. ``formats``: system → CitationFormat for stripping markers.
+    Raises InputError for a missing table or column, ValueError for an unknown family.
+    """
+    from rag_eval_pipeline.core.citations.markers import DEFAULT_FORMAT, strip_markers
+
+    if family not in FAMILY_LEVELS:
+        raise ValueError(f"unknown verdict family {family!r}; expected one of {FAMILY_LEVELS}")
+    questions, chunks, runs = _runs_index(rag_runs, golden, snapshot)
+    items = []
+    if family == "citation_support":
+        _need(table, "citation_claims", ("system", "question_id", "claim_id", "claim", "judged", "verdict", "status",
+                                         "repeat"))
+        first = table.filter((pl.col("repeat") == pl.col("repeat").min()) & (pl.col("status") == "judged"))
+        for r in first.sort("system", "question_id", "unit").iter_rows(named=True):
+            run = runs.get((r["system"], r["question_id"]))
+            if run is None or not run.get("answer"):
+                continue
+            ranks = {h["chunk_id"]: h["rank"] for h in run["hits"]}
+            shown = [{"chunk_id": c, "rank": ranks.get(c), "title": (chunks.get(c) or {}).get("title"),
+                      "status": (chunks.get(c) or {}).get("status"), "text": (chunks.get(c) or {}).get("text")}
+                     for c in r["judged"] or []]
+            same = first.filter((pl.col("system") == r["system"]) & (pl.col("question_id") == r["question_id"]))
+            q = questions.get(r["question_id"])
+            items.append(LabelItem(
+                system=r["system"], question_id=r["question_id"], claim_id=r["claim_id"], question=q,
+                answer=run["answer"], claim=r["claim"], claims=same["claim"].to_list(), chunks=shown,
+                cited=list(r["judged"] or []), judge_label=r["verdict"],
+                judge_claims=[{"claim": r["claim"], "verdict": r["verdict"], "quote": r.get("quote")}],
+                content_sha256=content_sha256(q, run["answer"], [h["text"] for h in shown], r["claim"]),
+                passages="|".join(sorted(r["judged"] or []))))
+        return items
+    _need(table, "nugget_labels", ("system", "question_id", "nugget_id", "nugget", "verdict", "repeat"))
+    first = table.filter((pl.col("repeat") == pl.col("repeat").min()) & (pl.col("verdict") != "JUDGE_ERROR"))
+    for r in first.iter_rows(named=True):
+        run = runs.get((r["system"], r["question_id"]))
+        if run is None or not run.get("answer"):
+            continue
+        answer = strip_markers(run["answer"], (formats or {}).get(r["system"], DEFAULT_FORMAT),
+                               known_chunks=set(chunks))
+        q = questions.get(r["question_id"])
+        used = [h["chunk_id"] for h in run["hits"]] + [c for c in (run.get("citations") or []) if c]
+        items.append(LabelItem(
+            system=r["system"], question_id=r["question_id"], claim_id=r["nugget_id"], question=q, answer=answer,
+            claim=r["nugget"], claims=[], chunks=[], cited=used, judge_label=r["verdict"],
+            judge_claims=[{"claim": r["nugget"], "verdict": r["verdict"], "quote": r.get("quote")}],
+            content_sha256=content_sha256(q, answer, [], r["nugget"]), passages="answer"))
+    return sorted(items, key=lambda it: it.key)
+
+
 def current_content_hashes(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame,
                            judge_labels: pl.DataFrame, level: str) -> dict[tuple[str, ...], str]:
     """Item key → :func:`content_sha256` of the item now, for every answer of ``rag_runs``.
@@ -277,11 +345,14 @@ def label_options(level: str, mapping: Mapping[str, Any] | None) -> list[tuple[s
     """The choices of the page, in key order 1, 2, 3, ...: (raw label written to the file, calibrated label).
 
     Claim level: SUPPORTED / CONTRADICTED / NOT_MENTIONED (as the mapping's ``labels``); response
-    level: the mapping's ``labels``. The raw label is the calibrated label itself when the
+    level: the mapping's ``labels``; a verdict family (:data:`FAMILY_LEVELS`): SUPPORTED / PARTIAL /
+    NOT_SUPPORTED. The raw label is the calibrated label itself when the
     mapping's ``human`` dict maps it to itself, else the first raw label mapped to it. Raises
     ValueError when a label has no raw label, or (response level) when ``human_rule`` is not
     "label" (people would have to label claims).
     """
+    if level in FAMILY_LEVELS:
+        return [(v, v) for v in ("SUPPORTED", "PARTIAL", "NOT_SUPPORTED")]
     m = resolve_mapping(mapping, level)
     if level == "response" and m["human_rule"] != "label":
         raise ValueError(f"the labelling page writes one label per answer at response level; calibration.mapping."
@@ -325,10 +396,16 @@ class LabelFile:
         os.close(fd)
 
     def _read_unlocked(self) -> list[dict[str, Any]]:
-        from rag_eval_pipeline.core.metrics.calibration import read_label_file
+        from rag_eval_pipeline.core.metrics.calibration import LABEL_FILE_SCHEMA, read_label_file
 
         if not self.path.exists() or self.path.stat().st_size == 0:
             return []
+        if self.level in FAMILY_LEVELS:  # a family file holds rows of several families: this one's
+            from rag_eval_pipeline.core.judges.human import read_human_label_rows
+
+            rows, _ = read_human_label_rows(self.path)
+            return [{**{c: r.get(c) for c in LABEL_FILE_SCHEMA}, "passages": r.get("passages")}
+                    for r in rows if r.get("family") == self.level]
         return read_label_file(self.path, self.level, self.mapping).to_dicts()
 
     def rows(self) -> list[dict[str, Any]]:
@@ -349,14 +426,20 @@ class LabelFile:
         (the file format's rule), for a file whose last line is cut off (not valid JSON), and as
         :meth:`rows`. A complete last line that lacks only its newline gets one before the new line.
         """
-        if self.level == "claim" and verdict == "SUPPORTED" and not (quote or "").strip():
-            raise InputError("a SUPPORTED label needs the quote it rests on: select the sentence in a chunk first",
+        family = self.level in FAMILY_LEVELS
+        needs_quote = ("SUPPORTED", "PARTIAL") if family else ("SUPPORTED",) if self.level == "claim" else ()
+        if verdict in needs_quote and not (quote or "").strip():
+            where = "the answer" if self.level == "nugget_coverage" else "a chunk"
+            raise InputError(f"a {verdict} label needs the quote it rests on: select the words in {where} first",
                              path=str(self.path), field="quote")
         line: dict[str, Any] = {"system": item.system, "question_id": item.question_id}
         if item.claim_id is not None:
             line.update(claim_id=item.claim_id, claim=item.claim)
         line["verdict"] = verdict
-        if item.claim_id is not None and verdict != "NOT_MENTIONED" and quote and quote.strip():  # nothing to quote
+        if family:
+            line.update(family=self.level, passages=item.passages)
+        no_quote = ("NOT_SUPPORTED",) if family else ("NOT_MENTIONED",)
+        if item.claim_id is not None and verdict not in no_quote and quote and quote.strip():  # nothing to quote
             line["quote"] = quote.strip()
         line.update(annotator=annotator,
                     labelled_at=(now or dt.datetime.now(dt.UTC)).isoformat(timespec="seconds"),
@@ -435,4 +518,4 @@ class LabelFile:
 
 
 def _item_of(row: Mapping[str, Any], level: str) -> tuple[str, ...]:
-    return (row["system"], row["question_id"]) + ((row["claim_id"],) if level == "claim" else ())
+    return (row["system"], row["question_id"]) + ((row["claim_id"],) if level != "response" else ())

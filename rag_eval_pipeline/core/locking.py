@@ -15,11 +15,19 @@ Rules:
   a stale lock; the owner line left in the file is only information and is overwritten.
 - Re-entrant within one process: the IO manager, the table store and the CLI of one run share one
   hold (a count per folder); the lock is released when the last holder lets go.
-- Steps of one run in separate processes (the multiprocess executor) carry the same run id: a step
-  that finds the folder held by its own run waits for it (``same_run_wait_s``) instead of failing.
+- Steps of one run in separate processes (the multiprocess executor, Celery workers on one host)
+  carry the same run id. An exclusive holder (``rag-eval run``) that finds the folder held by its own
+  run waits for it (``same_run_wait_s``) instead of failing. A *run-shared* holder (``shared=True``:
+  each step's IO manager and table store) takes a shared ``flock``: any number of processes of the same
+  run hold the folder together, so steps of one run (question shards, parallel branches) run side by
+  side, while a holder of another run, or an exclusive holder, still waits or fails. Which run holds the
+  folder is the owner line written by the first shared holder; a short exclusive lock on
+  ``.rag-eval.lock.gate`` makes "look at the holders, then join" one step, so two runs never both join.
+- Dagster's run queue keeps whole runs apart in a deployment (``deploy/dagster.yaml``: at most one
+  queued run per output folder, by the ``rag_eval/output_dir`` tag); this lock keeps the steps apart.
 - While holding the lock, the first holder in a process removes leftover temporary files
   (``.<name>.*.tmp``, written by :mod:`rag_eval_pipeline.core.storage`) that a killed writer left:
-  nobody else can be writing them.
+  nobody else can be writing them (a run-shared holder does so only when it is the folder's first holder).
 
 - A signal must free the folder within seconds whatever the run is doing: :func:`end_on_signal`
   (installed by ``rag-eval run``) has a small watchdog process SIGKILL the run when SIGTERM or SIGINT
@@ -46,6 +54,7 @@ from pathlib import Path
 from rag_eval_pipeline.core.errors import EvalError
 
 LOCK_NAME = ".rag-eval.lock"
+GATE_NAME = ".rag-eval.lock.gate"
 _POLL_S = 0.1
 
 _registry_lock = threading.Lock()
@@ -94,17 +103,75 @@ def remove_stale_temp_files(folder: str | Path) -> list[str]:
 class OutputLock:
     """Hold ``<folder>/.rag-eval.lock`` (see the module docstring).
 
-    ``OutputLock(folder, run_id=None, wait_s=0.0, same_run_wait_s=900.0)``; :meth:`acquire` /
+    ``OutputLock(folder, run_id=None, wait_s=0.0, same_run_wait_s=900.0, shared=False)``; :meth:`acquire` /
     :meth:`release`, or use it as a context manager. :meth:`acquire` raises :class:`OutputLocked`
-    when another run still holds the folder after ``wait_s`` seconds (0: fail at once).
+    when another run still holds the folder after ``wait_s`` seconds (0: fail at once). ``shared=True``
+    (needs ``run_id``): hold the folder together with the other processes of the same run.
     """
 
     def __init__(self, folder: str | Path, *, run_id: str | None = None, wait_s: float = 0.0,
-                 same_run_wait_s: float = 900.0):
+                 same_run_wait_s: float = 900.0, shared: bool = False):
         self.folder = Path(folder)
         self.run_id, self.wait_s, self.same_run_wait_s = run_id, float(wait_s), float(same_run_wait_s)
+        self.shared = bool(shared and run_id)
         self._key: str | None = None
         self.removed_temp_files: list[str] = []
+
+    def _owner_line(self) -> dict:
+        return {"pid": os.getpid(), "run_id": self.run_id, "host": socket.gethostname(),
+                "started_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                "command": " ".join(sys.argv)[:300]}
+
+    def _give_up(self, start: float, owner: dict) -> bool:
+        """Whether to stop waiting for ``owner``'s run (its own run gets ``same_run_wait_s``)."""
+        waited = time.monotonic() - start
+        same_run = self.run_id is not None and owner.get("run_id") == self.run_id
+        if waited >= (self.same_run_wait_s if same_run else self.wait_s):
+            raise OutputLocked(str(self.folder), owner, waited) from None
+        return False
+
+    def _try_exclusive(self, fd: int, start: float) -> bool:
+        """One attempt at the exclusive lock: True when taken, False to try again, OutputLocked to give up."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            owner = read_owner(self.folder)
+            if not owner and time.monotonic() - start < 1.0:  # the holder has not written its line yet
+                return False
+            return self._give_up(start, owner)
+
+    def _try_shared(self, fd: int, start: float) -> bool | None:
+        """One attempt to hold the folder with the other processes of this run. Output: None when taken as
+        the first holder, True when joined, False to try again; OutputLocked to give up."""
+        gate = os.open(self.folder / GATE_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(gate, fcntl.LOCK_EX)  # held for microseconds: decisions below are one step
+            probe = os.open(self.folder / LOCK_NAME, os.O_RDWR)
+            try:
+                try:
+                    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    free = True
+                except BlockingIOError:
+                    free = False
+            finally:
+                os.close(probe)  # drops the probe's lock, if it got one
+            owner = {} if free else read_owner(self.folder)
+            if not free and owner.get("run_id") != self.run_id:
+                if not owner and time.monotonic() - start < 1.0:
+                    return False
+                return self._give_up(start, owner)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:  # an exclusive holder came in after the probe (or holds it for this run)
+                return self._give_up(start, read_owner(self.folder))
+            if free:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, (json.dumps(self._owner_line()) + "\n").encode("utf-8"), 0)
+                return None
+            return True
+        finally:
+            os.close(gate)  # and with it the gate's lock
 
     def acquire(self) -> OutputLock:
         if self._key is not None:
@@ -120,32 +187,30 @@ class OutputLock:
                 return self
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         start = time.monotonic()
+        first = True
         try:
             while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if self.shared:
+                    got = self._try_shared(fd, start)
+                    if got is not False:
+                        first = got is None
+                        break
+                elif self._try_exclusive(fd, start):
                     break
-                except BlockingIOError:
-                    owner = read_owner(self.folder)
-                    waited = time.monotonic() - start
-                    if not owner and waited < 1.0:  # the holder has the lock but has not written its line yet
-                        time.sleep(_POLL_S)
-                        continue
-                    same_run = self.run_id is not None and owner.get("run_id") == self.run_id
-                    if waited >= (self.same_run_wait_s if same_run else self.wait_s):
-                        raise OutputLocked(str(self.folder), owner, waited) from None
-                    time.sleep(_POLL_S)
+                time.sleep(_POLL_S)
         except BaseException:
             os.close(fd)
             raise
-        owner = {"pid": os.getpid(), "run_id": self.run_id, "host": socket.gethostname(),
-                 "started_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-                 "command": " ".join(sys.argv)[:300]}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(owner) + "\n").encode("utf-8"), 0)
-        self.removed_temp_files = remove_stale_temp_files(self.folder)
+        if not self.shared:
+            owner = self._owner_line()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(owner) + "\n").encode("utf-8"), 0)
+        else:
+            owner = read_owner(self.folder)
+        # temporary files are only stale when no other process of the run can be writing them
+        self.removed_temp_files = remove_stale_temp_files(self.folder) if first else []
         with _registry_lock:
-            _held[key] = {"fd": fd, "count": 1, "owner": owner}
+            _held[key] = {"fd": fd, "count": 1, "owner": owner, "shared": self.shared}
         self._key = key
         return self
 
@@ -161,10 +226,11 @@ class OutputLock:
             if entry["count"] > 0:
                 return
             del _held[key]
-        try:
-            os.ftruncate(entry["fd"], 0)  # the owner line is only meaningful while held
-        except OSError:
-            pass
+        if not entry["shared"]:  # a shared holder may not be the last of its run: it leaves the line
+            try:
+                os.ftruncate(entry["fd"], 0)  # the owner line is only meaningful while held
+            except OSError:
+                pass
         fcntl.flock(entry["fd"], fcntl.LOCK_UN)
         os.close(entry["fd"])
 

@@ -110,10 +110,36 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
     return pl.concat(frames) if frames else tables.empty("rag_runs")
 
 
+def build_citations(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame, judge,
+                    repeats: int = 1) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The ``citation_claims`` and ``citations`` tables of every system
+    (:func:`~rag_eval_pipeline.core.citations.judging.judge_citations`, each system's
+    ``citation_format``, the configuration's abstention phrases)."""
+    from rag_eval_pipeline.core.citations.judging import judge_citations
+
+    return judge_citations(runs, snapshot, golden, judge, formats=citation_formats(cfg), repeats=repeats,
+                           abstention_phrases=cfg.judge.abstention_phrases)
+
+
+def build_nuggets(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame, judge,
+                  repeats: int = 1) -> pl.DataFrame:
+    """The ``nugget_labels`` table: every golden claim judged against every answer
+    (:func:`~rag_eval_pipeline.core.completeness.judge_nuggets`)."""
+    from rag_eval_pipeline.core.completeness import judge_nuggets
+
+    return judge_nuggets(runs, golden, judge, formats=citation_formats(cfg),
+                         known_chunks=set(snapshot["chunk_id"].to_list()), repeats=repeats,
+                         abstention_phrases=cfg.judge.abstention_phrases)
+
+
 def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame,
                            labels: pl.DataFrame, judgements: pl.DataFrame,
-                           extra: list[pl.DataFrame] | None = None) -> tuple[pl.DataFrame, dict]:
-    """Every per-question metric of every system: retrieval, claim evidence, decisions, faithfulness.
+                           extra: list[pl.DataFrame] | None = None, *,
+                           citations: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+                           nugget_labels: pl.DataFrame | None = None) -> tuple[pl.DataFrame, dict]:
+    """Every per-question metric of every system: retrieval, claim evidence, decisions, faithfulness,
+    and, when their tables are given, citations (``citations`` = (citation_claims, citations) of
+    :func:`build_citations`) and completeness (``nugget_labels`` of :func:`build_nuggets`).
 
     Output: (question_metrics table, info) where info counts what the retrieval evaluation left out
     (dropped duplicates, golden questions with no run row, run rows for unknown questions).
@@ -147,18 +173,46 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete))
     frames.append(decision_question_metrics(runs, golden, snapshot, abstention_phrases=cfg.judge.abstention_phrases))
     frames.append(faithfulness_question_metrics(labels, judgements))
-    frames.append(correctness_question_metrics(runs, golden))
+    frames.append(correctness_question_metrics(runs, golden, citation_formats=citation_formats(cfg),
+                                               known_chunks=set(snapshot["chunk_id"].to_list())))
     frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)
+    phrases = cfg.judge.abstention_phrases
+    if citations is not None:
+        from rag_eval_pipeline.core.metrics.citations import citation_question_metrics
+
+        frames.append(citation_question_metrics(runs, citations[0], citations[1], phrases))
+    if nugget_labels is not None:
+        from rag_eval_pipeline.core.metrics.nuggets import nugget_question_metrics
+
+        frames.append(nugget_question_metrics(runs, golden, nugget_labels, phrases))
     frames.extend(extra or [])  # e.g. model-judged answer quality, already in question_metrics shape
     cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
-    qm = pl.concat([f.select(cols) for f in frames], how="vertical_relaxed")
-    qm = qm.join(golden.select("question_id", "split"), on="question_id", how="left")
-    return tables.conform(qm, "question_metrics"), info
+    # one table of questions x metrics x systems rows: concatenated without copying the parts (no rechunk), and
+    # the split looked up per row rather than joined (a join would copy every column once more)
+    gsplit = golden.select("question_id", "split").unique("question_id", keep="first")
+    split = pl.col("question_id").replace_strict(gsplit["question_id"], gsplit["split"], default=None,
+                                                 return_dtype=pl.Utf8).alias("split")
+    # Each part in one chunk per column, so that the parts' chunks line up: polars copies a frame whose columns'
+    # chunks do not line up into one chunk at the next select, ~2x the table at once.
+    parts = [tables.conform(f.select(cols).with_columns(split), "question_metrics").rechunk()
+             for f in frames if f.height]
+    del frames
+    if not parts:
+        return tables.empty("question_metrics"), info
+    # One column at a time, each part's copy of it released as soon as it is copied: the whole table is never
+    # held twice (a pl.concat of the parts ends with one copy too, made by polars when the columns' chunks do not
+    # line up, while the parts are still alive).
+    built = {}
+    for col in tables.SCHEMAS["question_metrics"]:
+        built[col] = pl.concat([part.get_column(col) for part in parts], rechunk=True)
+        parts = [part.drop(col) for part in parts]
+    return tables.conform(pl.DataFrame(built), "question_metrics"), info
 
 
-def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame, golden: pl.DataFrame,
+def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame | pl.LazyFrame, golden: pl.DataFrame,
                   snapshot: pl.DataFrame) -> pl.DataFrame:
-    """Aggregate per-question metrics by system, split, segment and k, with counts and 95% intervals."""
+    """Aggregate per-question metrics by system, split, segment and k, with counts and 95% intervals.
+    ``question_metrics`` may be a LazyFrame (a scanned file): it is then read in batches."""
     from rag_eval_pipeline.core.metrics.summary import question_segments, summarise
 
     segments = question_segments(golden, snapshot)
@@ -167,3 +221,11 @@ def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame, golden: pl.Da
                   seed=cfg.seed, small_segment_n=cfg.small_segment_n),
         "metric_summary",
     )
+
+
+def citation_formats(cfg: EvalConfig) -> dict:
+    """system name → its :class:`~rag_eval_pipeline.core.citations.markers.CitationFormat` (the
+    ``citation_format`` of its ``systems`` entry; every marker syntax when absent)."""
+    from rag_eval_pipeline.core.citations.judging import formats_for_systems
+
+    return formats_for_systems(list(cfg.systems))

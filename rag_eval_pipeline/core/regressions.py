@@ -32,13 +32,15 @@ def failed_gates(gate_results: pl.DataFrame) -> list[str]:
     return [f"{r['system']}/{r['metric']}: {r['reason']}" for r in failed.iter_rows(named=True)]
 
 
-def track_regressions(previous: pl.DataFrame | None, question_metrics: pl.DataFrame, gate_results: pl.DataFrame,
+def track_regressions(previous: pl.DataFrame | None, question_metrics: pl.DataFrame | pl.LazyFrame,
+                      gate_results: pl.DataFrame,
                       *, run_id: str | None, now: str) -> tuple[pl.DataFrame, int]:
     """The regression cases after this run, and how many are new.
 
     Inputs: ``previous``, the last ``regression_cases`` table (None before the first); this run's
     ``question_metrics`` (system, metric, k, question_id, value) and ``gate_results`` (system, metric, k,
-    regressed_questions); ``run_id`` and ``now`` (ISO 8601 UTC), recorded on a new case.
+    regressed_questions; ``question_metrics`` may be a LazyFrame: only the rows of the gates' regressed
+    questions and of the cases are collected); ``run_id`` and ``now`` (ISO 8601 UTC), recorded on a new case.
     Output: ``(cases, new)``: every previous case (never dropped) plus one row per (system, metric, k,
     question) newly listed in a gate's ``regressed_questions``, with ``value_when_found`` (the candidate's
     value then; null when it had none), ``current_value`` (this run's value, null when it has none) and
@@ -47,23 +49,26 @@ def track_regressions(previous: pl.DataFrame | None, question_metrics: pl.DataFr
     Raises polars' ColumnNotFoundError when a table lacks a declared column.
     """
     known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
+    scanned = question_metrics.lazy()
     seen = {tuple(r) for r in known.select(_KEY).iter_rows()}
     new_rows = []
     for r in gate_results.iter_rows(named=True):
         if not r["regressed_questions"]:
             continue
         system, metric, k = r["system"], r["metric"], r["k"]
-        per_q = question_metrics.filter(
+        per_q = scanned.filter(
             (pl.col("system") == system) & (pl.col("metric") == metric)
             & (pl.col("k").is_null() if k is None else pl.col("k") == k)
         )
-        values = dict(per_q.select("question_id", "value").iter_rows())
+        values = dict(per_q.select("question_id", "value").collect(engine="streaming").iter_rows())
         for q in r["regressed_questions"]:
             if (system, metric, k, q) not in seen:
                 seen.add((system, metric, k, q))
                 new_rows.append({"system": system, "metric": metric, "k": k, "question_id": q,
                                  "value_when_found": values.get(q), "first_seen_run": run_id, "first_seen_at": now})
     cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known
-    current = question_metrics.select(*_KEY, pl.col("value").alias("current_value"))
+    current = (scanned.select(*_KEY, pl.col("value").alias("current_value"))
+               .join(cases.select(_KEY).lazy(), on=list(_KEY), how="semi", nulls_equal=True)  # only the cases' rows
+               .collect(engine="streaming"))
     cases = cases.join(current, on=list(_KEY), how="left", nulls_equal=True)
     return regression_case_status(cases), len(new_rows)  # oriented by each metric's direction

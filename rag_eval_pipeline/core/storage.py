@@ -33,7 +33,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from rag_eval_pipeline.core.errors import SchemaError
-from rag_eval_pipeline.core.table_files import WriteContext, check_and_read, to_arrow
+from rag_eval_pipeline.core.table_files import WriteContext, check_and_read, to_arrow_batches
 
 __all__ = ["WriteContext", "read_table", "write_atomic", "write_json_atomic", "write_parquet_atomic",
            "write_text_atomic"]
@@ -104,8 +104,14 @@ def write_parquet_atomic(df: pl.DataFrame, path: Path, table: str | None = None,
     """
     if table is None:
         raise SchemaError(f"{path}: a Parquet table needs its declared table name (core/tables.py)")
-    arrow = to_arrow(df, table, context)  # conform and metadata before the temporary file exists
-    return write_atomic(path, lambda tmp: pq.write_table(arrow, tmp, compression="zstd"), pause=True)
+    schema, slices = to_arrow_batches(df, table, context)  # conform and metadata before the temporary file exists
+
+    def write(tmp: str) -> None:
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            for piece in slices:
+                writer.write_table(piece)
+
+    return write_atomic(path, write, pause=True)
 
 
 def read_table(path: Path, table: str | None = None, *, columns: list[str] | None = None,
@@ -114,6 +120,15 @@ def read_table(path: Path, table: str | None = None, *, columns: list[str] | Non
     (:func:`rag_eval_pipeline.core.table_files.check_and_read`: an older file is migrated with a
     one-line message passed to ``on_migrate``; SchemaVersionError for one that cannot be read)."""
     return check_and_read(path, table, columns=columns, on_migrate=on_migrate)
+
+
+def scan_table(path: Path, table: str | None = None, *, columns: list[str] | None = None,
+               on_migrate: Callable[[str], None] | None = None) -> pl.LazyFrame:
+    """:func:`read_table` as a ``polars.LazyFrame`` (:func:`rag_eval_pipeline.core.table_files.check_and_scan`):
+    rows and columns are read when the caller collects, only those it keeps."""
+    from rag_eval_pipeline.core.table_files import check_and_scan
+
+    return check_and_scan(path, table, columns=columns, on_migrate=on_migrate)
 
 
 #: Folders of a suite's output folder: the promoted baseline, and the per-question archive of each full run.

@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -228,6 +228,21 @@ def to_arrow(df: pl.DataFrame, table: str, ctx: WriteContext | None = None) -> p
     return df.to_arrow().cast(schema)
 
 
+def to_arrow_batches(df: pl.DataFrame, table: str, ctx: WriteContext | None = None,
+                     rows: int = 262_144) -> tuple[pa.Schema, Iterator[pa.Table]]:
+    """:func:`to_arrow` a slice of ``rows`` rows at a time: (the declared schema with the file metadata, the
+    slices as Arrow tables). Casting to the declared schema copies the text columns; slice by slice, a table of
+    millions of rows is never held twice. Conforms (and raises) before returning, as :func:`to_arrow`."""
+    df = conform(df, table)
+    schema = spec_of(table).schema.with_metadata(file_metadata(df, table, ctx))
+
+    def slices() -> Iterator[pa.Table]:
+        for start in range(0, max(df.height, 1), rows):
+            yield df.slice(start, rows).to_arrow().cast(schema)
+
+    return schema, slices()
+
+
 def check_and_read(path: str | Path, table: str | None = None, *, columns: list[str] | None = None,
                    on_migrate: Callable[[str], None] | None = None) -> pl.DataFrame:
     """Read a table file after checking its table name and schema version.
@@ -285,3 +300,22 @@ def check_and_read(path: str | Path, table: str | None = None, *, columns: list[
                f"migrated on read ({what}); the next write stores version {spec.version}")
     (on_migrate or log.warning)(message)
     return df.select(columns) if columns else df
+
+
+def check_and_scan(path: str | Path, table: str | None = None, *, columns: list[str] | None = None,
+                   on_migrate: Callable[[str], None] | None = None) -> pl.LazyFrame:
+    """:func:`check_and_read`, lazily: a ``polars.LazyFrame`` over the file (``pl.scan_parquet``), so that a
+    step that filters or aggregates a table of millions of rows reads only the rows and columns it keeps.
+    A file of the current schema version is scanned; an older one is migrated in memory as
+    :func:`check_and_read` does. Same checks and errors as :func:`check_and_read`."""
+    path = Path(path)
+    meta = read_file_metadata(path)
+    spec = spec_of(table or meta.get(PREFIX + "table") or path.stem)
+    if meta.get(PREFIX + "table") in (None, spec.name) and meta.get(PREFIX + "schema_version") == str(spec.version):
+        lf = pl.scan_parquet(path)
+        wrong = {c: str(t) for c, t in lf.collect_schema().items() if spec.polars.get(c) != t}
+        if wrong:
+            raise SchemaVersionError(f"table {spec.name!r} has schema version {spec.version} but its columns differ "
+                                     f"from the declaration: {wrong}", path=str(path))
+        return lf.select(columns) if columns else lf
+    return check_and_read(path, table, columns=columns, on_migrate=on_migrate).lazy()

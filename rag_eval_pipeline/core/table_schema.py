@@ -149,7 +149,9 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
     """Check ``df`` against the declared schema of ``table`` and return it in declared column order.
 
     Input: a polars DataFrame. Output: the same rows, columns reordered, dtypes unchanged
-    (a Null-typed column, as polars infers for an all-null literal, is cast to the declared type).
+    (a Null-typed column, as polars infers for an all-null literal, is cast to the declared type; a
+    list of structs lacking some declared struct fields, as built before a field existed, gets them as
+    null).
     Raises SchemaError naming the table and column when a column is missing, extra or of another
     dtype, when a column declared not nullable holds a null, or when a float column holds NaN (null
     means "not evaluable"; NaN is never stored).
@@ -168,6 +170,9 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
         if got == pl.Null or _null_inner(got, dtype):
             casts[name] = dtype
             continue
+        if _struct_subset(got, dtype):  # a frame built before a struct field existed: the field is null
+            df = df.with_columns(add_struct_fields(df, name, dtype))
+            continue
         raise SchemaError(f"table {table!r}: column {name!r} has dtype {got}, expected {dtype}")
     if casts:
         df = df.with_columns([pl.col(c).cast(t) for c, t in casts.items()])
@@ -185,6 +190,32 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
                     "store null for 'not evaluable'"
                 )
     return df.select(list(schema))
+
+
+def _struct_subset(got: pl.DataType, want: pl.DataType) -> bool:
+    """True when ``got`` and ``want`` are List(Struct) and every field of ``got`` is a field of ``want``
+    with the same dtype (or Null), ``want`` having more."""
+    if not (isinstance(got, pl.List) and isinstance(want, pl.List)):
+        return False
+    g, w = got.inner, want.inner
+    if not (isinstance(g, pl.Struct) and isinstance(w, pl.Struct)):
+        return False
+    wf = {f.name: f.dtype for f in w.fields}
+    gf = {f.name: f.dtype for f in g.fields}
+    return len(gf) < len(wf) and all(n in wf and (d == wf[n] or d == pl.Null) for n, d in gf.items())
+
+
+def add_struct_fields(df: pl.DataFrame, name: str, want: pl.DataType) -> pl.Expr:
+    """Column ``name`` (a List of Struct) of ``df`` as ``want``: the struct fields it lacks added as null, in
+    ``want``'s order. Used by :func:`conform` and by migrations that add a field."""
+    got = df.schema[name]
+    if not (isinstance(got, pl.List) and isinstance(got.inner, pl.Struct) and isinstance(want, pl.List)
+            and isinstance(want.inner, pl.Struct)):
+        raise ValueError(f"column {name!r}: expected a List of Struct, got {got} (want {want})")
+    have = {f.name for f in got.inner.fields}
+    fields = [pl.element().struct.field(f.name).cast(f.dtype) if f.name in have
+              else pl.lit(None, f.dtype).alias(f.name) for f in want.inner.fields]
+    return pl.col(name).list.eval(pl.struct(fields)).cast(want).alias(name)
 
 
 def _null_inner(got: pl.DataType, want: pl.DataType) -> bool:

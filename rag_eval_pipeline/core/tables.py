@@ -37,14 +37,21 @@ from rag_eval_pipeline.core.table_schema import (
 
 RETRIEVED_HIT_ARROW = struct(chunk_id=STRING, score=FLOAT64, rank=INT32)
 RELEVANT_ID_ARROW = struct(chunk_id=STRING, grade=INT32)
-GOLDEN_CLAIM_ARROW = struct(claim_id=STRING, text=STRING, supporting=list_of(STRING))
+GOLDEN_CLAIM_ARROW = struct(claim_id=STRING, text=STRING, supporting=list_of(STRING), importance=STRING)
 RETRIEVED_HIT = pl.Struct({"chunk_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int32})
 RELEVANT_ID = pl.Struct({"chunk_id": pl.Utf8, "grade": pl.Int32})
-GOLDEN_CLAIM = pl.Struct({"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8)})
+# importance: "vital" / "okay" (NUGGET_IMPORTANCE; null = vital), the claim's weight as a nugget
+GOLDEN_CLAIM = pl.Struct({"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8),
+                          "importance": pl.Utf8})
 
 ANSWERABILITY = ("answerable", "absent", "clarify")
 DECISIONS = ("answer", "abstain", "clarify", "error")
 VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED", "JUDGE_ERROR")
+#: Support levels of the citation-support and nugget-coverage verdict families (full / partial / none).
+SUPPORT_VERDICTS = ("SUPPORTED", "PARTIAL", "NOT_SUPPORTED", "JUDGE_ERROR")
+#: Verdict families beside faithfulness: each is judged, calibrated and reported on its own.
+VERDICT_FAMILIES = ("citation_support", "nugget_coverage")
+NUGGET_IMPORTANCE = ("vital", "okay")
 CHUNK_STATUS = ("active", "withdrawn", "replaced")
 SPLITS = ("dev", "test")
 
@@ -89,7 +96,7 @@ declare("corpus_snapshot", 1, "one chunk of one document version", depends_on=("
     column("sha256", STRING, "hex sha256 of the chunk text", nullable=False),
 ])
 
-declare("golden_set", 1, "one golden question", columns=[
+declare("golden_set", 2, "one golden question", columns=[
     column("question_id", STRING, "the question's id, unique in the golden set", nullable=False),
     column("golden_version", STRING, "content hash of the whole golden set", nullable=False),
     column("question", STRING, "the question as a user asks it", nullable=False),
@@ -99,7 +106,7 @@ declare("golden_set", 1, "one golden question", columns=[
            "empty for a question without evidence"),
     column("reference_answer", STRING, "the reviewed reference answer; null when there is none"),
     column("claims", list_of(GOLDEN_CLAIM_ARROW), "person-reviewed claims (nuggets) with their supporting "
-           "chunk ids"),
+           "chunk ids and importance (vital: a good answer must state it; okay: worthwhile; null = vital)"),
     column("split", STRING, "dev (tuning) or test (held out for accepting changes)", nullable=False),
     column("segments", list_of(STRING), "key=value tags the summary is segmented by"),
     column("user_groups", list_of(STRING), "groups of the asking user (chunk acl); empty = no restriction"),
@@ -137,6 +144,82 @@ declare("judge_labels", 1, "one claim of one answer, judged once", depends_on=JU
     column("justification", STRING, "the judge's reason"),
     *_JUDGE,
     column("repeat", INT32, "repeat number of the judgement, from 0", nullable=False),
+    column("error", STRING, "the judge's failure reason when verdict is JUDGE_ERROR; null otherwise"),
+])
+
+_FAMILY_JUDGE = [
+    column("judge", STRING, "the judge's name (rule_based, openai_compatible, human, python)"),
+    column("judge_model", STRING, "the judge's model or rule-set version"),
+    column("prompt_sha256", STRING, "hex sha256 pinning what the judge does for this verdict family (its prompt "
+           "file, rule and parameters, or label file)"),
+    column("repeat", INT32, "repeat number of the judgement, from 0", nullable=False),
+]
+
+declare("citation_claims", 1, "one claim of one answer, with its citations judged together against it",
+        depends_on=JUDGED, columns=[
+    _SYSTEM, _QUESTION,
+    column("claim_id", STRING, "<question_id>:c<n>, n in answer order", nullable=False),
+    column("unit", INT32, "the citation unit (sentence, list item or ';'-clause, from 1) the claim is in; the "
+           "unit's markers are its citations", nullable=False),
+    column("claim", STRING, "the claim's text (citation markers stripped)"),
+    column("needs_citation", BOOL, "false for a question or a first-person claim, which cite nothing",
+           nullable=False),
+    column("cited", list_of(STRING), "chunk (or document) ids bound to the claim, in order"),
+    column("judged", list_of(STRING), "the cited chunks shown to the judge: in the snapshot and retrieved"),
+    column("status", STRING, "judged, uncited, no_judgeable_citation, not_a_claim or judge_error",
+           nullable=False),
+    column("verdict", STRING, "SUPPORTED, PARTIAL, NOT_SUPPORTED (the cited chunks together) or JUDGE_ERROR; "
+           "null when uncited or not a claim"),
+    column("quote", STRING, "the judge's quote"),
+    column("quote_found", BOOL, "true when the quote is literally in a cited (judged) chunk, checked by code"),
+    column("quote_chunk_id", STRING, "the cited chunk the quote was found in"),
+    column("justification", STRING, "the judge's reason"),
+    *_FAMILY_JUDGE,
+    column("error", STRING, "the judge's failure reason when verdict is JUDGE_ERROR; null otherwise"),
+])
+
+declare("citations", 1, "one citation of one claim (or of the answer: claim_id null), its validity and its "
+        "support alone", depends_on=JUDGED, columns=[
+    _SYSTEM, _QUESTION,
+    column("claim_id", STRING, "the citing claim; null for a citation bound to no claim"),
+    column("unit", INT32, "the citation unit the marker ends; null for a logged citation bound to no claim"),
+    column("origin", STRING, "inline (a marker in the answer) or run_log (the answer-level citations list)",
+           nullable=False),
+    column("marker", STRING, "the inline marker as written ([1], [a#0], ...); null for run_log"),
+    column("written", STRING, "the reference as written inside the marker, or the logged id", nullable=False),
+    column("target", STRING, "the cited chunk id (a document id when level is document); null when the marker "
+           "could not be resolved"),
+    column("level", STRING, "chunk or document", nullable=False),
+    column("problem", STRING, "unparseable or out_of_range when the reference could not be resolved; else null"),
+    column("in_snapshot", BOOL, "the cited id exists in the snapshot; null when unresolved"),
+    column("retrieved", BOOL, "the cited chunk was retrieved in this run; null when unresolved"),
+    column("rank", INT32, "its rank in the run's retrieved list; null when not retrieved"),
+    column("status", STRING, "active, withdrawn or replaced; null when not in the snapshot"),
+    column("replaced_by", STRING, "the replacement document when status is replaced"),
+    column("readable", BOOL, "the question's user_groups may read it (false: an ACL leak); null when unknown"),
+    column("valid", BOOL, "in the snapshot, retrieved, active and readable", nullable=False),
+    column("support", STRING, "SUPPORTED, PARTIAL, NOT_SUPPORTED or JUDGE_ERROR of this chunk alone for the claim; "
+           "null when not judged"),
+    column("precise", BOOL, "ALCE citation precision: this citation is not irrelevant to its claim; null when a "
+           "verdict it needs is a judge error or it is bound to no claim"),
+    column("failures", list_of(STRING), "why it fails: not_in_snapshot, not_retrieved, withdrawn, replaced, "
+           "acl_restricted, unparseable, out_of_range, not_supporting"),
+    *_FAMILY_JUDGE,
+    column("error", STRING, "the judge's failure reason when support is JUDGE_ERROR; null otherwise"),
+])
+
+declare("nugget_labels", 1, "one reference claim (nugget) of one golden question, judged against one answer",
+        depends_on=JUDGED, columns=[
+    _SYSTEM, _QUESTION,
+    column("nugget_id", STRING, "the golden claim_id", nullable=False),
+    column("nugget", STRING, "the golden claim's text"),
+    column("importance", STRING, "vital or okay"),
+    column("verdict", STRING, "SUPPORTED, PARTIAL or NOT_SUPPORTED (is the nugget in the answer?) or JUDGE_ERROR",
+           nullable=False),
+    column("quote", STRING, "the words of the answer the judge relied on"),
+    column("quote_found", BOOL, "true when the quote is in the answer (markers stripped), checked by code"),
+    column("justification", STRING, "the judge's reason"),
+    *_FAMILY_JUDGE,
     column("error", STRING, "the judge's failure reason when verdict is JUDGE_ERROR; null otherwise"),
 ])
 
@@ -317,6 +400,14 @@ declare("regression_cases", 2, "one question that regressed once on a gated metr
 ])
 
 
+@migration("golden_set", 1)
+def _claims_with_importance(df: pl.DataFrame) -> pl.DataFrame:
+    """golden_set 1 -> 2: every claim gains ``importance``, null (= vital)."""
+    from rag_eval_pipeline.core.table_schema import add_struct_fields
+
+    return df.with_columns(add_struct_fields(df, "claims", pl.List(GOLDEN_CLAIM)))
+
+
 @migration("regression_cases", 1)
 def drop_baseline_value(df: pl.DataFrame) -> pl.DataFrame:
     """Version 1 declared ``baseline_value``, which no release ever wrote (always null): version 2 drops it."""
@@ -339,6 +430,7 @@ def empty(table: str) -> pl.DataFrame:
 
 
 __all__ = [
-    "ANSWERABILITY", "CHUNK_STATUS", "DECISIONS", "GOLDEN_CLAIM", "RAG_RUNS_OPTIONAL", "RELEVANT_ID", "RETRIEVED_HIT",
-    "SCHEMAS", "SPLITS", "TABLES", "VERDICTS", "TableSpec", "conform", "empty", "migration", "spec_of",
+    "ANSWERABILITY", "CHUNK_STATUS", "DECISIONS", "GOLDEN_CLAIM", "NUGGET_IMPORTANCE", "RAG_RUNS_OPTIONAL",
+    "RELEVANT_ID", "RETRIEVED_HIT", "SCHEMAS", "SPLITS", "SUPPORT_VERDICTS", "TABLES", "VERDICTS", "VERDICT_FAMILIES",
+    "TableSpec", "conform", "empty", "migration", "spec_of",
 ]

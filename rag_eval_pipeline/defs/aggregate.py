@@ -2,10 +2,11 @@
 
 ``metric_summary`` (metrics.py), ``judge_variance`` and ``judge_calibration`` (calibration.py),
 ``gate_results`` and ``gate_verdict`` (promotion.py) are one Dagster multi-asset, ``aggregate``: the step
-reads ``question_metrics``, ``judge_labels``, ``rag_runs``, ``golden_set`` and ``corpus_snapshot`` once
-(and the promoted baseline and the hand-label file, declared as observable sources). The lineage draws
-each table from the nearest tables it is computed from, so a table whose inputs are already upstream of
-another input is not drawn from them again: ``gate_results`` from ``metric_summary``, ``judge_variance``
+reads ``question_metrics`` (scanned, never loaded whole), ``judge_labels``, ``rag_runs``, ``golden_set``,
+``corpus_snapshot``, ``citation_claims`` and ``nugget_labels`` once (and the promoted baseline and the
+hand-label file, declared as observable sources). The lineage draws each table from the nearest tables
+it is computed from, so a table whose inputs are already upstream of another input is not drawn from them
+again: ``gate_results`` from ``metric_summary``, ``judge_variance``
 and the promoted baseline (``question_metrics``, ``rag_runs``, ``golden_set`` and ``corpus_snapshot`` are
 upstream of ``metric_summary``). Every table a step reads is still a declared input of that step, and
 an ancestor of each table computed from it (``rag_eval_pipeline_tests/defs/test_lineage.py``).
@@ -49,17 +50,20 @@ def build(scope: SuiteScope) -> tuple[list, list]:
         "metric_summary": {key("question_metrics"), key("golden_set"), key("corpus_snapshot")},
         "judge_variance": {key("judge_labels")},
         # rag_runs is read here first in the stage (for the stale-label check): drawn here, once
-        "judge_calibration": {key("judge_labels"), key("rag_runs"), *labels_source},
+        "judge_calibration": {key("judge_labels"), key("rag_runs"), key("citation_claims"), key("nugget_labels"),
+                              *labels_source},
         "gate_results": {key("metric_summary"), key("judge_variance"), baseline},
         "gate_verdict": {key("gate_results")},
     }
 
     @dg.multi_asset(name=scope.op(STAGE), outs=outs, deps=[baseline, *labels_source],
-                    ins=scope.ins("question_metrics", "judge_labels", "rag_runs", "golden_set", "corpus_snapshot"),
+                    ins=scope.ins("question_metrics", "judge_labels", "rag_runs", "golden_set", "corpus_snapshot",
+                                  "citation_claims", "nugget_labels"),
                     internal_asset_deps=deps, can_subset=True,
                     required_resource_keys=scope.needs("settings", "store"))
-    def aggregate(context: dg.AssetExecutionContext, question_metrics: pl.DataFrame, judge_labels: pl.DataFrame,
-                  rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame):
+    def aggregate(context: dg.AssetExecutionContext, question_metrics: pl.LazyFrame, judge_labels: pl.DataFrame,
+                  rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
+                  citation_claims: pl.DataFrame, nugget_labels: pl.DataFrame):
         selected = context.selected_output_names
         settings, store = scope.settings(context), scope.store(context)
         done: dict[str, dg.Output] = {}
@@ -73,7 +77,8 @@ def build(scope: SuiteScope) -> tuple[list, list]:
                     done[name] = calibration.judge_variance(context, judge_labels)
                 elif name == "judge_calibration":
                     done[name] = calibration.judge_calibration(context, settings, store, judge_labels, rag_runs,
-                                                               golden_set, corpus_snapshot)
+                                                               golden_set, corpus_snapshot, citation_claims,
+                                                               nugget_labels)
                 elif name == "gate_results":
                     done[name] = promotion.gate_results(context, settings, store, table("metric_summary"),
                                                         question_metrics, rag_runs, golden_set, corpus_snapshot,

@@ -35,6 +35,7 @@ from rag_eval_pipeline.core.metrics.calibration import (
     results_from_frame,
     results_to_frame,
 )
+from rag_eval_pipeline.core.metrics.calibration_families import calibrate_families, family_judge_labels
 from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, RESOLUTION_RULE, resolution_from_table, variance_table
 from rag_eval_pipeline.core.report.markdown import markdown_table
@@ -89,14 +90,21 @@ def calibration_markdown(table: pl.DataFrame) -> str:
 
 
 def compute_calibration(section, judge_labels: pl.DataFrame, history_df: pl.DataFrame | None,
-                        hashes: dict | None) -> tuple[pl.DataFrame, list, pl.DataFrame | None]:
+                        hashes: dict | None, *, citation_claims: pl.DataFrame | None = None,
+                        nugget_labels: pl.DataFrame | None = None) -> tuple[pl.DataFrame, list, pl.DataFrame | None]:
     """The calibration in force for each current judge key: (table, this run's fresh results, hand labels).
 
     Inputs: the typed ``calibration`` section, this run's judge_labels, the calibration history (or None)
     and the current content hashes of the labelled items (``core.labelling.current_content_hashes``;
-    None = not known). Reads the hand-label file when the section is configured; writes nothing (the
-    ``judge_calibration`` asset appends the fresh results to the history, the report reads the same
-    table without waiting on the calibration check). Raises InputError for a bad label file.
+    None = not known); ``citation_claims`` / ``nugget_labels`` (this run's verdict-family tables, or None).
+    Reads the hand-label file when the section is configured, and the family label file
+    (``calibration.family_labels``, default ``family_labels.jsonl`` beside it) when it exists; writes
+    nothing (the ``judge_calibration`` asset appends the fresh results to the history, the report reads
+    the same table without waiting on the calibration check). The table holds the rows of
+    ``calibration.level`` and, for each verdict family whose table is given, one row per current judge
+    key of that family with ``level`` = the family name (citation_support, nugget_coverage: Cohen's
+    kappa over SUPPORTED / PARTIAL / NOT_SUPPORTED, ``core.metrics.calibration_families``). Raises
+    InputError for a bad label file.
     """
     level = section.level
     history = results_from_frame(history_df)
@@ -107,27 +115,54 @@ def compute_calibration(section, judge_labels: pl.DataFrame, history_df: pl.Data
         now = dt.datetime.now(dt.UTC).isoformat()
         fresh = calibrate_all(human, judge_labels, section.mapping, level, calibrated_at=now,
                               source=str(section.human_labels), current_hashes=hashes)
-    return calibration_table(history + fresh, current, levels=[level]), fresh, human
+    table = calibration_table(history + fresh, current, levels=[level])
+    family_tables = {"citation_support": citation_claims, "nugget_coverage": nugget_labels}
+    family_fresh = _family_results(section, citation_claims, nugget_labels)
+    for family, df in family_tables.items():
+        if df is None or df.height == 0:
+            continue
+        keys = _current_keys(family_judge_labels(family, df))
+        if keys:
+            table = pl.concat([table, calibration_table(history + family_fresh, keys, levels=[family])],
+                              how="vertical_relaxed")
+    return table, fresh + family_fresh, human
+
+
+def _family_results(section, citation_claims: pl.DataFrame | None, nugget_labels: pl.DataFrame | None) -> list:
+    """This run's calibration of the verdict families against ``calibration.family_labels`` (none when the
+    section is not configured or the file does not exist yet). Raises InputError for a bad label file."""
+    path = section.family_labels_path if section.configured else None
+    if path is None or not Path(path).exists():
+        return []
+    from rag_eval_pipeline.core.judges.human import read_human_label_rows
+
+    rows, _sha = read_human_label_rows(path)
+    return calibrate_families(rows, citation_claims, nugget_labels, calibrated_at=dt.datetime.now(dt.UTC).isoformat(),
+                              source=str(path))
 
 
 def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
                       judge_labels: pl.DataFrame, rag_runs: pl.DataFrame | None = None,
                       golden_set: pl.DataFrame | None = None,
-                      corpus_snapshot: pl.DataFrame | None = None) -> dg.Output[pl.DataFrame]:
+                      corpus_snapshot: pl.DataFrame | None = None, citation_claims: pl.DataFrame | None = None,
+                      nugget_labels: pl.DataFrame | None = None) -> dg.Output[pl.DataFrame]:
     """Agreement (Cohen's kappa, raw agreement, confusion) of each current judge key with the hand labels.
 
     One row per current (judge, judge_model, prompt_sha256) and level; ``stale`` when the only
-    calibration found was made for another judge key, ``missing`` when there is none. Each new
-    result is appended to ``calibration_history.parquet`` in the suite's folder. Hand labels whose item
-    (question, answer, retrieved text, claim) changed since labelling are stale; without ``rag_runs``,
-    ``golden_set`` and ``corpus_snapshot`` that cannot be told and none is counted stale.
+    calibration found was made for another judge key, ``missing`` when there is none. The verdict
+    families citation_support and nugget_coverage have rows of their own (``level`` = the family),
+    against ``calibration.family_labels``, from ``citation_claims`` and ``nugget_labels`` (None: no such
+    rows). Each new result is appended to ``calibration_history.parquet`` in the suite's folder. Hand
+    labels whose item (question, answer, retrieved text, claim) changed since labelling are stale; without
+    ``rag_runs``, ``golden_set`` and ``corpus_snapshot`` that cannot be told and none is counted stale.
     """
     section = settings.config.calibration
     level = section.level
     history_df = store.read(HISTORY_FILE)
     table, fresh, human = compute_calibration(
         section, judge_labels, history_df,
-        _current_hashes((rag_runs, golden_set, corpus_snapshot), judge_labels, level) if section.configured else None)
+        _current_hashes((rag_runs, golden_set, corpus_snapshot), judge_labels, level) if section.configured else None,
+        citation_claims=citation_claims, nugget_labels=nugget_labels)
     source = str(section.human_labels) if section.configured else None
     if fresh:
         new_rows = results_to_frame(fresh)
@@ -143,8 +178,14 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
         "stale": dg.MetadataValue.json(table["stale"].to_list()),
         "missing": dg.MetadataValue.json(table["missing"].to_list()),
     }
-    if table.height == 1:
-        row = table.row(0, named=True)
+    for r in table.filter(pl.col("level") != level).iter_rows(named=True):  # the verdict families
+        name = f"kappa_{r['level']}" + ("" if table.filter(pl.col("level") == r["level"]).height == 1
+                                        else f"/{r['judge']}/{r['judge_model']}")
+        md[name] = dg.MetadataValue.null() if r["kappa"] is None else float(r["kappa"])
+        md[f"n_{r['level']}"] = int(r["n"] or 0)
+    base = table.filter(pl.col("level") == level)
+    if base.height == 1:
+        row = base.row(0, named=True)
         for name in ("kappa", "agreement"):
             md[name] = dg.MetadataValue.null() if row[name] is None else float(row[name])
         md["n"] = dg.MetadataValue.null() if row["n"] is None else int(row["n"])

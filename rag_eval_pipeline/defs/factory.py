@@ -27,6 +27,7 @@ from rag_eval_pipeline.core.suites import Suite
 from rag_eval_pipeline.defs import (
     aggregate,
     calibration,
+    citations,
     corpus,
     golden,
     judging,
@@ -41,7 +42,7 @@ from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
 from rag_eval_pipeline.defs.scope import QUICK, SuiteScope
 from rag_eval_pipeline.defs.systems import has_watched_sources, live_sources_sensor
 
-STAGES = (corpus, golden, runs, judging, metrics, aggregate, promotion, report, calibration)
+STAGES = (corpus, golden, runs, judging, citations, metrics, aggregate, promotion, report, calibration)
 
 
 def chain(scope: SuiteScope) -> tuple[list, list]:

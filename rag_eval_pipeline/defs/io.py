@@ -15,8 +15,9 @@ One writer per folder: while a run's resources are up, the IO manager (and the t
 ``resources.py``) holds ``.rag-eval.lock`` of its suite's folder (``core/locking.py``); Dagster starts
 only the resources of the suites a run writes. A second run on the same folder fails at resource
 initialisation with a message naming the holder (pid, run id, start time), or waits ``lock_wait_s``
-seconds first; steps of one run in other processes wait for each other. A folder belongs to one suite
-(``core/suites.claim_output_folder``): a suite's resources refuse a folder another suite recorded.
+seconds first; steps of one run in other processes (multiprocess or Celery executor) hold the folder
+together. A folder belongs to one suite (``core/suites.claim_output_folder``): a suite's resources refuse
+a folder another suite recorded.
 """
 
 
@@ -29,13 +30,21 @@ import polars as pl
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.locking import OutputLock
-from rag_eval_pipeline.core.storage import WriteContext, read_table, write_json_atomic, write_parquet_atomic
+from rag_eval_pipeline.core.storage import (
+    WriteContext,
+    read_table,
+    scan_table,
+    write_json_atomic,
+    write_parquet_atomic,
+)
 from rag_eval_pipeline.core.suites import claim_output_folder
 
 
 def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: float) -> OutputLock:
-    """Take the folder lock for the run being initialised (re-entrant within the process)."""
-    lock = OutputLock(base_dir, run_id=getattr(context, "run_id", None), wait_s=wait_s).acquire()
+    """Take the folder lock for the run being initialised (re-entrant within the process), shared with the
+    run's other step processes (its steps on other executors' processes run side by side; another run waits)."""
+    run_id = getattr(context, "run_id", None)
+    lock = OutputLock(base_dir, run_id=run_id, wait_s=wait_s, shared=run_id is not None).acquire()
     if lock.removed_temp_files and context.log is not None:
         context.log.warning(f"removed {len(lock.removed_temp_files)} temporary file(s) left in {base_dir} by a "
                             f"killed write: {lock.removed_temp_files[:5]}")
@@ -122,14 +131,18 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
         """Read an upstream table. ``dg.AssetIn(metadata={"columns": [...]})`` reads only those columns
         (a check that needs the 200,000 chunk ids of a snapshot need not load its text);
         ``metadata={"allow_missing": True}`` gives None for a table never materialised (a quick
-        evaluation reading the full evaluation's history before the first full run)."""
+        evaluation reading the full evaluation's history before the first full run); an input annotated
+        ``pl.LazyFrame`` is scanned, not read (a step that keeps a few rows of a table of millions reads those)."""
         key = context.upstream_output.asset_key if context.upstream_output else context.asset_key
         parquet = self._path(key, ".parquet")
         metadata = context.definition_metadata or {}
         if parquet.exists():
             columns = metadata.get("columns")
-            return read_table(parquet, key.path[-1], columns=list(columns) if columns else None,
-                              on_migrate=context.log.warning if context.log is not None else None)
+            columns = list(columns) if columns else None
+            on_migrate = context.log.warning if context.log is not None else None
+            if getattr(context.dagster_type, "typing_type", None) is pl.LazyFrame:  # the input is annotated LazyFrame
+                return scan_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
+            return read_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
         as_json = self._path(key, ".json")
         if as_json.exists():
             return json.loads(as_json.read_text(encoding="utf-8"))

@@ -23,6 +23,7 @@ from rag_eval_pipeline.core.judges.registry import (
     resolve_judge,
 )
 from rag_eval_pipeline.core.tables import VERDICTS
+from rag_eval_pipeline.defs.pools import JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings
 from rag_eval_pipeline.defs.scope import SuiteScope
 
@@ -262,6 +263,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
     runs, golden, corpus = scope.key("rag_runs"), scope.key("golden_set"), scope.key("corpus_snapshot")
 
     @dg.multi_asset(name=scope.op(STAGE), outs=outs, ins=scope.ins("rag_runs", "golden_set", "corpus_snapshot"),
+                    pool=JUDGE_POOL,  # every step that calls the judge holds a slot of the judge pool (defs/pools.py)
                     internal_asset_deps={"judge_labels": {runs, golden, corpus}, "answer_judgements": {runs},
                                          "answer_quality": {runs}},
                     can_subset=True, required_resource_keys=scope.needs("settings", "judge"))

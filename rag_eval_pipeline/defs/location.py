@@ -19,6 +19,7 @@ from rag_eval_pipeline.core.config import EvalConfig, load_config
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.suites import Suite, ad_hoc_suite, load_suites, missing_data
 from rag_eval_pipeline.defs import schedules
+from rag_eval_pipeline.defs.executors import EXECUTOR_ENV, executor_from_env
 from rag_eval_pipeline.defs.factory import full_evaluation_keys, suite_definitions
 from rag_eval_pipeline.defs.io import ParquetIOManager
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
@@ -89,15 +90,17 @@ def suite_folder(output_dir: str | Path, suite_dirs: dict[str, str], name: str) 
 
 def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = None,
                       suite_dirs: dict[str, str] | None = None, judge=None,
-                      skipped: dict[str, str] | None = None) -> dg.Definitions:
+                      skipped: dict[str, str] | None = None, executor: str | None = None) -> dg.Definitions:
     """The Definitions of several suites side by side: one :func:`~rag_eval_pipeline.defs.factory.suite_definitions`
-    per suite, merged, with the nightly schedule and the systems' resources.
+    per suite, merged, with the nightly schedule, the systems' resources and the deployment's executor.
 
     ``output_dir``: the folder holding one folder per suite (default RAG_EVAL_OUTPUT_DIR or outputs/; the
     folder ``rag-eval serve`` serves); ``suite_dirs``: suite name -> its own folder, overriding
     ``<output_dir>/<suite>``; ``judge``: one judge resource for every suite (tests; default: each suite's
     own, from its configuration and the environment); ``skipped``: suite name -> why it is not loaded
-    (shown in the code location's metadata). Raises JudgeConfigError for a suite whose judge is misconfigured.
+    (shown in the code location's metadata); ``executor``: a name of ``defs/executors.py`` (default:
+    RAG_EVAL_EXECUTOR, else Dagster's default executor). Raises JudgeConfigError for a suite whose judge is
+    misconfigured, ConfigError for an unknown executor.
     """
     output_dir = output_dir or _default("RAG_EVAL_OUTPUT_DIR", PROJECT_ROOT / "outputs")
     parts, nightly, tags_for, dirs = [], {}, {}, {}
@@ -113,6 +116,8 @@ def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = Non
     shared = dg.Definitions(
         schedules=[schedules.nightly_schedule(nightly, lambda s: tags_for[s]())],
         resources=system_resources(),  # systems: the deployment's settings for every system kind
+        # None: Dagster's default (multiprocess, or in_process by run config)
+        executor=executor_from_env(None if executor is None else {EXECUTOR_ENV: executor}),
         metadata={"suites": dg.MetadataValue.json(sorted(dirs)),
                   "skipped_suites": dg.MetadataValue.json(skipped or {})},
     )

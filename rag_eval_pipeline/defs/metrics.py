@@ -19,13 +19,20 @@ from rag_eval_pipeline.defs.scope import SuiteScope
 STAGE = "metrics"
 DENOMINATORS_DESCRIPTION = "No rate without its counts, no NaN, null exactly where the denominator is 0."
 
+# Only the snapshot's columns a step reads: a 200,000-chunk corpus's texts stay on disk.
+SNAPSHOT_FOR_QUESTION_METRICS = ["chunk_id", "acl"]
+SNAPSHOT_FOR_SUMMARY = ["chunk_id", "acl", "status", "valid_from"]
+
 
 def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
                      golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
-                     answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    """One metric of one question for one system; value null when not evaluable, with the reason."""
+                     answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame, citation_claims: pl.DataFrame,
+                     citations: pl.DataFrame, nugget_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+    """One metric of one question for one system; value null when not evaluable, with the reason.
+    Citation and completeness metrics come from ``citation_claims`` / ``citations`` / ``nugget_labels``."""
     qm, info = build_question_metrics(settings.config, corpus_snapshot, golden_set, rag_runs, judge_labels,
-                                      answer_judgements, extra=[answer_quality])
+                                      answer_judgements, extra=[answer_quality],
+                                      citations=(citation_claims, citations), nugget_labels=nugget_labels)
     return dg.Output(qm, metadata={
         "rows": qm.height,
         "ranking_mode": settings.config.ranking_mode,
@@ -35,8 +42,10 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
 
 
 def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
-                   golden_set: pl.DataFrame, question_metrics: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-    """One metric for one system, split, segment and k: value, numerator/denominator, n, 95% interval."""
+                   golden_set: pl.DataFrame, question_metrics: pl.LazyFrame) -> dg.Output[pl.DataFrame]:
+    """One metric for one system, split, segment and k: value, numerator/denominator, n, 95% interval.
+
+    ``question_metrics`` is scanned, not loaded: the summary reads it in batches (core/metrics/summary.py)."""
     summary = build_summary(settings.config, question_metrics, golden_set, corpus_snapshot)
     headline = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
     md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}
@@ -160,15 +169,17 @@ def build(scope: SuiteScope) -> tuple[list, list]:
     evaluation (a quick one never appends to the history)."""
 
     @dg.asset(key=scope.key("question_metrics"), kinds={"polars", "parquet"},
-              ins=scope.ins("corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements",
-                            "answer_quality"),
+              ins=scope.ins("golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
+                            "citation_claims", "citations", "nugget_labels",
+                            corpus_snapshot={"columns": SNAPSHOT_FOR_QUESTION_METRICS}),
               description=scope.describe(question_metrics.__doc__), required_resource_keys=scope.needs("settings"),
               **scope.asset_args(STAGE))
     def per_question(context: dg.AssetExecutionContext, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                      rag_runs: pl.DataFrame, judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame,
-                     answer_quality: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+                     answer_quality: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
+                     nugget_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
         return question_metrics(context, scope.settings(context), corpus_snapshot, golden_set, rag_runs, judge_labels,
-                                answer_judgements, answer_quality)
+                                answer_judgements, answer_quality, citation_claims, citations, nugget_labels)
 
     @dg.asset(key=scope.key("trec_files"), description=scope.describe(trec_files.__doc__),
               ins=scope.ins("rag_runs", "golden_set", corpus_snapshot={"columns": ["chunk_id", "doc_id"]}),

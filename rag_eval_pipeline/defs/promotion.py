@@ -68,12 +68,13 @@ def gates_markdown(gates: pl.DataFrame) -> str:
 
 
 def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
-                 metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
+                 metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
                  golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
                  judge_variance: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """One row per (candidate, gated metric): candidate vs baseline on the gate split, paired test, verdict.
 
-    Computed once per run; ``gate_verdict`` (promotion), ``regression_cases`` and ``evaluation_report`` read it."""
+    Computed once per run; ``gate_verdict`` (promotion), ``regression_cases`` and ``evaluation_report`` read it.
+    ``question_metrics`` is scanned: only the gated metrics' rows are read."""
     cfg = settings.config
     try:
         promoted = load_baseline(store)
@@ -81,7 +82,8 @@ def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, stor
         context.log.error(str(exc))
         verdict = damaged_verdict(cfg, str(exc))
     else:
-        verdict = compute_gate_verdict(cfg, metric_summary, question_metrics, rag_runs, golden_set,
+        gated = question_metrics.filter(pl.col("metric").is_in(sorted({t.metric for t in cfg.thresholds})))
+        verdict = compute_gate_verdict(cfg, metric_summary, gated.collect(engine="streaming"), rag_runs, golden_set,
                                        corpus_snapshot, judge_variance, promoted)
     gates = verdict.frame()
     return dg.Output(gates, metadata={
@@ -137,7 +139,7 @@ def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFram
 
 
 def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
-              metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
+              metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
               judge_calibration: pl.DataFrame, gate_verdict: dict,
               baseline_key: dg.AssetKey | None = None) -> dg.Output[dict]:
     """Store ``gates.promote`` as the promoted baseline. Runs only when every blocking check upstream passed
@@ -161,8 +163,11 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
             "promoted_system": system, "unchanged_since_promotion": True,
             "promoted_at": str(stored.manifest.get("promoted_at")),
             "corpus_version": str(manifest["corpus_version"]), "golden_version": str(manifest["golden_version"])})
-    tables = {"metric_summary": metric_summary, "question_metrics": question_metrics, "rag_runs": rag_runs}
-    parts = {name: df.filter(pl.col("system") == system) for name, df in tables.items()}
+    mine = pl.col("system") == system
+    parts: dict[str, pl.DataFrame] = {
+        "metric_summary": metric_summary.filter(mine),
+        "question_metrics": question_metrics.filter(mine).collect(engine="streaming"),  # scanned: this system's rows
+        "rag_runs": rag_runs.filter(mine)}
     empty = [name for name, df in parts.items() if df.height == 0]
     if empty:
         raise ValueError(f"{cfg.path}: gates.promote {system!r} has no rows in {empty} of this run; "
@@ -185,7 +190,7 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
                                          "golden_version": manifest["golden_version"]})
 
 
-def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, question_metrics: pl.DataFrame,
+def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, question_metrics: pl.LazyFrame,
                      gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
 
@@ -213,7 +218,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
     @dg.asset(key=scope.key("regression_cases"), ins=scope.ins("question_metrics", "gate_results"),
               kinds={"polars", "parquet"}, description=scope.describe(regression_cases.__doc__),
               required_resource_keys=scope.needs("store"), **scope.asset_args(STAGE))
-    def regressions(context: dg.AssetExecutionContext, question_metrics: pl.DataFrame,
+    def regressions(context: dg.AssetExecutionContext, question_metrics: pl.LazyFrame,
                     gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
         return regression_cases(context, scope.store(context), question_metrics, gate_results)
 
@@ -230,7 +235,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
                                                         "judge_calibration", "gate_verdict"),
               description=scope.describe(promotion.__doc__), required_resource_keys=scope.needs("settings", "store"),
               **scope.asset_args(STAGE))
-    def promote(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, question_metrics: pl.DataFrame,
+    def promote(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame,
                 rag_runs: pl.DataFrame, judge_calibration: pl.DataFrame, gate_verdict: dict) -> dg.Output[dict]:
         return promotion(context, scope.settings(context), scope.store(context), metric_summary, question_metrics,
                          rag_runs, judge_calibration, gate_verdict, baseline_key=promoted_baseline.key)

@@ -57,6 +57,7 @@ from rag_eval_pipeline.core.report.decision import (
     verdict_word,
 )
 from rag_eval_pipeline.core.report.markdown import render_markdown
+from rag_eval_pipeline.core.report.questions import CARD_METRICS
 from rag_eval_pipeline.core.storage import write_json_atomic, write_text_atomic
 from rag_eval_pipeline.defs.calibration import HISTORY_FILE, compute_calibration
 from rag_eval_pipeline.defs.resources import REPORT_URL_ENV, EvalSettings, TableFolder
@@ -143,7 +144,9 @@ def _baseline_words(manifest: dict | None, configured: str | None) -> str:
 
 def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.DataFrame, golden_set: pl.DataFrame,
                  rag_runs: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
-                 manifest: dict | None, quick: bool = False) -> tuple[Decision, pl.DataFrame | None]:
+                 manifest: dict | None, citation_claims: pl.DataFrame | None = None,
+                 nugget_labels: pl.DataFrame | None = None,
+                 quick: bool = False) -> tuple[Decision, pl.DataFrame | None]:
     """(the run's :class:`Decision`, the calibration table it used: None when it could not be computed).
 
     The calibration is computed as the ``judge_calibration`` asset computes it (no history written) and
@@ -156,7 +159,8 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     try:
         hashes = (current_content_hashes(rag_runs, golden_set, corpus_snapshot, judge_labels, section.level)
                   if section.configured else None)
-        table, _fresh, _human = compute_calibration(section, judge_labels, store.read(HISTORY_FILE), hashes)
+        table, _fresh, _human = compute_calibration(section, judge_labels, store.read(HISTORY_FILE), hashes,
+                                                    citation_claims=citation_claims, nugget_labels=nugget_labels)
     except EvalError as exc:
         table, error = None, str(exc)
     status = calibration_status(table, configured=section.configured, kappa_floor=section.kappa_floor,
@@ -173,14 +177,18 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     return decision, table
 
 
-def archive_run(store: TableFolder, run_id: str, history: pl.DataFrame | None, tables: dict[str, pl.DataFrame]) -> Path:
+def archive_run(store: TableFolder, run_id: str, history: pl.DataFrame | None,
+                tables: dict[str, pl.DataFrame | pl.LazyFrame]) -> Path:
     """Keep this run's per-question tables under ``history/<run_id>/`` (with ``run.json``: run id, evaluated
     at, night), for ``rag-eval compare night:DATE``; returns the folder. The night and time are those
     ``metric_history`` recorded for the run (now, when it has none)."""
     rows = history.filter(pl.col("run_id") == run_id) if history is not None and history.height else None
     when = rows["evaluated_at"][0] if rows is not None and rows.height else dt.datetime.now(dt.UTC)
     for name, df in tables.items():
-        store.write(df, RUN_ARCHIVE, run_id, f"{name}.parquet", table=name)
+        if isinstance(df, pl.LazyFrame):  # a scanned table: the file this run wrote, copied as it is
+            store.copy_file(store.path(f"{name}.parquet"), RUN_ARCHIVE, run_id, f"{name}.parquet")
+        else:
+            store.write(df, RUN_ARCHIVE, run_id, f"{name}.parquet", table=name)
     store.write_json({"run_id": run_id, "evaluated_at": when.isoformat(), "night": when.date().isoformat(),
                       "tables": sorted(tables)}, RUN_ARCHIVE, run_id, "run.json")
     return store.path(RUN_ARCHIVE, run_id)
@@ -192,14 +200,19 @@ DESCRIPTION = ("The run as pages people read: report.md, report.html (self-conta
 
 
 def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
-                      metric_summary: pl.DataFrame, question_metrics: pl.DataFrame, rag_runs: pl.DataFrame,
+                      metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
                       golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                       answer_judgements: pl.DataFrame, judge_variance: pl.DataFrame,
                       gate_results: pl.DataFrame, metric_history: pl.DataFrame | None = None, *,
-                      suite: str | None = None, quick: bool = False) -> dg.Output[dict]:
+                      citation_claims: pl.DataFrame | None = None, citations: pl.DataFrame | None = None,
+                      nugget_labels: pl.DataFrame | None = None, suite: str | None = None,
+                      quick: bool = False) -> dg.Output[dict]:
     """Write report.md, report.html, trend.html and decision.json with the store; return their paths, the
-    decision and the redaction counts. ``metric_history``: the history the trend shows (None: none yet);
-    ``suite``: the suite's name (None for the unprefixed chain); ``quick``: a quick evaluation's report."""
+    decision and the redaction counts. ``question_metrics`` is scanned: the report reads the rows of its question
+    cards' metrics (``CARD_METRICS``), the run archive copies the file. ``metric_history``: the history the trend
+    shows (None: none yet); ``citation_claims``, ``citations``, ``nugget_labels``: the citation and completeness
+    tables the question cards show (None: none); ``suite``: the suite's name (None for the unprefixed chain);
+    ``quick``: a quick evaluation's report."""
     cfg = settings.config
     groups = viewer_groups(settings)
     history = metric_history
@@ -211,14 +224,16 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     manifest = dict(promoted.manifest) if promoted is not None else None
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
     decision, calibration = run_decision(settings, store, gate_results, golden_set, rag_runs, corpus_snapshot,
-                                         judge_labels, manifest, quick=quick)
+                                         judge_labels, manifest, citation_claims, nugget_labels, quick=quick)
 
+    card_rows = (question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(list(CARD_METRICS)))
+                 .collect(engine="streaming"))
     report = build_report(
-        metric_summary, question_metrics, rag_runs, golden_set, corpus_snapshot, judge_labels, answer_judgements,
+        metric_summary, card_rows, rag_runs, golden_set, corpus_snapshot, judge_labels, answer_judgements,
         calibration=calibration, variance=judge_variance, gates=gates, history=history, viewer_groups=groups,
         baseline_manifest=manifest, generated_at=dt.datetime.now(dt.UTC),
         kappa_floor=cfg.calibration.kappa_floor, decision=decision, gate_split=cfg.gate_split,
-        suite=suite,
+        suite=suite, citation_claims=citation_claims, citations=citations, nugget_labels=nugget_labels,
     )
     md_path = write_text_atomic(report.markdown, store.path("report.md"))
     html_path = write_text_atomic(report.html, store.path("report.html"))
@@ -289,7 +304,8 @@ def build(scope: SuiteScope) -> tuple[list, list]:
     """(assets, checks) of the report for ``scope``. A quick evaluation's report reads its suite's full
     ``metric_history`` (None before the first full run) and promoted baseline."""
     ins = scope.ins("metric_summary", "question_metrics", "rag_runs", "golden_set", "corpus_snapshot", "judge_labels",
-                    "answer_judgements", "judge_variance", "gate_results")
+                    "answer_judgements", "judge_variance", "gate_results", "citation_claims", "citations",
+                    "nugget_labels")
     ins["metric_history"] = dg.AssetIn(key=scope.full_key("metric_history"), metadata={"allow_missing": True})
     deps = [scope.full_key("promoted_baseline")]
     if scope.calibration_labels:  # the report decides the calibration from the same hand labels
@@ -298,13 +314,15 @@ def build(scope: SuiteScope) -> tuple[list, list]:
     @dg.asset(key=scope.key(REPORT_ASSET), ins=ins, deps=deps, kinds={"html", "markdown"},
               description=scope.describe(DESCRIPTION), required_resource_keys=scope.needs("settings", "store"),
               **scope.asset_args(STAGE))
-    def report(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, question_metrics: pl.DataFrame,
+    def report(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame,
                rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
                judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame, judge_variance: pl.DataFrame,
-               gate_results: pl.DataFrame, metric_history) -> dg.Output[dict]:
+               gate_results: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
+               nugget_labels: pl.DataFrame, metric_history) -> dg.Output[dict]:
         return evaluation_report(context, scope.settings(context), scope.store(context), metric_summary,
                                  question_metrics, rag_runs, golden_set, corpus_snapshot, judge_labels,
                                  answer_judgements, judge_variance, gate_results, metric_history,
+                                 citation_claims=citation_claims, citations=citations, nugget_labels=nugget_labels,
                                  suite=scope.suite, quick=scope.quick)
 
     return [report], []

@@ -171,6 +171,16 @@ class TableFolder:
         self._writable(parts)
         return write_json_atomic(obj, self.path(*parts))
 
+    def copy_file(self, source: str | Path, *parts: str) -> Path:
+        """Copy the file ``source`` to ``parts`` under the step's folder, atomically (a table this run already
+        wrote, kept once more without reading it into memory)."""
+        self._writable(parts)
+        import shutil
+
+        from rag_eval_pipeline.core.storage import write_atomic
+
+        return write_atomic(self.path(*parts), lambda tmp: shutil.copyfile(source, tmp))
+
 
 class TableStore(HoldsOutputLock, dg.ConfigurableResource):
     """One suite's folder for the tables kept outside the asset IO path (see :class:`TableFolder`).

@@ -12,6 +12,7 @@ import polars as pl
 
 from rag_eval_pipeline.core.systems.runs import rag_runs as run_systems
 from rag_eval_pipeline.core.systems.runs import run_row_coverage
+from rag_eval_pipeline.defs.pools import LIVE_SYSTEMS_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
 from rag_eval_pipeline.defs.systems import SystemsResource
@@ -85,6 +86,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
 
     @dg.asset(key=scope.key("rag_runs"), ins=scope.ins("corpus_snapshot", "golden_set"), kinds={"polars", "parquet"},
               description=scope.describe(rag_runs.__doc__), **scope.asset_args(STAGE),
+              pool=LIVE_SYSTEMS_POOL,  # it calls the systems under test: one slot of their pool (defs/pools.py)
               required_resource_keys=scope.needs("settings", "store") | {SYSTEMS_KEY})
     def runs(context: dg.AssetExecutionContext, config: RagRunsConfig, corpus_snapshot: pl.DataFrame,
              golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:

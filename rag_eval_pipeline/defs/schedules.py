@@ -1,11 +1,12 @@
 """Jobs and schedules: per suite, the full evaluation and the quick on-change subset; one nightly schedule.
 
 Jobs are named ``<suite>__full_evaluation`` and ``<suite>__quick_evaluation`` (Dagster's own ``__``
-separator for prefixed names) and carry the suite's run tags. They name no executor: Dagster's default
-selection applies (the deployment or the run config chooses; ``rag-eval run`` executes in process).
-The schedule ``nightly_full_evaluation`` launches one run per nightly suite (each run selects that
-suite's assets and checks), so a suite that fails blocks only itself. ``cli_console_logger`` is the
-console logger ``rag-eval run`` gives its jobs.
+separator for prefixed names) and carry the suite's run tags. The schedule ``nightly_full_evaluation``
+launches one run per nightly suite (each run selects that suite's assets and checks), so a suite that
+fails blocks only itself. ``cli_console_logger`` is the console logger ``rag-eval run`` gives its jobs.
+
+No job names an executor: every run takes the code location's (``defs/executors.py``: Dagster's default
+unless the deployment sets ``RAG_EVAL_EXECUTOR``), and run config ``execution:`` can choose per run.
 """
 
 from __future__ import annotations

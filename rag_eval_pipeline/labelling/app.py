@@ -141,7 +141,12 @@ def _item_html(s: LabellingSession, it: LabelItem, pos: int, prog: Progress) -> 
              f'<div class=meta>item {pos + 1} of {len(s.sample)} · system {_e(it.system)} · '
              f'question {_e(it.question_id)}' + (f" · claim {_e(it.claim_id)}" if it.claim_id else "") + "</div>",
              f'<div class=q id=question>{_e(it.question)}</div></div>']
-    if it.claim_id is not None:
+    if s.level == "nugget_coverage":
+        parts.append(f'<div class=card><div>Nugget (a reviewed fact of the reference answer) to look for:</div>'
+                     f'<div class="claim current" id=claim>{_e(it.claim)}</div><div class=meta>The answer (citation '
+                     f'markers removed; select the words that state the nugget as the quote):</div>'
+                     f'<div class=ctext id=answer>{_e(it.answer)}</div></div>')
+    elif it.claim_id is not None:
         lis = "".join(f'<li class="claim{" current" if c == it.claim else ""}">{_e(c)}</li>' for c in it.claims)
         parts.append(f'<div class=card><div>Claim to label:</div><div class="claim current" id=claim>{_e(it.claim)}'
                      f'</div><div class=meta>The whole answer, split into the judge\'s claims:</div>'
@@ -161,8 +166,11 @@ def _item_html(s: LabellingSession, it: LabelItem, pos: int, prog: Progress) -> 
         + (" · cited" if h["chunk_id"] in it.cited else "") + f'</summary><div class=ctext>{_e(h["text"])}</div>'
         '</details>'
         for i, h in enumerate(it.chunks)) or "<div>No chunk retrieved.</div>"
-    parts.append(f'<div class=card id=chunks><div>Retrieved chunks (rank order; click a title, or press <kbd>e</kbd>, '
-                 f'to open or close them):</div>{chunks}</div>')
+    what = ("Cited chunks: judge the claim against these alone (click a title, or press <kbd>e</kbd>, to open or "
+            "close them):" if s.level == "citation_support" else
+            "Retrieved chunks (rank order; click a title, or press <kbd>e</kbd>, to open or close them):")
+    if s.level != "nugget_coverage":
+        parts.append(f'<div class=card id=chunks><div>{what}</div>{chunks}</div>')
     return "".join(parts)
 
 
@@ -185,9 +193,12 @@ def _panel(s: LabellingSession, it: LabelItem, prog: Progress) -> str:
             f'</div>' if family else "")
     source = (f'<div class=meta id=family-source>Look at: {_e(family.looks_at)}. Definitions after '
               f'{_e(family.source)}.</div>' if family else "")
-    quote = ('<div>Quote (select the supporting sentence in a chunk; needed for SUPPORTED): '
+    where, needed = (("the answer", "SUPPORTED and PARTIAL") if s.level == "nugget_coverage" else
+                     ("a cited chunk", "SUPPORTED and PARTIAL") if s.level == "citation_support" else
+                     ("a chunk", "SUPPORTED"))
+    quote = (f'<div>Quote (select the supporting words in {where}; needed for {needed}): '
              f'<input type=text id=quote value="{_e((current or {}).get("quote") or "")}"></div>'
-             if s.level == "claim" else "")
+             if s.level != "response" else "")
     return (f'<aside class="card keys" id=panel>{mine}{head}<div id=buttons style="margin-top:6px">{buttons}</div>'
             f'<div id=status></div><dl class=defs id=definitions>{defs}</dl>{quote}<div>Note (optional, <kbd>/</kbd>):'
             f' <input type=text id=note value="{_e((current or {}).get("note") or "")}"></div>'
@@ -288,7 +299,7 @@ def build_app(session: LabellingSession) -> Starlette:
             return JSONResponse({"ok": False, "error": str(exc)}, 400)
         if removed is None:
             return JSONResponse({"ok": False, "error": "nothing to undo: you have no label on this sample"}, 400)
-        key = (removed["system"], removed["question_id"]) + ((removed["claim_id"],) if s.level == "claim" else ())
+        key = (removed["system"], removed["question_id"]) + ((removed["claim_id"],) if s.level != "response" else ())
         return JSONResponse({"ok": True, "message": f"removed your label of {'/'.join(key)}",
                              "next": f"/item/{s.position[key]}"})
 

@@ -2,13 +2,16 @@
 
 A :class:`VerdictFamily` names the question a labeller answers and defines every label of it. The page picks
 the family of the session's calibration level (:func:`family_for`) and renders its definitions next to the
-label keys, always visible. Two families exist today:
+label keys, always visible. Four families exist today:
 
 - ``response`` (one label per answer): *attributable* / *not_attributable*, after AIS, "Attributable to
   Identified Sources" (H. Rashkin et al., "Measuring Attribution in Natural Language Generation Models",
   Computational Linguistics 49(4), 2023) and BEGIN's "fully attributable" (N. Dziri et al., TACL 2022);
 - ``claim`` (one label per claim of an answer): SUPPORTED / CONTRADICTED / NOT_MENTIONED, the judge's
-  verdicts (FEVER's SUPPORTS / REFUTES / NOT ENOUGH INFO, J. Thorne et al., NAACL 2018).
+  verdicts (FEVER's SUPPORTS / REFUTES / NOT ENOUGH INFO, J. Thorne et al., NAACL 2018);
+- ``citation_support`` (one label per claim, against its cited chunks alone) and ``nugget_coverage`` (one
+  label per reference nugget, against the answer): SUPPORTED / PARTIAL / NOT_SUPPORTED (``rag-eval label
+  --family``).
 
 The hook for more verdict families (citation support: does the cited passage support the sentence that
 cites it, ALCE, T. Gao et al., EMNLP 2023; nugget coverage: is a reference nugget in the answer, TREC RAG
@@ -87,4 +90,37 @@ register(VerdictFamily(
     },
     looks_at="the claim and the retrieved chunks; not the rest of the answer, not the outside world",
     source="FEVER: Thorne et al., NAACL 2018; Ragas faithfulness (claim by claim)",
+))
+
+register(VerdictFamily(
+    level="citation_support",
+    title="Do the cited chunks, alone, support the claim?",
+    question="Read the highlighted claim, then only the chunks it cites; select the words that support it as "
+             "the quote for SUPPORTED or PARTIAL.",
+    definitions={
+        "SUPPORTED": "Full support: everything the claim says can be read in the cited chunks (\"according to "
+                     "these chunks, ...\" is true of all of it).",
+        "PARTIAL": "Partial support: some of what the claim says is in the cited chunks, some is missing from them.",
+        "NOT_SUPPORTED": "No support: the cited chunks say none of it, or say something else (a citation to the "
+                         "wrong chunk), or contradict it.",
+    },
+    looks_at="the claim and the chunks it cites; not the other retrieved chunks, not the outside world",
+    source="the TREC 2024 RAG support evaluation (full / partial / no support; Thakur et al., arXiv 2504.15205) "
+           "and ALCE's citation checks (Gao et al., EMNLP 2023)",
+))
+
+register(VerdictFamily(
+    level="nugget_coverage",
+    title="Does the answer state this nugget?",
+    question="Read the highlighted nugget (a fact of the reviewed reference answer), then the answer; select the "
+             "words of the answer that state it as the quote for SUPPORTED or PARTIAL.",
+    definitions={
+        "SUPPORTED": "Support: the answer states the whole nugget, in any words or language.",
+        "PARTIAL": "Partial support: the answer states part of the nugget (for example the period, not when it "
+                   "starts).",
+        "NOT_SUPPORTED": "Not supported: the answer does not state it, or says something that contradicts it: the "
+                         "nugget is left out.",
+    },
+    looks_at="the nugget and the answer; not the chunks, not whether the nugget is true",
+    source="TREC 2024 RAG AutoNuggetizer (support / partial_support / not_support; Pradeep et al., arXiv 2411.09607)",
 ))

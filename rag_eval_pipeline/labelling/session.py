@@ -14,8 +14,10 @@ from typing import Any
 from rag_eval_pipeline.core.config import EvalConfig
 from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.labelling import (
+    FAMILY_LEVELS,
     LabelFile,
     LabelItem,
+    build_family_items,
     build_items,
     label_options,
     stratified_order,
@@ -24,6 +26,8 @@ from rag_eval_pipeline.core.labelling import (
 from rag_eval_pipeline.core.storage import read_table
 
 TABLES = ("rag_runs", "golden_set", "corpus_snapshot", "judge_labels")
+#: The table each verdict family's items come from.
+FAMILY_TABLES = {"citation_support": "citation_claims", "nugget_coverage": "nugget_labels"}
 DEFAULT_VIEWER_GROUPS = ("customers",)  # the report's default test user
 
 
@@ -61,37 +65,46 @@ class LabellingSession:
 
     Inputs: the loaded configuration, the output folder holding the evaluation's tables, the
     labeller's name, the sample size ``n``, the labeller's groups (None = ``report.viewer_groups``),
-    ``show_judge`` (adjudication: show the judge's verdicts). Raises ConfigError for a missing
-    calibration section or a bad mapping, InputError when a table is missing or the label file is
-    invalid (file, line, field).
+    ``show_judge`` (adjudication: show the judge's verdicts), ``family`` (None: the calibration level's
+    items; ``citation_support`` / ``nugget_coverage``: that verdict family's items, labelled into
+    ``calibration.family_labels``). Raises ConfigError for a missing calibration section or a bad
+    mapping, InputError when a table is missing or the label file is invalid (file, line, field).
     """
 
     def __init__(self, cfg: EvalConfig, output_dir: str | Path, labeller: str, n: int = 50,
-                 groups: tuple[str, ...] | None = None, show_judge: bool = False):
+                 groups: tuple[str, ...] | None = None, show_judge: bool = False, family: str | None = None):
         self.cfg, self.output_dir = cfg, Path(output_dir)
         self.labeller, self.n, self.show_judge = labeller, n, show_judge
         section = calibration_section(cfg)
-        self.level = section.level
-        if self.level not in ("claim", "response"):
+        if family is not None and family not in FAMILY_LEVELS:
+            raise ConfigError(f"unknown verdict family {family!r}; expected one of {list(FAMILY_LEVELS)}")
+        self.level = family or section.level
+        if self.level not in ("claim", "response", *FAMILY_LEVELS):
             raise ConfigError(f"{cfg.path}: calibration.level must be 'claim' or 'response', got {self.level!r}")
         self.mapping = section.mapping
         try:
             self.options = label_options(self.level, self.mapping)
         except ValueError as exc:
             raise ConfigError(f"{cfg.path}: {exc}") from None
-        self.labels_path = section.human_labels
+        self.labels_path = section.family_labels_path if family else section.human_labels
         self.file = LabelFile(self.labels_path, self.level, self.mapping)
         self.groups = tuple(groups) if groups is not None else viewer_groups_of(cfg)
         tables = {}
-        for name in TABLES:
+        for name in TABLES + ((FAMILY_TABLES[family],) if family else ()):
             p = self.output_dir / f"{name}.parquet"
             if not p.is_file():
                 raise InputError(f"table {name} not found: run the evaluation for this configuration first "
                                  f"(rag-eval run --config {cfg.path} --output {self.output_dir})", path=str(p))
             tables[name] = read_table(p, name, on_migrate=_warn)
         try:
-            items = build_items(tables["rag_runs"], tables["golden_set"], tables["corpus_snapshot"],
-                                tables["judge_labels"], self.level, self.mapping)
+            if family:
+                from rag_eval_pipeline.core.pipeline import citation_formats
+
+                items = build_family_items(family, tables["rag_runs"], tables["golden_set"], tables["corpus_snapshot"],
+                                           tables[FAMILY_TABLES[family]], citation_formats(cfg))
+            else:
+                items = build_items(tables["rag_runs"], tables["golden_set"], tables["corpus_snapshot"],
+                                    tables["judge_labels"], self.level, self.mapping)
         except ValueError as exc:
             raise ConfigError(f"{cfg.path}: {exc}") from None
         shown, withheld = withhold_restricted(items, tables["corpus_snapshot"], self.groups)
@@ -107,7 +120,7 @@ class LabellingSession:
         for r in self.file.rows():
             if (r["annotator"] or "") != self.labeller:
                 continue
-            key = (r["system"], r["question_id"]) + ((r["claim_id"],) if self.level == "claim" else ())
+            key = (r["system"], r["question_id"]) + ((r["claim_id"],) if self.level != "response" else ())
             pos = self.position.get(key)
             if pos is None:
                 continue
@@ -133,3 +146,8 @@ class LabellingSession:
 
     def recompute_command(self) -> str:
         return f"rag-eval run --config {self.cfg.path} --output {self.output_dir}"
+
+    @property
+    def family(self) -> str | None:
+        """The verdict family labelled (citation_support / nugget_coverage), or None for the calibration level."""
+        return self.level if self.level in FAMILY_LEVELS else None

@@ -162,13 +162,16 @@ def _with_metadata(path, **changes: str) -> None:
 
 
 def test_a_newer_version_or_another_table_is_refused(run_folder) -> None:
+    from rag_eval_pipeline.core.tables import spec_of
+
     path = run_folder / "golden_set.parquet"
-    _with_metadata(path, schema_version="2", product_version="9.9.9")
-    with pytest.raises(SchemaVersionError, match=r"^file .*golden_set.parquet: table 'golden_set' has schema version "
-                                                 r"2, this pipeline reads version 1: written by a newer release "
-                                                 r"\(9.9.9\)"):
+    now = spec_of("golden_set").version
+    _with_metadata(path, schema_version=str(now + 1), product_version="9.9.9")
+    with pytest.raises(SchemaVersionError, match=rf"^file .*golden_set.parquet: table 'golden_set' has schema version "
+                                                 rf"{now + 1}, this pipeline reads version {now}: written by a newer "
+                                                 r"release \(9.9.9\)"):
         read_table(path)
-    _with_metadata(path, schema_version="1", table="rag_runs")
+    _with_metadata(path, schema_version=str(now), table="rag_runs")
     with pytest.raises(SchemaVersionError, match="holds table 'rag_runs', expected 'golden_set'"):
         read_table(path, "golden_set")
     path.write_bytes(b"not parquet")
@@ -193,3 +196,21 @@ def test_the_arrow_table_is_what_pyarrow_reads_back(run_folder) -> None:
     table = pq.read_table(run_folder / "judge_labels.parquet")
     assert table.schema.field("repeat").type == pa.int32()
     assert pl.from_arrow(table).equals(_labels())
+
+
+def test_a_golden_set_of_version_1_is_read_with_claim_importance_null(tmp_path) -> None:
+    """golden_set 2 added ``importance`` inside each claim: a version 1 file (claims without it) is migrated on
+    read, the field null (= vital), every other value as written."""
+    row = _golden().head(1).to_dicts()[0]
+    row["claims"] = [{"claim_id": "c1", "text": "30 days", "supporting": ["pol#0"]}]
+    cols = {k: [v] for k, v in row.items()}
+    table = pl.DataFrame(cols, schema={**SCHEMAS["golden_set"], "claims": pl.List(pl.Struct(
+        {"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8)}))}).to_arrow()
+    assert table.schema.field("claims").type.value_type.names == ["claim_id", "text", "supporting"]
+    meta = {"rag_eval.table": "golden_set", "rag_eval.schema_version": "1"}
+    path = tmp_path / "golden_set.parquet"
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    got = read_table(path, "golden_set")
+    assert got["claims"].to_list() == [[{"claim_id": "c1", "text": "30 days", "supporting": ["pol#0"],
+                                          "importance": None}]]
+    assert got["question_id"].to_list() == [row["question_id"]]

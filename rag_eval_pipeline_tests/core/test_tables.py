@@ -74,3 +74,23 @@ def test_every_parquet_asset_has_a_declared_schema() -> None:
             parquet_assets.add(spec.key.path[-1])
     assert parquet_assets, "no parquet asset found"
     assert sorted(parquet_assets - set(SCHEMAS)) == []
+
+
+def test_a_list_of_structs_written_before_a_field_existed_gets_it_as_null():
+    """golden_set claims without ``importance`` (a frame built before the field existed) conform, the missing
+    field null; any other struct mismatch is still an error."""
+    import polars as pl
+
+    from rag_eval_pipeline.core.errors import SchemaError
+    from rag_eval_pipeline.core.tables import SCHEMAS, conform
+
+    row = {"question_id": "q", "golden_version": "g", "question": "?", "answerability": "answerable",
+           "relevant": [], "reference_answer": None, "split": "dev", "segments": [], "user_groups": []}
+    schema = {k: v for k, v in SCHEMAS["golden_set"].items() if k != "claims"}
+    df = pl.DataFrame([row], schema=schema).with_columns(
+        pl.Series("claims", [[{"claim_id": "c1", "text": "t", "supporting": ["a#0"]}]]))
+    out = conform(df, "golden_set")
+    assert out["claims"].to_list() == [[{"claim_id": "c1", "text": "t", "supporting": ["a#0"], "importance": None}]]
+    bad = df.with_columns(pl.Series("claims", [[{"claim_id": "c1", "text": 3, "supporting": ["a#0"]}]]))
+    with pytest.raises(SchemaError, match="claims"):
+        conform(bad, "golden_set")

@@ -16,7 +16,8 @@ from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 # Variables of the parent environment that would change what the child run does.
 _CLEARED = ("RAG_EVAL_CONFIG", "RAG_EVAL_OUTPUT_DIR", "RAG_EVAL_JUDGE", "RAG_EVAL_JUDGE_BASE_URL",
             "RAG_EVAL_JUDGE_MODEL", "RAG_EVAL_JUDGE_API_KEY", "RAG_EVAL_JUDGE_CACHE", "RAG_EVAL_HUMAN_LABELS",
-            "RAG_EVAL_TEST_SLOW_WRITE_S", "RAG_EVAL_SUITES", "RAG_EVAL_REPORT_URL", "DAGSTER_HOME")
+            "RAG_EVAL_TEST_SLOW_WRITE_S", "RAG_EVAL_SUITES", "RAG_EVAL_REPORT_URL", "DAGSTER_HOME",
+            "RAG_EVAL_EXECUTOR", "RAG_EVAL_CELERY_CONFIG")
 
 
 def _absolute(value):

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from rag_eval_pipeline.core.metrics.calibration import calibrate, results_to_frame
-from rag_eval_pipeline.core.tables import conform
+from rag_eval_pipeline.core.tables import conform, empty
 from rag_eval_pipeline.defs.calibration import (
     HISTORY_FILE,
     judge_calibrated_above_floor,
@@ -58,16 +58,22 @@ def write_config(tmp_path, calibration=None, gates=None) -> str:
     return str(path)
 
 
-def trust_assets(settings: EvalSettings, store: TableStore, judge_frame: pl.DataFrame, tables: tuple = ()):
+def trust_assets(settings: EvalSettings, store: TableStore, judge_frame: pl.DataFrame, tables: tuple = (),
+                 citation_claims: pl.DataFrame | None = None, nugget_labels: pl.DataFrame | None = None):
     """judge_labels (a stub), judge_calibration with its check, and judge_variance, as one-table assets calling
-    the functions the aggregate stage calls. ``tables``: (rag_runs, golden_set, corpus_snapshot) or ()."""
+    the functions the aggregate stage calls. ``tables``: (rag_runs, golden_set, corpus_snapshot) or ();
+    ``citation_claims`` / ``nugget_labels``: the verdict-family tables judge_calibration reads (empty unless given)."""
+    tables = tables or (None, None, None)
+    families = {"citation_claims": empty("citation_claims") if citation_claims is None else citation_claims,
+                "nugget_labels": empty("nugget_labels") if nugget_labels is None else nugget_labels}
+
     @dg.asset(name="judge_labels")
     def judge_labels_stub() -> pl.DataFrame:
         return judge_frame
 
     @dg.asset(name="judge_calibration")
     def calibration_asset(context: dg.AssetExecutionContext, judge_labels: pl.DataFrame):
-        return judge_calibration(context, settings, store.folder_for(), judge_labels, *tables)
+        return judge_calibration(context, settings, store.folder_for(), judge_labels, *tables, **families)
 
     @dg.asset_check(asset=calibration_asset, name="judge_calibrated_above_floor", blocking=True)
     def calibrated(table: pl.DataFrame) -> dg.AssetCheckResult:
@@ -80,10 +86,11 @@ def trust_assets(settings: EvalSettings, store: TableStore, judge_frame: pl.Data
     return [judge_labels_stub, calibration_asset, calibrated, variance_asset]
 
 
-def run(tmp_path, config_path, judge_frame):
+def run(tmp_path, config_path, judge_frame, citation_claims=None, nugget_labels=None):
     out = tmp_path / "out"
     return dg.materialize(
-        trust_assets(EvalSettings(config_path=config_path), TableStore(base_dir=str(out)), judge_frame),
+        trust_assets(EvalSettings(config_path=config_path), TableStore(base_dir=str(out)), judge_frame,
+                     citation_claims=citation_claims, nugget_labels=nugget_labels),
         resources={"io_manager": ParquetIOManager(base_dir=str(out))}, raise_on_error=False,
     ), out
 
@@ -281,3 +288,82 @@ def test_history_from_before_the_stale_columns_is_extended(tmp_path):
     assert result.success
     hist = pl.read_parquet(out / HISTORY_FILE)
     assert hist.height == 2 and hist["n_stale_labels"].to_list() == [None, 0]
+
+
+def _family_tables():
+    """citation_claims and nugget_labels of one hand-scripted answer (the core family-calibration test's
+    case): the judge's joint citation verdicts q1:c1 SUPPORTED, q1:c2 PARTIAL, q1:c4 SUPPORTED; its nugget
+    verdicts c1 SUPPORTED, c2 SUPPORTED, c3 NOT_SUPPORTED."""
+    from rag_eval_pipeline.core.citations.judging import judge_citations
+    from rag_eval_pipeline.core.completeness import judge_nuggets
+    from rag_eval_pipeline_tests.core.citations.helpers import ScriptedJudge, golden, runs, snapshot
+    from rag_eval_pipeline_tests.core.citations.helpers import run as run_row
+    from rag_eval_pipeline_tests.core.citations.test_citation_metrics import ANSWER, CHUNKS, SCRIPT
+    from rag_eval_pipeline_tests.core.citations.test_nuggets import NUGGETS
+
+    rag = runs(run_row("q1", ANSWER, ["d#0", "d#1", "d#2"]))
+    gold = golden({"question_id": "q1", "claims": NUGGETS})
+    judge = ScriptedJudge({**SCRIPT, (NUGGETS[0]["text"], frozenset({"answer"})): "SUPPORTED",
+                           (NUGGETS[1]["text"], frozenset({"answer"})): "SUPPORTED"})
+    claims, _ = judge_citations(rag, snapshot(CHUNKS), gold, judge)
+    return claims, judge_nuggets(rag, gold, judge)
+
+
+def _family_label_file(path):
+    def row(claim_id, verdict, family, passages=None):
+        return {"system": "s", "question_id": "q1", "claim_id": claim_id, "claim": "x", "verdict": verdict,
+                "quote": "Alpha holds" if verdict in ("SUPPORTED", "PARTIAL") else None, "family": family,
+                "passages": passages, "annotator": "ana"}
+    rows = [row("q1:c1", "SUPPORTED", "citation_support", "d#0|d#1"),
+            row("q1:c2", "NOT_SUPPORTED", "citation_support", "d#2"),
+            row("q1:c4", "SUPPORTED", "citation_support", "d#1|d#2"),
+            row("c1", "SUPPORTED", "nugget_coverage", "answer"), row("c2", "PARTIAL", "nugget_coverage", "answer"),
+            row("c3", "NOT_SUPPORTED", "nugget_coverage", "answer")]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_judge_calibration_has_one_kappa_row_per_verdict_family(tmp_path):
+    claims, nuggets = _family_tables()
+    cfg = write_config(tmp_path, {"human_labels": "human.csv", "family_labels": "family.jsonl", "kappa_floor": 0.3})
+    _family_label_file(tmp_path / "family.jsonl")
+    result, out = run(tmp_path, cfg, labels(JUDGE), claims, nuggets)
+    table = pl.read_parquet(out / "judge_calibration.parquet")
+    rows = {r["level"]: r for r in table.iter_rows(named=True)}
+    assert set(rows) == {"claim", "citation_support", "nugget_coverage"}
+    # citation support, 3 items: people S, N, S; judge S, P, S -> 2 agree; p_e = (2/3)(2/3) = 4/9;
+    # kappa = (2/3 - 4/9) / (5/9) = 0.4. Nuggets: people S, P, N; judge S, S, N -> p_e = 1/3 * 2/3 + 1/3 * 1/3
+    # = 1/3; kappa = (2/3 - 1/3) / (2/3) = 0.5. Faithfulness (claim level): 18 of 20 agree, kappa 0.8.
+    assert (rows["citation_support"]["n"], rows["citation_support"]["kappa"]) == (3, pytest.approx(0.4))
+    assert (rows["nugget_coverage"]["n"], rows["nugget_coverage"]["kappa"]) == (3, pytest.approx(0.5))
+    assert rows["citation_support"]["prompt_sha256"] == "c" * 64
+    assert rows["claim"]["kappa"] == pytest.approx(0.8)
+    md = mat_metadata(result, "judge_calibration")
+    assert md["kappa_citation_support"].value == pytest.approx(0.4)
+    assert md["n_nugget_coverage"].value == 3 and md["kappa"].value == pytest.approx(0.8)
+    assert check_of(result).passed  # 0.4 and 0.5 >= the floor 0.3
+    # the family results join the history, each under its family's level
+    history = pl.read_parquet(out / HISTORY_FILE)
+    assert sorted(history["level"].to_list()) == ["citation_support", "claim", "nugget_coverage"]
+
+
+def test_a_citation_gate_without_citation_labels_blocks(tmp_path):
+    claims, nuggets = _family_tables()
+    cfg = write_config(tmp_path, {"human_labels": "human.csv"},
+                       gates=[{"metric": "citation_recall", "max_abs_drop": 0.05}])
+    result, _ = run(tmp_path, cfg, labels(JUDGE), claims, nuggets)
+    check = check_of(result)
+    assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
+    failures = check.metadata["failures"].value
+    # the faithfulness calibration passes (kappa 0.8); the citation-support one is missing; nugget coverage is
+    # neither gated nor labelled, so it is not a failure
+    assert len(failures) == 1 and failures[0].startswith("citation_support ") and "missing" in failures[0]
+    assert check.metadata["judge_based_gates"].value == ["citation_recall"]
+
+
+def test_an_ungated_unlabelled_family_is_not_a_failure(tmp_path):
+    claims, nuggets = _family_tables()
+    cfg = write_config(tmp_path, {"human_labels": "human.csv"})
+    result, out = run(tmp_path, cfg, labels(JUDGE), claims, nuggets)
+    table = pl.read_parquet(out / "judge_calibration.parquet")
+    assert table.filter(pl.col("level") == "nugget_coverage")["missing"].to_list() == [True]
+    assert check_of(result).passed

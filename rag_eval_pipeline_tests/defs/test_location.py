@@ -18,7 +18,8 @@ from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
 
 CHAIN = {"corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
          "question_metrics", "metric_summary", "metric_history", "judge_calibration", "judge_variance", "gate_results",
-         "gate_verdict", "regression_cases", "promotion", "trec_files", "evaluation_report"}
+         "gate_verdict", "regression_cases", "promotion", "trec_files", "evaluation_report", "citation_claims",
+         "citations", "nugget_labels"}
 QUICK_CHAIN = CHAIN - {"promotion", "metric_history"}
 # not assets of a run, declared as external assets: the promoted baseline (every suite) and the hand-label file
 # (a suite whose configuration names one: alpha and gamma, not beta)

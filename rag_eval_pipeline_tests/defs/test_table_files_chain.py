@@ -60,6 +60,9 @@ def _meta(path: Path) -> dict[str, str]:
     return {k.decode(): v.decode() for k, v in raw.items() if k != b"ARROW:schema"}
 
 
+FAMILY_TABLES = ("citation_claims", "citations", "nugget_labels")
+
+
 def test_every_parquet_file_of_a_run_carries_its_metadata(sample) -> None:
     folder, full, quick = sample
     files = _files(folder)
@@ -90,7 +93,12 @@ def test_every_parquet_file_of_a_run_carries_its_metadata(sample) -> None:
         if "golden_version" in md:
             assert md["golden_version"] == golden[0], where
         assert ("judge" in md) == ("judge" in spec.depends_on), where
-        if "judge" in md:
+        if "judge" in md and path.stem in FAMILY_TABLES:
+            # a verdict family's table names the judge key of its own rows (the family's prompt hash)
+            rows = pl.read_parquet(path, columns=["judge", "judge_model", "prompt_sha256"]).unique()
+            assert json.loads(md["judge"]) == [dict(zip(("judge", "judge_model", "prompt_sha256"), r))
+                                               for r in rows.rows()], where
+        elif "judge" in md:
             assert json.loads(md["judge"]) == judge, where
         assert ("metrics" in md) == ("metric" in spec.schema.names), where
         if "metrics" in md:
@@ -201,8 +209,8 @@ def test_the_io_manager_migrates_an_older_file_and_refuses_a_newer_one(sample, t
     # one line per step that loaded it: rag_runs and the check beside it
     assert sorted(k for k, _ in warnings) == ["rag_runs", "rag_runs_every_question_has_a_run_row"]
     assert {m for _, m in warnings} == {
-        f"file {golden}: table 'golden_set' has schema version 0, this pipeline reads version 1 (written before "
-        "schema versions): migrated on read (its columns already match); the next write stores version 1"}
+        f"file {golden}: table 'golden_set' has schema version 0, this pipeline reads version 2 (written before "
+        "schema versions): migrated on read (1->2: _claims_with_importance); the next write stores version 2"}
     # a golden set of a newer schema version: the step fails naming the file and both versions
     _rewrite(golden, table="golden_set", schema_version="7", product_version="9.0.0")
     result = job.execute_in_process(instance=instance, asset_selection=rag_runs, raise_on_error=False)
@@ -213,7 +221,7 @@ def test_the_io_manager_migrates_an_older_file_and_refuses_a_newer_one(sample, t
         "SchemaVersionError"
     assert error.cause.message.strip() == (
         f"rag_eval_pipeline.core.table_files.SchemaVersionError: file {golden}: table 'golden_set' has schema "
-        "version 7, this pipeline reads version 1: written by a newer release (9.0.0); read it with that release or "
+        "version 7, this pipeline reads version 2: written by a newer release (9.0.0); read it with that release or "
         "re-run the evaluation")
 
 

@@ -165,8 +165,10 @@ def dagster_ui(chromium_tools, tmp_path):
     port, serve_port = free_port(), free_port()
     reports = f"http://127.0.0.1:{serve_port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_EVAL_", "DAGSTER_"))}
+    # in_process: every step in the run's process, as rag-eval run does (Dagster's default multiprocess executor
+    # would start ~25 step processes per run; the executors have their own tests in deploy/)
     env.update(DAGSTER_HOME=str(home), RAG_EVAL_OUTPUT_DIR=str(out), RAG_EVAL_JUDGE="rule_based",
-               RAG_EVAL_SUITES=str(_two_suites(tmp_path)), RAG_EVAL_REPORT_URL=reports)
+               RAG_EVAL_SUITES=str(_two_suites(tmp_path)), RAG_EVAL_REPORT_URL=reports, RAG_EVAL_EXECUTOR="in_process")
     exe = Path(sys.executable).with_name("dagster")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "dagster"]
     cmd += ["dev", "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"]

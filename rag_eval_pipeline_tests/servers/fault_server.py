@@ -8,7 +8,8 @@ Modes (``FaultServer(mode=...)``, ``set_mode``, or one-shot ``script([...])`` co
 - ``ok``: deterministic JSON for each judge task, recognised from the ``json_schema`` name or the
   JSON example on the prompt's last line. Decomposition: one claim per sentence of the answer.
   Verification: SUPPORTED with the best-overlapping context sentence as quote (a real substring
-  of a chunk) when half the claim's words are in it, NOT_MENTIONED otherwise.
+  of a chunk) when half the claim's words are in it, NOT_MENTIONED otherwise. Citation support and
+  nugget coverage: SUPPORTED from half the words, PARTIAL from a quarter, NOT_SUPPORTED below.
 - ``bad_quote``: like ok, but SUPPORTED with a quote found in no chunk.
 - ``429`` (Retry-After: 0), ``500``, ``auth_echo`` (401 whose message echoes the bearer token),
   ``truncated`` (half the JSON, finish_reason "length"), ``invalid_json`` (prose),
@@ -84,6 +85,10 @@ def detect_task(body: dict, prompt: str) -> str:
     last = prompt.strip().splitlines()[-1] if prompt.strip() else ""
     for marker, task in _TASK_MARKERS:
         if marker in last:
+            if task == "claim_verification" and "<cited_passages>" in prompt:
+                return "citation_support"
+            if task == "claim_verification" and "<nuggets>" in prompt:
+                return "nugget_coverage"
             return task
     return "unknown"
 
@@ -112,6 +117,28 @@ def ok_reply(task: str, prompt: str, mode: str = "ok") -> dict:
             else:
                 out.append({"id": i, "quote": "", "justification": "the context does not say",
                             "verdict": "PROBABLY" if bad else "NOT_MENTIONED"})
+        return {"verdicts": out}
+    if task in ("citation_support", "nugget_coverage"):
+        # SUPPORTED when half the item's words are in one passage sentence (quoted), PARTIAL from a quarter
+        chunks, out = _chunks(prompt), []
+        for i, claim in enumerate(_claims(prompt), start=1):
+            cw = _words(claim)
+            best, best_score = "", 0.0
+            for ch in chunks:
+                for sent in _sentences(ch):
+                    sc = len(cw & _words(sent)) / len(cw) if cw else 0.0
+                    if sc > best_score:
+                        best, best_score = sent, sc
+            if mode == "bad_quote":
+                out.append({"id": i, "quote": "A sentence that no passage contains.", "justification": "made up",
+                            "verdict": "SUPPORTED"})
+            elif best_score >= 0.5 or (best_score >= 0.25 and not bad):
+                label = "SUPPORTED" if best_score >= 0.5 else "PARTIAL"
+                out.append({"id": i, "quote": best, "justification": "the quote states it",
+                            "verdict": "SOMEWHAT" if bad else label})
+            else:
+                out.append({"id": i, "quote": "", "justification": "not stated",
+                            "verdict": "SOMEWHAT" if bad else "NOT_SUPPORTED"})
         return {"verdicts": out}
     if task == "holistic_faithfulness":
         return {"justification": "all backed", "label": "MAYBE" if bad else "YES"}

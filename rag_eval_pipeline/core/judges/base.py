@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from rag_eval_pipeline.core.tables import VERDICTS
+from rag_eval_pipeline.core.tables import SUPPORT_VERDICTS, VERDICT_FAMILIES, VERDICTS
 
 #: Statuses a judge may return for an answer. ``judge_runs`` adds "clarify" and "run_error"
 #: for runs it never sends to a judge.
@@ -29,9 +29,20 @@ CALIBRATION_LEVELS = ("claim", "response")
 
 #: Whole-answer labels and their scores (this pipeline's scoring: YES = 1, PARTIAL = 0.5, NO = 0).
 HOLISTIC_SCORES: dict[str, float] = {"YES": 1.0, "PARTIAL": 0.5, "NO": 0.0}
+#: Support levels and their scores: full 1, partial 0.5, none 0 (TREC 2024 RAG support evaluation,
+#: Thakur et al., arXiv 2504.15205; AutoNuggetizer's support / partial_support / not_support, Pradeep
+#: et al., arXiv 2411.09607).
+SUPPORT_SCORES: dict[str, float] = {"SUPPORTED": 1.0, "PARTIAL": 0.5, "NOT_SUPPORTED": 0.0}
 
 __all__ = [
     "VERDICTS",
+    "SUPPORT_VERDICTS",
+    "SUPPORT_SCORES",
+    "VERDICT_FAMILIES",
+    "SupportRequest",
+    "SupportVerdict",
+    "JudgesSupport",
+    "EstimatesSupportCost",
     "JUDGEMENT_STATUSES",
     "HOLISTIC_SCORES",
     "ClaimVerdict",
@@ -159,6 +170,64 @@ class EstimatesCost(Protocol):
     ``calls``, ``prompt_tokens_est``, ``cached_calls`` and ``items``, without calling anything."""
 
     def dry_run_estimate(self, items: Iterable[Sequence]) -> dict: ...
+
+
+@dataclass(frozen=True)
+class SupportRequest:
+    """Items to judge against passages *alone*, for one verdict family.
+
+    ``family``: one of ``VERDICT_FAMILIES`` — "citation_support" (items = claims of an answer,
+    passages = the chunks they cite) or "nugget_coverage" (items = the golden set's reference claims,
+    passages = the answer). ``items`` (non-empty strings) and their ``item_ids`` (same length; the
+    stored claim or nugget ids); ``passages`` (texts) and their ``passage_ids`` (chunk ids, or
+    ("answer",)); ``system``, ``question_id``, ``question`` (for judges that look labels up, and for
+    the prompt); ``repeat`` (> 0: a fresh judgement, no cache read).
+    """
+
+    family: str
+    items: tuple[str, ...]
+    passages: tuple[str, ...]
+    item_ids: tuple[str, ...] = ()
+    passage_ids: tuple[str, ...] = ()
+    system: str = ""
+    question_id: str = ""
+    question: str = ""
+    repeat: int = 0
+
+
+@dataclass(frozen=True)
+class SupportVerdict:
+    """A judge's verdict on one item of a :class:`SupportRequest`: ``item_id``, ``verdict`` (one of
+    ``SUPPORT_VERDICTS``), ``quote`` (the passage text relied on, or None; the caller checks it in
+    code and downgrades a SUPPORTED or PARTIAL whose quote is not found), ``justification``,
+    ``error`` (only with JUDGE_ERROR)."""
+
+    item_id: str
+    verdict: str
+    quote: str | None
+    justification: str
+    error: str | None = None
+
+
+@runtime_checkable
+class JudgesSupport(Protocol):
+    """Judges items against given passages alone (citation support; nugget coverage):
+    ``judge_support(request)`` returns one :class:`SupportVerdict` per item, in order (a judge that
+    fails returns JUDGE_ERROR verdicts with the reason; it may also raise, and the caller records
+    JUDGE_ERROR); ``support_prompt_sha256(family)`` is the hex sha256 pinning what the judge does for
+    that family (prompt file, parameter file or label file), stored on every row."""
+
+    def judge_support(self, request: SupportRequest) -> list[SupportVerdict]: ...
+
+    def support_prompt_sha256(self, family: str) -> str: ...
+
+
+@runtime_checkable
+class EstimatesSupportCost(Protocol):
+    """``dry_run_estimate_support(requests)`` over :class:`SupportRequest` objects returns a dict with
+    ``calls``, ``prompt_tokens_est``, ``cached_calls``, ``items`` and ``by_family``, without calling anything."""
+
+    def dry_run_estimate_support(self, requests: Iterable[SupportRequest]) -> dict: ...
 
 
 @runtime_checkable

@@ -12,11 +12,21 @@ Columns: required ``system``, ``question_id``, ``claim_id``, ``claim``, ``verdic
 absent or blank), ``question`` and ``answer`` (the texts the annotator saw; used to find the labels
 of an answer in :meth:`HumanLabelJudge.judge`), and the fields the labelling page writes:
 ``labelled_at`` (ISO 8601 UTC), ``content_sha256`` (hash of what the labeller saw, see
-``core/labelling.py``; a label whose item has changed since is *stale*) and ``note``. Any other
+``core/labelling.py``; a label whose item has changed since is *stale*) and ``note``; and
+``family`` with ``passages`` for the verdict families beside faithfulness. Any other
 column is an error (it is usually a typo). Verdicts: SUPPORTED, CONTRADICTED, NOT_MENTIONED (case
 and spaces/hyphens ignored: "not mentioned" → NOT_MENTIONED); a SUPPORTED label needs a non-blank
 quote (no literal quote, no support: see :mod:`rag_eval_pipeline.core.judges.quotes`). ``(system, question_id,
 claim_id, annotator)`` must be unique: one label per item and person (several people may label the same item).
+
+``family`` (optional, default ``faithfulness``): ``citation_support`` (``claim_id`` is the stored
+citation claim id ``<question_id>:c<n>``; ``passages``: the cited chunk ids the person read, joined
+by ``|``) or ``nugget_coverage`` (``claim_id`` is the golden claim id, ``claim`` the nugget;
+``passages`` ``answer`` or blank). Their verdicts are SUPPORTED / PARTIAL / NOT_SUPPORTED (TREC RAG's
+full_support / partial_support / no_support and AutoNuggetizer's support / partial_support /
+not_support are read as these); SUPPORTED and PARTIAL need a quote. These rows are served by
+:meth:`HumanLabelJudge.judge_support` only; ``(family, system, question_id, claim_id, passages,
+annotator)`` must be unique.
 
 Response-level label files (:func:`read_response_label_rows`): required ``system``,
 ``question_id``, ``verdict`` (any label the calibration mapping knows); the optional columns above;
@@ -42,6 +52,8 @@ from rag_eval_pipeline.core.jsonio import loads as strict_json
 from rag_eval_pipeline.core.judges.base import (
     AnswerJudgement,
     ClaimVerdict,
+    SupportRequest,
+    SupportVerdict,
     holistic_label,
 )
 from rag_eval_pipeline.core.judges.quotes import normalise_text, quote_in_context
@@ -62,7 +74,12 @@ __all__ = [
 REQUIRED_COLUMNS = ("system", "question_id", "claim_id", "claim", "verdict")
 #: Written by the labelling page beside the label: when, a hash of what was shown, a free note.
 PAGE_COLUMNS = ("labelled_at", "content_sha256", "note")
-OPTIONAL_COLUMNS = ("quote", "justification", "annotator", "question", "answer") + PAGE_COLUMNS
+OPTIONAL_COLUMNS = ("quote", "justification", "annotator", "question", "answer") + PAGE_COLUMNS + ("family", "passages")
+#: Verdicts of the families beside faithfulness, and the public spellings read as them.
+SUPPORT_LABELS = ("SUPPORTED", "PARTIAL", "NOT_SUPPORTED")
+_SUPPORT_ALIASES = {"FULL_SUPPORT": "SUPPORTED", "SUPPORT": "SUPPORTED", "PARTIAL_SUPPORT": "PARTIAL",
+                    "NO_SUPPORT": "NOT_SUPPORTED", "NOT_SUPPORT": "NOT_SUPPORTED", "NONE": "NOT_SUPPORTED"}
+FAMILIES = ("faithfulness", "citation_support", "nugget_coverage")
 RESPONSE_REQUIRED_COLUMNS = ("system", "question_id", "verdict")
 HUMAN_VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED")
 _ID_FIELDS = ("system", "question_id", "claim_id")
@@ -186,19 +203,30 @@ def read_human_label_rows(path: str | Path) -> tuple[list[dict[str, Any]], str]:
             raise _fail(f"unknown field(s) {extra}", p, kind, n, extra[0])
         row: dict[str, Any] = {c: _str_field(rec, c, p, kind, n, required=True) for c in REQUIRED_COLUMNS}
         row.update({c: _str_field(rec, c, p, kind, n, required=False) for c in OPTIONAL_COLUMNS})
+        family = (row["family"] or "faithfulness").strip()
+        if family not in FAMILIES:
+            raise _fail(f"family {family!r} is not one of {list(FAMILIES)}", p, kind, n, "family")
+        row["family"] = family
         verdict = re.sub(r"[\s\-]+", "_", row["verdict"].upper())
-        if verdict not in HUMAN_VERDICTS:
-            raise _fail(f"verdict {row['verdict']!r} is not one of {list(HUMAN_VERDICTS)}", p, kind, n, "verdict")
+        allowed = HUMAN_VERDICTS if family == "faithfulness" else SUPPORT_LABELS
+        verdict = verdict if family == "faithfulness" else _SUPPORT_ALIASES.get(verdict, verdict)
+        if verdict not in allowed:
+            raise _fail(f"verdict {row['verdict']!r} is not one of {list(allowed)} (family {family})",
+                        p, kind, n, "verdict")
         row["verdict"] = verdict
-        if verdict == "SUPPORTED" and not row["quote"]:
-            raise _fail("a SUPPORTED label needs the literal quote of the context it relies on",
+        if verdict in ("SUPPORTED", "PARTIAL") and not row["quote"]:
+            raise _fail(f"a {verdict} label needs the literal quote of the context it relies on",
                         p, kind, n, "quote")
+        row["passages"] = "|".join(sorted(x.strip() for x in row["passages"].split("|") if x.strip())) \
+            if row["passages"] else None
         _check_page_fields(row, p, kind, n)
-        key = (row["system"], row["question_id"], row["claim_id"], row["annotator"] or "")
+        key: tuple[str, ...] = (row["system"], row["question_id"], row["claim_id"], row["annotator"] or "")
+        if family != "faithfulness":
+            key = (family, *key[:3], row["passages"] or "", key[3])
         if key in seen:
-            by = f" by annotator {key[3]!r}" if key[3] else ""
-            raise _fail(f"duplicate label for system {key[0]!r}, question {key[1]!r}, claim {key[2]!r}{by} "
-                        f"(first at {kind} {seen[key]})", p, kind, n, "claim_id")
+            by = f" by annotator {key[-1]!r}" if key[-1] else ""
+            raise _fail(f"duplicate label for system {row['system']!r}, question {row['question_id']!r}, claim "
+                        f"{row['claim_id']!r}{by} (first at {kind} {seen[key]})", p, kind, n, "claim_id")
         seen[key] = n
         row["line"] = n
         per_answer = texts.setdefault(key[:2], {})
@@ -279,6 +307,7 @@ def load_human_labels(path: str | Path) -> pl.DataFrame:
     Raises InputError (file, line or row, field) as :func:`read_human_label_rows`.
     """
     rows, sha = read_human_label_rows(path)
+    rows = [r for r in rows if r.get("family", "faithfulness") == "faithfulness"]
     out = [{
         "system": r["system"], "question_id": r["question_id"], "claim_id": r["claim_id"],
         "claim": r["claim"], "verdict": r["verdict"], "quote": r["quote"], "quote_found": None,
@@ -289,6 +318,12 @@ def load_human_labels(path: str | Path) -> pl.DataFrame:
 
 
 def _norm(s: str | None) -> str:
+    """Answer text for matching: inline citation markers stripped (``judge_runs`` strips them before
+    judging), then :func:`normalise_text`."""
+    if s and ("[" in s or "【" in s):
+        from rag_eval_pipeline.core.citations.markers import strip_markers
+
+        s = strip_markers(s)
     return normalise_text(s)
 
 
@@ -312,6 +347,12 @@ class HumanLabelJudge:
     def __init__(self, rows: list[dict[str, Any]], sha256: str, *, source: str = "human labels"):
         self.prompt_sha256 = sha256
         self.source = source
+        #: (family, system, question_id, claim_id) -> labels of the support families, file order
+        self._support: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+        for r in rows:
+            if r.get("family", "faithfulness") != "faithfulness":
+                self._support.setdefault((r["family"], r["system"], r["question_id"], r["claim_id"]), []).append(r)
+        rows = [r for r in rows if r.get("family", "faithfulness") == "faithfulness"]
         annotators = sorted({r["annotator"] for r in rows if r.get("annotator")})
         self.model = annotators[0] if len(annotators) == 1 else "human"
         self._labels: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -381,6 +422,31 @@ class HumanLabelJudge:
         if len(distinct) > 1:
             return _error(f"ambiguous: {len(cands)} labelled answers match ({cands[:5]}) with different labels")
         return self._judgement(self._labels[cands[0]], contexts)
+
+    def judge_support(self, request: SupportRequest) -> list[SupportVerdict]:
+        """:class:`~rag_eval_pipeline.core.judges.base.JudgesSupport`: the people's labels of each item
+        of ``request``, looked up by (family, system, question_id, item id); a label with
+        ``passages`` serves only a request over exactly those passages (a label of a claim and all its
+        cited chunks is not its label against one of them), a label without serves any. The first
+        matching label in file order is served; no label → JUDGE_ERROR with the reason. Never raises."""
+        ids = list(request.item_ids) or [str(i) for i in range(1, len(request.items) + 1)]
+        wanted = "|".join(sorted(request.passage_ids))
+        out = []
+        for item_id in ids:
+            rows = self._support.get((request.family, request.system, request.question_id, item_id), [])
+            row = next((r for r in rows if not r["passages"] or r["passages"] == wanted
+                        or (request.family == "nugget_coverage" and r["passages"] == "answer")), None)
+            if row is None:
+                out.append(SupportVerdict(item_id, "JUDGE_ERROR", None, "no human label", error=(
+                    f"no {request.family} label for system {request.system!r}, question {request.question_id!r}, "
+                    f"item {item_id!r}" + (f" over passages {wanted!r}" if wanted else "") + f" in {self.source}")))
+                continue
+            out.append(SupportVerdict(item_id, row["verdict"], row["quote"], row["justification"] or ""))
+        return out
+
+    def support_prompt_sha256(self, family: str) -> str:
+        """The label file's sha256 (the same for every family)."""
+        return self.prompt_sha256
 
     @staticmethod
     def _judgement(rows: list[dict[str, Any]], contexts: list[str]) -> AnswerJudgement:

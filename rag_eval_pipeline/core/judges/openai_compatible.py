@@ -47,6 +47,8 @@ from typing import Any
 from rag_eval_pipeline.core.judges.base import (
     AnswerJudgement,
     ClaimVerdict,
+    SupportRequest,
+    SupportVerdict,
     holistic_label,
 )
 from rag_eval_pipeline.core.judges.cache import JudgeCache
@@ -56,6 +58,7 @@ from rag_eval_pipeline.core.judges.prompt_files import (
     JUDGE_TASKS,
     PROMPT_VERSION,
     RENDER_VERSION,
+    SUPPORT_TASKS,
     Prompt,
     load_prompt,
     render_chunks,
@@ -73,6 +76,7 @@ from rag_eval_pipeline.core.judges.replies import (
     validate_holistic,
     validate_questions,
     validate_relevance,
+    validate_support,
     validate_verification,
 )
 from rag_eval_pipeline.core.judges.transport import (
@@ -285,6 +289,71 @@ class OpenAICompatibleJudge:
                 verdicts.append(ClaimVerdict(f"c{start + i}", c, v["verdict"], v["quote"],
                                              quote_in_context(v["quote"], ctx), v["justification"]))
         return verdicts
+
+    # -- citation support and nugget coverage (JudgesSupport) ------------------------------------
+    def judge_support(self, request: SupportRequest) -> list[SupportVerdict]:
+        """Items against passages alone, one prompt per family (``citation_support.v1`` /
+        ``nugget_coverage.v1``): SUPPORTED / PARTIAL / NOT_SUPPORTED with a literal quote (the caller
+        checks it in code), ``claims_per_call`` items per request, cached like every call.
+
+        Output: one SupportVerdict per item, in order; the items of a request that failed after
+        retries are JUDGE_ERROR with ``error = "<reason>: <detail>"``; no non-blank passage gives
+        NOT_SUPPORTED without a call. Raises ValueError for an unknown family or a blank item.
+        """
+        if request.family not in SUPPORT_TASKS:
+            raise ValueError(f"unknown verdict family {request.family!r}; expected one of {list(SUPPORT_TASKS)}")
+        items = [str(c) for c in request.items]
+        ids = list(request.item_ids) or [str(i) for i in range(1, len(items) + 1)]
+        if not all(c.strip() for c in items):
+            raise ValueError("judge_support needs no blank item")
+        passages = [p if isinstance(p, str) else "" for p in request.passages]
+        if not any(p.strip() for p in passages):
+            return [SupportVerdict(i, "NOT_SUPPORTED", None, "no passage text") for i in ids]
+        out: list[SupportVerdict] = []
+        for start in range(0, len(items), self.claims_per_call):
+            batch = items[start:start + self.claims_per_call]
+            batch_ids = ids[start:start + self.claims_per_call]
+            try:
+                reply = self._call(request.family, {"question": request.question or "", "contexts": passages,
+                                                    "claims": batch}, request.repeat,
+                                   functools.partial(validate_support, n=len(batch)))
+            except JudgeCallError as e:
+                out += [SupportVerdict(i, "JUDGE_ERROR", None, f"{request.family} call failed", error=str(e))
+                        for i in batch_ids]
+                continue
+            out += [SupportVerdict(i, v["verdict"], v["quote"], v["justification"])
+                    for i, v in zip(batch_ids, reply["verdicts"])]
+        return out
+
+    def support_prompt_sha256(self, family: str) -> str:
+        """sha256 of the family's prompt and schema files (``prompts/<family>.v1.*``)."""
+        return self._prompts[family].sha256
+
+    def dry_run_estimate_support(self, requests: Iterable[SupportRequest]) -> dict:
+        """What :meth:`judge_support` would cost over ``requests``, without calling the server:
+        ``calls`` (one per ``claims_per_call`` items of a request with non-blank passages),
+        ``prompt_tokens_est`` (ceil(characters of each rendered prompt / 4)), ``cached_calls``,
+        ``items`` (requests), and ``by_family`` ({family: calls})."""
+        calls = tokens = cached = n = 0
+        by_family: dict[str, int] = {}
+        for req in requests:
+            n += 1
+            passages = [p if isinstance(p, str) else "" for p in req.passages]
+            if not any(p.strip() for p in passages) or not req.items:
+                continue
+            prompt = self._prompts[req.family]
+            items = [str(c) for c in req.items]
+            for s in range(0, len(items), self.claims_per_call):
+                values = {"question": req.question or "", "contexts": passages,
+                          "claims": items[s:s + self.claims_per_call]}
+                calls += 1
+                by_family[req.family] = by_family.get(req.family, 0) + 1
+                tokens += math.ceil(len(render_inputs(prompt, values)) / 4)
+                if self.cache is not None and self.cache.lookup(self.requested_model, prompt.sha256,
+                                                                self._inputs(values)) is not None:
+                    cached += 1
+        return {"calls": calls, "prompt_tokens_est": tokens, "cached_calls": cached, "items": n,
+                "by_family": by_family}
 
     # -- other metrics --------------------------------------------------------------------------
     def holistic(self, question: str, answer: str, contexts: list[str], *, repeat: int = 0) -> str:

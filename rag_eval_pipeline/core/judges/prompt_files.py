@@ -18,9 +18,11 @@ from importlib import resources
 PROMPT_VERSION = "v1"
 #: The prompt files the faithfulness judgement uses, in ``prompt_sha256`` order.
 JUDGE_TASKS = ("claim_decomposition", "claim_verification")
+#: One prompt per verdict family beside faithfulness (core/citations, core/completeness).
+SUPPORT_TASKS = ("citation_support", "nugget_coverage")
 ALL_TASKS = JUDGE_TASKS + (
     "holistic_faithfulness", "answer_relevance", "reverse_questions", "context_relevance", "correctness",
-)
+) + SUPPORT_TASKS
 #: Bumped when the way inputs are rendered into the prompt changes (it is part of every cache key).
 RENDER_VERSION = 1
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -95,7 +97,8 @@ def render_inputs(prompt: Prompt, values: dict) -> str:
 
 #: task → (array property of the reply, input whose length fixes the array's length)
 SIZED_ARRAYS = {"claim_verification": ("verdicts", "claims"), "context_relevance": ("chunks", "contexts"),
-                 "reverse_questions": ("questions", "n")}
+                 "reverse_questions": ("questions", "n"), "citation_support": ("verdicts", "claims"),
+                 "nugget_coverage": ("verdicts", "claims")}
 
 
 def sized_schema(task: str, schema: dict, values: dict) -> dict:

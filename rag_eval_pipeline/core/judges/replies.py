@@ -130,6 +130,33 @@ def validate_verification(obj: Any, n: int) -> dict:
     return {"verdicts": out}
 
 
+#: Support levels a model may give for citation support and nugget coverage.
+SUPPORT_LEVELS = ("SUPPORTED", "PARTIAL", "NOT_SUPPORTED")
+_SUPPORT_ALIASES = {"FULL_SUPPORT": "SUPPORTED", "SUPPORT": "SUPPORTED", "PARTIAL_SUPPORT": "PARTIAL",
+                    "NO_SUPPORT": "NOT_SUPPORTED", "NOT_SUPPORT": "NOT_SUPPORTED", "NONE": "NOT_SUPPORTED"}
+
+
+def validate_support(obj: Any, n: int) -> dict:
+    """``{"verdicts": [...]}`` of the citation_support / nugget_coverage prompts, with exactly ids 1..n
+    (or n entries without ids) → ``{"verdicts": [{verdict (SUPPORTED / PARTIAL / NOT_SUPPORTED; the
+    TREC RAG spellings full_support, partial_support, no_support / not_support are read as these),
+    quote (str or None), justification}]}`` in id order. Raises AttemptError (schema_mismatch /
+    out_of_range)."""
+    entries = _by_id(_get(obj, "verdicts", list, "verdicts"), n, "verdicts")
+    out = []
+    for i, e in enumerate(entries, start=1):
+        raw = e.get("verdict")
+        if isinstance(raw, str):
+            raw = _SUPPORT_ALIASES.get(re.sub(r"[\s-]+", "_", raw.strip().upper()), raw)
+        verdict = _label(raw, SUPPORT_LEVELS, f"verdicts[id={i}].verdict")
+        quote = e.get("quote")
+        if quote is not None and not isinstance(quote, str):
+            raise _bad("schema_mismatch", f"verdicts[id={i}].quote is {type(quote).__name__}")
+        out.append({"verdict": verdict, "quote": (quote or "").strip() or None,
+                    "justification": _text(e.get("justification")).strip()})
+    return {"verdicts": out}
+
+
 def validate_holistic(obj: Any) -> dict:
     """``{"label": YES|PARTIAL|NO, "justification"}`` → the same, label normalised. Raises AttemptError."""
     label = _label(_get(obj, "label", str, "holistic"), tuple(HOLISTIC_SCORES), "holistic.label")

@@ -87,6 +87,7 @@ from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.judges.rule_signals import EncoderSignals
 from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: the judge's vocabulary
+    CHUNK_CACHE_SIZE,
     NEGATION_SCOPE,
     NEGATIONS,
     STOPWORDS,
@@ -232,7 +233,7 @@ def context_sentences(contexts: list[str], window: int = 1, scope: str = "passag
     return out
 
 
-@lru_cache(maxsize=50_000)
+@lru_cache(maxsize=CHUNK_CACHE_SIZE)  # one entry per context chunk: bounded as tokens.py explains
 def _chunk_sentences(ctx: str, window: int):
     spans = sentence_spans(ctx)
     lang = language_of(ctx)  # a sentence without function words takes its chunk's language
@@ -316,6 +317,10 @@ class RuleBasedJudge(EncoderSignals):
     (names the rule version and the encoder), ``prompt_sha256`` (:func:`identity_sha256` of the
     parameter file, or of the canonical JSON of overridden parameters). Deterministic.
     """
+
+    # the text rules, for core.judges.rule_support (which receives the judge and so needs no import of this module)
+    checkable_claims = staticmethod(checkable_claims)
+    context_sentences = staticmethod(context_sentences)
 
     fixed_reason = staticmethod(fixed_reason)  # the rules EncoderSignals (rule_signals.py) applies
     matching_text = staticmethod(matching_text)
@@ -408,6 +413,19 @@ class RuleBasedJudge(EncoderSignals):
         p = _Prepared([claim], sentences, list(passages), [self._row(claim, sentences)])
         self._resolve([p])
         return self._verdict("c1", claim, p.rows[0], sentences, list(passages))
+
+    def judge_support(self, request):
+        """:class:`~rag_eval_pipeline.core.judges.base.JudgesSupport`: items against passages alone,
+        SUPPORTED / PARTIAL / NOT_SUPPORTED (rules in :mod:`~rag_eval_pipeline.core.judges.rule_support`)."""
+        from rag_eval_pipeline.core.judges.rule_support import rule_support
+
+        return rule_support(self, request)
+
+    def support_prompt_sha256(self, family: str) -> str:
+        """The hash pinning this judge's support rule and parameters for ``family``."""
+        from rag_eval_pipeline.core.judges.rule_support import support_prompt_sha256
+
+        return support_prompt_sha256(self.prompt_sha256, family)
 
     def analyse(self, answer: str, contexts: list[str]) -> list[tuple[str, str | None, list[Evidence]]]:
         """What the fitting script needs: for each checkable claim, (claim, fixed reason or None,

@@ -17,6 +17,15 @@ from functools import lru_cache
 
 from rag_eval_pipeline.core.judges.numbers import canonical_number, normalise_quantities
 
+#: Entries kept by the per-text caches below (least recently used first out). A cache entry of a whole
+#: context chunk (:func:`surface_words`) weighs ~5 KB, one of a sentence or claim (:func:`tokens`) ~1 KB:
+#: at 200,000 entries each they held ~1.5 GB once a suite had judged 40,000 questions (bench/bench_scale.py,
+#: the judge step's peak memory growing with the number of distinct chunks judged). These sizes keep the
+#: reuse that matters, within one answer and between the systems' answers to one question (judged one after
+#: the other: core/judging.py), in ~60 MB.
+TEXT_CACHE_SIZE = 32_768
+CHUNK_CACHE_SIZE = 4_096
+
 #: Tokens after a negation word that it negates, stopping at clause punctuation (NegEx's window:
 #: Chapman et al., "A simple algorithm for identifying negated findings and diseases in discharge
 #: summaries", J. Biomed. Inform. 34(5), 2001).
@@ -84,7 +93,7 @@ class Tokens:
         return self.words | self.numbers
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def _fold(text: str) -> str:
     t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
     t = "".join(ch for ch in t if not unicodedata.combining(ch))
@@ -99,7 +108,7 @@ def _stemmer(language: str):
     return Stemmer.Stemmer(language)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def language_of(text: str) -> str | None:
     """"spanish" or "english" by counting function words (:data:`ES_MARKERS`, :data:`EN_MARKERS`)
     among the folded words of ``text``; None when they tie (a name-only claim such as "Ada Lovelace
@@ -117,7 +126,7 @@ def tokens(text: str, language: str | None = None) -> Tokens:
     return _tokens(text, language or language_of(text) or "english")
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def _tokens(text: str, language: str) -> Tokens:
     folded = _fold(text)
     matches = list(_TOKEN.finditer(folded))
@@ -166,7 +175,7 @@ def _tokens(text: str, language: str) -> Tokens:
     return Tokens(frozenset(words), frozenset(numbers), frozenset(in_scope - out_scope), language, has_negation)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def entities(text: str) -> frozenset[str]:
     """Names in ``text`` (folded): capitalised words after the first word ("Canarias", "Dock"),
     acronyms ("UK") and letter-digit codes ("A1", "D1"). Output: a frozenset of folded strings
@@ -183,7 +192,7 @@ def entities(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=CHUNK_CACHE_SIZE)
 def surface_words(text: str) -> frozenset[str]:
     """Every word (run of letters and digits) of ``text`` folded (NFKC, accents stripped, case
     folded), unstemmed, stopwords kept. Output: a frozenset of str; never raises; cached."""
@@ -195,7 +204,7 @@ def _fold_word(w: str) -> str:
     return "".join(ch for ch in t if not unicodedata.combining(ch))
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def stem_surfaces(text: str, language: str) -> dict[str, str]:
     """Stem → the first folded surface word of ``text`` that has it (content words only, as in
     :func:`tokens` with ``language``): the word to embed when a stem must be compared by meaning."""
@@ -209,7 +218,7 @@ def stem_surfaces(text: str, language: str) -> dict[str, str]:
     return out
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def stem_sequence(text: str, language: str) -> tuple[str, ...]:
     """The stems of ``text``'s content words in text order, repeats kept (the words of
     :func:`tokens` with ``language``, numbers and dates left out): positions for word alignment."""
@@ -219,7 +228,7 @@ def stem_sequence(text: str, language: str) -> tuple[str, ...]:
                  and w not in NEGATIONS)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
 def aligned_span(sentence: str, claim: str, language: str, margin: int) -> str:
     """The part of ``sentence`` that ``claim`` speaks of: from its first to its last word whose
     stem (in ``language``) is a word of the claim, widened by ``margin`` words on each side; an

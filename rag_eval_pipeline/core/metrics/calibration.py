@@ -79,7 +79,6 @@ from rag_eval_pipeline.core.metrics.calibration_results import (
     results_to_frame,
 )
 from rag_eval_pipeline.core.metrics.label_files import LABEL_FILE_SCHEMA, read_human_labels, read_label_file
-from rag_eval_pipeline.core.metrics.stats import wilson_interval
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, majority_vote
 
 # The names below are re-exported: callers import them from this module.
@@ -192,6 +191,8 @@ def calibrate(
     _, confusion = confusion_matrix(h, j, labels)
     per_label = {str(k): v for k, v in per_class_precision_recall(h, j, labels).items()}
     agree = sum(confusion[i][i] for i in range(len(labels)))
+    from rag_eval_pipeline.core.metrics.stats import wilson_interval  # numpy/scipy only when a calibration runs
+
     low, high = wilson_interval(agree, n)
     kappa, reason = kappa_or_reason(h, j, labels, "people", "the judge")
     return CalibrationResult(kappa=kappa, kappa_reason=reason, agreement=agree / n, agreement_ci_low=low,

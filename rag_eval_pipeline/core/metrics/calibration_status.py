@@ -142,12 +142,24 @@ def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_fl
     a failure with its reason; a stale row's κ is left out of the current κ and shown only labelled with
     the judge/model/prompt it was made for; the overall state is the worst one (:data:`STATES`). With no calibration
     section the state is ``not_configured`` (never passed). ``blocks`` = failed and at least one gated
-    metric is judge-based (:func:`core.metrics.calibration.judge_based_metrics`). Raises nothing.
+    metric is judge-based (:func:`core.metrics.calibration.judge_based_metrics`). Rows of a verdict
+    family (``level`` citation_support or nugget_coverage) count when a gate is on that family's metrics
+    (:func:`core.metrics.calibration_families.gated_families`: a citation gate needs the citation-support
+    calibration, a nugget gate the nugget-coverage one; a gated family with no row is missing) or when a
+    calibration of it exists; an unlabelled, ungated family never fails the check. Raises nothing.
     Source: Cohen (1960) for κ; Zheng et al. (2023) for validating a judge against people.
     """
+    from rag_eval_pipeline.core.metrics.calibration_families import gated_families
+    from rag_eval_pipeline.core.tables import VERDICT_FAMILIES
+
     gated = judge_based_metrics(gated_metrics)
     floor = float(kappa_floor)
-    rows = [] if table is None else list(table.iter_rows(named=True))
+    needed = set(gated_families(gated))
+    # A verdict family's row (citation_support, nugget_coverage) counts when a gate rests on that family's
+    # metrics, or when people's labels of it exist (a calibration made, even stale or below the floor);
+    # a family nobody labelled and no gate uses is shown in the table, never a failure.
+    rows = [r for r in ([] if table is None else table.iter_rows(named=True))
+            if r.get("level") not in VERDICT_FAMILIES or r.get("level") in needed or not r.get("missing")]
     # a stale row carries the κ of the calibration made for another judge, model or prompt: never the current κ
     kappas = [(r["kappa"], r.get("n"), r.get("level")) for r in rows
               if r.get("kappa") is not None and not r.get("missing") and not r.get("stale")]
@@ -179,6 +191,10 @@ def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_fl
             elif r["kappa"] < floor:
                 states.append("below_floor")
                 failures.append(f"{who}: kappa {r['kappa']:.3f} < floor {floor:g} (n {r.get('n')})")
+        for family in sorted(needed & set(VERDICT_FAMILIES) - {r.get("level") for r in rows}):
+            states.append("missing")
+            failures.append(f"{family}: missing: gates {sorted(gated_families(gated)[family])} need the judge's "
+                            f"{family} verdicts calibrated against people, and there are none")
         if not rows:
             states.append("no_labels")
             failures.append("no judge labels to calibrate")

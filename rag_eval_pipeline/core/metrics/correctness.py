@@ -48,8 +48,13 @@ def token_scores(answer: str, reference: str) -> tuple[float, float, int, int, i
     return 2 * precision * recall / (precision + recall), recall, common, len(a), len(r)
 
 
-def correctness_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame) -> pl.DataFrame:
+def correctness_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame, *,
+                                 citation_formats=None, known_chunks=None) -> pl.DataFrame:
     """``answer_token_f1`` and ``reference_token_recall`` per (system, question).
+
+    Inline citation markers are stripped from the answer first (its system's format from
+    ``citation_formats``, default every syntax; ``known_chunks``: the snapshot's chunk ids, so that
+    ``[doc_id]`` is recognised): a marker is not a word of the answer.
 
     Inputs: rag_runs and golden_set tables. Output: question_metrics rows without ``split`` (k and
     ranking_mode null). A value exists only for an answered, answerable question with a reference
@@ -70,7 +75,10 @@ def correctness_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame) -
         elif not normalise_answer(r["reference_answer"] or ""):
             status = "no_reference"
         else:
-            scores = token_scores(r["answer"], r["reference_answer"])
+            from rag_eval_pipeline.core.citations.markers import DEFAULT_FORMAT, strip_markers
+
+            fmt = (citation_formats or {}).get(r["system"], DEFAULT_FORMAT)
+            scores = token_scores(strip_markers(r["answer"], fmt, known_chunks=known_chunks), r["reference_answer"])
         if scores is None:
             for m in ("answer_token_f1", "reference_token_recall"):
                 rows.append(base | {"metric": m, "value": None, "numerator": None, "denominator": None,

@@ -24,7 +24,8 @@ from typing import TypedDict, Unpack
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.registry import Registry
 
-FAMILIES = ("retrieval", "claim_evidence", "decision", "faithfulness", "correctness", "quality", "latency")
+FAMILIES = ("retrieval", "claim_evidence", "decision", "faithfulness", "citations", "completeness", "correctness",
+            "quality", "latency")
 #: The scale of a metric's values (per question and in aggregate). Only ``unit`` values are comparable with
 #: one another by their differences: ``rag-eval compare`` orders questions by them alone.
 SCALES: dict[str, str] = {
@@ -183,6 +184,46 @@ metric("answer_correctness", "quality", "share of the reference answer's facts t
 metric("faithfulness_holistic_model", "quality", "the judge's own YES / PARTIAL / NO, scored 1 / 0.5 / 0",
        "holistic attribution label; this pipeline's scoring", judge_based=True)
 
+# ----------------------------------------------------------------------------- citations and completeness
+
+_ALCE = "ALCE (Gao, Yen, Yu & Chen, EMNLP 2023; arXiv:2305.14627)"
+_TREC_SUPPORT = "TREC 2024 RAG support evaluation (Thakur et al., arXiv:2504.15205)"
+_NUGGETS = "TREC 2024 RAG AutoNuggetizer (Pradeep et al., arXiv:2411.09607)"
+_VALID = "this pipeline's definition: a citation must exist, have been retrieved, be current, be readable"
+metric("citation_recall", "citations", "claims whose cited chunks jointly support them / claims that need a citation",
+       f"{_ALCE} citation recall, per claim", judge_based=True)
+metric("citation_precision", "citations", "citations that support their claim (not irrelevant) / citations",
+       f"{_ALCE} citation precision", judge_based=True)
+metric("uncited_claim_rate", "citations", "claims with no citation / claims that need a citation",
+       "this pipeline's definition", higher_is_better=False)
+metric("weighted_citation_precision", "citations",
+       "mean support of (sentence, citation) pairs, full 1 / partial 0.5 / none 0", _TREC_SUPPORT, judge_based=True)
+metric("weighted_citation_recall", "citations", "mean over sentences of the best support of their citations",
+       _TREC_SUPPORT, judge_based=True)
+metric("weighted_citation_f1", "citations", "harmonic mean of weighted citation precision and recall",
+       _TREC_SUPPORT, judge_based=True)
+metric("citation_validity_rate", "citations", "citations in the snapshot, retrieved, active and readable",
+       _VALID)
+metric("cited_not_in_snapshot_rate", "citations", "cited ids that are not in the snapshot", _VALID,
+       higher_is_better=False)
+metric("cited_not_retrieved_rate", "citations", "cited chunks the run did not retrieve", _VALID,
+       higher_is_better=False)
+metric("cited_inactive_rate", "citations", "cited chunks withdrawn or replaced", _VALID, higher_is_better=False)
+metric("citation_acl_leak_rate", "citations", "cited chunks the asking user may not read (ACL leak)", _VALID,
+       higher_is_better=False)
+metric("unresolved_citation_rate", "citations", "unparseable or out-of-range marker references",
+       "this pipeline's definition", higher_is_better=False)
+metric("nugget_recall_strict_vital", "completeness", "vital nuggets the answer states / vital nuggets",
+       f"{_NUGGETS}, V_strict", judge_based=True)
+metric("nugget_recall_strict_all", "completeness", "nuggets the answer states / nuggets", f"{_NUGGETS}, A_strict",
+       judge_based=True)
+metric("nugget_recall_vital", "completeness", "vital nuggets stated, partial = 0.5, / vital nuggets",
+       f"{_NUGGETS}, V", judge_based=True)
+metric("nugget_recall_all", "completeness", "nuggets stated, partial = 0.5, / nuggets", f"{_NUGGETS}, A",
+       judge_based=True)
+metric("nugget_recall_weighted", "completeness", "nuggets stated weighted vital 1 / okay 0.5, partial = 0.5",
+       f"{_NUGGETS}, W", judge_based=True)
+
 # ----------------------------------------------------------------------------- latency
 
 _HF7 = "percentile with linear interpolation (Hyndman & Fan 1996, definition 7)"
@@ -256,6 +297,16 @@ FAITHFULNESS_METRICS = _names(family="faithfulness")
 CORRECTNESS_METRICS = _names(family="correctness")
 #: Model-judged answer quality (Ragas' answer relevancy, ARES' context relevance, correctness).
 QUALITY_METRICS = _names(family="quality")
+#: Citations (core/metrics/citations.py): ALCE citation recall and precision, uncited claims, the TREC 2024
+#: RAG support view, and validity rates that need no judge.
+CITATION_METRICS = _names(family="citations")
+#: Citation metrics that need no judge (validity and binding).
+CITATION_VALIDITY_METRICS = _names(family="citations", judge_based=False)
+#: Completeness (core/metrics/nuggets.py): the TREC 2024 RAG AutoNuggetizer scores.
+NUGGET_METRICS = _names(family="completeness")
+#: The verdict family whose calibration a judge-based metric needs (faithfulness's for the others).
+VERDICT_FAMILY_OF = {**{m: "citation_support" for m in _names(family="citations", judge_based=True)},
+                     **{m: "nugget_coverage" for m in NUGGET_METRICS}}
 #: Metrics whose values come from a judge: a gate on one makes the judge calibration check blocking.
 JUDGE_BASED_METRICS: frozenset[str] = frozenset(_names(judge_based=True))
 #: Metrics where lower is better (error and abstention rates, latency).
@@ -277,6 +328,9 @@ HEADLINE_METRICS: tuple[tuple[str, int | None], ...] = (
     ("answer_without_evidence_rate", None), ("false_abstention_rate", None),
     ("abstention_with_evidence", None), ("abstention_without_evidence", None),
     ("faithfulness", None), ("faithfulness_holistic", None), ("contradicted_claim_rate", None),
+    ("citation_recall", None), ("citation_precision", None), ("uncited_claim_rate", None),
+    ("citation_validity_rate", None), ("citation_acl_leak_rate", None),
+    ("nugget_recall_strict_vital", None), ("nugget_recall_weighted", None),
     ("judge_error_rate", None), ("run_error_rate", None), ("reference_token_recall", None),
     ("latency_ms_p50", None), ("latency_ms_p95", None),
 )
@@ -388,9 +442,10 @@ def gate_metric(name: str, k: int | None = None) -> tuple[str, int | None]:
 
 
 __all__ = [
-    "ALIASES", "CLAIM_METRIC", "CORRECTNESS_METRICS", "COUNT_MEASURES", "CUT_MEASURES", "DECISION_METRICS",
-    "DEFAULT_MEASURES", "FAITHFULNESS_METRICS", "HEADLINE_METRICS", "JUDGE_BASED_METRICS", "KEY_METRICS",
-    "LOWER_IS_BETTER", "MEASURES", "METRICS", "NEEDS_RELEVANT", "PIPELINE_METRICS", "PROPORTION_METRICS",
-    "QUALITY_METRICS", "RANKING_MODES", "SCALES", "UNCUT_MEASURES", "MetricInfo", "gate_metric", "higher_is_better",
+    "ALIASES", "CITATION_METRICS", "CITATION_VALIDITY_METRICS", "CLAIM_METRIC", "CORRECTNESS_METRICS",
+    "COUNT_MEASURES", "CUT_MEASURES", "DECISION_METRICS", "DEFAULT_MEASURES", "FAITHFULNESS_METRICS",
+    "HEADLINE_METRICS", "JUDGE_BASED_METRICS", "KEY_METRICS", "LOWER_IS_BETTER", "MEASURES", "METRICS",
+    "NEEDS_RELEVANT", "NUGGET_METRICS", "PIPELINE_METRICS", "PROPORTION_METRICS", "QUALITY_METRICS", "RANKING_MODES",
+    "SCALES", "UNCUT_MEASURES", "VERDICT_FAMILY_OF", "MetricInfo", "gate_metric", "higher_is_better",
     "is_judge_based", "metric", "metric_info", "metric_label", "parse_measure", "trec_name",
 ]

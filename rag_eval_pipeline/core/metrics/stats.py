@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from scipy.stats import norm
 
 # Resampling is done in blocks whose index matrix holds at most this many elements, so memory
 # stays bounded (about 32 MB per block) whatever the number of questions or resamples.
@@ -34,6 +33,8 @@ def _check_confidence(confidence: float) -> float:
 
 
 def _z(confidence: float) -> float:
+    from scipy.stats import norm  # ~1 s of imports: only where an interval is computed
+
     return float(norm.ppf(1.0 - (1.0 - confidence) / 2.0))
 
 
@@ -93,7 +94,7 @@ def wilson_arrays(successes: np.ndarray, n: np.ndarray, confidence: float = 0.95
     return low, high
 
 
-def resample_indices(n: int, n_resamples: int, seed: int) -> Iterator[np.ndarray]:
+def resample_indices(n: int, n_resamples: int, seed: int, min_rows: int = 1) -> Iterator[np.ndarray]:
     """Yield the bootstrap resamples of ``n`` items as blocks of index matrices.
 
     Each block is an int64 array of shape (rows, n) whose row r lists the items drawn, with
@@ -101,12 +102,15 @@ def resample_indices(n: int, n_resamples: int, seed: int) -> Iterator[np.ndarray
     ``n_resamples``. The draws come from ``numpy.random.default_rng(seed)`` and depend only on
     ``(n, n_resamples, seed)``, so the same question set gets the same resamples everywhere.
     Yields nothing when ``n`` or ``n_resamples`` is 0. Blocks hold at most about 4 million
-    indices (memory stays bounded for any n). Source: Efron & Tibshirani (1993), ch. 6.
+    indices (memory stays bounded for any n), or ``min_rows`` resamples when that is more: a caller whose
+    work per block grows with n (copies of n-row matrices) keeps the number of blocks from growing with n.
+    The draws do not depend on the block size (numpy's generator yields the same stream however it is cut).
+    Source: Efron & Tibshirani (1993), ch. 6.
     """
     if n <= 0 or n_resamples <= 0:
         return
     rng = np.random.default_rng(seed)
-    rows = max(1, min(n_resamples, _BLOCK_ELEMENTS // n))
+    rows = max(1, min(n_resamples, max(min_rows, _BLOCK_ELEMENTS // n)))
     done = 0
     while done < n_resamples:
         b = min(rows, n_resamples - done)

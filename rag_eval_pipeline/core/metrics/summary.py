@@ -35,6 +35,8 @@ PROPORTION_METRICS: frozenset[str] = _PROPORTIONS | frozenset(a for a, base in A
 
 _K_SUFFIX = re.compile(r"[_@]\d+$")
 _KEYS = ["system", "split", "segment", "metric", "k"]
+SUMMARY_BATCH_ROWS = 1_000_000  # rows of question_metrics read at a time
+BOOTSTRAP_BLOCK = 64  # resamples per block in _bootstrap (64 x 100,000 questions: ~50 MB of counts)
 _ACL_VALUES = ("restricted", "readable")
 _DOC_VALUES = ("active", "withdrawn", "replaced")
 
@@ -151,20 +153,63 @@ def question_segments(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None
     return pl.concat(parts).unique().sort("question_id", "segment")
 
 
-def _with_split(qm: pl.DataFrame, golden: pl.DataFrame | None) -> pl.DataFrame:
+def _with_split(qm: pl.LazyFrame, golden: pl.DataFrame | None) -> pl.LazyFrame:
+    """``qm`` with its ``split`` filled from ``golden`` (first row per question) where missing or null: a lookup
+    per row, not a join (the other columns of a table of millions of rows are not copied)."""
+    names = qm.collect_schema().names()
     if golden is not None:
-        gsplit = golden.select("question_id", pl.col("split").alias("_gsplit")).unique("question_id", keep="first")
-        qm = qm.join(gsplit, on="question_id", how="left")
-        if "split" in qm.columns:
-            qm = qm.with_columns(pl.col("split").fill_null(pl.col("_gsplit"))).drop("_gsplit")
+        gsplit = golden.select("question_id", "split").unique("question_id", keep="first")
+        looked_up = pl.col("question_id").replace_strict(gsplit["question_id"], gsplit["split"], default=None,
+                                                         return_dtype=pl.Utf8)
+        if "split" in names:
+            qm = qm.with_columns(pl.col("split").fill_null(looked_up))
         else:
-            qm = qm.rename({"_gsplit": "split"})
-    elif "split" not in qm.columns:
+            qm = qm.with_columns(looked_up.alias("split"))
+    elif "split" not in names:
         qm = qm.with_columns(pl.lit(None, pl.Utf8).alias("split"))
     return qm
 
 
-def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl.DataFrame | None = None,
+def _no_repeats(qm: pl.DataFrame) -> None:
+    """Raise InputError when a (system, question_id, metric, k) appears twice in ``qm`` (a small frame)."""
+    dup = qm.group_by("system", "question_id", "metric", "k").len().filter(pl.col("len") > 1)
+    if dup.height:
+        row = dup.row(0, named=True)
+        raise InputError(
+            f"question_metrics: system {row['system']!r}, question {row['question_id']!r}, metric "
+            f"{row['metric']!r}, k {row['k']!r} appears {row['len']} times; expected once",
+            field="question_id",
+        )
+
+
+def _codes(values: pl.Series, order: list) -> np.ndarray:
+    """The position of each value of ``values`` in ``order`` (a list of its distinct values), as int64."""
+    return values.replace_strict(order, list(range(len(order))), return_dtype=pl.Int64).to_numpy()
+
+
+def _series_coder(distinct: pl.DataFrame):
+    """The series of a summary: ``distinct`` (system, metric, k rows) sorted (k nulls last) with their index
+    ``_s``, and a function giving the series index of every row of a frame with those columns (int64 array)."""
+    systems = sorted(distinct["system"].unique().to_list())
+    metrics = sorted(distinct["metric"].unique().to_list())
+    ks = sorted(k for k in distinct["k"].unique().to_list() if k is not None)
+    width = len(ks) + 1  # null k sorts last
+
+    def combined(frame: pl.DataFrame) -> np.ndarray:
+        k_code = frame["k"].replace_strict(ks, list(range(len(ks))), default=len(ks), return_dtype=pl.Int64)
+        return ((_codes(frame["system"], systems) * len(metrics) + _codes(frame["metric"], metrics)) * width
+                + k_code.to_numpy())
+
+    present = np.unique(combined(distinct))  # sorted: system, then metric, then k (null last)
+    series = pl.DataFrame({
+        "system": [systems[c] for c in present // width // len(metrics)],
+        "metric": [metrics[c] for c in present // width % len(metrics)],
+        "k": pl.Series([None if c == len(ks) else ks[c] for c in present % width], dtype=pl.Int32),
+    }).with_row_index("_s")
+    return series, lambda frame: np.searchsorted(present, combined(frame)).astype(np.int64)
+
+
+def summarise(question_metrics: pl.DataFrame | pl.LazyFrame, segments: pl.DataFrame, golden: pl.DataFrame | None = None,
               confidence: float = 0.95, bootstrap_resamples: int = 2000, seed: int = 0,
               small_segment_n: int = 10,
               proportion_metrics: Collection[str] = PROPORTION_METRICS) -> pl.DataFrame:
@@ -172,7 +217,8 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
 
     Input: ``question_metrics`` rows (columns ``system``, ``question_id``, ``metric``, ``k``,
     ``value``, ``status``, ``ranking_mode``, and ``split`` unless ``golden`` supplies it; rows
-    from several metric modules may be concatenated); ``segments`` from
+    from several metric modules may be concatenated), a DataFrame or a LazyFrame (a scanned file: read in
+    batches of :data:`SUMMARY_BATCH_ROWS` rows, so memory holds the matrices below, not the table); ``segments`` from
     :func:`question_segments` (``question_id``, ``segment``; ``all`` is added for every question
     whatever it holds); ``golden`` (optional ``golden_set``: fills ``split`` where missing or null);
     ``confidence`` in (0, 1); ``bootstrap_resamples`` >= 0 (0 skips the bootstrap: ci_method
@@ -210,36 +256,31 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     if bootstrap_resamples < 0:
         raise ValueError(f"bootstrap_resamples must be >= 0, got {bootstrap_resamples!r}")
     need = ["system", "question_id", "metric", "k", "value", "status", "ranking_mode"]
-    missing = [c for c in need if c not in question_metrics.columns]
+    columns = question_metrics.lazy().collect_schema().names()
+    missing = [c for c in need if c not in columns]
     if missing:
         raise SchemaError(f"summarise: question_metrics lacks columns {missing}")
-    if "split" not in question_metrics.columns and golden is None:
+    if "split" not in columns and golden is None:
         raise SchemaError("summarise: question_metrics has no 'split' column and no golden set was given")
     for c in ("question_id", "segment"):
         if c not in segments.columns:
             raise SchemaError(f"summarise: segments lacks column {c!r}")
 
-    qm = _with_split(
-        question_metrics.select(*need, *(["split"] if "split" in question_metrics.columns else [])),
+    # Streamed: the long table (questions x metrics x systems rows: ~10 million for 100,000 questions) is read in
+    # batches straight into the dense matrices below, never held whole (nor joined, nor copied) in memory.
+    lf = _with_split(
+        question_metrics.lazy().select(*need, *(["split"] if "split" in columns else [])),
         golden,
     ).with_columns(
         pl.col("k").cast(pl.Int32),
         pl.col("value").cast(pl.Float64),
         pl.col("split").cast(pl.Utf8),
     )
-    if qm.height == 0:
-        return _empty_summary()
-    dup = qm.group_by("system", "question_id", "metric", "k").len().filter(pl.col("len") > 1)
-    if dup.height:
-        row = dup.row(0, named=True)
-        raise InputError(
-            f"question_metrics: system {row['system']!r}, question {row['question_id']!r}, metric "
-            f"{row['metric']!r}, k {row['k']!r} appears {row['len']} times; expected once",
-            field="question_id",
-        )
     # a split value "all" would collide with the all-splits rows: such questions count in "all" only
-    qm = qm.with_columns(pl.when(pl.col("split") == "all").then(None).otherwise(pl.col("split")).alias("split"))
-    questions = qm.select("question_id", "split").unique()
+    lf = lf.with_columns(pl.when(pl.col("split") == "all").then(None).otherwise(pl.col("split")).alias("split"))
+    questions = lf.select("question_id", "split").unique().collect(engine="streaming")
+    if questions.height == 0:
+        return _empty_summary()
     two = questions.group_by("question_id").len().filter(pl.col("len") > 1)
     if two.height:
         raise InputError(f"question_metrics: question {two['question_id'][0]!r} has more than one split",
@@ -247,37 +288,56 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     # latency is a measurement, not a rate: its p50 / p95 rows are made apart (core/metrics/latency.py)
     from rag_eval_pipeline.core.metrics.latency import LATENCY_METRIC, latency_summary
 
-    latency = latency_summary(qm.filter(pl.col("metric") == LATENCY_METRIC), segments, small_segment_n)
-    qm = qm.filter(pl.col("metric") != LATENCY_METRIC)
-    if qm.height == 0:
+    latency_rows = lf.filter(pl.col("metric") == LATENCY_METRIC).collect(engine="streaming")
+    if latency_rows.height:
+        _no_repeats(latency_rows)
+    latency = latency_summary(latency_rows, segments, small_segment_n)
+    main = lf.filter(pl.col("metric") != LATENCY_METRIC)
+    questions = main.select("question_id", "split").unique().collect(engine="streaming")
+    if questions.height == 0:
         return latency
-    questions = qm.select("question_id", "split").unique()
     questions = questions.sort("question_id").with_row_index("_q")
-    series = (
-        qm.select("system", "metric", "k").unique().sort("system", "metric", "k", nulls_last=True)
-        .with_row_index("_s")
-    )
-    coded = (
-        qm.join(series, on=["system", "metric", "k"], how="left", nulls_equal=True)
-        .join(questions.select("question_id", "_q"), on="question_id", how="left")
-    )
+    series, coder = _series_coder(main.select("system", "metric", "k").unique().collect(engine="streaming"))
+    q_order = questions["question_id"].to_list()
     n_q, n_s = questions.height, series.height
 
-    # dense question x series matrices
-    q = coded["_q"].to_numpy().astype(np.int64)
-    si = coded["_s"].to_numpy().astype(np.int64)
-    val = coded["value"].fill_null(np.nan).to_numpy().astype(np.float64)
-    ok = ~np.isnan(val)
-    has = np.zeros((n_q, n_s))
-    has[q, si] = 1.0
-    ind = np.zeros((n_q, n_s))
-    ind[q[ok], si[ok]] = 1.0
+    # dense question x series matrices (0/1 and counts as float32: exact for these sizes, half the memory)
+    has = np.zeros((n_q, n_s), dtype=np.float32)
+    ind = np.zeros((n_q, n_s), dtype=np.float32)
     vals = np.zeros((n_q, n_s))
-    vals[q[ok], si[ok]] = val[ok]
-    non01 = np.zeros((n_q, n_s))
-    non01[q, si] = (ok & (val != 0.0) & (val != 1.0)).astype(np.float64)
-    jerr = np.zeros((n_q, n_s))
-    jerr[q, si] = (coded["status"] == "judge_error").fill_null(False).to_numpy().astype(np.float64)
+    non01 = np.zeros((n_q, n_s), dtype=np.float32)
+    jerr = np.zeros((n_q, n_s), dtype=np.float32)
+    seen = np.zeros(n_q * n_s, dtype=np.int32)
+    mode_q = np.full(n_s, np.iinfo(np.int64).max, dtype=np.int64)  # first non-null ranking_mode, in question order
+    mode_of: list[str | None] = [None] * n_s
+    for batch in main.collect_batches(chunk_size=SUMMARY_BATCH_ROWS, engine="streaming"):
+        if batch.height == 0:
+            continue
+        q = _codes(batch["question_id"], q_order)
+        si = coder(batch)
+        seen += np.bincount(q * n_s + si, minlength=n_q * n_s).astype(np.int32)
+        val = batch["value"].fill_null(np.nan).to_numpy().astype(np.float64)
+        ok = ~np.isnan(val)
+        has[q, si] = 1.0
+        ind[q[ok], si[ok]] = 1.0
+        vals[q[ok], si[ok]] = val[ok]
+        non01[q, si] = (ok & (val != 0.0) & (val != 1.0)).astype(np.float32)
+        jerr[q, si] = (batch["status"] == "judge_error").fill_null(False).to_numpy().astype(np.float32)
+        modes = (pl.DataFrame({"_q": q, "_s": si, "m": batch["ranking_mode"]}).drop_nulls("m")
+                 .sort("_q").group_by("_s").agg(pl.col("_q").first(), pl.col("m").first()))
+        for s_, q_, m_ in modes.iter_rows():
+            if q_ < mode_q[s_]:
+                mode_q[s_], mode_of[s_] = q_, m_
+    repeats = np.flatnonzero(seen > 1)
+    if repeats.size:
+        qi, sj = divmod(int(repeats[0]), n_s)
+        row = series.row(sj, named=True)
+        raise InputError(
+            f"question_metrics: system {row['system']!r}, question {q_order[qi]!r}, metric "
+            f"{row['metric']!r}, k {row['k']!r} appears {int(seen[repeats[0]])} times; expected once",
+            field="question_id",
+        )
+    del seen
 
     # cells: (split, segment); membership matrix questions x cells
     seg = (
@@ -302,14 +362,16 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     cell_seg = list(range(len(seg_names))) * (1 + len(split_names))
     member = np.concatenate(
         [in_seg] + [in_seg & (q_split == i)[:, None] for i in range(len(split_names))], axis=1
-    ).astype(np.float64)
+    )
 
-    # per (cell, series) aggregates: one matrix product each
-    n = member.T @ has
-    den = member.T @ ind
-    num = member.T @ vals
-    bad01 = member.T @ non01
-    jes = member.T @ jerr
+    # per (cell, series) aggregates: one matrix product each (counts exact in float32 below 2**24 questions)
+    member32 = member.astype(np.float32)
+    n = (member32.T @ has).astype(np.float64)
+    den = (member32.T @ ind).astype(np.float64)
+    num = member.astype(np.float64).T @ vals
+    bad01 = member32.T @ non01
+    jes = (member32.T @ jerr).astype(np.float64)
+    del member32, has, non01, jerr
     cell_idx, ser_idx = np.nonzero(n > 0)
 
     props = {metric_base(m) for m in proportion_metrics}
@@ -327,9 +389,8 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
                                    cell_idx[is_boot], ser_idx[is_boot], confidence, bootstrap_resamples, seed)
         low[is_boot], high[is_boot] = b_low, b_high
 
-    modes = (
-        coded.sort("_q").group_by("_s").agg(pl.col("ranking_mode").drop_nulls().first())
-    )
+    modes = pl.DataFrame({"_s": pl.Series(range(n_s), dtype=pl.UInt32),
+                          "ranking_mode": pl.Series(mode_of, dtype=pl.Utf8)})
     out = pl.DataFrame({
         "_s": pl.Series(ser_idx, dtype=pl.UInt32),
         "split": [cell_split[c] for c in cell_idx],
@@ -351,7 +412,7 @@ def summarise(question_metrics: pl.DataFrame, segments: pl.DataFrame, golden: pl
     )
     out = (
         out.join(series.with_columns(pl.col("_s").cast(pl.UInt32)), on="_s", how="left")
-        .join(modes.with_columns(pl.col("_s").cast(pl.UInt32)), on="_s", how="left")
+        .join(modes, on="_s", how="left")
         .drop("_s")
     )
     out = pl.concat([conform(out, "metric_summary"), latency]).sort(_KEYS, nulls_last=True)
@@ -409,7 +470,9 @@ def _bootstrap(vals: np.ndarray, ind: np.ndarray, in_seg: np.ndarray, q_split: n
                 parts.append((g, p, members, np.empty((n_resamples, used_s.size)),
                                np.empty((n_resamples, first.size))))
     start = 0
-    for idx in stats.resample_indices(n_q, n_resamples, seed):
+    # At least BOOTSTRAP_BLOCK resamples per block: every block copies each part's rows of v and sets, so with
+    # blocks of ~4M indices (ever fewer resamples as n_q grows) that copying grew with n_q squared.
+    for idx in stats.resample_indices(n_q, n_resamples, seed, min_rows=BOOTSTRAP_BLOCK):
         b = idx.shape[0]
         flat = (idx + (np.arange(b) * n_q)[:, None]).ravel()
         counts = np.bincount(flat, minlength=b * n_q).reshape(b, n_q).astype(np.float64)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -124,6 +124,30 @@ def find_leaks(texts: Iterable[str | None], restricted_texts: Iterable[str | Non
     return leaks
 
 
+class ChunkRows(Mapping):
+    """chunk_id -> that chunk's row (chunk_id, text, title, status, acl as a dict), read from the snapshot frame
+    when asked: a report shows a few dozen chunks of a corpus of any size, so the rows are not all turned into
+    Python objects. The first row of a repeated chunk_id wins."""
+
+    def __init__(self, snapshot: pl.DataFrame):
+        self._frame = snapshot.select("chunk_id", "text", "title", "status", "acl")
+        self._index: dict[str, int] = {}
+        for i, cid in enumerate(self._frame["chunk_id"].to_list()):
+            self._index.setdefault(cid, i)
+
+    def __getitem__(self, chunk_id: str) -> dict:
+        return self._frame.row(self._index[chunk_id], named=True)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._index
+
+
 class ReportAccess:
     """The viewer's view of the snapshot (rules 1 and 4 of the module docstring).
 
@@ -135,10 +159,9 @@ class ReportAccess:
 
     def __init__(self, snapshot: pl.DataFrame, viewer_groups: Sequence[str]):
         self.viewer = tuple(viewer_groups)
-        self.chunks: dict[str, dict] = {}
-        for r in snapshot.select("chunk_id", "text", "title", "status", "acl").iter_rows(named=True):
-            self.chunks.setdefault(r["chunk_id"], r)
-        self.restricted = {cid for cid, r in self.chunks.items() if not readable_by(r["acl"], self.viewer)}
+        self.chunks = ChunkRows(snapshot)
+        first = snapshot.select("chunk_id", "acl").unique("chunk_id", keep="first", maintain_order=True)
+        self.restricted = {cid for cid, acl in first.iter_rows() if not readable_by(acl, self.viewer)}
         self.withheld = 0
         self.hidden_previews = 0
         self._leaks: set[str] | None = None

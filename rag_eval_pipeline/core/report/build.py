@@ -143,6 +143,9 @@ def build_report(
     decision: Decision | None = None,
     gate_split: str | None = None,
     suite: str | None = None,
+    citation_claims: pl.DataFrame | None = None,
+    citations: pl.DataFrame | None = None,
+    nugget_labels: pl.DataFrame | None = None,
     calibration_check: CalibrationStatus | None = None,
 ) -> Report:
     """Render one evaluation run as Markdown and as a self-contained HTML page.
@@ -164,6 +167,9 @@ def build_report(
     decision's; without either, :func:`~rag_eval_pipeline.core.metrics.calibration_status.calibration_status`
     of ``calibration`` at ``kappa_floor``, configured when a calibration table is given). The bands and
     the "judge not calibrated" readings follow that one status, so they never disagree with the decision.
+    ``citation_claims`` / ``citations`` / ``nugget_labels``: the citation and completeness tables (the
+    "Citations and completeness" section and the per-question detail of which claim cites what and which
+    nuggets an answer left out).
 
     Output: a :class:`Report`. Sections: the decision (verdict, promotion, blocking failures, comparison
     split, judge calibration, judge errors: the first screen); run header (systems and their manifests,
@@ -210,14 +216,26 @@ def build_report(
     headline_blocks, headline = _headline(summary, systems, calibrated, why_not)
     blocks += headline_blocks
     blocks += _decisions(summary, systems, ranks)
+    citations_at = len(blocks)  # "Citations and completeness" goes here, once the texts are checked for leaks
     blocks += _gates(gates, baseline_manifest, summary, split, golden)
     blocks += _judge_trust(calibration, variance, calibrated, why_not)
     blocks += _segments(summary, systems)
     blocks += _history(history, trend_metrics, trend_href)
+    from rag_eval_pipeline.core.citations.judging import citation_detail
+    from rag_eval_pipeline.core.completeness import omitted_nuggets
+    from rag_eval_pipeline.core.report.citations import citation_section, nugget_texts
+
+    detail = citation_detail(citation_claims, citations) if citation_claims is not None and citations is not None \
+        else None
+    omitted = omitted_nuggets(nugget_labels) if nugget_labels is not None else None
     worst = worst_questions(question_metrics, rag_runs, golden, judge_labels, systems, worst_n, access, ranks,
-                            regressed=regressed_questions(gates or []))
+                            regressed=regressed_questions(gates or []), citation_detail=detail, omitted=omitted)
+    access.want(*nugget_texts(nugget_labels))
     # the worst questions go last: they are long; their texts are checked for leaks in one pass
     access.finalize()
+    if citations is not None or nugget_labels is not None:
+        blocks[citations_at:citations_at] = citation_section(summary, systems, citations, nugget_labels, golden,
+                                                             access, worst_n)
     blocks += worst(access)
 
     title = "RAG evaluation report" + (f" — {suite}" if suite else "")

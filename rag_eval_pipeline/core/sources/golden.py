@@ -12,9 +12,12 @@ answerability         required: ``answerable`` / ``absent`` / ``clarify``
 relevant              list of chunk ids ``"doc_id#n"`` (grade 1) or ``{"chunk_id": ..., "grade": g}``
                       (g a whole number from 0 to 2147483647; 0 = judged not relevant). Default ``[]``.
 reference_answer      string or null: the answer a person who knows the content wrote
-claims                list of ``{"claim_id", "text", "supporting": [chunk ids]}``: the factual units
-                      of the reference answer, each with the chunks a person checked support it.
-                      ``claim_id`` defaults to ``c1``, ``c2``, ... in list order. Default ``[]``.
+claims                list of ``{"claim_id", "text", "supporting": [chunk ids], "importance"}``: the
+                      factual units of the reference answer, each with the chunks a person checked
+                      support it. ``claim_id`` defaults to ``c1``, ``c2``, ... in list order.
+                      ``importance`` (optional): ``vital`` (default) or ``okay``, the claim's weight
+                      as a nugget (completeness: vital nuggets must be in a good answer, okay ones
+                      are worthwhile; TREC 2024 RAG's AutoNuggetizer). Default ``[]``.
 split                 required: ``dev`` (tuning) or ``test`` (held out for accepting changes)
 segments              object ``{"key": value}`` or list of ``"key=value"`` strings; stored as sorted
                       ``"key=value"`` tags. Default ``[]``.
@@ -149,9 +152,10 @@ def _claims(value, fields: Fields) -> list[dict]:
         where = f"claims[{i}]"
         if not isinstance(item, dict):
             raise fields.error(where, f"got {short_repr(item)}; expected an object with claim_id, text, supporting")
-        extra = sorted(k for k in item if k not in ("claim_id", "text", "supporting"))
+        extra = sorted(k for k in item if k not in ("claim_id", "text", "supporting", "importance"))
         if extra:
-            raise fields.error(where, f"unknown key(s) {short_repr(extra)}; expected claim_id, text, supporting")
+            raise fields.error(where, f"unknown key(s) {short_repr(extra)}; expected claim_id, text, supporting, "
+                                      "importance")
         claim_id = item.get("claim_id")
         if claim_id is None:
             claim_id = f"c{i + 1}"
@@ -177,7 +181,13 @@ def _claims(value, fields: Fields) -> list[dict]:
                 raise fields.error(f"{where}.supporting[{j}]", f"{nfc!r} listed twice{twin_note(first[nfc], cid)}; "
                                                                "expected each chunk once")
             first[nfc] = cid
-        out.append({"claim_id": claim_id, "text": text, "supporting": list(first)})
+        importance = item.get("importance")
+        if importance is None:
+            importance = "vital"
+        if importance not in tables.NUGGET_IMPORTANCE:
+            raise fields.error(f"{where}.importance", f"got {short_repr(importance)}; expected one of "
+                                                      f"{list(tables.NUGGET_IMPORTANCE)} (default vital)")
+        out.append({"claim_id": claim_id, "text": text, "supporting": list(first), "importance": importance})
     return out
 
 
@@ -248,14 +258,27 @@ def _canonical_json(row: tuple) -> str:
     return json.dumps(list(row), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
+_CLAIMS_AT = list(GOLDEN_RAW_SCHEMA).index("claims")
+
+
+def _canonical_claims(row: tuple) -> tuple:
+    """The row with each claim's default importance (vital, or null) left out, so that a golden set
+    written before importance existed keeps its version, and marking a claim okay changes it."""
+    claims = [{k: v for k, v in c.items() if not (k == "importance" and v in (None, "vital"))}
+              for c in (row[_CLAIMS_AT] or [])]
+    return (*row[:_CLAIMS_AT], claims, *row[_CLAIMS_AT + 1:])
+
+
 def golden_version(golden_raw: pl.DataFrame) -> str:
     """Content hash of a golden set: sha256 over a header line and one JSON array per question
-    (columns of golden_raw in declared order), sorted by question_id. Output: 64 hex chars."""
-    df = golden_raw.select(list(GOLDEN_RAW_SCHEMA)).sort("question_id")
+    (columns of golden_raw in declared order; a claim's default importance left out), sorted by
+    question_id. Output: 64 hex chars."""
+    df = tables.conform(golden_raw.select(list(GOLDEN_RAW_SCHEMA)).with_columns(pl.lit("").alias("golden_version")),
+                        "golden_set").select(list(GOLDEN_RAW_SCHEMA)).sort("question_id")
     h = hashlib.sha256()
     h.update((_CANONICAL_HEADER + "\n").encode())
     for row in df.iter_rows():
-        h.update(_canonical_json(row).encode("utf-8"))
+        h.update(_canonical_json(_canonical_claims(row)).encode("utf-8"))
         h.update(b"\n")
     return h.hexdigest()
 
@@ -280,14 +303,14 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
     Input: a golden_raw frame (from :func:`load_golden`, ``load_beir`` or ``load_squad_v2``), the
     ``corpus_snapshot`` table, and ``source``: the file or dataset it came from (used in messages;
     when it is the JSONL file itself, rows are reported by their physical line number).
-    Output: the ``golden_set`` table (core/tables.py), same rows and order, ids in Unicode NFC, with
-    ``golden_version`` = :func:`golden_version` (a content hash of the questions, independent of row
-    order).
+    Output: the ``golden_set`` table (core/tables.py), same rows and order, ids in Unicode NFC, a
+    claim's missing ``importance`` set to ``vital``, with ``golden_version`` = :func:`golden_version`
+    (a content hash of the questions, independent of row order).
     Raises InputError naming the source, the line (or row) and the field for: a duplicate
     question_id (after NFC; twins are shown with their code points); an unknown answerability or
     split; a relevant or supporting chunk id missing from the snapshot; an absent question with
     relevant ids or claims; an answerable question with no relevant id of grade >= 1, or none its
-    user_groups may read (acl); a claim with no supporting id.
+    user_groups may read (acl); a claim with no supporting id, or an importance other than vital / okay.
     SchemaError when the frame lacks golden_raw columns.
     Definition: module docstring.
     """
@@ -340,6 +363,9 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
                 raise err(f"relevant[{i}].grade", f"got {rel['grade']!r}; expected a whole number >= 0")
         claims = row["claims"] or []
         for i, claim in enumerate(claims):
+            if claim.get("importance") not in (None, *tables.NUGGET_IMPORTANCE):
+                raise err(f"claims[{i}].importance", f"got {claim['importance']!r}; expected one of "
+                                                     f"{list(tables.NUGGET_IMPORTANCE)} (default vital)")
             if not claim["supporting"]:
                 raise err(f"claims[{i}].supporting", "no supporting chunk; expected the chunk ids a person "
                                                      "checked support the claim")
@@ -364,5 +390,7 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
                                       f"{positive}; for this user the answer is absent from the authorised "
                                       "corpus: expected answerability 'absent'")
     version = golden_version(golden_raw)
+    golden_raw = golden_raw.with_columns(pl.col("claims").list.eval(pl.element().struct.with_fields(
+        pl.field("importance").fill_null("vital"))))  # a claim without importance is vital
     out = golden_raw.with_columns(pl.lit(version).alias("golden_version"))
     return tables.conform(out, "golden_set")

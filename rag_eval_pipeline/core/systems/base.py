@@ -46,11 +46,21 @@ __all__ = ["MAX_NAME_CHARS", "SYSTEM_KINDS", "Deployment", "SystemKind", "System
 @dataclass(frozen=True, kw_only=True)
 class SystemSpec:
     """The keys every system has: ``name`` (stored on every row; no ``/``, ``\\``, control
-    characters, at most 200 characters) and ``kind`` (a registered kind). A kind's section derives
-    from this class and adds its own keys."""
+    characters, at most 200 characters), ``kind`` (a registered kind) and ``citation_format`` (how its
+    answers cite inline: :class:`~rag_eval_pipeline.core.citations.markers.CitationFormat`). A kind's
+    section derives from this class and adds its own keys."""
 
     name: str = key(internal=True)
     kind: str = key(internal=True)
+    citation_format: object = key(None, check=lambda v: _citation_format_problem(v),
+                                  doc="how answers cite inline: `auto` (null: every marker syntax), `none`, or "
+                                      "{markers, numbers_refer_to, first_number} (see Citations on the systems page)")
+
+
+def _citation_format_problem(value: object) -> str | None:
+    from rag_eval_pipeline.core.citations.markers import CitationFormat
+
+    return CitationFormat.problem(value)
 
 
 @dataclass(frozen=True)

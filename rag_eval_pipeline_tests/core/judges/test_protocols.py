@@ -12,7 +12,9 @@ from rag_eval_pipeline.core.judges.base import (
     ClaimVerdict,
     Concurrent,
     EstimatesCost,
+    EstimatesSupportCost,
     Judge,
+    JudgesSupport,
     QualityJudge,
     ReportsStats,
     ReverseQuestions,
@@ -27,7 +29,7 @@ from rag_eval_pipeline.core.judging import judge_runs
 from rag_eval_pipeline_tests.conftest import REPO_ROOT
 
 CAPABILITIES = (Judge, BindsRuns, ReportsStats, Concurrent, AcceptsRepeat, EstimatesCost, QualityJudge,
-                ReverseQuestions)
+                ReverseQuestions, JudgesSupport, EstimatesSupportCost)
 
 
 def capabilities(judge) -> set[str]:
@@ -35,11 +37,11 @@ def capabilities(judge) -> set[str]:
 
 
 def test_each_judge_declares_what_it_offers():
-    assert capabilities(RuleBasedJudge()) == {"Judge"}
-    assert capabilities(HumanLabelJudge([], "0" * 64)) == {"Judge", "BindsRuns"}
+    assert capabilities(RuleBasedJudge()) == {"Judge", "JudgesSupport"}
+    assert capabilities(HumanLabelJudge([], "0" * 64)) == {"Judge", "BindsRuns", "JudgesSupport"}
     model = OpenAICompatibleJudge("http://127.0.0.1:9/v1", "m", "sk-test")  # no call is made
     assert capabilities(model) == {"Judge", "ReportsStats", "Concurrent", "AcceptsRepeat", "EstimatesCost",
-                                   "QualityJudge", "ReverseQuestions"}
+                                   "QualityJudge", "ReverseQuestions", "JudgesSupport", "EstimatesSupportCost"}
     assert supports_quality(model) and not supports_quality(RuleBasedJudge())
     assert judge_concurrency(model) == 4 and judge_concurrency(RuleBasedJudge()) == 1
     assert accepts_repeat(model) and not accepts_repeat(RuleBasedJudge())

@@ -291,3 +291,32 @@ def test_relevant_twins_are_one_chunk_listed_twice(tmp_path):
     err = err_of(load_golden, f)
     assert_names(err, f, 1, "relevant[1]")
     assert "listed twice" in str(err) and "U+0301" in str(err)
+
+
+def test_claim_importance_defaults_to_vital_and_only_okay_changes_the_version(tmp_path, snapshot):
+    """A nugget's importance (vital | okay, default vital): reading it keeps the version of a golden set
+    written before importance existed; marking a claim okay changes it."""
+    claims = [{"claim_id": "c1", "text": "30 días", "supporting": ["pol#0"]}]
+    plain = write_jsonl(tmp_path / "a.jsonl", [rec(claims=claims)])
+    vital = write_jsonl(tmp_path / "b.jsonl", [rec(claims=[{**claims[0], "importance": "vital"}])])
+    okay = write_jsonl(tmp_path / "c.jsonl", [rec(claims=[{**claims[0], "importance": "okay"}])])
+    got = {p.name: validate_golden(load_golden(p), snapshot, p) for p in (plain, vital, okay)}
+    assert [g["claims"][0][0]["importance"] for g in got.values()] == ["vital", "vital", "okay"]
+    versions = [g["golden_version"][0] for g in got.values()]
+    assert versions[0] == versions[1] != versions[2]
+    # the version of the claims written without importance is the one computed before importance existed:
+    # sha256 of the header and the canonical JSON row, recomputed here without any importance key
+    import hashlib
+
+    g = load_golden(plain)
+    row = [g.row(0, named=True)[c] for c in g.columns]
+    row[g.columns.index("claims")] = claims
+    h = hashlib.sha256(b"golden_set/v1\n" + json.dumps(row, ensure_ascii=False, separators=(",", ":"),
+                                                       sort_keys=True).encode() + b"\n").hexdigest()
+    assert versions[0] == h
+
+
+def test_an_unknown_claim_importance_is_named(tmp_path, snapshot):
+    f = write_jsonl(tmp_path / "g.jsonl", [rec(), rec("q2", claims=[{"text": "x", "supporting": ["pol#0"],
+                                                                      "importance": "essential"}])])
+    assert_names(err_of(load_golden, f), f, 2, "claims[0].importance")

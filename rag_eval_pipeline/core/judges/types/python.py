@@ -90,6 +90,39 @@ class PythonJudge:
         return AnswerJudgement("judged", verdicts, holistic_label([v.verdict for v in verdicts]))
 
 
+    def judge_support(self, request):
+        """:class:`~rag_eval_pipeline.core.judges.base.JudgesSupport`: the function called once per item
+        with the item and the request's passages alone (citation support: the cited chunks; nugget
+        coverage: the answer). SUPPORTED stays, CONTRADICTED / NOT_MENTIONED read as NOT_SUPPORTED, and
+        a function that answers PARTIAL or NOT_SUPPORTED is taken at its word; the caller checks the
+        quote. Never raises."""
+        from rag_eval_pipeline.core.judges.base import SupportVerdict
+
+        ids = list(request.item_ids) or [str(i) for i in range(1, len(request.items) + 1)]
+        out = []
+        for item_id, item in zip(ids, request.items):
+            try:
+                got = self.fn(item, list(request.passages))
+            except Exception as exc:  # noqa: BLE001 - one failing item is a JUDGE_ERROR, never a score
+                out.append(SupportVerdict(item_id, "JUDGE_ERROR", None, "", f"the judge raised {type(exc).__name__}: "
+                                                                            f"{str(exc)[:200]}"))
+                continue
+            verdict = got.get("verdict") if isinstance(got, Mapping) else None
+            quote = got.get("quote") if isinstance(got, Mapping) else None
+            level = ({"CONTRADICTED": "NOT_SUPPORTED", "NOT_MENTIONED": "NOT_SUPPORTED"}.get(verdict, verdict)
+                     if isinstance(verdict, str) else None)
+            if level not in ("SUPPORTED", "PARTIAL", "NOT_SUPPORTED") or not (quote is None or isinstance(quote, str)):
+                out.append(SupportVerdict(item_id, "JUDGE_ERROR", None, "", f"the judge returned {str(got)[:120]!r}; "
+                                          "expected a mapping with a verdict and quote a string or null"))
+                continue
+            out.append(SupportVerdict(item_id, level, quote, str(got.get("justification") or "")[:2000]))
+        return out
+
+    def support_prompt_sha256(self, family: str) -> str:
+        """The function's source hash (the same decision for every family)."""
+        return self.prompt_sha256
+
+
 def check(config: JudgeConfig, origin: str, source: str = "the configuration") -> None:
     """The python judge needs its function."""
     if not config.options.callable:
