@@ -5,8 +5,10 @@ the browser: by DNS rebinding (a name of the attacker's that now resolves to 127
 sends that name as ``Host``) or by a cross-site form post (``text/plain`` and form bodies need no
 CORS preflight). :class:`LocalOnly` refuses both, before any route runs:
 
-- ``Host`` must name the loopback interface (``127.0.0.1``, ``localhost`` or ``[::1]``, any port):
-  otherwise 400 (the check of Starlette's ``TrustedHostMiddleware``; OWASP, "DNS rebinding");
+- ``Host`` must name the loopback interface (``127.0.0.1``, ``localhost`` or ``[::1]``), followed by
+  nothing but an optional ``:port`` of digits (``127.0.0.1:80@evil.com``, ``localhost:evil`` and
+  ``[::1].evil.com`` are foreign): otherwise 400 (the check of Starlette's ``TrustedHostMiddleware``;
+  OWASP, "DNS rebinding");
 - a request that is not ``GET`` / ``HEAD`` / ``OPTIONS`` must carry ``Content-Type:
   application/json`` (415 otherwise: a browser cannot send it cross-site without a CORS preflight,
   which these servers never grant); an ``Origin`` header, when present, must be a loopback origin,
@@ -16,6 +18,7 @@ CORS preflight). :class:`LocalOnly` refuses both, before any route runs:
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from starlette.responses import JSONResponse, PlainTextResponse
@@ -24,16 +27,24 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 
-def _hostname(value: str) -> str:
-    """The host part of a ``Host`` header value (``[::1]:8765`` -> ``::1``; ``localhost:80`` -> ``localhost``)."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+#: ``Host`` as RFC 9110 §7.2 / RFC 3986 §3.2.2 write it: a bracketed IPv6 literal or a name/IPv4 address
+#: without ``: [ ] @ /`` or spaces, then optionally ``:`` and a port of digits, and nothing else.
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[^:\[\]@/\\\s]+))(?::(?P<port>[0-9]{1,5}))?")
+
+
+def _hostname(value: str) -> str | None:
+    """The host part of a ``Host`` header value (``[::1]:8765`` -> ``::1``; ``localhost:80`` -> ``localhost``),
+    or None when the value is not a host and an optional numeric port (``127.0.0.1:80@evil.com``,
+    ``localhost:evil``, ``[::1].evil.com``)."""
+    m = _HOST.fullmatch(value.strip().lower())
+    if m is None:
+        return None
+    return m.group("v6") or m.group("name")
 
 
 def loopback_host(host_header: str | None) -> bool:
-    """True when a ``Host`` header names the loopback interface (any port). A missing header is False."""
+    """True when a ``Host`` header names the loopback interface, with at most a numeric port after it.
+    A missing header, or anything else after the host, is False."""
     if not host_header:
         return False
     return _hostname(host_header) in LOOPBACK_HOSTS

@@ -16,7 +16,8 @@ from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config_dict
 
 SAMPLE_CHECKS = ["answer_judgements:every_answer_has_a_judgement", "corpus_snapshot:chunk_ids_unique",
-                 "gate_verdict:no_regression_against_baseline", "golden_set:golden_consistent_with_snapshot",
+                 "gate_verdict:no_regression_against_baseline", "gate_verdict:run_errors_within_share",
+                 "golden_set:golden_consistent_with_snapshot",
                  "golden_set:golden_evidence_is_current",
                  "judge_calibration:judge_calibrated_above_floor", "judge_labels:judge_error_share",
                  "judge_labels:verdicts_in_allowed_set", "metric_summary:denominators_consistent",
@@ -178,10 +179,16 @@ def test_sigterm_during_a_step_says_interrupted_not_a_dagster_error(tmp_path):
 
     hooks = tmp_path / "hooks"
     hooks.mkdir()
-    # the corpus step waits in Python: Dagster's interrupt ends it when SIGTERM arrives
+    # the corpus step waits in Python: Dagster's interrupt ends it when SIGTERM arrives (the checks before the
+    # run read the corpus too: they read it for real, only the corpus_snapshot step waits)
     (hooks / "sitecustomize.py").write_text(
-        "import os, time\nimport rag_eval_pipeline.core.sources.documents as _documents\n"
-        "def _waits(path):\n    open(os.environ['RAG_EVAL_TEST_HOOK_MARKER'], 'w').close()\n    time.sleep(600)\n"
+        "import os, sys, time\nimport rag_eval_pipeline.core.sources.documents as _documents\n"
+        "_real = _documents.load_documents_dir\n"
+        "def _in_step():\n    f = sys._getframe(1)\n    while f is not None:\n"
+        "        if f.f_code.co_name == 'corpus_snapshot':\n            return True\n        f = f.f_back\n"
+        "    return False\n"
+        "def _waits(path):\n    if not _in_step():\n        return _real(path)\n"
+        "    open(os.environ['RAG_EVAL_TEST_HOOK_MARKER'], 'w').close()\n    time.sleep(600)\n"
         "_documents.load_documents_dir = _waits\n", encoding="utf-8")
     marker, log = tmp_path / "entered", tmp_path / "run.log"
     env = cli_env(dagster_home(tmp_path), RAG_EVAL_TEST_HOOK_MARKER=str(marker))

@@ -98,8 +98,9 @@ def test_the_readme_stays_short_and_keeps_its_two_commands() -> None:
     assert len(readme.splitlines()) <= 200
     assert ("python3 -m venv .venv && .venv/bin/pip install -r requirements.lock -e . && .venv/bin/rag-eval run"
             in readme)
-    assert "\n.venv/bin/python -m pytest\n" in readme
-    assert ".venv/bin/python -m pytest\n" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    test_command = ".venv/bin/python -m pytest -n 2 --dist loadfile\n"
+    assert "\n" + test_command in readme
+    assert test_command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- no internal guides

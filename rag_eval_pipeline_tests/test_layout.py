@@ -41,7 +41,7 @@ def test_blocking_checks_guard_the_chain():
                 ("rag_runs", "every_question_has_a_run_row"), ("golden_set", "golden_consistent_with_snapshot"),
                 ("judge_labels", "verdicts_in_allowed_set"),
                 ("corpus_snapshot", "chunk_ids_unique"), ("judge_labels", "judge_error_share"),
-                ("answer_judgements", "every_answer_has_a_judgement")]:
+                ("answer_judgements", "every_answer_has_a_judgement"), ("gate_verdict", "run_errors_within_share")]:
         assert checks.get((f"sample/{key[0]}", key[1])) is True, key
     # the sample gates no judge-based metric: its calibration check can only warn, and is defined so
     assert checks[("sample/judge_calibration", "judge_calibrated_above_floor")] is False

@@ -5,6 +5,7 @@ computed, a failed run in a folder that holds an earlier run's tables. Each must
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -186,27 +187,65 @@ def test_a_typo_inside_a_system_is_one_line_exit_2_and_no_dagster_run(tmp_path):
         assert instance.get_run_records() == []  # refused before any Dagster run started
 
 
-def test_a_failed_run_does_not_print_an_earlier_runs_summary(tmp_path):
-    out = tmp_path / "out"
+def _earlier_summary(out):
     out.mkdir()
     # an earlier run's summary, with a system this configuration does not have
     pl.DataFrame({"system": ["OLD_SYSTEM"], "split": ["all"], "segment": ["all"], "metric": ["recall"],
                   "k": pl.Series([5], dtype=pl.Int32), "value": [0.9], "numerator": [9.0], "denominator": [10.0],
                   "n": [10], "ci_low": [0.6], "ci_high": [0.98], "ci_method": ["wilson"]}
                  ).write_parquet(out / "metric_summary.parquet")
+
+
+def test_bad_data_is_one_line_before_any_run_and_leaves_earlier_tables_alone(tmp_path):
+    out = tmp_path / "out"
+    _earlier_summary(out)
+    before = (out / "metric_summary.parquet").read_bytes()
     golden = [json.loads(line) for line in (SAMPLE_DIR / "golden.jsonl").read_text(encoding="utf-8").splitlines()]
-    golden[5]["question_id"] = golden[1]["question_id"]  # a duplicate id: golden_set fails
+    golden[5]["question_id"] = golden[1]["question_id"]  # a duplicate id: rag-eval check finds it
     bad = tmp_path / "golden.jsonl"
     bad.write_text("".join(json.dumps(g, ensure_ascii=False) + "\n" for g in golden), encoding="utf-8")
     path = config_with(tmp_path, lambda c: c["golden"].update(path=str(bad)))
     proc = _cli(tmp_path, path, out)
     assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout == ""  # no run, so no earlier run's numbers either
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"rag-eval: file {bad}, line 6, field 'question_id'") and "first seen on line 2" in line
+    assert (out / "metric_summary.parquet").read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["metric_summary.parquet"]
+
+
+# A step that fails inside the run (what rag-eval check cannot see): the summary step raises, as a bug would.
+_FAILING_SUMMARY = """
+import rag_eval_pipeline.core.pipeline as _pipeline
+from rag_eval_pipeline.core.errors import InputError
+
+def _broken(*args, **kwargs):
+    raise InputError("summary broken by the test; expected a working summary", path="metric_summary",
+                     field="value")
+
+_pipeline.build_summary = _broken
+"""
+
+
+def test_a_failed_run_does_not_print_an_earlier_runs_summary(tmp_path):
+    out = tmp_path / "out"
+    _earlier_summary(out)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_FAILING_SUMMARY, encoding="utf-8")
+    path = config_with(tmp_path, lambda c: None)
+    home = dagster_home(tmp_path)
+    env = cli_env(home)
+    env["PYTHONPATH"] = os.pathsep.join([str(hooks), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--config", str(path),
+                           "--output", str(out)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr[-3000:]
     stdout = proc.stdout
     assert "OLD_SYSTEM" not in stdout
     assert "  metric_summary.parquet  (from an earlier run, not rewritten by this one)" in stdout
     assert "no summary: this run did not rewrite metric_summary.parquet" in stdout
-    assert "  corpus_snapshot.parquet\n" in stdout  # written by this run before golden_set failed
-    assert "line 6, field 'question_id'" in stdout and "first seen on line 2" in stdout
+    assert "  corpus_snapshot.parquet\n" in stdout  # written by this run before the summary failed
+    assert "field 'value': summary broken by the test" in stdout
 
 
 def test_trec_eval_duplicate_docno_names_the_run_file_not_a_pipeline_option(tmp_path, capsys):
@@ -261,21 +300,41 @@ def _hostile_golden_run(tmp_path, **env):
                           capture_output=True, text=True, timeout=300)
 
 
+def _failing_summary_run(tmp_path, **extra_env):
+    """The sample run with its summary step raising an InputError (a data error only a run can meet)."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(_FAILING_SUMMARY, encoding="utf-8")
+    env = cli_env(dagster_home(tmp_path), **extra_env)
+    env["PYTHONPATH"] = os.pathsep.join([str(hooks), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "run", "--config",
+                           str(config_with(tmp_path, lambda c: None)), "--output", str(tmp_path / "out")], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
 def test_a_bad_golden_line_is_one_clean_error_without_a_stack_trace(tmp_path):
     proc = _hostile_golden_run(tmp_path)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     golden = "rag_eval_pipeline_tests/fixtures/hostile/golden_duplicate_question_id/golden.jsonl"
-    failed = [line for line in proc.stdout.splitlines() if line.startswith("step golden_set failed: ")]
-    assert len(failed) == 1 and "InputError: file " in failed[0] and golden in failed[0]
-    assert "line 4, field 'question_id': " in failed[0] and "first seen on line 1" in failed[0]
+    (line,) = proc.stderr.strip().splitlines()  # found before the run: one line, no run, no event log
+    assert line.startswith("rag-eval: file ") and golden in line
+    assert "line 4, field 'question_id': " in line and "first seen on line 1" in line
+    assert proc.stdout == ""
+
+
+def test_a_data_error_inside_a_run_has_no_stack_trace_unless_asked(tmp_path):
+    proc = _failing_summary_run(tmp_path)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("step metric_summary failed: ")]
+    assert len(failed) == 1 and "InputError: file metric_summary, field 'value'" in failed[0]
     assert "Traceback" not in proc.stderr and "Stack Trace" not in proc.stderr
-    assert "STEP_FAILURE" in proc.stderr and "line 4, field 'question_id'" in proc.stderr  # the event log stays
+    assert "STEP_FAILURE" in proc.stderr  # the event log stays
 
 
 def test_rag_eval_tracebacks_keeps_the_stack_trace(tmp_path):
-    proc = _hostile_golden_run(tmp_path, RAG_EVAL_TRACEBACKS="1")
+    proc = _failing_summary_run(tmp_path, RAG_EVAL_TRACEBACKS="1")
     assert proc.returncode == 1
-    assert "Stack Trace:" in proc.stderr and "in validate_golden" in proc.stderr
+    assert "Stack Trace:" in proc.stderr and "in _broken" in proc.stderr
 
 
 def _failure_record(exc: BaseException):

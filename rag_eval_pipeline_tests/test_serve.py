@@ -139,3 +139,16 @@ def test_serve_gives_comparison_pages_and_nothing_else_beside_them(served):
     status, index = _request(port, "GET", "/")
     assert status == 200 and b'href="sample/compare/compare-baseline--system-x.html"' in index
     assert b"notes.html" not in index and b"history" not in index
+
+
+@pytest.mark.parametrize("host, allowed", [
+    ("127.0.0.1", True), ("localhost:8765", True), ("LOCALHOST", True), ("[::1]:80", True), ("[::1]", True),
+    ("127.0.0.1:80@evil.com", False),  # userinfo-like: the host is evil.com
+    ("localhost:evil", False),  # a port must be digits
+    ("[::1].evil.com", False),  # nothing but ":port" may follow "]"
+    ("localhost:80:80", False), ("localhost.evil.com", False), ("evil.com", False), ("", False), (None, False),
+])
+def test_only_a_loopback_host_with_a_numeric_port_passes(host, allowed):
+    from rag_eval_pipeline.local_guard import loopback_host
+
+    assert loopback_host(host) is allowed

@@ -39,7 +39,7 @@ def test_ci_runs_mypy_after_ruff_and_before_the_tests():
              if line.strip() and not line.lstrip().startswith("#")]
     ruff = steps.index(".venv/bin/ruff check .")
     mypy = steps.index(".venv/bin/mypy")
-    tests = steps.index(".venv/bin/python -m pytest")
+    tests = steps.index(".venv/bin/python -m pytest -n 2 --dist loadfile")
     assert ruff < mypy < tests
 
 

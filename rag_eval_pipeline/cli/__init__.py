@@ -1,9 +1,10 @@
 """rag-eval: run a suite's evaluation, compare two runs, estimate what judging costs, serve the reports.
 
-One module per command under ``rag_eval_pipeline.cli`` (``run``, ``compare``, ``estimate``, ``serve``, ``label``,
-``serve-reference``), each with ``NAME`` and ``add(subparsers)``; exit statuses are declared once in
-``cli/exit_codes.py``. ``rag-eval run`` materialises every asset of one suite against the project's
-Dagster instance (``.dagster_home``, shared with ``dagster dev``) and prints what it found.
+One module per command under ``rag_eval_pipeline.cli`` (``init``, ``check``, ``run``, ``compare``,
+``estimate``, ``serve``, ``label``, ``serve-reference``), each with ``NAME`` and ``add(subparsers)``; exit
+statuses are declared once in ``cli/exit_codes.py``. ``rag-eval run`` materialises every asset of one suite
+against the project's Dagster instance (``.dagster_home``, shared with ``dagster dev``) and prints what it
+found.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rag_eval_pipeline.cli import compare, estimate, label, run, serve, serve_reference
+from rag_eval_pipeline.cli import check, compare, estimate, init, label, run, serve, serve_reference
 from rag_eval_pipeline.cli.common import UsageError
 from rag_eval_pipeline.cli.exit_codes import EXIT_USAGE, overview
 
 #: One module per subcommand, in ``--help`` order: add yours here.
-COMMANDS = [run, compare, estimate, serve, label, serve_reference]
+COMMANDS = [init, check, run, compare, estimate, serve, label, serve_reference]
 
 
 def build_parser() -> argparse.ArgumentParser:

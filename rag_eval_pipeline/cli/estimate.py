@@ -32,6 +32,15 @@ def estimate(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     judge = judge_resource(suite.config_path).get_judge()
+    from rag_eval_pipeline.core.systems.kinds.python import PythonSystemConfig
+    from rag_eval_pipeline.core.systems.python_callable import load_callable
+
+    for spec in cfg.systems:  # a callable that cannot be imported is said here, not first inside a run
+        if isinstance(spec, PythonSystemConfig):
+            try:
+                load_callable(spec.callable, spec.name, cfg.path.parent)
+            except ConfigError as exc:
+                raise UsageError(str(exc)) from None
     try:
         snapshot, version = build_snapshot(cfg)
         golden = build_golden(cfg, snapshot)

@@ -37,6 +37,8 @@ class ExitCode:
 
 EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(EXIT_OK, {
+        "init": "the configuration and the example golden lines were written",
+        "check": "no problem found",
         "run": "the run succeeded and every blocking check passed (warnings do not count)",
         "compare": "the comparison was written (whatever it found: a regression is not an error)",
         "estimate": "the estimate was printed",
@@ -45,7 +47,10 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "serve-reference": "stopped cleanly (Ctrl-C or SIGTERM)",
     }),
     ExitCode(EXIT_FAILED, {
-        "run": "a step failed or a blocking check failed (a CI system can call rag-eval run directly)",
+        "check": "bad input data (corpus, golden set, a log or trace file, a chunk_map file, a golden question "
+                 "without a run row): one line per problem names the file, line and field",
+        "run": "bad input data found before the run (as rag-eval check: no Dagster run is started), a step failed "
+               "or a blocking check failed (a CI system can call rag-eval run directly)",
         "compare": "a data mistake: a table a side needs is missing or unreadable (the message names the file)",
         "estimate": "bad input data (corpus, golden set, a run log): the message names the file, line and field",
         "label": "a data mistake: the suite's tables are not written yet (rag-eval run first), a bad label file, "
@@ -53,11 +58,16 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "serve-reference": "bad corpus data: the message names the file, line and field",
     }),
     ExitCode(EXIT_USAGE, {
+        "init": "the folder does not exist, holds nothing to evaluate, or already has a config.yaml (--force "
+                "replaces it)",
+        "check": "a python callable that does not import, an http system whose secret variable is unset or "
+                 "(with --reach) whose URL does not answer",
         "run": "an --output that is a file, cannot be written or belongs to another suite (each output folder "
-               "records its suite); --wait-s that is not a finite number >= 0",
+               "records its suite); --wait-s that is not a finite number >= 0; a python callable that does not "
+               "import or an http secret that is unset (as rag-eval check)",
         "compare": "a side that does not resolve (bad syntax, no such system, night, run id or folder, nothing "
                    "promoted yet), a --metric the runs have no per-question values for",
-        "estimate": "",
+        "estimate": "a python callable that does not import (as rag-eval check)",
         "serve": "a folder that does not exist",
         "label": "a configuration without a calibration section",
         "serve-reference": "a system that is unknown or not of kind reference",

@@ -8,6 +8,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from rag_eval_pipeline.cli.check import preflight
 from rag_eval_pipeline.cli.common import (
     UsageError,
     add_suite_options,
@@ -24,7 +25,9 @@ from rag_eval_pipeline.cli.run_output import (
     check_lines,
     format_summary,
     gate_lines,
+    id_mapping_lines,
     promotion_line,
+    run_error_lines,
     verdict_line,
 )
 
@@ -51,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     judge = judge_resource(suite.config_path)
+    # what rag-eval check finds (bad data, an unimportable callable) stops here: one line each, no Dagster run
+    status = preflight(loaded.config, quick=args.job == QUICK_JOB)
+    if status != EXIT_OK:
+        return status
     suite_dir = suite_folder(suite, args.output)
     usable_output_folder(suite_dir, suite)  # a file, a read-only folder or another suite's folder: exit 2 here
     defs = build_definitions([loaded], output_dir=str(output_root().resolve()),
@@ -97,6 +104,11 @@ def run(args: argparse.Namespace) -> int:
         print("\n" + format_summary(read_table(summary_path, "metric_summary")))
     elif summary_path.exists():
         print("\nno summary: this run did not rewrite metric_summary.parquet (the file there is from an earlier run)")
+    runs_path = out / "rag_runs.parquet"
+    if runs_path.exists() and not stale(runs_path):
+        for block in (run_error_lines(runs_path), id_mapping_lines(result, suite.name)):
+            if block:
+                print("\n" + "\n".join(block))
     print("\nchecks:")
     print("\n".join(check_lines(result, job)))
     gates_path = out / "gate_results.parquet"

@@ -15,17 +15,23 @@ DEFAULT_METRICS = HEADLINE_METRICS
 def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
     """Render the overall rows of a metric_summary table as aligned text, one line per system and metric.
 
-    Judge-based values carry ``judge errors N``: answers the judge could not label, left out of n."""
+    Judge-based values carry ``judge errors N``: answers the judge could not label, left out of n.
+    A retrieval metric scored at document level prints as ``recall_5 (doc)``, after its chunk-level row."""
     import polars as pl
 
+    from rag_eval_pipeline.core.metrics.names import level_label
+
     rows = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
+    if "level" not in rows.columns:
+        rows = rows.with_columns(pl.lit(None, pl.Utf8).alias("level"))
     order = {metric_label(m, k): i for i, (m, k) in enumerate(metrics)}
     rows = rows.with_columns(
         pl.struct("metric", "k")
         .map_elements(lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.Utf8)
         .alias("label")
     ).filter(pl.col("label").is_in(list(order)))
-    rows = rows.with_columns(pl.col("label").replace_strict(order, default=99).alias("_o")).sort("system", "_o")
+    rows = rows.with_columns(pl.col("label").replace_strict(order, default=99).alias("_o"),
+                             (pl.col("level") == "doc").fill_null(False).alias("_doc")).sort("system", "_o", "_doc")
     has_errors = "judge_errors" in rows.columns
     out = [f"{'system':<22} {'metric':<30} {'value':>8} {'num/den':>13} {'n':>5}  {'judge errors':>12}  95% CI"]
     for r in rows.iter_rows(named=True):
@@ -35,7 +41,8 @@ def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
         errors = ""
         if is_judge_based(r["metric"]):
             errors = str(r["judge_errors"]) if has_errors and r["judge_errors"] is not None else "unknown"
-        out.append(f"{r['system']:<22} {r['label']:<30} {value:>8} {nd:>13} {r['n']:>5}  {errors:>12}  {ci}")
+        label = level_label(r["metric"], r["k"], r["level"])
+        out.append(f"{r['system']:<22} {label:<30} {value:>8} {nd:>13} {r['n']:>5}  {errors:>12}  {ci}")
     return "\n".join(out)
 
 
@@ -44,6 +51,46 @@ def step_name(step_key: str, suite: str) -> str:
     ``sample__quick__judging`` -> ``judging`` (op names carry the suite's key prefix, see defs/scope.py)."""
     name = step_key.removeprefix(f"{suite}__")
     return name.removeprefix("quick__") if name != step_key else step_key
+def run_error_lines(runs_path: Path) -> list[str]:
+    """Why systems failed, from this run's rag_runs table: per system, its error rows counted by reason
+    (``HTTP 405 × 52``) and the first example (``core/systems/error_reasons.py``); [] when none failed."""
+    import polars as pl
+
+    from rag_eval_pipeline.core.systems.error_reasons import error_lines
+
+    lines = error_lines(pl.read_parquet(runs_path, columns=["system", "question_id", "decision", "error"]))
+    if not lines:
+        return []
+    return ["run errors (reported apart: not scored as empty retrievals; run_error_rate counts them):"] + [
+        "  " + line for line in lines]
+
+
+def id_mapping_lines(result, suite: str) -> list[str]:
+    """What each system's id mapping did (``core/systems/id_mapping.py``), from the rag_runs materialisation:
+    ids translated by chunk_map, passages aligned by text, and passages that matched no chunk (left out of
+    the ranking) with the first one; [] when every id was a snapshot chunk id as is."""
+    for event in result.get_asset_materialization_events():
+        if event.asset_key is not None and event.asset_key.path[-1] == "rag_runs" and (
+                len(event.asset_key.path) == 1 or event.asset_key.path[0] == suite):
+            value = event.materialization.metadata.get("id_mapping")
+            return mapping_lines(getattr(value, "value", value) or {})
+    return []
+
+
+def mapping_lines(mapping: dict) -> list[str]:
+    """``{system: IdMapper.stats()}`` as printable lines (systems whose ids all were chunk ids as is: none)."""
+    lines = []
+    for system, stats in sorted(mapping.items()):
+        done = {k: v for k, v in stats.items() if k not in ("ids_as_is", "unmatched_examples") and v}
+        if not done:
+            continue
+        parts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in done.items())
+        lines.append(f"  system {system}: {parts}")
+        if stats.get("unmatched_texts"):
+            ex = stats["unmatched_examples"][0]
+            lines.append(f"    {stats['unmatched_texts']} passage(s) matched no chunk and were left out of the "
+                         f"ranking; first: question {ex['question_id']}, position {ex['position']}: {ex['text']!r}")
+    return ["id mapping:"] + lines if lines else []
 
 
 def step_error_text(error) -> str:
@@ -111,8 +158,10 @@ def gate_lines(out: Path, rewritten: bool) -> list[str]:
         return ["gate verdict: no gate configured"]
     head = (f"gate verdict: {'FAIL' if failed.height else 'pass'} ({gates.height} gate(s), {failed.height} blocking "
             f"failure(s); every gate in {path} and in the report)")
-    return [head] + [f"  {r['system']}/{metric_label(r['metric'], r['k'])}: {r['status']}: {r['reason']}"
-                     for r in failed.iter_rows(named=True)]
+    from rag_eval_pipeline.core.metrics.names import level_label
+
+    return [head] + [f"  {r['system']}/{level_label(r['metric'], r['k'], r.get('level'))}: {r['status']}: "
+                     f"{r['reason']}" for r in failed.iter_rows(named=True)]
 
 
 def verdict_line(decision_path: Path | None, extra_failures: Sequence[str] = ()) -> str:

@@ -83,6 +83,9 @@ def _corpus(at: At, raw: dict) -> CorpusConfig:
     section = at.child("corpus")
     corpus = parse_section(CorpusConfig, raw["corpus"], section)
     source = CORPUS_SOURCES.get(corpus.source)
+    if source.snapshot is not None and (raw["corpus"] or {}).get("chunking") is not None:
+        raise section.fail("chunking", f"does not apply to corpus.source {corpus.source}: your chunks are used as they "
+                                       "are (remove corpus.chunking)")
     if "split" in raw["corpus"] and not source.reads_split:  # it would be read by nothing
         readers = [s.name for s in CORPUS_SOURCES if s.reads_split]
         raise section.fail("split", f"applies only to a corpus source that reads splits ({', '.join(readers)}); "

@@ -68,7 +68,8 @@ class Threshold:
     ``ndcg@10``): it is resolved once, when the threshold is built, to the metric and ``k``
     (:func:`~rag_eval_pipeline.core.metrics.names.gate_metric`); ``higher_is_better`` then defaults to
     that metric's own direction (``core/metrics/names.py``: False for error and abstention rates).
-    ``blocking``: a failure stops promotion.
+    ``blocking``: a failure stops promotion. ``level``: for a retrieval metric scored at both levels
+    (chunk and document), which one is gated; None: chunk when the metric has chunk-level rows, else doc.
     """
 
     metric: str = key(check=check_nonblank, expected="a metric name",
@@ -79,6 +80,9 @@ class Threshold:
     min_value: float | None = key(None, low=0.0, doc="absolute floor (a ceiling when lower is better)")
     higher_is_better: bool | None = key(None, doc="default: the metric's own direction")
     blocking: bool = key(True, doc="a failure stops promotion")
+    level: str | None = key(None, choices=("chunk", "doc"),
+                            doc="chunk or doc: which level a retrieval gate reads when both are scored (default: "
+                                "chunk when the metric has chunk-level rows, else doc)")
 
     def __post_init__(self) -> None:
         # the one place a gate's name and direction are resolved: the name first (recall_5 -> recall, k 5;
@@ -115,7 +119,7 @@ class CorpusConfig:
     """``corpus``: ``source`` (a registered corpus source), ``path`` (absolute; it exists, a file or a
     folder as the source says), ``split`` (the BEIR qrels split, default "test"), ``chunking``."""
 
-    source: str = key(choices=_corpus_sources, doc="documents_dir, beir, squad_v2 (see the corpus sources)")
+    source: str = key(choices=_corpus_sources, doc="documents_dir, beir, squad_v2, chunks (see the corpus sources)")
     path: Path = key(doc="the source's file or folder")
     split: str = key("test", check=check_nonblank, expected="a split name",
                      doc="the qrels split a BEIR source reads (refused for a source that reads no split)")
@@ -206,7 +210,9 @@ class GatesConfig:
     """``gates``: ``split`` (:data:`GATE_SPLITS`), ``baseline_system`` (a configured system or None),
     ``candidate_systems`` (configured systems, at least one; left out: every system but the baseline), ``promote``
     (one of the candidates, default the first; None when there is no candidate), ``alpha`` in
-    (0, 1), ``block_inconclusive``, ``thresholds``."""
+    (0, 1), ``block_inconclusive``, ``thresholds``, ``max_run_error_share`` in [0, 1] (a system
+    whose share of ``error`` runs is above it blocks promotion: the ``run_errors_within_share``
+    check; 1 switches it off)."""
 
     split: str = key("test", choices=GATE_SPLITS, doc="gates use the held-out split; dev is for tuning")
     baseline_system: str | None = key(None, doc="compared against until a candidate is promoted")
@@ -217,6 +223,9 @@ class GatesConfig:
                        doc="level of the paired randomisation test (two-sided)")
     block_inconclusive: bool = key(True, doc="a drop beyond its threshold the test cannot call real still blocks")
     thresholds: tuple[Threshold, ...] = key((), doc="one per gated metric")
+    max_run_error_share: float = key(0.10, low=0.0, high=1.0,
+                                     doc="a system whose share of errored runs is above this blocks promotion "
+                                         "(the run_errors_within_share check); 1 switches it off")
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ import re
 import polars as pl
 
 from rag_eval_pipeline.core import tables
-from rag_eval_pipeline.core.errors import ConfigError, InputError, SchemaError
+from rag_eval_pipeline.core.errors import ConfigError, InputError
+from rag_eval_pipeline.core.table_schema import conform_columns
 
 _DOCUMENT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
     "doc_id": pl.Utf8,
@@ -68,22 +69,7 @@ def conform_documents(df: pl.DataFrame) -> pl.DataFrame:
     All-null / empty-list literal columns are cast to the declared type. Raises SchemaError naming the
     column when one is missing, extra or of another dtype.
     """
-    missing = [c for c in DOCUMENTS_SCHEMA if c not in df.columns]
-    extra = [c for c in df.columns if c not in DOCUMENTS_SCHEMA]
-    if missing or extra:
-        raise SchemaError(f"documents frame: missing columns {missing}, unexpected columns {extra}")
-    casts = {}
-    for name, dtype in DOCUMENTS_SCHEMA.items():
-        got = df.schema[name]
-        if got == dtype:
-            continue
-        if got == pl.Null or (isinstance(got, pl.List) and isinstance(dtype, pl.List) and got.inner == pl.Null):
-            casts[name] = dtype
-            continue
-        raise SchemaError(f"documents frame: column {name!r} has dtype {got}, expected {dtype}")
-    if casts:
-        df = df.with_columns([pl.col(c).cast(t) for c, t in casts.items()])
-    return df.select(list(DOCUMENTS_SCHEMA))
+    return conform_columns(df, DOCUMENTS_SCHEMA, "documents frame")
 
 
 def split_paragraphs(text: str) -> list[str]:

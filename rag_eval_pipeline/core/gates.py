@@ -59,6 +59,7 @@ class GateResult:
     regressed_questions: list[str] = field(default_factory=list)
 
     block_inconclusive: bool = True
+    level: str | None = None  # the level of the gated rows (chunk / doc); None for metrics without one
 
     @property
     def passed(self) -> bool:
@@ -78,20 +79,46 @@ def check_versions(candidate: Mapping[str, Any], baseline: Mapping[str, Any]) ->
             )
 
 
-def _value(summary: pl.DataFrame, system: str, split: str, metric: str, k: int | None) -> float | None:
+def gated_level(summary: pl.DataFrame, metric: str, level: str | None) -> str | None:
+    """The level a gate on ``metric`` reads: ``level`` when set; else ``chunk`` when the metric has
+    chunk-level rows in ``summary``, else ``doc`` when it has document-level ones, else None (a metric
+    without levels). A table without a ``level`` column has none."""
+    if level is not None:
+        return level
+    if "level" not in summary.columns:
+        return None
+    present = set(summary.filter(pl.col("metric") == metric)["level"].drop_nulls().to_list())
+    return "chunk" if "chunk" in present else "doc" if "doc" in present else None
+
+
+def _at_level(frame: pl.DataFrame, level: str | None) -> pl.Expr:
+    """Rows of ``level`` (every row when None). A table written before levels existed (no ``level``
+    column, as a baseline promoted then) holds chunk-level rows only."""
+    if level is None:
+        return pl.lit(True)
+    if "level" not in frame.columns:
+        return pl.lit(level == "chunk")
+    return pl.col("level") == level
+
+
+def _value(summary: pl.DataFrame, system: str, split: str, metric: str, k: int | None,
+           level: str | None = None) -> float | None:
     rows = summary.filter(
         (pl.col("system") == system) & (pl.col("split") == split) & (pl.col("segment") == "all")
         & (pl.col("metric") == metric)
         & (pl.col("k").is_null() if k is None else pl.col("k") == k)
+        & _at_level(summary, level)
     )
     return rows["value"][0] if rows.height else None
 
 
-def _per_question(qm: pl.DataFrame, system: str, split: str, metric: str, k: int | None) -> pl.DataFrame:
+def _per_question(qm: pl.DataFrame, system: str, split: str, metric: str, k: int | None,
+                  level: str | None = None) -> pl.DataFrame:
     return qm.filter(
         (pl.col("system") == system) & (pl.col("metric") == metric)
         & ((pl.col("split") == split) if split != "all" else pl.lit(True))
         & (pl.col("k").is_null() if k is None else pl.col("k") == k)
+        & _at_level(qm, level)
     ).select("question_id", "value")
 
 
@@ -176,10 +203,11 @@ def evaluate_gates(
     """
     results = []
     for t in thresholds:
-        cand = _value(candidate_summary, candidate_system, split, t.metric, t.k)
-        base = _value(baseline_summary, baseline_system, split, t.metric, t.k)
+        level = gated_level(candidate_summary, t.metric, getattr(t, "level", None))
+        cand = _value(candidate_summary, candidate_system, split, t.metric, t.k, level)
+        base = _value(baseline_summary, baseline_system, split, t.metric, t.k, level)
         res = GateResult(candidate_system, t.metric, t.k, cand, base, None, "pass", "", t.blocking,
-                         block_inconclusive=block_inconclusive)
+                         block_inconclusive=block_inconclusive, level=level)
         known = candidate_summary.filter(pl.col("metric") == t.metric)
         if candidate_summary.height and not known.filter(
                 pl.col("k").is_null() if t.k is None else pl.col("k") == t.k).height:
@@ -193,6 +221,13 @@ def evaluate_gates(
             else:
                 res.reason = (f"unknown metric {t.metric!r}: this evaluation computes "
                               f"{sorted(set(candidate_summary['metric'].to_list()))}")
+            results.append(res)
+            continue
+        if level is not None and "level" in candidate_summary.columns and not candidate_summary.filter(
+                (pl.col("metric") == t.metric) & (pl.col("level") == level)).height:
+            res.status = "not_evaluable"
+            res.reason = (f"metric {t.metric!r} is not scored at level {level!r} here (the golden set judges "
+                          f"{sorted(set(known['level'].drop_nulls().to_list()))})")
             results.append(res)
             continue
         if cand is None or (base is None and t.min_value is None):
@@ -213,8 +248,8 @@ def evaluate_gates(
             breaches.append(f"drop {drop:.4f} > allowed {t.max_abs_drop}")
         if t.max_rel_drop is not None and base != 0 and drop / abs(base) > t.max_rel_drop + 1e-12:
             breaches.append(f"relative drop {drop / abs(base):.2%} > allowed {t.max_rel_drop:.0%}")
-        a = _per_question(candidate_qm, candidate_system, split, t.metric, t.k)
-        b = _per_question(baseline_qm, baseline_system, split, t.metric, t.k)
+        a = _per_question(candidate_qm, candidate_system, split, t.metric, t.k, level)
+        b = _per_question(baseline_qm, baseline_system, split, t.metric, t.k, level)
         # higher_is_better: set to the metric's own direction when the section loads (never None here)
         test = paired_comparison(a, b, higher_is_better=bool(t.higher_is_better), n_permutations=n_permutations,
                                  seed=seed)
@@ -330,7 +365,7 @@ def gate_frame(results: list[GateResult], errors: list[str], error_status: str =
         "system": r.system, "metric": r.metric, "k": r.k, "candidate": r.candidate, "baseline": r.baseline,
         "difference": r.difference, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
         "wins": r.wins, "ties": r.ties, "losses": r.losses, "status": r.status, "reason": r.reason,
-        "blocking": r.blocking, "passed": r.passed, "regressed_questions": r.regressed_questions,
+        "blocking": r.blocking, "passed": r.passed, "regressed_questions": r.regressed_questions, "level": r.level,
     } for r in results]
     metric = "baseline" if error_status == "baseline_damaged" else "versions"
     rows += [{"system": e.split(":", 1)[0], "metric": metric, "status": error_status, "reason": e,

@@ -297,12 +297,32 @@ def _call_judge_by_question(judge: Judge, pending: list, concurrency: int, kwarg
                             on_result: Callable[[bool], None] | None = None) -> list:
     """:func:`_call_judge` with the systems' answers to one question judged one after the other (rag_runs is
     in system order), so the judge's per-text caches reuse one question's retrieved passages across systems;
-    the results come back in ``pending``'s order."""
+    the results come back in ``pending``'s order.
+
+    Two systems that gave the same answer on the same passages (common among retriever variants) are judged
+    once and share the result: judged side by side they would otherwise both miss the judge's cache and
+    both be paid for. Repeats (``kwargs`` set) are left alone: each answer reaches the judge to measure its
+    noise."""
     order = sorted(range(len(pending)), key=lambda i: pending[i][1])  # stable: system order within a question
-    results = _call_judge(judge, [pending[i] for i in order], concurrency, kwargs, on_result=on_result)
+    first: dict[tuple, int] = {}
+    todo: list[int] = []
+    same_as: dict[int, int] = {}
+    for i in order:
+        _, _, question, answer, contexts = pending[i]
+        key = (question, answer, tuple(contexts))
+        if kwargs or key not in first:
+            first.setdefault(key, i)
+            todo.append(i)
+        else:
+            same_as[i] = first[key]
+    results = _call_judge(judge, [pending[i] for i in todo], concurrency, kwargs, on_result=on_result)
     out: list = [None] * len(pending)
-    for i, result in zip(order, results):
+    for i, result in zip(todo, results):
         out[i] = result
+    for i, j in same_as.items():
+        out[i] = out[j]
+        if on_result is not None:
+            on_result(isinstance(out[j], Exception) or getattr(out[j], "status", None) == "judge_error")
     return out
 
 

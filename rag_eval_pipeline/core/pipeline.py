@@ -19,8 +19,9 @@ def load_documents(cfg: EvalConfig) -> pl.DataFrame:
     """Read the configured corpus source into a documents frame (see docs/CONTRACTS.md).
 
     The source's loader comes from the registry of corpus sources (``core/sources/corpus/``:
-    ``documents_dir``, ``beir``, ``squad_v2``, ...). Raises InputError from the source reader,
-    ConfigError for an unknown source.
+    ``documents_dir``, ``beir``, ``squad_v2``, ...; ``chunks`` has no documents frame, its rows are
+    the snapshot: :func:`build_snapshot`). Raises InputError from the source reader, ConfigError for
+    an unknown source.
     """
     from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
 
@@ -37,9 +38,18 @@ def chunking_strategy(cfg: EvalConfig) -> tuple[str, int]:
 
 
 def build_snapshot(cfg: EvalConfig) -> tuple[pl.DataFrame, str]:
-    """Read, chunk and hash the corpus. Output: (corpus_snapshot table, corpus_version hex string)."""
-    from rag_eval_pipeline.core.corpus import chunk_documents, corpus_version
+    """Read, chunk and hash the corpus. Output: (corpus_snapshot table, corpus_version hex string).
 
+    A source chunked already (its registered ``snapshot`` loader: ``corpus.source: chunks``, the
+    team's chunk ids kept) is read as the snapshot itself; every other source is chunked by
+    ``corpus.chunking``. Raises InputError naming file, line and field for bad corpus data."""
+    from rag_eval_pipeline.core.corpus import chunk_documents, corpus_version
+    from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
+
+    source = CORPUS_SOURCES.get(cfg.corpus.source)
+    if source.snapshot is not None:
+        snapshot = tables.conform(source.snapshot(cfg.corpus.path), "corpus_snapshot")
+        return snapshot, corpus_version(snapshot)
     strategy, max_chars = chunking_strategy(cfg)
     snapshot = chunk_documents(load_documents(cfg), strategy=strategy, max_chars=max_chars)
     snapshot = tables.conform(snapshot, "corpus_snapshot")
@@ -93,7 +103,7 @@ def quick_subset(golden: pl.DataFrame, size: int, seed: int = 0) -> pl.DataFrame
 
 
 def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, corpus_version: str,
-               systems: list[str] | None = None, deployment=None) -> pl.DataFrame:
+               systems: list[str] | None = None, deployment=None, info: dict | None = None) -> pl.DataFrame:
     """Produce the rag_runs table for the configured systems (all, or only those named).
 
     Each system is run by its kind's runner (``core/systems/kinds/``, through
@@ -101,12 +111,20 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
     system read from its log (a chunk id outside ``snapshot`` is an InputError at its line, and so is
     a hit without a score when ``ranking_mode`` is ``trec_eval``), live systems called or imported with
     the ``deployment`` settings (default :class:`~rag_eval_pipeline.core.systems.base.Deployment`).
-    Logged rows for questions outside ``golden`` are kept: :func:`rag_eval_pipeline.core.systems.runs.rag_runs`
-    counts and excludes them. Raises InputError for bad logs, ConfigError for unknown names.
+    Every kind but reference reads its ids through the system's id mapper
+    (``core/systems/id_mapping.py``: ``chunk_map``, text alignment). Logged rows for questions outside
+    ``golden`` are kept: :func:`rag_eval_pipeline.core.systems.runs.rag_runs` counts and excludes them.
+    ``info``: when given, filled per system with what its run counted (``id_mapping``: the mapper's
+    counts; live kinds: calls, errors, traces). Raises InputError for bad logs, ConfigError for unknown
+    names.
     """
     from rag_eval_pipeline.core.systems.runs import run_each
 
-    frames = [result.runs for _, result in run_each(cfg, snapshot, golden, corpus_version, systems, deployment)]
+    frames = []
+    for name, result in run_each(cfg, snapshot, golden, corpus_version, systems, deployment):
+        frames.append(result.runs)
+        if info is not None:
+            info[name] = dict(result.info)
     return pl.concat(frames) if frames else tables.empty("rag_runs")
 
 
@@ -141,11 +159,19 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     and, when their tables are given, citations (``citations`` = (citation_claims, citations) of
     :func:`build_citations`) and completeness (``nugget_labels`` of :func:`build_nuggets`).
 
-    Output: (question_metrics table, info) where info counts what the retrieval evaluation left out
-    (dropped duplicates, golden questions with no run row, run rows for unknown questions).
+    Retrieval is scored at each level the golden set judges (``core/metrics/doc_level.py``: chunk,
+    document, or both), and every retrieval row says which in ``level``. A run whose decision is
+    ``error`` is reported apart: its retrieval and claim-evidence rows are null with status
+    ``run_error`` (it counts in ``run_error_rate``, never as an empty retrieval scored 0). A system
+    whose ids were documents only (``chunk_map: {doc_ids: true}``) has null chunk-level rows
+    (status ``doc_ids_only``).
+    Output: (question_metrics table, info) where info counts, per system, what the retrieval
+    evaluation left out (dropped duplicates, golden questions with no run row, run rows for unknown
+    questions, errored questions, chunks dropped at document level).
     """
     from rag_eval_pipeline.core.metrics.correctness import correctness_question_metrics
     from rag_eval_pipeline.core.metrics.decisions import decision_question_metrics
+    from rag_eval_pipeline.core.metrics.doc_level import doc_qrels, doc_run, levels_of
     from rag_eval_pipeline.core.metrics.faithfulness import faithfulness_question_metrics
     from rag_eval_pipeline.core.metrics.latency import latency_question_metrics
     from rag_eval_pipeline.core.metrics.retrieval import (
@@ -154,23 +180,42 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
         qrels_from_golden,
         retrieval_question_metrics,
     )
+    from rag_eval_pipeline.core.systems.id_mapping import doc_ids_only
 
-    qrels = qrels_from_golden(golden)
+    levels = levels_of(golden)
+    qrels = {"chunk": qrels_from_golden(golden)}
+    if "doc" in levels:
+        qrels["doc"] = doc_qrels(golden, snapshot)
+    errored = runs.filter(pl.col("decision") == "error").select("system", "question_id")
     frames, info = [], {}
     for system in runs["system"].unique().sort().to_list():
         sys_runs = runs.filter(pl.col("system") == system)
-        ev = retrieval_question_metrics(
-            explode_runs(sys_runs), qrels,
-            ks=cfg.ks, mode=cfg.ranking_mode, rel_level=cfg.rel_level,
-            on_duplicate=cfg.on_duplicate, complete=cfg.complete,
-        )
-        frames.append(ev.per_question)
-        info[system] = {
-            "dropped_duplicates": ev.dropped_duplicates,
-            "missing_questions": len(ev.missing_questions),
-            "unknown_questions": len(ev.unknown_questions),
-        }
-    frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete))
+        long = explode_runs(sys_runs)
+        info[system] = {"run_errors": errored.filter(pl.col("system") == system).height}
+        for level in levels:
+            run_long = long
+            if level == "doc":
+                made = doc_run(long, snapshot, cfg.ranking_mode)
+                run_long = made.run_long
+                info[system]["doc_level_dropped_chunks"] = made.dropped_chunks
+            ev = retrieval_question_metrics(
+                run_long, qrels[level],
+                ks=cfg.ks, mode=cfg.ranking_mode, rel_level=cfg.rel_level,
+                on_duplicate=cfg.on_duplicate, complete=cfg.complete,
+            )
+            rows = ev.per_question.with_columns(pl.lit(level, pl.Utf8).alias("level"))
+            if level == "chunk" and _system_kind_doc_ids_only(cfg, system, doc_ids_only):
+                rows = _not_evaluable(rows, rows.select("system", "question_id"), "doc_ids_only")
+            frames.append(rows)
+            if level == levels[0]:
+                info[system].update({
+                    "dropped_duplicates": ev.dropped_duplicates,
+                    "missing_questions": len(ev.missing_questions),
+                    "unknown_questions": len(ev.unknown_questions),
+                })
+    frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete)
+                  .with_columns(pl.lit("chunk", pl.Utf8).alias("level")))
+    frames = [_not_evaluable(f, errored, "run_error") for f in frames]  # errors are reported apart (run_error_rate)
     frames.append(decision_question_metrics(runs, golden, snapshot, abstention_phrases=cfg.judge.abstention_phrases))
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden, citation_formats=citation_formats(cfg),
@@ -187,6 +232,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
         frames.append(nugget_question_metrics(runs, golden, nugget_labels, phrases))
     frames.extend(extra or [])  # e.g. model-judged answer quality, already in question_metrics shape
     cols = [c for c in tables.SCHEMAS["question_metrics"] if c != "split"]
+    frames = [f if "level" in f.columns else f.with_columns(pl.lit(None, pl.Utf8).alias("level")) for f in frames]
     # one table of questions x metrics x systems rows: concatenated without copying the parts (no rechunk), and
     # the split looked up per row rather than joined (a join would copy every column once more)
     gsplit = golden.select("question_id", "split").unique("question_id", keep="first")
@@ -207,6 +253,28 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
         built[col] = pl.concat([part.get_column(col) for part in parts], rechunk=True)
         parts = [part.drop(col) for part in parts]
     return tables.conform(pl.DataFrame(built), "question_metrics"), info
+
+
+def _system_kind_doc_ids_only(cfg: EvalConfig, system: str, doc_ids_only) -> bool:
+    """Whether the configured system's retrieved ids were document ids (its chunk-level rows mean nothing)."""
+    try:
+        return doc_ids_only(cfg.system(system))
+    except ConfigError:  # rows of a system no longer configured (a partial re-run keeps them)
+        return False
+
+
+def _not_evaluable(rows: pl.DataFrame, pairs: pl.DataFrame, status: str) -> pl.DataFrame:
+    """``rows`` (question_metrics columns) with value, numerator and denominator null and ``status`` set on
+    the (system, question_id) pairs listed in ``pairs``; other rows unchanged."""
+    if pairs.height == 0 or rows.height == 0:
+        return rows
+    hit = rows.join(pairs.unique().with_columns(pl.lit(True).alias("_hit")), on=["system", "question_id"],
+                    how="left", maintain_order="left")["_hit"].fill_null(False)
+    flag = pl.Series("_f", hit)
+    return rows.with_columns(
+        *(pl.when(flag).then(None).otherwise(pl.col(c)).alias(c) for c in ("value", "numerator", "denominator")),
+        pl.when(flag).then(pl.lit(status)).otherwise(pl.col("status")).alias("status"),
+    )
 
 
 def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame | pl.LazyFrame, golden: pl.DataFrame,

@@ -24,12 +24,14 @@ _KEY = ("system", "metric", "k", "question_id")
 
 
 def failed_gates(gate_results: pl.DataFrame) -> list[str]:
-    """``"system/metric: reason"`` of every blocking gate row that did not pass (version mismatches included).
+    """``"system/metric: reason"`` of every blocking gate row that did not pass (version mismatches included;
+    a document-level gate's metric reads ``metric (doc)``).
 
-    Input: a ``gate_results`` table (columns system, metric, blocking, passed, reason). Output: one string per
-    failing blocking row, in table order; empty when every blocking gate passed."""
+    Input: a ``gate_results`` table (columns system, metric, blocking, passed, reason; ``level`` optional).
+    Output: one string per failing blocking row, in table order; empty when every blocking gate passed."""
     failed = gate_results.filter(pl.col("blocking") & ~pl.col("passed"))
-    return [f"{r['system']}/{r['metric']}: {r['reason']}" for r in failed.iter_rows(named=True)]
+    return [f"{r['system']}/{r['metric']}{' (doc)' if r.get('level') == 'doc' else ''}: {r['reason']}"
+            for r in failed.iter_rows(named=True)]
 
 
 def track_regressions(previous: pl.DataFrame | None, question_metrics: pl.DataFrame | pl.LazyFrame,

@@ -103,7 +103,8 @@ def write_parquet_atomic(df: pl.DataFrame, path: Path, table: str | None = None,
     included: every Parquet file the pipeline writes is a declared table) or a frame of another shape.
     """
     if table is None:
-        raise SchemaError(f"{path}: a Parquet table needs its declared table name (core/tables.py)")
+        raise SchemaError(f"{path}: not written: a Parquet file of the pipeline is always one of its tables "
+                          "(metric_summary, rag_runs, ...), and no table was named for this one")
     schema, slices = to_arrow_batches(df, table, context)  # conform and metadata before the temporary file exists
 
     def write(tmp: str) -> None:

@@ -13,16 +13,21 @@ prefixed ``rag_eval.`` (values are UTF-8 strings; JSON where noted):
 ``{metric: {family, definition, source, judge_based, higher_is_better}}`` for every registered metric
 in the file, from ``core/metrics/names.py``). An empty value means "not known to the writer".
 
-Provenance is resolved per key, first found wins: the writer's :class:`WriteContext` (the asset's own
-metadata), the table that defines the key (``corpus_snapshot`` → corpus version, ``golden_set`` →
-golden version, ``judge_labels`` / ``answer_judgements`` → judge keys, from their rows), the footer of
-that defining table in the run's folder (``WriteContext.lineage_dir``: the files this run read), then
-the table's own column when it holds one value.
+Provenance: a table that has the key's own column (``corpus_version`` / ``golden_version`` in
+``rag_runs``, ``golden_set``) takes the value from its rows, so the metadata always describes the rows;
+the write is refused (SchemaError, nothing written) when the rows hold several values or one that
+differs from the writer's :class:`WriteContext` (in ``metric_history``, whose rows span runs, the
+writing run's value, which the rows must hold). Otherwise, first found wins: the writer's
+:class:`WriteContext` (the asset's own metadata), the table that defines the key (``corpus_snapshot``
+→ corpus version, ``judge_labels`` / ``answer_judgements`` → judge keys, from their rows), then the
+footer of that defining table in the run's folder (``WriteContext.lineage_dir``: the files this run
+read).
 
-Reading (:func:`check_and_read`): a file of the table's current schema version is read as is; an
-older one is migrated (registered ``@migration`` steps, then missing nullable columns added as null)
-with a one-line message naming the file and both versions; a file of a newer version, of another
-table, or one that cannot be migrated is refused with :class:`SchemaVersionError`. A file without the
+Reading (:func:`check_and_read`): a file of the table's current schema version is checked as a write
+is (every declared column, no other, declared types, no null where not null, no NaN); an older one is
+migrated (registered ``@migration`` steps, then missing nullable columns added as null) with a one-line
+message naming the file and both versions; a file of a newer version, of another table, one that
+cannot be migrated or one that fails those checks is refused with :class:`SchemaVersionError`. A file without the
 metadata (written before schema versions existed) is version 0. Nothing here imports Dagster.
 """
 
@@ -42,7 +47,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rag_eval_pipeline.core.errors import InputError, SchemaError
-from rag_eval_pipeline.core.table_schema import MIGRATIONS, TableSpec, conform
+from rag_eval_pipeline.core.table_schema import MIGRATIONS, TableSpec, check_values, conform
 from rag_eval_pipeline.core.tables import spec_of  # importing tables declares every table
 
 PREFIX = "rag_eval."
@@ -134,11 +139,29 @@ def _footer(folder: Path | None, table: str, key: str) -> str | None:
         return None
 
 
-def _single(df: pl.DataFrame, name: str) -> str | None:
-    if name not in df.columns:
-        return None
-    values = df[name].drop_nulls().unique()
-    return str(values[0]) if values.len() == 1 else None
+def _from_rows(df: pl.DataFrame, spec: TableSpec, name: str, given: str | None) -> str | None:
+    """The value of provenance key ``name`` for a file of ``spec`` holding ``df``: taken from the rows when
+    the table has that column (the metadata must describe the rows), else ``given`` (the writer's context;
+    None: look further). Raises SchemaError, before anything is written, when the rows hold several values
+    (except in a table of several runs, ``run_id`` column: there the writing run's value, which the rows
+    must hold) or one that differs from ``given``."""
+    if name not in spec.polars or name not in df.columns:
+        return given
+    values = sorted({str(v) for v in df[name].drop_nulls().to_list()})
+    if not values:
+        return given
+    if len(values) > 1:
+        if "run_id" in spec.polars:  # metric_history: rows of several runs
+            if given is not None and given not in values:
+                raise SchemaError(f"table {spec.name!r}: this run's {name} {given!r} is in none of the rows "
+                                  f"(they hold {values[:5]}); nothing was written")
+            return given
+        raise SchemaError(f"table {spec.name!r}: column {name!r} holds several values {values[:5]}; a file "
+                          f"describes one {name}, nothing was written")
+    if given is not None and given != values[0]:
+        raise SchemaError(f"table {spec.name!r}: the rows say {name} {values[0]!r} but the writer says {given!r}; "
+                          "the file's metadata must describe its rows, nothing was written")
+    return values[0]
 
 
 def _judge_keys(df: pl.DataFrame) -> list[dict[str, str | None]] | None:
@@ -154,21 +177,19 @@ def provenance(df: pl.DataFrame, spec: TableSpec, ctx: WriteContext) -> dict[str
     on, resolved as the module docstring says; "" (or "[]" for judge) when nothing knows them."""
     out: dict[str, str] = {}
     if "corpus" in spec.depends_on:
-        value = ctx.corpus_version
+        value = _from_rows(df, spec, "corpus_version", ctx.corpus_version)
         if value is None and spec.name == DEFINED_BY["corpus"]:
             from rag_eval_pipeline.core.corpus import corpus_version
 
             value = corpus_version(df)
-        if value is None and spec.name != DEFINED_BY["corpus"]:
+        if value is None:
             value = _footer(ctx.lineage_dir, DEFINED_BY["corpus"], "corpus_version")
-        out["corpus_version"] = value or _single(df, "corpus_version") or ""
+        out["corpus_version"] = value or ""
     if "golden" in spec.depends_on:
-        value = ctx.golden_version
-        if spec.name == DEFINED_BY["golden"]:
-            value = value or _single(df, "golden_version")
-        elif value is None:
+        value = _from_rows(df, spec, "golden_version", ctx.golden_version)
+        if value is None and spec.name != DEFINED_BY["golden"]:
             value = _footer(ctx.lineage_dir, DEFINED_BY["golden"], "golden_version")
-        out["golden_version"] = value or _single(df, "golden_version") or ""
+        out["golden_version"] = value or ""
     if "judge" in spec.depends_on:
         keys = _judge_keys(df) if spec.name in _JUDGE_TABLES else None
         if keys is None and ctx.judge is not None:
@@ -228,6 +249,35 @@ def to_arrow(df: pl.DataFrame, table: str, ctx: WriteContext | None = None) -> p
     return df.to_arrow().cast(schema)
 
 
+def _read_current(path: Path, spec: TableSpec, columns: list[str] | None) -> pl.DataFrame:
+    """A file whose metadata says the current version, checked like a write (:func:`conform`): every
+    declared column there and no other, declared types, no null in a not-null column, no NaN. With
+    ``columns`` the set of columns is checked from the footer and the values of those read only."""
+    def refuse(what: str) -> SchemaVersionError:
+        return SchemaVersionError(f"table {spec.name!r}, schema version {spec.version} (the current one): {what}; "
+                                  "the file does not match its declared schema (edited or written by another "
+                                  "tool): re-run the evaluation to rewrite it", path=str(path))
+
+    try:
+        names = pq.read_schema(path).names
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"not a readable Parquet file ({type(exc).__name__}: {exc})", path=str(path)) from None
+    missing = [c for c in spec.polars if c not in names]
+    extra = [c for c in names if c not in spec.polars]
+    if missing or extra:
+        raise refuse(f"it lacks the column(s) {missing}" if not extra else
+                     f"its columns differ from the declaration (missing {missing}, unexpected {extra})")
+    df = pl.read_parquet(path, columns=columns)
+    wrong = {c: str(t) for c, t in df.schema.items() if spec.polars.get(c) != t}
+    if wrong:
+        raise refuse(f"its columns differ from the declaration: {wrong}")
+    try:
+        check_values(df, spec.name)
+    except SchemaError as exc:
+        raise refuse(str(exc).removeprefix(f"table {spec.name!r}: ")) from None
+    return df
+
+
 def to_arrow_batches(df: pl.DataFrame, table: str, ctx: WriteContext | None = None,
                      rows: int = 262_144) -> tuple[pa.Schema, Iterator[pa.Table]]:
     """:func:`to_arrow` a slice of ``rows`` rows at a time: (the declared schema with the file metadata, the
@@ -269,11 +319,7 @@ def check_and_read(path: str | Path, table: str | None = None, *, columns: list[
                                  path=str(path)) from None
     both = f"table {table!r} has schema version {version}, this pipeline reads version {spec.version}"
     if version == spec.version:
-        df = pl.read_parquet(path, columns=columns)
-        wrong = {c: str(t) for c, t in df.schema.items() if spec.polars.get(c) != t}
-        if wrong:
-            raise SchemaVersionError(f"{both} but its columns differ from the declaration: {wrong}", path=str(path))
-        return df
+        return _read_current(path, spec, columns)
     if version > spec.version:
         raise SchemaVersionError(f"{both}: written by a newer release ({meta.get(PREFIX + 'product_version')}); "
                                  "read it with that release or re-run the evaluation", path=str(path))

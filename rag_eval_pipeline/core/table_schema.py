@@ -140,8 +140,9 @@ def spec_of(table: str) -> TableSpec:
     The declarations are ``core/tables.py``'s: import ``spec_of`` from there (which declares them), so that
     this module never imports its declarations (no import circle)."""
     if table not in TABLES:
-        raise SchemaError(f"table {table!r} has no declared schema (core/tables.py declares "
-                          f"{', '.join(TABLES.names())})")
+        raise SchemaError(f"{table!r} is not one of this pipeline's tables ({', '.join(TABLES.names())}); "
+                          "a table file is known by its rag_eval.table metadata, else by its file name: "
+                          "rename the file or point at one of those tables")
     return TABLES.get(table)
 
 
@@ -156,12 +157,21 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
     dtype, when a column declared not nullable holds a null, or when a float column holds NaN (null
     means "not evaluable"; NaN is never stored).
     """
-    spec = spec_of(table)
-    schema = spec.polars
+    df = conform_columns(df, spec_of(table).polars, f"table {table!r}")
+    check_values(df, table)
+    return df
+
+
+def conform_columns(df: pl.DataFrame, schema: pl.Schema, what: str) -> pl.DataFrame:
+    """The column rules of :func:`conform` for any polars ``schema`` (the documents frame uses it too):
+    the same columns, each of the declared dtype (a Null-typed column, or a List of Null, is cast to it).
+
+    Output: ``df`` in ``schema``'s column order. Raises SchemaError starting with ``what`` and naming the
+    columns missing or extra, or the column of another dtype."""
     missing = [c for c in schema if c not in df.columns]
     extra = [c for c in df.columns if c not in schema]
     if missing or extra:
-        raise SchemaError(f"table {table!r}: missing columns {missing}, unexpected columns {extra}")
+        raise SchemaError(f"{what}: missing columns {missing}, unexpected columns {extra}")
     casts = {}
     for name, dtype in schema.items():
         got = df.schema[name]
@@ -173,23 +183,38 @@ def conform(df: pl.DataFrame, table: str) -> pl.DataFrame:
         if _struct_subset(got, dtype):  # a frame built before a struct field existed: the field is null
             df = df.with_columns(add_struct_fields(df, name, dtype))
             continue
-        raise SchemaError(f"table {table!r}: column {name!r} has dtype {got}, expected {dtype}")
+        raise SchemaError(f"{what}: column {name!r} has dtype {got}, expected {dtype}")
     if casts:
         df = df.with_columns([pl.col(c).cast(t) for c, t in casts.items()])
+    return df.select(list(schema))
+
+
+def polars_type(arrow_type: pa.DataType) -> pl.DataType:
+    """The polars dtype of an Arrow type as polars reads it (``large_string`` -> ``String``, a struct field by
+    field): one declaration, two type systems."""
+    return cast(pl.DataFrame, pl.from_arrow(pa.table({"x": pa.array([], arrow_type)}))).schema["x"]
+
+
+def check_values(df: pl.DataFrame, table: str) -> None:
+    """The value rules of :func:`conform` on the declared columns ``df`` holds (a column it lacks is not
+    checked): no null in a column declared not null, no NaN in a float column. Raises SchemaError naming
+    the table, the column and the number of rows."""
+    spec = spec_of(table)
     for name in spec.required:
+        if name not in df.columns:
+            continue
         nulls = df[name].null_count()
         if nulls:
             raise SchemaError(f"table {table!r}: column {name!r} is declared not null and holds null in "
                               f"{nulls} row(s) ({spec.describe(name)})")
-    for name, dtype in schema.items():
-        if dtype in (pl.Float64, pl.Float32):
+    for name, dtype in spec.polars.items():
+        if dtype in (pl.Float64, pl.Float32) and name in df.columns:
             bad = df.filter(pl.col(name).is_nan())
             if bad.height:
                 raise SchemaError(
                     f"table {table!r}: column {name!r} holds NaN in {bad.height} row(s); "
                     "store null for 'not evaluable'"
                 )
-    return df.select(list(schema))
 
 
 def _struct_subset(got: pl.DataType, want: pl.DataType) -> bool:

@@ -31,18 +31,21 @@ from rag_eval_pipeline.core.table_schema import (
     declare,
     list_of,
     migration,
+    polars_type,
     spec_of,
     struct,
 )
 
 RETRIEVED_HIT_ARROW = struct(chunk_id=STRING, score=FLOAT64, rank=INT32)
 RELEVANT_ID_ARROW = struct(chunk_id=STRING, grade=INT32)
-GOLDEN_CLAIM_ARROW = struct(claim_id=STRING, text=STRING, supporting=list_of(STRING), importance=STRING)
-RETRIEVED_HIT = pl.Struct({"chunk_id": pl.Utf8, "score": pl.Float64, "rank": pl.Int32})
-RELEVANT_ID = pl.Struct({"chunk_id": pl.Utf8, "grade": pl.Int32})
+RELEVANT_DOC_ARROW = struct(doc_id=STRING, grade=INT32)
 # importance: "vital" / "okay" (NUGGET_IMPORTANCE; null = vital), the claim's weight as a nugget
-GOLDEN_CLAIM = pl.Struct({"claim_id": pl.Utf8, "text": pl.Utf8, "supporting": pl.List(pl.Utf8),
-                          "importance": pl.Utf8})
+GOLDEN_CLAIM_ARROW = struct(claim_id=STRING, text=STRING, supporting=list_of(STRING), importance=STRING)
+#: The same types as polars reads them (derived: declared once, in Arrow).
+RETRIEVED_HIT = polars_type(RETRIEVED_HIT_ARROW)
+RELEVANT_ID = polars_type(RELEVANT_ID_ARROW)
+RELEVANT_DOC = polars_type(RELEVANT_DOC_ARROW)
+GOLDEN_CLAIM = polars_type(GOLDEN_CLAIM_ARROW)
 
 ANSWERABILITY = ("answerable", "absent", "clarify")
 DECISIONS = ("answer", "abstain", "clarify", "error")
@@ -54,6 +57,7 @@ VERDICT_FAMILIES = ("citation_support", "nugget_coverage")
 NUGGET_IMPORTANCE = ("vital", "okay")
 CHUNK_STATUS = ("active", "withdrawn", "replaced")
 SPLITS = ("dev", "test")
+LEVELS = ("chunk", "doc")  # what a retrieval metric row was scored against (core/metrics/doc_level.py)
 
 JUDGED = ("corpus", "golden", "judge")
 _SYSTEM = column("system", STRING, "the system under test, as named in the configuration", nullable=False)
@@ -67,6 +71,8 @@ _JUDGE = [
 _METRIC = column("metric", STRING, "trec_eval or pipeline metric name, without the cut-off (its definition: "
                  "this file's rag_eval.metrics metadata, docs/METRICS.md)", nullable=False)
 _K = column("k", INT32, "cut-off (top k retrieved chunks); null for a metric without one")
+_LEVEL = column("level", STRING, "retrieval rows and claim evidence: chunk (relevance judged per chunk) or doc (per "
+                "document, from the ranked chunks); null for a metric without a level")
 
 
 def _value_columns(null_rule: str) -> list:
@@ -79,8 +85,8 @@ def _value_columns(null_rule: str) -> list:
 
 
 declare("corpus_snapshot", 1, "one chunk of one document version", depends_on=("corpus",), columns=[
-    column("chunk_id", STRING, "doc_id#n, n counted from 0 within the document; stable for the same input",
-           nullable=False),
+    column("chunk_id", STRING, "doc_id#n, n counted from 0 within the document (corpus.source chunks: the team's "
+           "own id, kept); stable for the same input", nullable=False),
     column("doc_id", STRING, "the document's id (Unicode NFC)", nullable=False),
     column("chunk_index", INT32, "n of chunk_id: position of the chunk in its document, from 0", nullable=False),
     column("text", STRING, "the chunk's text", nullable=False),
@@ -96,7 +102,7 @@ declare("corpus_snapshot", 1, "one chunk of one document version", depends_on=("
     column("sha256", STRING, "hex sha256 of the chunk text", nullable=False),
 ])
 
-declare("golden_set", 2, "one golden question", columns=[
+declare("golden_set", 3, "one golden question", columns=[
     column("question_id", STRING, "the question's id, unique in the golden set", nullable=False),
     column("golden_version", STRING, "content hash of the whole golden set", nullable=False),
     column("question", STRING, "the question as a user asks it", nullable=False),
@@ -104,6 +110,8 @@ declare("golden_set", 2, "one golden question", columns=[
            nullable=False),
     column("relevant", list_of(RELEVANT_ID_ARROW), "relevant chunk ids with graded relevance (grade >= 1); "
            "empty for a question without evidence"),
+    column("relevant_docs", list_of(RELEVANT_DOC_ARROW), "relevance judged per document: doc ids with graded "
+           "relevance; empty when the question judges chunks only"),
     column("reference_answer", STRING, "the reviewed reference answer; null when there is none"),
     column("claims", list_of(GOLDEN_CLAIM_ARROW), "person-reviewed claims (nuggets) with their supporting "
            "chunk ids and importance (vital: a good answer must state it; okay: worthwhile; null = vital)"),
@@ -234,7 +242,7 @@ declare("answer_judgements", 1, "one answer of one system, judged as a whole: wh
     column("error", STRING, "the judge's failure reason when status is judge_error; null otherwise"),
 ])
 
-declare("question_metrics", 1, "one metric of one question for one system", depends_on=JUDGED, columns=[
+declare("question_metrics", 2, "one metric of one question for one system", depends_on=JUDGED, columns=[
     _SYSTEM, _QUESTION,
     column("split", STRING, "the question's split: dev or test"),
     _METRIC, _K,
@@ -243,9 +251,11 @@ declare("question_metrics", 1, "one metric of one question for one system", depe
            nullable=False),
     column("ranking_mode", STRING, "retrieval rows: system (the system's ranks) or trec_eval (by score); "
            "null for other metrics"),
+    _LEVEL,
 ])
 
-declare("metric_summary", 1, "one metric for one system, split, segment and k", depends_on=JUDGED, columns=[
+declare("metric_summary", 2, "one metric for one system, split, segment, k and level", depends_on=JUDGED,
+        columns=[
     _SYSTEM,
     column("split", STRING, "all, dev or test", nullable=False),
     column("segment", STRING, "all, or a key=value segment of the questions", nullable=False),
@@ -259,9 +269,10 @@ declare("metric_summary", 1, "one metric for one system, split, segment and k", 
     column("judge_errors", INT64, "judge failures left out of a judge-based metric; 0 elsewhere"),
     column("ranking_mode", STRING, "retrieval rows: system or trec_eval; null for other metrics"),
     column("small_segment", BOOL, "true when the segment has fewer than metrics.small_segment_n questions"),
+    _LEVEL,
 ])
 
-declare("gate_results", 1, "one gated metric of one candidate system against the promoted baseline",
+declare("gate_results", 2, "one gated metric of one candidate system against the promoted baseline",
         depends_on=JUDGED, columns=[
     _SYSTEM,
     column("metric", STRING, "the gated metric (or versions, for a version mismatch row)", nullable=False),
@@ -280,6 +291,7 @@ declare("gate_results", 1, "one gated metric of one candidate system against the
     column("blocking", BOOL, "true when a failure blocks promotion", nullable=False),
     column("passed", BOOL, "true when the gate passed", nullable=False),
     column("regressed_questions", list_of(STRING), "question ids that got worse"),
+    column("level", STRING, "the level of the gated rows (chunk or doc); null for a metric without one"),
 ])
 
 declare("answer_quality", 1, "one model-judged metric of one answer", depends_on=JUDGED, columns=[
@@ -370,7 +382,7 @@ declare("ppi_estimates", 1, "one prediction-powered estimate of a judge-based ra
     column("reason", STRING, "why estimate is null, or how it was computed"),
 ])
 
-declare("metric_history", 1, "one (run, system, metric, k) of the overall headline, appended every full run",
+declare("metric_history", 2, "one (run, system, metric, k, level) of the overall headline, appended every full run",
         depends_on=JUDGED, columns=[
     column("run_id", STRING, "the Dagster run id that evaluated", nullable=False),
     column("evaluated_at", UTC_MICROSECONDS, "when the run evaluated (UTC)", nullable=False),
@@ -386,6 +398,7 @@ declare("metric_history", 1, "one (run, system, metric, k) of the overall headli
     column("judge", STRING, "judge of that run"),
     column("judge_model", STRING, "judge model of that run"),
     column("judge_prompt_sha256", STRING, "judge prompt sha256 of that run"),
+    _LEVEL,
 ])
 
 declare("regression_cases", 2, "one question that regressed once on a gated metric; kept across runs",
@@ -430,7 +443,7 @@ def empty(table: str) -> pl.DataFrame:
 
 
 __all__ = [
-    "ANSWERABILITY", "CHUNK_STATUS", "DECISIONS", "GOLDEN_CLAIM", "NUGGET_IMPORTANCE", "RAG_RUNS_OPTIONAL",
-    "RELEVANT_ID", "RETRIEVED_HIT", "SCHEMAS", "SPLITS", "SUPPORT_VERDICTS", "TABLES", "VERDICTS", "VERDICT_FAMILIES",
-    "TableSpec", "conform", "empty", "migration", "spec_of",
+    "ANSWERABILITY", "CHUNK_STATUS", "DECISIONS", "GOLDEN_CLAIM", "LEVELS", "NUGGET_IMPORTANCE", "RAG_RUNS_OPTIONAL",
+    "RELEVANT_DOC", "RELEVANT_ID", "RETRIEVED_HIT", "SCHEMAS", "SPLITS", "SUPPORT_VERDICTS", "TABLES", "VERDICTS",
+    "VERDICT_FAMILIES", "TableSpec", "conform", "empty", "migration", "spec_of",
 ]

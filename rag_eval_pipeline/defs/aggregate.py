@@ -12,7 +12,8 @@ upstream of ``metric_summary``). Every table a step reads is still a declared in
 an ancestor of each table computed from it (``rag_eval_pipeline_tests/defs/test_lineage.py``).
 
 The checks beside these tables (``denominators_consistent``, ``judge_calibrated_above_floor``,
-``no_regression_against_baseline``) block what lies downstream of the stage: ``metric_history``,
+``no_regression_against_baseline``, ``run_errors_within_share``) block what lies downstream of the stage:
+``metric_history``,
 ``regression_cases``, the report and ``promotion``. The stage can be subset: materialising
 ``judge_calibration`` alone computes only it; ``gate_results`` alone recomputes the summary and the
 variance it needs without writing them.
@@ -110,4 +111,10 @@ def build(scope: SuiteScope) -> tuple[list, list]:
     def no_regression(gate_verdict: dict, gate_results: pl.DataFrame) -> dg.AssetCheckResult:
         return promotion.no_regression_against_baseline(gate_verdict, gate_results)
 
-    return [aggregate], [denominators, calibrated, no_regression]
+    @dg.asset_check(asset=key("gate_verdict"), name="run_errors_within_share", blocking=True,
+                    additional_ins=scope.ins("rag_runs"), required_resource_keys=scope.needs("settings"),
+                    description=promotion.RUN_ERRORS_DESCRIPTION)
+    def run_errors(context, gate_verdict: dict, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
+        return promotion.run_errors_within_share(scope.settings(context), rag_runs)
+
+    return [aggregate], [denominators, calibrated, no_regression, run_errors]

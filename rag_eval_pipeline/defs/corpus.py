@@ -14,7 +14,8 @@ STAGE = "corpus"
 
 
 def corpus_snapshot(context: dg.AssetExecutionContext, settings: EvalSettings) -> dg.Output[pl.DataFrame]:
-    """One row per chunk of one document version (chunk id ``doc_id#n``); metadata carries corpus_version."""
+    """One row per chunk of one document version (chunk id ``doc_id#n``, or the team's own ids with
+    ``corpus.source: chunks``); metadata carries corpus_version."""
     snapshot, version = build_snapshot(settings.config)
     status = dict(snapshot.group_by("status").len().iter_rows())
     context.log.info(f"corpus_version {version}: {snapshot['doc_id'].n_unique()} documents, {snapshot.height} chunks")
@@ -31,9 +32,14 @@ def corpus_snapshot(context: dg.AssetExecutionContext, settings: EvalSettings) -
     )
 
 
-def chunk_ids_unique(corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+def chunk_ids_unique(settings: EvalSettings, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+    """Chunk ids are unique, and of the form doc_id#n when the pipeline chunked the corpus (corpus.source
+    chunks keeps the team's own ids)."""
+    from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
+
     dupes = corpus_snapshot.filter(pl.col("chunk_id").is_duplicated())["chunk_id"].unique().sort().to_list()
-    malformed = corpus_snapshot.filter(
+    chunked_here = CORPUS_SOURCES.get(settings.config.corpus.source).snapshot is None
+    malformed = [] if not chunked_here else corpus_snapshot.filter(
         pl.col("chunk_id") != pl.col("doc_id") + pl.lit("#") + pl.col("chunk_index").cast(pl.Utf8)
     )["chunk_id"].to_list()
     return dg.AssetCheckResult(
@@ -51,8 +57,8 @@ def build(scope: SuiteScope) -> tuple[list, list]:
         return corpus_snapshot(context, scope.settings(context))
 
     @dg.asset_check(asset=snapshot, name="chunk_ids_unique", blocking=True,
-                    description="Chunk ids are unique and of the form doc_id#n.")
-    def ids_unique(asset_value: pl.DataFrame) -> dg.AssetCheckResult:
-        return chunk_ids_unique(asset_value)
+                    required_resource_keys=scope.needs("settings"), description=chunk_ids_unique.__doc__)
+    def ids_unique(context, asset_value: pl.DataFrame) -> dg.AssetCheckResult:
+        return chunk_ids_unique(scope.settings(context), asset_value)
 
     return [snapshot], [ids_unique]

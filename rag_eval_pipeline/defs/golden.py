@@ -14,8 +14,8 @@ from rag_eval_pipeline.defs.resources import EvalSettings
 from rag_eval_pipeline.defs.scope import SuiteScope
 
 STAGE = "golden"
-CONSISTENT_DESCRIPTION = ("Every referenced chunk id exists; absent questions have no relevant ids; answerable ones "
-                          "have some.")
+CONSISTENT_DESCRIPTION = ("Every referenced chunk id and document id exists; absent questions have no relevant ids; "
+                          "answerable ones have some (chunks or documents).")
 CURRENT_DESCRIPTION = ("Warns when a question's evidence (relevant ids with grade > 0, claim support) is a withdrawn "
                        "or replaced chunk: those questions form the doc_status=withdrawn / doc_status=replaced "
                        "segments of the report.")
@@ -51,8 +51,10 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig, setti
 
 
 def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+    from rag_eval_pipeline.core.sources.golden import with_relevant_docs
+
     # Column expressions, no Python loop over questions (10,000 questions x 200,000 chunks in well under a second).
-    g = golden_set.with_row_index("_row")
+    g = with_relevant_docs(golden_set).with_row_index("_row")
     relevant_ids = pl.col("relevant").list.eval(pl.element().struct.field("chunk_id"))
     supporting_ids = pl.col("claims").list.eval(pl.element().struct.field("supporting").explode())
     cited = pl.concat([
@@ -63,7 +65,13 @@ def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: p
                .sort("_row", "_src", "_item")
                .select(pl.col("question_id") + pl.lit(":") + pl.col("chunk_id"))
                .to_series().to_list())
-    n_relevant = pl.col("relevant").list.len().fill_null(0)
+    docs = g.select("_row", "question_id", pl.col("relevant_docs").list.eval(pl.element().struct.field("doc_id"))
+                    .alias("doc_id")).explode("doc_id").drop_nulls("doc_id").with_row_index("_item")
+    if docs.height:  # document-level relevance: its doc ids must be documents of the snapshot
+        unknown += (docs.join(corpus_snapshot.select("doc_id").unique(), on="doc_id", how="anti")
+                    .sort("_row", "_item").select(pl.col("question_id") + pl.lit(":doc:") + pl.col("doc_id"))
+                    .to_series().to_list())
+    n_relevant = pl.col("relevant").list.len().fill_null(0) + pl.col("relevant_docs").list.len().fill_null(0)
     bad_class = g.filter(~pl.col("answerability").is_in(list(ANSWERABILITY)) | pl.col("answerability").is_null())
     absent_with = g.filter((pl.col("answerability") == "absent") & (n_relevant > 0))
     answerable_without = g.filter((pl.col("answerability") == "answerable") & (n_relevant == 0))
@@ -122,7 +130,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
         return golden_set(context, config, scope.settings(context), corpus_snapshot, quick=scope.quick)
 
     @dg.asset_check(asset=golden, name="golden_consistent_with_snapshot", blocking=True,
-                    additional_ins=scope.ins(corpus_snapshot={"columns": ["chunk_id"]}),
+                    additional_ins=scope.ins(corpus_snapshot={"columns": ["chunk_id", "doc_id"]}),
                     description=CONSISTENT_DESCRIPTION)
     def consistent(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
         return golden_consistent_with_snapshot(golden_set, corpus_snapshot)

@@ -10,7 +10,7 @@ import datetime as dt
 import dagster as dg
 import polars as pl
 
-from rag_eval_pipeline.core.metrics.names import metric_label
+from rag_eval_pipeline.core.metrics.names import level_label
 from rag_eval_pipeline.core.pipeline import build_question_metrics, build_summary
 from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
@@ -20,7 +20,7 @@ STAGE = "metrics"
 DENOMINATORS_DESCRIPTION = "No rate without its counts, no NaN, null exactly where the denominator is 0."
 
 # Only the snapshot's columns a step reads: a 200,000-chunk corpus's texts stay on disk.
-SNAPSHOT_FOR_QUESTION_METRICS = ["chunk_id", "acl"]
+SNAPSHOT_FOR_QUESTION_METRICS = ["chunk_id", "doc_id", "acl"]  # doc_id: document-level relevance
 SNAPSHOT_FOR_SUMMARY = ["chunk_id", "acl", "status", "valid_from"]
 
 
@@ -51,16 +51,16 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
     md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}
     for row in headline.iter_rows(named=True):
         if row["value"] is not None:
-            name = f"{row['system']}/{metric_label(row['metric'], row['k'])}"
-            md[name] = float(row["value"])
+            md[f"{row['system']}/{level_label(row['metric'], row['k'], row['level'])}"] = float(row["value"])
     md["summary"] = dg.MetadataValue.md(summary_markdown(headline))
     return dg.Output(summary, metadata=md)
 
 
 def summary_markdown(headline: pl.DataFrame) -> str:
-    """A Markdown table of the headline rows: metric, value, numerator/denominator, n, 95% CI."""
+    """A Markdown table of the headline rows: metric (``recall_5 (doc)`` at document level), value,
+    numerator/denominator, n, 95% CI."""
     return markdown_table(["system", "metric", "value", "num/den", "n", "95% CI"], [
-        [r["system"], metric_label(r["metric"], r["k"]),
+        [r["system"], level_label(r["metric"], r["k"], r.get("level")),
          "null" if r["value"] is None else f"{r['value']:.4f}", f"{r['numerator']:g}/{r['denominator']:g}", r["n"],
          "" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"]
         for r in headline.sort("system", "metric").iter_rows(named=True)])
@@ -83,7 +83,8 @@ def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult
     bad = {k: v for k, v in problems.items() if v.height}
     return dg.AssetCheckResult(
         passed=not bad,
-        metadata={k: dg.MetadataValue.json(v.select("system", "split", "segment", "metric", "k").head(20).to_dicts())
+        metadata={k: dg.MetadataValue.json(v.select("system", "split", "segment", "metric", "k", "level").head(20)
+                                           .to_dicts())
                   for k, v in bad.items()} | {"rows_checked": s.height},
     )
 
@@ -110,9 +111,11 @@ def metric_history(context: dg.AssetExecutionContext, settings: EvalSettings, st
             pl.lit(golden_set.height).alias("golden_questions"),
             pl.lit(jd["judge"]).alias("judge"), pl.lit(jd["judge_model"]).alias("judge_model"),
             pl.lit(jd["prompt_sha256"]).alias("judge_prompt_sha256"),
+            "level",
         )
     )
-    history = rows if previous is None else pl.concat([previous, rows], how="vertical_relaxed")
+    # a history written before the level column existed reads it as null
+    history = rows if previous is None else pl.concat([previous, rows], how="diagonal_relaxed").select(rows.columns)
     return dg.Output(history, metadata={"rows": history.height, "runs": history["run_id"].n_unique()})
 
 
@@ -120,13 +123,18 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
                rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.Output[dict]:
     """Every system's retrieval as a TREC run file and the golden relevance as TREC qrels, for trec_eval.
 
-    Written to ``<output>/trec/<system>.run`` and ``<output>/trec/qrels.txt``. trec_eval ranks by score
-    (ties by doc id descending), so compare its numbers with ``metrics.ranking_mode: trec_eval``. A
+    Written to ``<output>/trec/<system>.run`` and ``<output>/trec/qrels.txt``; when the golden set judges
+    documents (``relevant_docs``), also the document-level pair ``<output>/trec/<system>.doc.run`` and
+    ``<output>/trec/qrels_doc.txt`` (each document once, at its first chunk's place). trec_eval ranks by
+    score (ties by doc id descending), so compare its numbers with ``metrics.ranking_mode: trec_eval``. A
     question that retrieved nothing gets one line with a docno no qrels judge, so trec_eval scores it 0
-    as the pipeline does. When every document is one chunk (BEIR), docnos are document ids. Ids holding
-    whitespace are percent-encoded (``core.sources.trec.trec_tokens``). A system
-    with a hit that has no score cannot be written (trec_eval needs one) and is listed as skipped.
+    as the pipeline does. A question whose run errored is left out of the run file, as the tables leave
+    it out of every retrieval average; ``trec_eval -c`` scores it 0 instead (missing = 0), the view that
+    counts failures as empty retrievals. When every document is one chunk (BEIR), docnos are document
+    ids. Ids holding whitespace are percent-encoded (``core.sources.trec.trec_tokens``). A system with a
+    hit that has no score cannot be written (trec_eval needs one) and is listed as skipped.
     """
+    from rag_eval_pipeline.core.metrics.doc_level import doc_qrels, doc_run, levels_of
     from rag_eval_pipeline.core.metrics.retrieval import explode_runs, qrels_from_golden
     from rag_eval_pipeline.core.sources.trec import (
         NO_RETRIEVAL_DOCNO,
@@ -139,29 +147,51 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
     from rag_eval_pipeline.core.storage import write_atomic
 
     docnos = document_docnos(corpus_snapshot)
-    written, skipped, empty = {}, {}, {}
+    written, skipped, empty, errored, doc_written = {}, {}, {}, {}, {}
     # ids with whitespace (a corpus file name with spaces) are percent-encoded: TREC tokens cannot hold it
     qrels = trec_tokens(with_docnos(qrels_from_golden(golden_set), docnos))
     qrels_path = write_atomic(store.path("trec", "qrels.txt"), lambda tmp: write_trec_qrels(qrels, tmp))
-    long = explode_runs(rag_runs)
-    for system in sorted(long["system"].unique().to_list()):
+    with_docs = "doc" in levels_of(golden_set)
+    doc_qrels_path = None
+    if with_docs:
+        dq = trec_tokens(doc_qrels(golden_set, corpus_snapshot))
+        doc_qrels_path = write_atomic(store.path("trec", "qrels_doc.txt"), lambda tmp: write_trec_qrels(dq, tmp))
+    failed = rag_runs.filter(pl.col("decision") == "error").select("system", "question_id")
+    long = explode_runs(rag_runs).join(failed, on=["system", "question_id"], how="anti", maintain_order="left")
+    for system in sorted(rag_runs["system"].unique().to_list()):
+        errored[system] = failed.filter(pl.col("system") == system).height
         rows = long.filter(pl.col("system") == system)
         hits = rows.filter(pl.col("chunk_id").is_not_null())
         if hits["score"].null_count():
             skipped[system] = f"{hits['score'].null_count()} hit(s) without a score"
             continue
         empty[system] = rows.height - hits.height
-        rows = trec_tokens(with_docnos(rows, docnos))
-        path = write_atomic(store.path("trec", f"{system}.run"), lambda tmp, r=rows: write_trec_run(r, tmp))
+        chunk_rows = trec_tokens(with_docnos(rows, docnos))
+        path = write_atomic(store.path("trec", f"{system}.run"), lambda tmp, r=chunk_rows: write_trec_run(r, tmp))
         written[system] = str(path.resolve())
-    return dg.Output({"qrels": str(qrels_path.resolve()), "runs": written, "skipped": skipped}, metadata={
+        if with_docs:
+            docs = trec_tokens(doc_run(rows, corpus_snapshot, settings.config.ranking_mode).run_long)
+            path = write_atomic(store.path("trec", f"{system}.doc.run"), lambda tmp, r=docs: write_trec_run(r, tmp))
+            doc_written[system] = str(path.resolve())
+    out = {"qrels": str(qrels_path.resolve()), "runs": written, "skipped": skipped}
+    md = {
         "qrels": dg.MetadataValue.path(str(qrels_path.resolve())),
         "runs": dg.MetadataValue.json(written), "skipped": dg.MetadataValue.json(skipped),
         "docno": "doc_id (one chunk per document)" if docnos is not None else "chunk_id",
         "empty_retrievals": dg.MetadataValue.json(empty),
         "empty_retrieval_docno": NO_RETRIEVAL_DOCNO,
+        "errored_questions": dg.MetadataValue.json(errored),
+        "errored_questions_note": "left out of the run files, as the tables leave them out of every retrieval "
+                                  "average; trec_eval -c scores them 0 (missing = 0)",
         "trec_eval": "python -m rag_eval_pipeline.trec_eval -q <output>/trec/qrels.txt <output>/trec/<system>.run",
-    })
+    }
+    if doc_qrels_path is not None:
+        out.update({"qrels_doc": str(doc_qrels_path.resolve()), "doc_runs": doc_written})
+        md.update({"qrels_doc": dg.MetadataValue.path(str(doc_qrels_path.resolve())),
+                   "doc_runs": dg.MetadataValue.json(doc_written),
+                   "trec_eval_doc": "python -m rag_eval_pipeline.trec_eval -q <output>/trec/qrels_doc.txt "
+                                    "<output>/trec/<system>.doc.run"})
+    return dg.Output(out, metadata=md)
 
 
 def build(scope: SuiteScope) -> tuple[list, list]:

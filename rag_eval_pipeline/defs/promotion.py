@@ -59,9 +59,11 @@ def damaged_verdict(cfg, reason: str) -> GateVerdict:
 
 def gates_markdown(gates: pl.DataFrame) -> str:
     """A Markdown table of gate results: candidate, baseline, difference, p-value, wins/ties/losses, status."""
+    from rag_eval_pipeline.core.metrics.names import level_label
+
     f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
     return markdown_table(["system", "metric", "candidate", "baseline", "diff", "95% CI", "p", "W/T/L", "status"], [
-        [r["system"], metric_label(r["metric"], r["k"]), f(r["candidate"]), f(r["baseline"]),
+        [r["system"], level_label(r["metric"], r["k"], r.get("level")), f(r["candidate"]), f(r["baseline"]),
          f(r["difference"]), "" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
          f(r["p_value"]), f"{r['wins']}/{r['ties']}/{r['losses']}", r["status"]]
         for r in gates.iter_rows(named=True)])
@@ -138,6 +140,30 @@ def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFram
     )
 
 
+RUN_ERRORS_DESCRIPTION = ("No system's share of errored runs (decision error: a failed call, a timeout, a trace "
+                          "reporting an error) is above gates.max_run_error_share: errors are reported apart from the "
+                          "retrieval and decision rates, and too many of them block promotion.")
+
+
+def run_errors_within_share(settings: EvalSettings, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
+    """The check ``run_errors_within_share`` (on ``gate_verdict``; :data:`RUN_ERRORS_DESCRIPTION`): passes when
+    no system's share of error rows in ``rag_runs`` is above ``gates.max_run_error_share`` (0..1); metadata:
+    the limit, the systems over it and every system's error counts (``core.systems.error_reasons``)."""
+    from rag_eval_pipeline.core.systems.error_reasons import error_counts
+
+    limit = settings.config.gates.max_run_error_share
+    counts = error_counts(rag_runs)
+    over = {s: c for s, c in counts.items() if c["share"] > limit}
+    return dg.AssetCheckResult(
+        passed=not over,
+        metadata={
+            "limit": limit,
+            "over_limit": dg.MetadataValue.json(sorted(over)),
+            "errors_by_system": dg.MetadataValue.json(counts),
+        },
+    )
+
+
 def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
               metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
               judge_calibration: pl.DataFrame, gate_verdict: dict,
@@ -197,8 +223,13 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, ques
     A case is added the first time a candidate's per-question value on a gated metric is worse than the baseline's
     (failures are kept as regression cases). Later runs never drop it; ``status`` says whether it still
     regresses, has recovered (better than when found, by the metric's direction), or has no value now
-    (``core.gates.regression_case_status``).
+    (``core.gates.regression_case_status``). Cases are kept for chunk-level (and level-less) rows; a
+    document-level gate's regressed questions are in ``gate_results`` only.
     """
+    if "level" in question_metrics.collect_schema().names():  # scanned: the schema alone, no rows read
+        question_metrics = question_metrics.filter(pl.col("level").fill_null("") != "doc")
+    if "level" in gate_results.columns:
+        gate_results = gate_results.filter(pl.col("level").fill_null("") != "doc")
     cases, new = track_regressions(store.read("regression_cases.parquet"), question_metrics, gate_results,
                                    run_id=context.run_id, now=dt.datetime.now(dt.UTC).isoformat())
     counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}

@@ -222,6 +222,10 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         context.log.warning(str(exc))
         promoted = None
     manifest = dict(promoted.manifest) if promoted is not None else None
+    if history is not None:
+        from rag_eval_pipeline.core.metrics.doc_level import primary_level_rows
+
+        history = primary_level_rows(history)  # the trend shows one line per (system, metric, k)
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
     decision, calibration = run_decision(settings, store, gate_results, golden_set, rag_runs, corpus_snapshot,
                                          judge_labels, manifest, citation_claims, nugget_labels, quick=quick)

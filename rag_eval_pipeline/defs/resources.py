@@ -167,7 +167,9 @@ class TableFolder:
         return write_parquet_atomic(df, self.path(*parts), table=table, context=context)
 
     def write_json(self, obj, *parts: str) -> Path:
-        """Write ``obj`` as JSON atomically at ``parts``."""
+        """Write ``obj`` (JSON-serialisable; other values as ``str``) as indented, key-sorted JSON at ``parts``,
+        atomically (``core/storage.write_json_atomic``); returns the path. Raises dagster.Failure when a quick
+        evaluation would write a file it shares with the full one (:data:`SHARED_WITH_FULL`)."""
         self._writable(parts)
         return write_json_atomic(obj, self.path(*parts))
 

@@ -38,7 +38,8 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
     Each system runs through its kind: a system the pipeline calls is called once per question, the
     others are run in process or read from what they logged or traced; a call that fails is an ``error``
     row with its reason. What each system's run counted (calls, retries, errors by kind, versions seen,
-    unmatched traces) is in the metadata ``live_systems``."""
+    unmatched traces) is in the metadata ``live_systems``; what each system's id mapping did (``chunk_map``,
+    passages aligned by text, unmatched passages) in ``id_mapping``."""
     result = run_systems(settings.config, corpus_snapshot, golden_set, systems=config.systems or None,
                          previous=store.read("rag_runs.parquet") if config.systems else None,
                          deployment=systems.deployment(), log=context.log.info)
@@ -58,7 +59,8 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
     md = result.metadata()
     return dg.Output(result.runs, metadata={
         **{k: md[k] for k in ("rows", "unknown_question_rows", "corpus_version")},
-        **{k: dg.MetadataValue.json(md[k]) for k in ("systems", "unknown_question_ids", "decisions", "live_systems")},
+        **{k: dg.MetadataValue.json(md[k]) for k in ("systems", "unknown_question_ids", "decisions", "live_systems",
+                                                      "id_mapping")},
     })
 
 

@@ -140,3 +140,30 @@ def test_page_names_the_split_and_withholds_restricted_text():
     order = [c.html.index(f'href="#cq-{q}"') for q in ("q2", "q1", "q3", "q5")]
     assert order == sorted(order)
     assert 'id="cq-q2"' in c.html and "<script>" in c.html and 'class="sortable questions"' in c.html
+
+
+@pytest.mark.parametrize("manifest, needle", [
+    ("[" * 100_000 + "]" * 100_000, "nested more than 128 levels deep"),  # was a RecursionError
+    ('["bm25_k10"]', "expected a JSON object naming the promoted system"),  # was an AttributeError
+    ('{"system": "bm25_k10", "system": "team_rag"}', "key 'system' appears twice"),  # was the last, silently
+])
+def test_a_damaged_baseline_side_is_a_data_error_naming_the_manifest(tmp_path, manifest, needle):
+    from rag_eval_pipeline.core.errors import InputError
+    from rag_eval_pipeline.core.report.compare_sides import resolve_side
+
+    (tmp_path / "baseline").mkdir()
+    (tmp_path / "baseline" / "manifest.json").write_text(manifest, encoding="utf-8")
+    with pytest.raises(InputError, match=needle) as exc:
+        resolve_side(parse_side("baseline"), tmp_path)
+    assert str(tmp_path / "baseline" / "manifest.json") in str(exc.value)
+
+
+def test_a_baseline_side_checks_the_hashes_recorded_at_promotion(tmp_path):
+    from rag_eval_pipeline.core.errors import InputError
+    from rag_eval_pipeline.core.report.compare_sides import resolve_side
+    from rag_eval_pipeline_tests.core.test_baseline import promote
+
+    promote(tmp_path)
+    (tmp_path / "baseline" / "question_metrics.parquet").write_bytes(b"")  # zeroed by hand
+    with pytest.raises(InputError, match="question_metrics.parquet: sha256 .* differs from"):
+        resolve_side(parse_side("baseline"), tmp_path)

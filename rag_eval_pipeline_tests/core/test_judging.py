@@ -235,3 +235,15 @@ def test_end_to_end_five_of_six():
     assert f["value"].to_list()[0] == pytest.approx(5 / 6)
     assert f["numerator"].to_list() == [5.0, None] and f["denominator"].to_list() == [6.0, None]
     assert f["status"].to_list() == ["ok", "abstained"]
+
+
+def test_two_systems_with_the_same_answer_on_the_same_passages_cost_one_judge_call():
+    # s1 and s2 answered q1 alike on the same chunk: one call, both get its labels; s3 differs: its own call
+    judge = CountingJudge()
+    runs = _runs(_run("q1", system="s1"), _run("q1", system="s2"),
+                 _run("q1", system="s3", answer="Abre los domingos."))
+    labels, judgements = judge_runs(runs, _snapshot(), judge)
+    assert [a for _, a, _ in judge.calls] == ["Abre los sábados.", "Abre los domingos."]
+    by_system = {s: labels.filter(pl.col("system") == s).drop("system") for s in ("s1", "s2")}
+    assert by_system["s1"].height > 0 and by_system["s1"].equals(by_system["s2"])
+    assert judgements["system"].to_list() == ["s1", "s2", "s3"]

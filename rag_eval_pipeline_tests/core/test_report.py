@@ -510,3 +510,62 @@ def test_the_bands_follow_the_one_calibration_status_of_the_decision():
     rep = _report(summary=_summary(0.95), calibration=CALIBRATED,
                   decision=decide([], ok, split="test", split_questions=None, baseline="b", promote=None))
     assert rep.judge_calibrated and next(r for r in rep.headline if r["metric"] == "faithfulness")["band"] == "≥ 0.85"
+
+
+# ---------------------------------------------------------------- document-level relevance
+
+def _with_levels(summary: pl.DataFrame, doc_rows: list[dict], chunk_level: bool) -> pl.DataFrame:
+    """``summary`` with a ``level`` column: recall rows chunk-level (or dropped when ``chunk_level`` is False),
+    other rows level-less, plus ``doc_rows`` at document level."""
+    s = summary.with_columns(pl.when(pl.col("metric") == "recall").then(pl.lit("chunk")).otherwise(None)
+                             .alias("level"))
+    if not chunk_level:
+        s = s.filter(pl.col("metric") != "recall")
+    doc = pl.DataFrame([{**r, "level": "doc"} for r in doc_rows], schema_overrides=s.schema)
+    return pl.concat([s, doc.select(s.columns)], how="vertical_relaxed")
+
+
+_DOC_RECALL = {"system": "sys", "split": "all", "segment": "all", "metric": "recall", "k": 5, "value": 0.75,
+               "numerator": 3.0, "denominator": 4.0, "n": 4, "n_not_evaluable": 0, "ci_low": 0.2, "ci_high": 1.0,
+               "ci_method": "bootstrap", "judge_errors": 0, "ranking_mode": "system", "small_segment": True}
+
+
+def test_document_level_rows_are_printed_beside_the_chunk_level_ones_and_said_so():
+    # both levels judged: the summary table shows recall_5 (chunk: 2/2 from _summary) and recall_5 (doc): 3/4
+    rep = _report(summary=_with_levels(_summary(), [_DOC_RECALL], chunk_level=True))
+    rows = {r["metric"]: (r["numerator"], r["denominator"]) for r in rep.headline}
+    assert rows["recall_5"] == (2.0, 2.0) and rows["recall_5 (doc)"] == (3.0, 4.0)
+    lines = rep.markdown.splitlines()
+    assert [line.split("|")[1].strip() for line in lines if line.startswith("| recall_5")] == ["recall_5",
+                                                                                            "recall_5 (doc)"]
+    assert "(doc) = scored per document" in rep.markdown and "METRICS.md#document-level-relevance" in rep.markdown
+    # the segment table reads one level per metric: chunk when it exists (bare name)
+    assert any(line.startswith("| segment | n | recall_5 |") for line in lines)
+
+
+def test_a_golden_set_judged_per_document_only_reads_doc_everywhere_recall_is_shown():
+    seg = {**_DOC_RECALL, "segment": "lang=en", "value": 0.5, "numerator": 1.0, "denominator": 2.0}
+    rep = _report(summary=_with_levels(_summary(), [_DOC_RECALL, seg], chunk_level=False))
+    assert [r["metric"] for r in rep.headline if r["metric"].startswith("recall")] == ["recall_5 (doc)"]
+    assert any(line.startswith("| segment | n | recall_5 (doc) |") for line in rep.markdown.splitlines())
+    gates = [{"system": "sys", "metric": "recall", "k": 5, "level": "doc", "candidate": 0.75, "baseline": 0.8,
+              "difference": -0.05, "p_value": 0.5, "wins": 0, "ties": 3, "losses": 1, "status": "pass",
+              "reason": "", "blocking": True, "passed": True}]
+    rep = _report(summary=_with_levels(_summary(), [_DOC_RECALL], chunk_level=False), gates=gates)
+    assert any(line.startswith("| sys | recall_5 (doc) |") for line in rep.markdown.splitlines())
+    # a summary of before levels existed (no level column) prints bare names and no (doc) note
+    rep = _report()
+    assert "(doc)" not in rep.markdown
+
+
+def test_the_history_of_a_metric_scored_per_document_only_says_doc():
+    t0 = dt.datetime(2026, 11, 1, 2, 0, tzinfo=dt.UTC)
+    hist = pl.DataFrame([{"run_id": f"r{i}", "evaluated_at": t0 + dt.timedelta(days=i), "system": "sys",
+                          "metric": "recall", "k": 5, "value": v, "numerator": None, "denominator": None, "n": 4,
+                          "level": "doc"} for i, v in enumerate((0.5, 0.75))],
+                        schema_overrides={"evaluated_at": pl.Datetime("us", "UTC"), "k": pl.Int32})
+    rep = _report(summary=_with_levels(_summary(), [_DOC_RECALL], chunk_level=False), history=hist,
+                  trend_metrics=["recall_5"])
+    row = next(line for line in rep.markdown.splitlines() if line.startswith("| sys | recall_5"))
+    assert row.startswith("| sys | recall_5 (doc) | 0.5000 | 0.7500 | +0.2500 |")  # 0.75 - 0.5, by hand
+    assert "recall_5 (doc) over the recorded runs" in rep.markdown

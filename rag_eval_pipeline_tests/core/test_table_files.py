@@ -85,7 +85,8 @@ def test_provenance_comes_from_the_tables_that_define_it(run_folder) -> None:
     ctx = WriteContext(run_id="run-1", suite="sample", lineage_dir=run_folder)
     out = write_parquet_atomic(_question_metrics(), run_folder / "question_metrics.parquet", "question_metrics", ctx)
     md = read_file_metadata(out)
-    assert md["rag_eval.table"] == "question_metrics" and md["rag_eval.schema_version"] == "1"
+    assert md["rag_eval.table"] == "question_metrics"
+    assert md["rag_eval.schema_version"] == str(spec_of("question_metrics").version)
     assert (md["rag_eval.suite"], md["rag_eval.run_id"]) == ("sample", "run-1")
     assert md["rag_eval.corpus_version"] == corpus_version(_snapshot())
     assert md["rag_eval.golden_version"] == "g-1"
@@ -124,6 +125,77 @@ def test_a_file_of_the_current_version_is_read_as_written(run_folder) -> None:
     assert read_table(run_folder / "judge_labels.parquet", "judge_labels", columns=["verdict"]).columns == ["verdict"]
 
 
+def _current_footer(tmp_path, table: str) -> dict:
+    return pq.read_schema(write_parquet_atomic(pl.DataFrame(schema=SCHEMAS[table]), tmp_path / "w.parquet",
+                                               table)).metadata
+
+
+def test_a_file_of_the_current_version_that_lacks_columns_or_holds_nulls_is_refused(tmp_path) -> None:
+    # metadata says metric_summary's current version; the file holds only `system`, with a null in it (declared
+    # not null)
+    meta = _current_footer(tmp_path, "metric_summary")
+    path = tmp_path / "metric_summary.parquet"
+    pq.write_table(pa.table({"system": pa.array([None, "s"], pa.large_string())}).replace_schema_metadata(meta), path)
+    v = spec_of("metric_summary").version
+    with pytest.raises(SchemaVersionError, match=rf"schema version {v} \(the current one\): it lacks the column\(s\) "
+                                                 r"\['split', 'segment', 'metric'"):
+        read_table(path)
+    with pytest.raises(SchemaVersionError, match="lacks the column"):  # also when reading one column only
+        read_table(path, columns=["system"])
+    # every column there, but a null in `system` and a NaN in `value`
+    full = pl.DataFrame({c: pl.Series([None], dtype=t) for c, t in SCHEMAS["metric_summary"].items()}).to_arrow()
+    pq.write_table(full.replace_schema_metadata(meta), path)
+    with pytest.raises(SchemaVersionError, match="column 'system' is declared not null and holds null in 1 row"):
+        read_table(path)
+    with pytest.raises(SchemaVersionError, match="column 'system' is declared not null"):
+        read_table(path, columns=["system", "value"])
+    assert read_table(path, columns=["value"])["value"].to_list() == [None]  # `system` not read: not checked
+    nan = pl.from_arrow(full).with_columns(pl.lit("s").alias("system"), pl.lit(float("nan")).alias("value"))
+    pq.write_table(nan.to_arrow().replace_schema_metadata(meta), path)
+    with pytest.raises(SchemaVersionError, match="column 'value' holds NaN in 1 row"):
+        read_table(path, columns=["system", "value"])
+
+
+def _runs(corpus: list[str], golden: list[str]) -> pl.DataFrame:
+    rows = []
+    for i, (c, g) in enumerate(zip(corpus, golden, strict=True)):
+        row = dict.fromkeys(SCHEMAS["rag_runs"])
+        row.update(system="s", question_id=f"q{i}", retrieved=[], decision="error", citations=[], corpus_version=c,
+                   golden_version=g)
+        rows.append(row)
+    return pl.DataFrame(rows, schema=SCHEMAS["rag_runs"])
+
+
+def test_the_file_metadata_describes_the_rows(run_folder) -> None:
+    # the golden_set footer of the folder says g-1, the rows say C-new / G-new: the rows win
+    out = write_parquet_atomic(_runs(["C-new"], ["G-new"]), run_folder / "rag_runs.parquet", "rag_runs",
+                               WriteContext(lineage_dir=run_folder))
+    md = read_file_metadata(out)
+    assert (md["rag_eval.corpus_version"], md["rag_eval.golden_version"]) == ("C-new", "G-new")
+    before = out.read_bytes()
+    # the writer's context disagrees with the rows: refused, nothing written
+    with pytest.raises(SchemaError, match="the rows say corpus_version 'C-new' but the writer says 'C-old'"):
+        write_parquet_atomic(_runs(["C-new"], ["G-new"]), out, "rag_runs",
+                             WriteContext(corpus_version="C-old", golden_version="G-new"))
+    with pytest.raises(SchemaError, match=r"column 'golden_version' holds several values \['G-a', 'G-b'\]"):
+        write_parquet_atomic(_runs(["C", "C"], ["G-a", "G-b"]), out, "rag_runs")
+    assert out.read_bytes() == before
+
+
+def test_a_table_of_several_runs_says_the_writing_runs_versions(tmp_path) -> None:
+    row = {**dict.fromkeys(SCHEMAS["metric_history"]), "evaluated_at": dt.datetime(2026, 12, 1, tzinfo=dt.UTC),
+           "night": dt.date(2026, 12, 1), "system": "s", "metric": "recall"}
+    history = pl.DataFrame([{**row, "run_id": "r1", "corpus_version": "C1", "golden_version": "G1"},
+                            {**row, "run_id": "r2", "corpus_version": "C2", "golden_version": "G1"}],
+                           schema=SCHEMAS["metric_history"])
+    path = tmp_path / "metric_history.parquet"
+    out = write_parquet_atomic(history, path, "metric_history", WriteContext(corpus_version="C2", golden_version="G1"))
+    md = read_file_metadata(out)
+    assert (md["rag_eval.corpus_version"], md["rag_eval.golden_version"]) == ("C2", "G1")
+    with pytest.raises(SchemaError, match="this run's corpus_version 'C3' is in none of the rows"):
+        write_parquet_atomic(history, path, "metric_history", WriteContext(corpus_version="C3"))
+
+
 def test_a_file_written_before_versions_is_migrated_with_one_line(tmp_path) -> None:
     path = tmp_path / "rag_runs.parquet"
     old = pl.DataFrame([{"system": "s", "question_id": "q1", "retrieved": [], "decision": "abstain", "answer": None,
@@ -145,8 +217,9 @@ def test_a_file_that_cannot_be_migrated_is_refused_naming_the_file_and_both_vers
     _question_metrics().drop("status").write_parquet(path)  # status is declared not null: no default for it
     with pytest.raises(SchemaVersionError) as err:
         read_table(path)
+    v = spec_of("question_metrics").version
     assert str(err.value) == (f"file {path}: table 'question_metrics' has schema version 0, this pipeline reads "
-                              "version 1 and cannot be migrated: it lacks the not-null column(s) ['status']; "
+                              f"version {v} and cannot be migrated: it lacks the not-null column(s) ['status']; "
                               "re-run the evaluation to rewrite it")
     assert isinstance(err.value, InputError) and isinstance(err.value, SchemaError)
     _question_metrics().with_columns(pl.col("k").cast(pl.Utf8)).write_parquet(path)  # a type nobody migrates
@@ -165,13 +238,13 @@ def test_a_newer_version_or_another_table_is_refused(run_folder) -> None:
     from rag_eval_pipeline.core.tables import spec_of
 
     path = run_folder / "golden_set.parquet"
-    now = spec_of("golden_set").version
-    _with_metadata(path, schema_version=str(now + 1), product_version="9.9.9")
-    with pytest.raises(SchemaVersionError, match=rf"^file .*golden_set.parquet: table 'golden_set' has schema version "
-                                                 rf"{now + 1}, this pipeline reads version {now}: written by a newer "
+    v = spec_of("golden_set").version
+    _with_metadata(path, schema_version=str(v + 1), product_version="9.9.9")
+    with pytest.raises(SchemaVersionError, match=r"^file .*golden_set.parquet: table 'golden_set' has schema version "
+                                                 rf"{v + 1}, this pipeline reads version {v}: written by a newer "
                                                  r"release \(9.9.9\)"):
         read_table(path)
-    _with_metadata(path, schema_version=str(now), table="rag_runs")
+    _with_metadata(path, schema_version=str(v), table="rag_runs")
     with pytest.raises(SchemaVersionError, match="holds table 'rag_runs', expected 'golden_set'"):
         read_table(path, "golden_set")
     path.write_bytes(b"not parquet")

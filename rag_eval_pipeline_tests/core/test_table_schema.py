@@ -43,7 +43,7 @@ def test_the_polars_schemas_are_the_arrow_declarations_read_by_polars() -> None:
 def test_a_null_in_a_column_declared_not_null_is_refused_before_writing(tmp_path) -> None:
     df = pl.DataFrame({"system": [None], "question_id": ["q1"], "split": ["dev"], "metric": ["recall"], "k": [5],
                        "value": [1.0], "numerator": [1.0], "denominator": [1.0], "status": ["ok"],
-                       "ranking_mode": ["system"]}, schema=SCHEMAS["question_metrics"])
+                       "ranking_mode": ["system"], "level": ["chunk"]}, schema=SCHEMAS["question_metrics"])
     target = tmp_path / "question_metrics.parquet"
     with pytest.raises(SchemaError, match=r"table 'question_metrics': column 'system' is declared not null "
                                           r"and holds null in 1 row\(s\)"):
@@ -55,11 +55,25 @@ def test_a_null_in_a_column_declared_not_null_is_refused_before_writing(tmp_path
 
 
 def test_an_undeclared_table_is_never_written(tmp_path) -> None:
-    with pytest.raises(SchemaError, match="has no declared schema"):
+    # the messages say what to do in a user's words, never which source file declares the tables
+    with pytest.raises(SchemaError, match="'scratch' is not one of this pipeline's tables .*rename the file") as exc:
         write_parquet_atomic(pl.DataFrame({"a": [1]}), tmp_path / "x.parquet", table="scratch")
-    with pytest.raises(SchemaError, match="needs its declared table name"):
+    assert "core/tables.py" not in str(exc.value)
+    with pytest.raises(SchemaError, match="no table was named for this one") as exc:
         write_parquet_atomic(pl.DataFrame({"a": [1]}), tmp_path / "x.parquet")
+    assert "core/tables.py" not in str(exc.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_polars_nested_types_are_derived_from_the_arrow_declaration() -> None:
+    from rag_eval_pipeline.core import tables
+
+    assert tables.RETRIEVED_HIT == pl.Struct({"chunk_id": pl.String, "score": pl.Float64, "rank": pl.Int32})
+    assert tables.RELEVANT_ID == pl.Struct({"chunk_id": pl.String, "grade": pl.Int32})
+    assert tables.RELEVANT_DOC == pl.Struct({"doc_id": pl.String, "grade": pl.Int32})
+    assert tables.GOLDEN_CLAIM == pl.Struct({"claim_id": pl.String, "text": pl.String,
+                                             "supporting": pl.List(pl.String), "importance": pl.String})
+    assert tables.SCHEMAS["rag_runs"]["retrieved"] == pl.List(tables.RETRIEVED_HIT)
 
 
 def test_a_declaration_needs_descriptions_and_a_version() -> None:
@@ -86,16 +100,17 @@ def _versions_with(tmp_path: Path, table: str, change) -> Path:
 
 
 def test_a_column_change_without_a_version_bump_fails_with_the_steps_to_bump(tmp_path) -> None:
-    # As if question_metrics had gained a column since version 1 was recorded: the recorded
-    # fingerprint lacks its last column.
+    # As if question_metrics had gained a column since its current version was recorded: the recorded
+    # fingerprint lacks its last column (level).
+    v = TABLES.get("question_metrics").version
     path = _versions_with(tmp_path, "question_metrics", lambda fp: fp.pop())
     problems = table_schema.version_problems(path)
     assert len(problems) == 1
     msg = problems[0]
-    assert msg.startswith("table 'question_metrics' changed its columns (now ['ranking_mode: large_string']) "
-                          "but its schema version is still 1")
-    assert "set version=2 in declare('question_metrics', ...)" in msg
-    assert "| question_metrics | 2 |" in msg and "docs/tables.md" in msg
+    assert msg.startswith("table 'question_metrics' changed its columns (now ['level: large_string']) "
+                          f"but its schema version is still {v}")
+    assert f"set version={v + 1} in declare('question_metrics', ...)" in msg
+    assert f"| question_metrics | {v + 1} |" in msg and "docs/tables.md" in msg
     assert "python -m rag_eval_pipeline.core.table_schema --record" in msg
     # a type change is caught the same way
     path = _versions_with(tmp_path, "metric_summary", lambda fp: fp.__setitem__(4, "k: int64"))
@@ -104,11 +119,13 @@ def test_a_column_change_without_a_version_bump_fails_with_the_steps_to_bump(tmp
 
 def test_recording_never_rewrites_a_recorded_version(tmp_path) -> None:
     path = _versions_with(tmp_path, "gate_results", lambda fp: fp.pop())
-    with pytest.raises(SchemaError, match="version 1 is recorded with other columns; to change table 'gate_results'"):
+    v = TABLES.get("gate_results").version
+    with pytest.raises(SchemaError,
+                       match=f"version {v} is recorded with other columns; to change table 'gate_results'"):
         table_schema.record(path)
     fresh = tmp_path / "fresh.json"
     added = table_schema.record(fresh)
-    assert len(added) == len(TABLES) and "metric_summary 1" in added
+    assert len(added) == len(TABLES) and f"metric_summary {TABLES.get('metric_summary').version}" in added
     assert table_schema.version_problems(fresh) == []
 
 

@@ -12,6 +12,7 @@
 The slow write is the test hook ``RAG_EVAL_TEST_SLOW_WRITE_S`` of ``core/storage.py``.
 """
 
+import json
 import shutil
 import subprocess
 import sys
@@ -182,10 +183,14 @@ def test_kill_during_judging_then_rerun_reuses_the_judge_cache(good_out, tmp_pat
         assert result.success
         with JudgeCache(cache_path) as cache:
             total = len(cache)
+        rerun_bodies = {json.dumps(r["body"], sort_keys=True) for r in server.chat_requests()}
         rerun_calls = len(server.chat_requests())
-    # only the calls not finished before the kill were sent again
-    assert rerun_calls == total - cached_at_kill
-    assert 0 < rerun_calls < total
+    # only the calls not finished before the kill were sent again: as distinct requests, since two steps judging
+    # at the same moment may each send an identical call that neither has cached yet (counted apart, at most a
+    # few here)
+    assert len(rerun_bodies) == total - cached_at_kill
+    assert rerun_calls - len(rerun_bodies) <= 0.05 * total
+    assert 0 < len(rerun_bodies) < total
     labels = pl.read_parquet(out / "judge_labels.parquet")
     assert labels["judge"].unique().to_list() != rule_based
     assert labels.filter(pl.col("verdict") == "JUDGE_ERROR").height == 0

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.locking import OutputLock, read_owner
+from rag_eval_pipeline.core.locking import LOCK_NAME, OutputLock, read_owner
 from rag_eval_pipeline.core.sources.trec import read_trec_run
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline.defs.judging import JudgeResource
@@ -50,7 +50,7 @@ HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "hostile"
 CASES = sorted(p.name for p in HOSTILE.iterdir() if (p / "case.yaml").is_file())
 # round three's targets run in test_hostile_live.py (live systems, servers, the CLI, the baseline)
 NOT_THROUGH_MATERIALIZE = ("trec_run", "cli_signal", "config", "live_http", "live_python", "traces", "traces_size",
-                           "cli", "server", "baseline", "label", "acl")
+                           "traces_values", "traces_line", "cli", "server", "baseline", "label", "acl")
 TEAM = "team_rag"
 
 # Judge calls seen by the counting judge of the current materialisation (in-process executor).
@@ -177,10 +177,11 @@ def good_run(tmp_path_factory):
 WRITE_STAMP_KEYS = {b"rag_eval.written_at", b"rag_eval.run_id"}
 
 
-def content_hash(p: Path) -> str:
-    """sha256 of a file's bytes; for a Parquet table, of its rows, schema and metadata less the write stamp."""
+def content_hash(p: Path, exact: bool = False) -> str:
+    """sha256 of a file's bytes; for a Parquet table, of its rows, schema and metadata less the write stamp
+    (of its bytes with ``exact``)."""
     try:
-        table = pq.read_table(p) if p.suffix == ".parquet" else None
+        table = pq.read_table(p) if p.suffix == ".parquet" and not exact else None
     except (pa.ArrowException, OSError):  # a damaged file (a case's own doing) is compared byte for byte
         table = None
     if table is None:
@@ -193,9 +194,11 @@ def content_hash(p: Path) -> str:
     return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
 
 
-def every_file_hash(folder: Path) -> dict[str, str]:
-    """content_hash of every file under the folder, hidden ones (the lock file) included."""
-    return {str(p.relative_to(folder)): content_hash(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+def every_file_hash(folder: Path, exact: bool = False) -> dict[str, str]:
+    """content_hash of every file under the folder, hidden ones included; the lock file only as present: its
+    owner line is information that each run holding the folder writes again (core/locking.py)."""
+    return {str(p.relative_to(folder)): "present" if p.name == LOCK_NAME else content_hash(p, exact)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def visible_files(folder: Path) -> list[Path]:
@@ -446,11 +449,21 @@ def _blocked(path):
 """,
 }
 _HOOK_HEADER = """
-import os, time
+import os, sys, time
 import rag_eval_pipeline.core.sources.documents as _documents
+
+_real = _documents.load_documents_dir
 
 def _entered():
     open(os.environ["RAG_EVAL_TEST_HOOK_MARKER"], "w").close()
+
+def _in_step():  # the checks before the run read the corpus for real; only the corpus_snapshot step blocks
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "corpus_snapshot":
+            return True
+        f = f.f_back
+    return False
 """
 
 
@@ -464,8 +477,9 @@ def test_sigterm_ends_a_stuck_run_and_frees_the_folder(name, good_run, tmp_path)
     before = visible_tables(out)
     hooks = tmp_path / "hooks"
     hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(_HOOK_HEADER + _HOOKS[case["hook"]]
-                                            + "\n_documents.load_documents_dir = _blocked\n", encoding="utf-8")
+    (hooks / "sitecustomize.py").write_text(
+        _HOOK_HEADER + _HOOKS[case["hook"]] + "\n_documents.load_documents_dir = "
+        "lambda path: _blocked(path) if _in_step() else _real(path)\n", encoding="utf-8")
     marker = tmp_path / "entered"
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(sample_config(), allow_unicode=True), encoding="utf-8")

@@ -11,6 +11,7 @@ Where the run must refuse, the output folder is byte-identical afterwards.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -45,7 +46,8 @@ from rag_eval_pipeline_tests.defs.test_hostile_inputs import (
 )
 from rag_eval_pipeline_tests.servers.hostile_rag import HostileRagServer, gzip_bomb, u_escaped
 
-TARGETS = ("live_http", "live_python", "traces", "traces_size", "cli", "server", "baseline", "label", "acl")
+TARGETS = ("live_http", "live_python", "traces", "traces_size", "traces_values", "traces_line", "cli", "server",
+           "baseline", "label", "acl")
 CANARY_VAR = "RAG_EVAL_TEST_CANARY_KEY"
 TEAM = "team_rag"
 
@@ -54,10 +56,27 @@ def cases(target: str) -> list[str]:
     return [c for c in CASES if load_case(c)["target"] == target]
 
 
+def new_canary() -> str:
+    """A random hex key: no credential pattern (``Bearer ...``, ``sk-...``) knows it, so only scrubbing by
+    value can remove it; 32 hex digits, so none of its forms turns up by chance in a run's files."""
+    return secrets.token_hex(16)
+
+
 def canary_forms(token: str) -> list[bytes]:
-    """The canary as written, and in the escapings a server can echo it in (JSON, URL, HTML)."""
-    return [token.encode(), u_escaped(token).encode(), urllib.parse.quote(token, safe="").encode(),
-            "".join(f"&#{ord(c)};" for c in token).encode()]
+    """The canary and its header value (``Bearer <token>``) as written, and in the forms a server can echo
+    them in, whether or not the scrubber knows them: JSON-, URL- and HTML-escaped, upper-cased, base64 (the
+    characters made of the token's bytes alone, at each of the three byte alignments, both alphabets), hex,
+    and its first and last 12 characters (an echo cut short)."""
+    forms = {token, token.upper(), u_escaped(token), urllib.parse.quote(token, safe=""),
+             "".join(f"&#{ord(c)};" for c in token), token.encode().hex(), token[:12], token[-12:]}
+    for text in (token, f"Bearer {token}", f"user:{token}"):
+        raw = text.encode()
+        forms.add(raw.hex())
+        for pad in range(3):
+            enc = base64.b64encode(b"\0" * pad + raw).decode()
+            inner = enc[-(-8 * pad // 6):(8 * (pad + len(raw))) // 6]
+            forms.update({inner, inner.replace("+", "-").replace("/", "_")})
+    return sorted(f.encode() for f in forms if len(f) >= 12)
 
 
 def assert_canary_nowhere(token: str, *roots: Path, texts: tuple[str, ...] = ()) -> None:
@@ -109,6 +128,12 @@ def check_error_rows(case: dict, runs: pl.DataFrame, system: str, info: dict) ->
         assert rows[qid]["decision"] == "error" and message in rows[qid]["error"], (qid, rows[qid]["error"])
         assert rows[qid]["retrieved"] == [] and rows[qid]["answer"] is None
         assert len(rows[qid]["error"]) < 1000  # a reason, never the reply itself
+    for qid, text in (expect.get("answers") or {}).items():  # answered word for word
+        assert (rows[qid]["decision"], rows[qid]["answer"], rows[qid]["error"]) == ("answer", text, None), rows[qid]
+    for qid, fields in (expect.get("redacted") or {}).items():  # answered, the key replaced in each field
+        assert rows[qid]["decision"] != "error", rows[qid]["error"]
+        for name in fields:
+            assert "[redacted]" in (rows[qid][name] or ""), (qid, name, rows[qid][name])
     others = [r for q, r in rows.items() if q not in attacked]
     assert others and all(r["decision"] != "error" for r in others), [r["error"] for r in others if r["error"]][:3]
     for name in ("bm25_k5", "bm25_k10", TEAM):  # the other systems are unaffected
@@ -124,7 +149,7 @@ def check_error_rows(case: dict, runs: pl.DataFrame, system: str, info: dict) ->
 @pytest.mark.parametrize("name", cases("live_http"))
 def test_live_http_attack_is_an_error_row_of_that_question_only(name, tmp_path, monkeypatch):
     case = load_case(name)
-    token = f"sk-canary-{secrets.token_hex(12)}"
+    token = new_canary()
     monkeypatch.setenv(CANARY_VAR, f"Bearer {token}")
     home, out = dagster_home(tmp_path), tmp_path / "out"
     if "gzip_bomb" in case["faults"].values():
@@ -150,7 +175,8 @@ def test_live_http_attack_is_an_error_row_of_that_question_only(name, tmp_path, 
 def test_live_python_oversized_results_are_error_rows_never_judged(name, tmp_path):
     case = load_case(name)
     home, out = dagster_home(tmp_path), tmp_path / "out"
-    system = {"name": "team_py", "kind": "python", "callable": case["callable"], "concurrency": 2}
+    system = {"name": "team_py", "kind": "python", "callable": case["callable"], "concurrency": 2,
+              **(case.get("system") or {})}
     started = time.monotonic()
     result = materialize_in(home, chain_config(tmp_path, system), out)
     assert result.success, step_errors(result)
@@ -198,6 +224,91 @@ def test_traces_ambiguity_is_counted_listed_and_resolved_by_the_rule(name, tmp_p
     with dg.DagsterInstance.from_config(str(home)) as instance:
         logs = [e.user_message for e in instance.all_logs(result.run_id)]
     assert any("documented root rule" in (m or "") for m in logs)  # warned, never silent
+
+
+def _otlp_line(span: dict) -> str:
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n"
+
+
+def _attr(key: str, value) -> dict:
+    if isinstance(value, list):
+        return {"key": key, "value": {"arrayValue": {"values": [{"stringValue": v} for v in value]}}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", cases("traces_values"))
+def test_trace_values_of_the_wrong_shape_are_refused_cut_or_counted(name, tmp_path):
+    case, expect = load_case(name), load_case(name)["expect"]
+    t0 = 1_733_000_000_000_000_000
+    spans = [  # (trace, start, end, attributes)
+        ("1" * 32, t0, t0 + 10**8, [_attr("rag.question_id", "q01"),
+                                    _attr("output.value", ["palabras restringidas"] * case["array_items"])]),
+        ("2" * 32, t0 + 10**8, t0, [_attr("rag.question_id", "q02"),
+                                    _attr("output.value", "Tienes 30 días naturales desde la entrega.")]),
+        ("3" * 32, t0, t0 + 10**8, [_attr("rag.question_id", ["x" * 50] * case["id_items"]),
+                                    _attr("output.value", "fine")]),
+    ]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(_otlp_line({"traceId": trace, "spanId": "0000000000000001", "name": "rag",
+                                        "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
+                                        "attributes": attrs}) for trace, start, end, attrs in spans),
+                    encoding="utf-8")
+    home, out = dagster_home(tmp_path), tmp_path / "out"
+    system = {"name": "team_traces", "kind": "traces", "path": str(path), "question_id_attribute": "rag.question_id"}
+    result = materialize_in(home, chain_config(tmp_path, system), out)
+    assert result.success, step_errors(result)
+    rows = {r["question_id"]: r for r in pl.read_parquet(out / "rag_runs.parquet").filter(
+        pl.col("system") == "team_traces").iter_rows(named=True)}
+    q01, q02 = rows["q01"], rows["q02"]
+    assert (q01["decision"], q01["decision_rule"], q01["answer"]) == ("error", expect["q01_rule"], None)
+    assert q01["error"].endswith(expect["q01_error"]) and len(q01["error"]) < 1000
+    assert (q02["decision"], q02["latency_ms"]) == ("answer", None)
+    info = live_info(result, "team_traces")
+    assert info["negative_latency_traces"] == expect["negative_latency_traces"]
+    assert info["negative_latency_trace_ids"] == ["2" * 32]
+    (unmatched,) = info["unmatched_examples"]
+    assert unmatched["trace_id"] == "3" * 32 and unmatched["reason"].startswith(expect["unmatched_reason"])
+    assert len(json.dumps(info)) < expect["metadata_max_chars"], len(json.dumps(info))
+
+
+LINE_AND_MEASURE = """
+import json, sys
+from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.systems.trace_sources import read_spans
+
+def hwm():  # peak RSS of this process image (VmHWM): ru_maxrss would include the forking parent's
+    return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1])
+
+before = hwm()
+try:
+    read_spans(sys.argv[1], "auto")
+    message = None
+except InputError as exc:
+    message = str(exc)
+print(json.dumps({"message": message, "extra_kib": hwm() - before}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("name", cases("traces_line"))
+def test_one_huge_trace_line_is_refused_in_bounded_memory(name, tmp_path):
+    case, expect = load_case(name), load_case(name)["expect"]
+    path = tmp_path / "one_line.jsonl"
+    with path.open("wb") as fh:
+        fh.write(b'{"resourceSpans": [{"pad": "')
+        block = b"x" * (1 << 20)
+        for _ in range(case["line_bytes"] >> 20):
+            fh.write(block)
+    proc = subprocess.run([sys.executable, "-c", LINE_AND_MEASURE, str(path)], cwd=REPO_ROOT,
+                          env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["message"] and expect["message"] in got["message"] and "line 1" in got["message"], got
+    assert got["extra_kib"] / 1024 < expect["extra_peak_mib"], got
 
 
 def write_big_traces(path: Path, golden: pl.DataFrame, total_bytes: int) -> None:
@@ -299,6 +410,23 @@ def damage(out: Path, how: str) -> None:
                         .otherwise(pl.col("value")).alias("value")).write_parquet(base / "metric_summary.parquet")
     elif how == "zeroed":
         (base / "question_metrics.parquet").write_bytes(b"")
+    elif how == "files_removed":  # the check switched off by hand, then a table replaced
+        manifest = json.loads((base / "manifest.json").read_text(encoding="utf-8"))
+        del manifest["files"]
+        (base / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        (base / "rag_runs.parquet").write_bytes(b"not the promoted table")
+    elif how == "newer_table_version":  # as a newer release would leave it: footer and hashes consistent
+        import pyarrow.parquet as pq
+
+        from rag_eval_pipeline.core.baseline import with_file_hashes
+
+        table = pq.read_table(base / "metric_summary.parquet")
+        meta = {**table.schema.metadata, b"rag_eval.schema_version": b"99"}
+        pq.write_table(table.replace_schema_metadata(meta), base / "metric_summary.parquet")
+        manifest = json.loads((base / "manifest.json").read_text(encoding="utf-8"))
+        manifest = with_file_hashes({k: v for k, v in manifest.items() if k != "files"}, out)
+        for path in (base / "manifest.json", out / "promotion.json"):
+            path.write_text(json.dumps(manifest), encoding="utf-8")
     else:
         raise AssertionError(how)
 
@@ -312,7 +440,8 @@ def test_a_damaged_baseline_blocks_loudly_and_is_never_replaced_quietly(name, go
     out = tmp_path / "out"
     shutil.copytree(good_out, out)
     damage(out, case["damage"])
-    baseline_before = every_file_hash(out / "baseline") if (out / "baseline").exists() else None
+    # byte for byte: promotion recorded the tables' sha256, so even a same-rows rewrite would be damage
+    baseline_before = every_file_hash(out / "baseline", exact=True) if (out / "baseline").exists() else None
     record_before = (out / "promotion.json").read_bytes()
     result = materialize_in(dagster_home(tmp_path), config, out)
     assert not result.success  # a blocking check failed: the CLI would exit 1
@@ -324,7 +453,7 @@ def test_a_damaged_baseline_blocks_loudly_and_is_never_replaced_quietly(name, go
     check = next(e for e in result.get_asset_check_evaluations() if e.check_name == "no_regression_against_baseline")
     assert not check.passed
     assert result.is_node_untouched("promotion")  # nothing promoted against another reference
-    after = every_file_hash(out / "baseline") if (out / "baseline").exists() else None
+    after = every_file_hash(out / "baseline", exact=True) if (out / "baseline").exists() else None
     assert after == baseline_before and (out / "promotion.json").read_bytes() == record_before
     md = result.asset_materializations_for_node("gate_results")[-1].metadata
     assert md["baseline_source"].value.startswith("DAMAGED")
@@ -346,8 +475,11 @@ def test_withheld_text_and_everything_derived_from_it_is_shown_nowhere(name, goo
     shutil.copytree(good_out, out)
     records = [json.loads(x) for x in (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()
                if x.strip()]
-    attacked = {case["question_id"]: case["restricted_sentence"],
-                case["zero_width_question_id"]: zero_width(case["restricted_sentence"])}
+    if "answers" in case:  # the answers as written in the case
+        attacked = dict(case["answers"])
+    else:  # a restricted sentence, as is and with a zero-width space between every character
+        attacked = {case["question_id"]: case["restricted_sentence"],
+                    case["zero_width_question_id"]: zero_width(case["restricted_sentence"])}
     for r in records:
         if r["question_id"] in attacked:
             r["answer"], r["decision"] = attacked[r["question_id"]], "answer"
@@ -360,10 +492,11 @@ def test_withheld_text_and_everything_derived_from_it_is_shown_nowhere(name, goo
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
     result = materialize_in(dagster_home(tmp_path), config, out)
-    labels = pl.read_parquet(out / "judge_labels.parquet").filter(
-        (pl.col("system") == TEAM) & (pl.col("question_id") == case["question_id"]))
-    notes = " ".join(labels["justification"].fill_null("").to_list())
-    assert "missing:" in notes and "7731" in notes  # the judge's notes do derive from the withheld text
+    if "question_id" in case:
+        labels = pl.read_parquet(out / "judge_labels.parquet").filter(
+            (pl.col("system") == TEAM) & (pl.col("question_id") == case["question_id"]))
+        notes = " ".join(labels["justification"].fill_null("").to_list())
+        assert "missing:" in notes and "7731" in notes  # the judge's notes do derive from the withheld text
     report_md = (out / "report.md").read_text(encoding="utf-8")
     report_html = (out / "report.html").read_text(encoding="utf-8")
     metadata = result.asset_materializations_for_node("evaluation_report")[-1].metadata["report"].value
@@ -372,15 +505,15 @@ def test_withheld_text_and_everything_derived_from_it_is_shown_nowhere(name, goo
     for shown in (report_md, report_html, metadata):
         for needle in expect["never_shown"]:
             assert needle not in shown, needle
-        assert zero_width(case["restricted_sentence"])[:40] not in shown
-        assert skeleton(case["restricted_sentence"])[:20] not in skeleton(shown)
+        for text in attacked.values():
+            assert text[:40] not in shown and skeleton(text)[:20] not in skeleton(shown), text[:40]
     # the labelling page (same rule): the item is not offered to a labeller outside support-staff
     from rag_eval_pipeline.core.config import load_config
     from rag_eval_pipeline.labelling.session import LabellingSession
 
     session = LabellingSession(load_config(config), out, "tester", n=500, groups=("customers",))
     offered = {(it.system, it.question_id) for it in session.sample}
-    assert not offered & {(TEAM, q) for q in attacked} and session.n_withheld >= 2
+    assert not offered & {(TEAM, q) for q in attacked} and session.n_withheld >= len(attacked)
 
 
 # ------------------------------------------------------------------------------------------- servers
@@ -469,6 +602,11 @@ def test_local_servers_refuse_foreign_hosts_cross_site_posts_and_linked_pages(na
             status, data = _http(port, "GET", "/sample/report.html", {"Host": f"rebound.example:{port}"})
             assert status == expect["status"] and b"REPORT" not in data
             assert _http(port, "GET", "/", {"Host": "rebound.example"})[0] == expect["status"]
+            for host in case.get("foreign_hosts", []):  # they used to pass for 127.0.0.1, localhost, [::1]
+                status, data = _http(port, "GET", "/sample/report.html", {"Host": host})
+                assert (status, b"REPORT" in data) == (expect["status"], False), host
+            for host in (f"127.0.0.1:{port}", "localhost", f"[::1]:{port}"):
+                assert _http(port, "GET", "/sample/report.html", {"Host": host}) == (200, b"<p>REPORT</p>"), host
             assert _http(port, "GET", "/sample/report.html", {"Host": f"localhost:{port}"}) == (200, b"<p>REPORT</p>")
         else:
             status, index = _http(port, "GET", "/", {"Host": f"127.0.0.1:{port}"})
@@ -558,9 +696,10 @@ def cli_good(tmp_path_factory):
     return config, out
 
 
-def run_cli(tmp_path: Path, *args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+def run_cli(tmp_path: Path, *args: str, env_extra: dict | None = None, command: str = "run"
+            ) -> subprocess.CompletedProcess:
     env = cli_env(dagster_home(tmp_path), **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "run", *args], cwd=REPO_ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", command, *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -572,19 +711,24 @@ def test_cli_refusals_and_leaks(name, cli_good, tmp_path):
     scenario = case["scenario"]
     good_config, good_out = cli_good
     if scenario in ("secret_echo", "python_prints"):
-        token = f"sk-canary-{secrets.token_hex(12)}"
+        token = new_canary()
         home, out = dagster_home(tmp_path), tmp_path / "out"
         with HostileRagServer(reference_callable.answer, case.get("faults") or {}) as srv:
             if scenario == "secret_echo":
                 system = {"name": "team_http", "kind": "http", "url": srv.url, "max_retries": 0,
                           "headers_from_env": {"Authorization": CANARY_VAR}, "version_header": "X-Model-Version"}
             else:
-                system = {"name": "team_py", "kind": "python", "callable": case["callable"], "concurrency": 2}
+                system = {"name": "team_py", "kind": "python", "callable": case["callable"], "concurrency": 2,
+                          **(case.get("system") or {})}
+            mark = tmp_path / "late_print_done"
             proc = run_cli(tmp_path, "--config", str(chain_config(tmp_path, system)), "--output", str(out),
-                           env_extra={CANARY_VAR: f"Bearer {token}", "PYTHONPATH": str(REPO_ROOT)})
+                           env_extra={CANARY_VAR: f"Bearer {token}", "PYTHONPATH": str(REPO_ROOT),
+                                      "RAG_EVAL_TEST_LATE_PRINT_MARK": str(mark)})
             auth = {r["headers"].get("authorization") for r in srv.requests}
         assert proc.returncode == expect["exit"], proc.stdout[-3000:] + proc.stderr[-3000:]
         if scenario == "python_prints":
+            if case.get("late_print"):  # the forged lines were printed while the run still lived
+                assert mark.is_file()
             assert expect["forged"] not in proc.stdout and expect["forged"] not in proc.stderr
             assert proc.stdout.count("(full_evaluation):") == 1  # the one real summary line
             return
@@ -605,6 +749,7 @@ def test_cli_refusals_and_leaks(name, cli_good, tmp_path):
     out = tmp_path / "out"
     args = ["--config", str(good_config), "--output", str(out)]
     env_extra = {}
+    command = "run"
     if scenario == "shared_output":
         shutil.copytree(good_out, out)
         other = tmp_path / "other" / "config.yaml"  # the same content, another file: another ad-hoc suite
@@ -627,6 +772,23 @@ def test_cli_refusals_and_leaks(name, cli_good, tmp_path):
     elif scenario == "wait_s_nan":
         shutil.copytree(good_out, out)
         args += ["--wait-s", "nan"]
+    elif scenario == "compare_damaged_baseline":
+        shutil.copytree(good_out, out)
+        (out / "baseline" / "manifest.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+        args = ["baseline", "system:team_rag", "--config", str(good_config), "--output", str(out)]
+        command = "compare"
+    elif scenario == "compare_doctored_table":
+        shutil.copytree(good_out, out)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        other = out / "doctored"
+        shutil.copytree(good_out, other, ignore=shutil.ignore_patterns("baseline", "history", "compare"))
+        meta = pq.read_schema(other / "metric_summary.parquet").metadata  # says: metric_summary, version 1
+        pq.write_table(pa.table({"system": pa.array([None, "team_rag"], pa.large_string())})
+                       .replace_schema_metadata(meta), other / "metric_summary.parquet")
+        args = [f"dir:{other}:team_rag", "system:team_rag", "--config", str(good_config), "--output", str(out)]
+        command = "compare"
     else:
         raise AssertionError(scenario)
     before = every_file_hash(out) if out.is_dir() else out.read_bytes()
@@ -639,7 +801,7 @@ def test_cli_refusals_and_leaks(name, cli_good, tmp_path):
             out.chmod(0o555)
     try:
         started = time.monotonic()
-        proc = run_cli(tmp_path, *args, env_extra=env_extra)
+        proc = run_cli(tmp_path, *args, env_extra=env_extra, command=command)
         took = time.monotonic() - started
     finally:
         if locked:

@@ -29,7 +29,8 @@ CHECKS = {("corpus_snapshot", "chunk_ids_unique"), ("golden_set", "golden_consis
           ("rag_runs", "every_question_has_a_run_row"), ("judge_labels", "verdicts_in_allowed_set"),
           ("judge_labels", "judge_error_share"), ("answer_judgements", "every_answer_has_a_judgement"),
           ("metric_summary", "denominators_consistent"), ("judge_calibration", "judge_calibrated_above_floor"),
-          ("gate_verdict", "no_regression_against_baseline"), ("golden_set", "golden_evidence_is_current")}
+          ("gate_verdict", "no_regression_against_baseline"), ("golden_set", "golden_evidence_is_current"),
+          ("gate_verdict", "run_errors_within_share")}
 
 
 def _write(path: Path, cfg: dict) -> Path:

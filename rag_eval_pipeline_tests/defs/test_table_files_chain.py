@@ -24,7 +24,7 @@ from polars.testing import assert_frame_equal
 
 from rag_eval_pipeline.core.metrics.names import METRICS
 from rag_eval_pipeline.core.suites import load_suites
-from rag_eval_pipeline.core.tables import TABLES
+from rag_eval_pipeline.core.tables import TABLES, spec_of
 from rag_eval_pipeline.defs.judging import JudgeResource
 from rag_eval_pipeline.defs.location import build_definitions, check_suite
 from rag_eval_pipeline_tests.conftest import REPO_ROOT
@@ -176,7 +176,7 @@ def test_the_reading_page_snippets_run_on_a_sample_run(sample, tmp_path, monkeyp
             assert rows == [(METRICS.get("recall").definition, METRICS.get("recall").source)]
     out = printed.getvalue()
     golden = pl.read_parquet(folder / "golden_set.parquet")["golden_version"][0]
-    assert f"metric_summary 1 {golden}" in out  # the DuckDB block's metadata line
+    assert f"metric_summary {spec_of('metric_summary').version} {golden}" in out  # the DuckDB block's metadata line
     assert METRICS.get("recall").definition in out
     assert "rows not evaluable: the metric's value" in out  # polars: the value column's description
     assert "value double null allowed - the metric's value" in out  # pandas: type, nullability, description
@@ -208,9 +208,10 @@ def test_the_io_manager_migrates_an_older_file_and_refuses_a_newer_one(sample, t
                 if "migrated on read" in (e.user_message or "")]
     # one line per step that loaded it: rag_runs and the check beside it
     assert sorted(k for k, _ in warnings) == ["rag_runs", "rag_runs_every_question_has_a_run_row"]
+    v = spec_of("golden_set").version
     assert {m for _, m in warnings} == {
-        f"file {golden}: table 'golden_set' has schema version 0, this pipeline reads version 2 (written before "
-        "schema versions): migrated on read (1->2: _claims_with_importance); the next write stores version 2"}
+        f"file {golden}: table 'golden_set' has schema version 0, this pipeline reads version {v} (written before "
+        f"schema versions): migrated on read (1->2: _claims_with_importance); the next write stores version {v}"}
     # a golden set of a newer schema version: the step fails naming the file and both versions
     _rewrite(golden, table="golden_set", schema_version="7", product_version="9.0.0")
     result = job.execute_in_process(instance=instance, asset_selection=rag_runs, raise_on_error=False)
@@ -221,8 +222,8 @@ def test_the_io_manager_migrates_an_older_file_and_refuses_a_newer_one(sample, t
         "SchemaVersionError"
     assert error.cause.message.strip() == (
         f"rag_eval_pipeline.core.table_files.SchemaVersionError: file {golden}: table 'golden_set' has schema "
-        "version 7, this pipeline reads version 2: written by a newer release (9.0.0); read it with that release or "
-        "re-run the evaluation")
+        f"version 7, this pipeline reads version {v}: written by a newer release (9.0.0); read it with that release "
+        "or re-run the evaluation")
 
 
 def test_rag_eval_label_refuses_a_table_of_another_version_in_one_line(sample, tmp_path) -> None:
@@ -257,14 +258,15 @@ def test_rag_eval_compare_migrates_an_older_table_and_refuses_a_newer_one(sample
     proc = compare()
     assert proc.returncode == 0, proc.stderr
     # one line per side (both sides read this folder)
+    v = spec_of("question_metrics").version
     assert [line for line in proc.stderr.splitlines() if "migrated on read" in line] == 2 * [
-        f"file {question_metrics}: table 'question_metrics' has schema version 0, this pipeline reads version 1 "
+        f"file {question_metrics}: table 'question_metrics' has schema version 0, this pipeline reads version {v} "
         "(written before schema versions): migrated on read (its columns already match); the next write stores "
-        "version 1"]
+        f"version {v}"]
     _rewrite(copy / "metric_summary.parquet", schema_version="5")
     proc = compare()
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"rag-eval compare: file {copy / 'metric_summary.parquet'}: table 'metric_summary' has schema version 5, this "
-        "pipeline reads version 1: written by a newer release (0.1.0); read it with that release or re-run the "
-        "evaluation"]
+        f"pipeline reads version {spec_of('metric_summary').version}: written by a newer release (0.1.0); read it "
+        "with that release or re-run the evaluation"]

@@ -2,8 +2,8 @@
 
 Which steps: exactly those that use a suite's judge resource (``<suite>__judge``: judge pool) or the
 ``systems`` resource (live systems pool), in every suite and its quick evaluation. Enforced: with the
-judge pool's one slot held by another run, the sample's judge step does not start (the steps before it do); it starts once the slot is
-freed, and the run succeeds.
+judge pool's one slot held by another run, the sample's judge step does not start (the steps before it
+do); it starts once the slot is freed, and the run succeeds.
 """
 
 import threading

@@ -7,6 +7,12 @@
   value, and whose ``answer`` carries it again written with JSON ``\\u`` escapes only (so the raw body
   never holds the plain key; parsing the JSON does), plus a ``model`` field URL-escaped;
 - ``echo_key_error``: a 401 whose body quotes the key HTML-escaped and ``\\u``-escaped;
+- ``echo_key_encoded``: a 401 whose body quotes the Authorization value base64- and hex-encoded, the
+  token URL-encoded twice (``%2561...``), upper-cased, and its first 14 characters followed by ``...``;
+- ``echo_key_split``: a 200 answer that ends with the token's first 8 characters, followed by a
+  ``model`` field holding the rest (the key is whole only when the two are read together);
+- ``about_tokens``: a 200 answer explaining bearer tokens, quoting ``"Authorization: Bearer <token>"``
+  (JSON-escaped quotes), ``api_key: value`` and ``sk-learn-tools``: prose, no secret (:data:`ABOUT_TOKENS`);
 - ``huge_body``: a 200 streamed without ``Content-Length`` (``huge_bytes`` bytes, 200 MB by default, in
   1 MiB writes, made on the fly so the server itself stays small), until the client hangs up;
 - ``huge_declared``: a 200 that declares ``Content-Length: huge_bytes`` and then sends it;
@@ -27,6 +33,7 @@ open still counts). Every request is recorded (time, question id, headers, fault
 
 from __future__ import annotations
 
+import base64
 import json
 import select
 import threading
@@ -36,6 +43,8 @@ from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 BOMB_INFLATED = 1 << 30
+ABOUT_TOKENS = ('Send the header "Authorization: Bearer <token>" with every call; the api_key: value field '
+                "holds the key; install sk-learn-tools first.")
 
 
 @lru_cache(maxsize=1)
@@ -167,12 +176,24 @@ class HostileRagServer:
             reply = self.answer(qid, question, body.get("user_groups", []))
             text = json.dumps(reply)
             return self._send(h, 200, ('{"decision": "error", ' + text[1:]).encode())
+        elif fault == "echo_key_encoded":
+            token = auth.partition(" ")[2]
+            forms = [base64.b64encode(auth.encode()).decode(), auth.encode().hex(),
+                     "".join(f"%25{b:02x}" for b in token.encode()), token.upper(), token[:14] + "..."]
+            return self._send(h, 401, json.dumps({"error": "got " + " / ".join(forms)}).encode())
+        elif fault == "about_tokens":
+            return self._send(h, 200, json.dumps({"retrieved": [], "decision": "answer",
+                                                  "answer": ABOUT_TOKENS}).encode())
         elif fault == "echo_key_error":
             html = "".join(f"&#{ord(c)};" for c in auth)
             return self._send(h, 401, ('{"error": "invalid credentials ' + html + " / " + u_escaped(auth)
                                        + '"}').encode())
         reply = self.answer(qid, question, body.get("user_groups", []))
         headers = {"X-Model-Version": self.version}
+        if fault == "echo_key_split":
+            token = auth.partition(" ")[2]
+            reply = {**{k: v for k, v in reply.items() if k not in ("answer", "model", "decision")},
+                     "decision": "answer", "answer": "Consulta la referencia " + token[:8], "model": token[8:]}
         if fault == "echo_key":
             headers["X-Model-Version"] = f"{self.version} (auth {auth})"
             text = json.dumps({k: v for k, v in reply.items() if k not in ("answer", "model")})

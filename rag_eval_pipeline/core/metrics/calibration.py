@@ -78,7 +78,7 @@ from rag_eval_pipeline.core.metrics.calibration_results import (
     results_from_frame,
     results_to_frame,
 )
-from rag_eval_pipeline.core.metrics.label_files import LABEL_FILE_SCHEMA, read_human_labels, read_label_file
+from rag_eval_pipeline.core.metrics.label_files import LABEL_FILE_SCHEMA, read_label_file
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, majority_vote
 
 # The names below are re-exported: callers import them from this module.
@@ -97,7 +97,6 @@ __all__ = [
     "judge_based_metrics",
     "judge_item_labels",
     "ppi_rates",
-    "read_human_labels",
     "read_label_file",
     "resolve_mapping",
     "results_from_frame",

@@ -63,7 +63,9 @@ def evidence_chunks(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None) 
     ``user_groups`` are read); optionally a ``corpus_snapshot`` frame (``chunk_id``, ``acl``).
     Output: one row per golden question: ``question_id`` (str), ``evidence`` (list[str], sorted,
     unique, possibly empty): the ``relevant`` chunks with grade > 0 (a null grade counts as
-    relevant) and the chunks that support a golden claim. When ``snapshot`` is given, chunks the
+    relevant), the chunks that support a golden claim and, when ``snapshot`` is given, every chunk of
+    the ``relevant_docs`` documents with grade > 0 (relevance judged per document: any of their chunks
+    is evidence). When ``snapshot`` is given, chunks the
     question's ``user_groups`` cannot read (non-empty ``acl`` sharing no group) are dropped: the
     seed (000, section 2) asks about evidence in the *authorised* corpus. Chunks absent from the
     snapshot are kept.
@@ -88,7 +90,16 @@ def evidence_chunks(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None) 
         .select("question_id", pl.col("claims").struct.field("supporting").alias("chunk_id"))
         .explode("chunk_id")
     )
-    ev = pl.concat([rel, claims]).drop_nulls("chunk_id").unique()
+    parts = [rel, claims]
+    if snapshot is not None and "relevant_docs" in golden.columns and "doc_id" in snapshot.columns:
+        docs = (golden.select("question_id", "relevant_docs").explode("relevant_docs").drop_nulls("relevant_docs")
+                .select("question_id", pl.col("relevant_docs").struct.field("doc_id").alias("doc_id"),
+                        pl.col("relevant_docs").struct.field("grade").alias("grade"))
+                .filter(pl.col("grade").is_null() | (pl.col("grade") > 0)))
+        if docs.height:
+            parts.append(docs.join(snapshot.select("doc_id", "chunk_id"), on="doc_id", how="inner")
+                         .select("question_id", "chunk_id"))
+    ev = pl.concat(parts).drop_nulls("chunk_id").unique()
     if snapshot is not None:
         groups = golden.select("question_id", pl.col("user_groups").fill_null(pl.lit([], pl.List(pl.Utf8))))
         acl = snapshot.select("chunk_id", "acl").unique("chunk_id", keep="first")

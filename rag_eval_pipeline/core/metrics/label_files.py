@@ -13,44 +13,7 @@ import polars as pl
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.metrics.calibration_mapping import resolve_mapping
 
-__all__ = ["LABEL_FILE_SCHEMA", "read_human_labels", "read_label_file"]
-
-
-def read_human_labels(path: str | Path, level: str = "claim") -> pl.DataFrame:
-    """Read a human label file: CSV (``.csv``), TSV (``.tsv``), JSON Lines (``.jsonl``/``.ndjson``)
-    or Parquet (``.parquet``).
-
-    Needed columns: system, question_id, verdict (the human label, any string), and claim_id at
-    claim level. Output: a frame with those columns (claim_id too when present) cast to Utf8,
-    other columns dropped. Raises InputError naming the file (and field) when the file is
-    missing, has an unknown extension, cannot be parsed, or lacks a needed column.
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("human label file does not exist", path=str(p))
-    suffix = p.suffix.lower()
-    try:
-        if suffix == ".csv":
-            df = pl.read_csv(p, infer_schema_length=0)
-        elif suffix == ".tsv":
-            df = pl.read_csv(p, separator="\t", infer_schema_length=0, quote_char=None)
-        elif suffix in (".jsonl", ".ndjson"):
-            df = pl.read_ndjson(p)
-        elif suffix == ".parquet":
-            df = pl.read_parquet(p)
-        else:
-            raise InputError(f"unknown extension {suffix!r}: expected .csv, .tsv, .jsonl, .ndjson or .parquet",
-                             path=str(p))
-    except InputError:
-        raise
-    except Exception as exc:  # polars raises several error types for a malformed file
-        raise InputError(f"cannot read human labels: {exc}", path=str(p)) from exc
-    needed = ["system", "question_id", "verdict"] + (["claim_id"] if level == "claim" else [])
-    for col in needed:
-        if col not in df.columns:
-            raise InputError(f"missing column (have {df.columns})", path=str(p), field=col)
-    keep = needed + (["claim_id"] if level != "claim" and "claim_id" in df.columns else [])
-    return df.select([pl.col(c).cast(pl.Utf8) for c in keep])
+__all__ = ["LABEL_FILE_SCHEMA", "read_label_file"]
 
 
 #: Columns of :func:`read_label_file`.

@@ -79,5 +79,6 @@ def latency_summary(latency_rows: pl.DataFrame, segments: pl.DataFrame, small_se
         pl.lit(0, pl.Int64).alias("judge_errors"),
         pl.lit(None, pl.Utf8).alias("ranking_mode"),
         (pl.col("n") < small_segment_n).alias("small_segment"),
+        pl.lit(None, pl.Utf8).alias("level"),
     )
     return conform(out, "metric_summary")

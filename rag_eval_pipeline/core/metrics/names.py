@@ -382,6 +382,13 @@ def higher_is_better(name: str) -> bool:
 trec_name = metric_label
 
 
+def level_label(metric: str, k: int | None, level: str | None = None) -> str:
+    """A metric row's printed name: :func:`metric_label`, with `` (doc)`` for a document-level row
+    (``("recall", 5, "doc")`` -> ``"recall_5 (doc)"``); chunk-level and level-less rows print bare.
+    Input: base name, cut-off or None, the row's ``level`` (``chunk`` / ``doc`` / None). Never raises."""
+    return metric_label(metric, k) + (" (doc)" if level == "doc" else "")
+
+
 def parse_measure(name: str) -> tuple[str, int | None]:
     """Parse a measure name into ``(base measure, cutoff or None)``.
 
@@ -447,5 +454,5 @@ __all__ = [
     "HEADLINE_METRICS", "JUDGE_BASED_METRICS", "KEY_METRICS", "LOWER_IS_BETTER", "MEASURES", "METRICS",
     "NEEDS_RELEVANT", "NUGGET_METRICS", "PIPELINE_METRICS", "PROPORTION_METRICS", "QUALITY_METRICS", "RANKING_MODES",
     "SCALES", "UNCUT_MEASURES", "VERDICT_FAMILY_OF", "MetricInfo", "gate_metric", "higher_is_better",
-    "is_judge_based", "metric", "metric_info", "metric_label", "parse_measure", "trec_name",
+    "is_judge_based", "level_label", "metric", "metric_info", "metric_label", "parse_measure", "trec_name",
 ]

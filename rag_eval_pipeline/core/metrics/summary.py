@@ -34,7 +34,8 @@ from rag_eval_pipeline.core.tables import SCHEMAS, conform
 PROPORTION_METRICS: frozenset[str] = _PROPORTIONS | frozenset(a for a, base in ALIASES.items() if base in _PROPORTIONS)
 
 _K_SUFFIX = re.compile(r"[_@]\d+$")
-_KEYS = ["system", "split", "segment", "metric", "k"]
+_KEYS = ["system", "split", "segment", "metric", "k", "level"]
+_LEVELS = ["chunk", "doc"]  # the values of ``level``; null (no level) sorts after them
 SUMMARY_BATCH_ROWS = 1_000_000  # rows of question_metrics read at a time
 BOOTSTRAP_BLOCK = 64  # resamples per block in _bootstrap (64 x 100,000 questions: ~50 MB of counts)
 _ACL_VALUES = ("restricted", "readable")
@@ -171,13 +172,13 @@ def _with_split(qm: pl.LazyFrame, golden: pl.DataFrame | None) -> pl.LazyFrame:
 
 
 def _no_repeats(qm: pl.DataFrame) -> None:
-    """Raise InputError when a (system, question_id, metric, k) appears twice in ``qm`` (a small frame)."""
-    dup = qm.group_by("system", "question_id", "metric", "k").len().filter(pl.col("len") > 1)
+    """Raise InputError when a (system, question_id, metric, k, level) appears twice in ``qm`` (a small frame)."""
+    dup = qm.group_by("system", "question_id", "metric", "k", "level").len().filter(pl.col("len") > 1)
     if dup.height:
         row = dup.row(0, named=True)
         raise InputError(
             f"question_metrics: system {row['system']!r}, question {row['question_id']!r}, metric "
-            f"{row['metric']!r}, k {row['k']!r} appears {row['len']} times; expected once",
+            f"{row['metric']!r}, k {row['k']!r}, level {row['level']!r} appears {row['len']} times; expected once",
             field="question_id",
         )
 
@@ -188,23 +189,30 @@ def _codes(values: pl.Series, order: list) -> np.ndarray:
 
 
 def _series_coder(distinct: pl.DataFrame):
-    """The series of a summary: ``distinct`` (system, metric, k rows) sorted (k nulls last) with their index
-    ``_s``, and a function giving the series index of every row of a frame with those columns (int64 array)."""
+    """The series of a summary: ``distinct`` (system, metric, k, level rows) sorted (k and level nulls last) with
+    their index ``_s``, and a function giving the series index of every row of a frame with those columns (int64
+    array)."""
     systems = sorted(distinct["system"].unique().to_list())
     metrics = sorted(distinct["metric"].unique().to_list())
     ks = sorted(k for k in distinct["k"].unique().to_list() if k is not None)
     width = len(ks) + 1  # null k sorts last
 
+    levels = len(_LEVELS) + 1  # null level sorts last
+
     def combined(frame: pl.DataFrame) -> np.ndarray:
         k_code = frame["k"].replace_strict(ks, list(range(len(ks))), default=len(ks), return_dtype=pl.Int64)
-        return ((_codes(frame["system"], systems) * len(metrics) + _codes(frame["metric"], metrics)) * width
-                + k_code.to_numpy())
+        level = frame["level"].replace_strict(_LEVELS, list(range(len(_LEVELS))), default=len(_LEVELS),
+                                              return_dtype=pl.Int64)
+        return ((((_codes(frame["system"], systems) * len(metrics) + _codes(frame["metric"], metrics)) * width
+                 + k_code.to_numpy()) * levels) + level.to_numpy())
 
-    present = np.unique(combined(distinct))  # sorted: system, then metric, then k (null last)
+    present = np.unique(combined(distinct))  # sorted: system, then metric, then k, then level (nulls last)
+    key = present // levels
     series = pl.DataFrame({
-        "system": [systems[c] for c in present // width // len(metrics)],
-        "metric": [metrics[c] for c in present // width % len(metrics)],
-        "k": pl.Series([None if c == len(ks) else ks[c] for c in present % width], dtype=pl.Int32),
+        "system": [systems[c] for c in key // width // len(metrics)],
+        "metric": [metrics[c] for c in key // width % len(metrics)],
+        "k": pl.Series([None if c == len(ks) else ks[c] for c in key % width], dtype=pl.Int32),
+        "level": pl.Series([None if c == len(_LEVELS) else _LEVELS[c] for c in present % levels], dtype=pl.Utf8),
     }).with_row_index("_s")
     return series, lambda frame: np.searchsorted(present, combined(frame)).astype(np.int64)
 
@@ -225,7 +233,8 @@ def summarise(question_metrics: pl.DataFrame | pl.LazyFrame, segments: pl.DataFr
     ``none``); ``seed``; ``small_segment_n``; ``proportion_metrics`` (see :data:`PROPORTION_METRICS`).
 
     Output: a frame conforming to ``tables.SCHEMAS["metric_summary"]``, one row per system,
-    split (``all`` and each split value), segment, metric and k that holds at least one question
+    split (``all`` and each split value), segment, metric, k and level (``level`` of the rows: chunk /
+    doc for retrieval, null elsewhere; absent = null) that holds at least one question
     row, sorted by those keys:
 
     - ``numerator`` = sum of the non-null values, ``denominator`` = their count, ``value`` =
@@ -243,10 +252,10 @@ def summarise(question_metrics: pl.DataFrame | pl.LazyFrame, segments: pl.DataFr
       n < small_segment_n (flagged, not hidden).
 
     Runs in a few dense (questions x series) numpy matrices, where a series is one (system,
-    metric, k): for 10,000 questions, ~40 series per system and ~10 segments it is dominated by
+    metric, k, level): for 10,000 questions, ~40 series per system and ~10 segments it is dominated by
     the bootstrap's matrix products, a few seconds.
     Raises SchemaError when a needed column is missing; InputError when a (system, question_id,
-    metric, k) appears twice or a question has two split values; ValueError for a confidence
+    metric, k, level) appears twice or a question has two split values; ValueError for a confidence
     outside (0, 1) or a negative ``bootstrap_resamples``.
     Sources: Wilson (1927); Efron & Tibshirani, *An Introduction to the Bootstrap* (1993); the
     null and counts rules of docs/METRICS.md (null for an empty denominator, counts beside rates).
@@ -268,8 +277,11 @@ def summarise(question_metrics: pl.DataFrame | pl.LazyFrame, segments: pl.DataFr
 
     # Streamed: the long table (questions x metrics x systems rows: ~10 million for 100,000 questions) is read in
     # batches straight into the dense matrices below, never held whole (nor joined, nor copied) in memory.
+    lf = question_metrics.lazy()
+    if "level" not in columns:  # rows made before levels existed: no level
+        lf = lf.with_columns(pl.lit(None, pl.Utf8).alias("level"))
     lf = _with_split(
-        question_metrics.lazy().select(*need, *(["split"] if "split" in columns else [])),
+        lf.select(*need, "level", *(["split"] if "split" in columns else [])),
         golden,
     ).with_columns(
         pl.col("k").cast(pl.Int32),
@@ -297,7 +309,7 @@ def summarise(question_metrics: pl.DataFrame | pl.LazyFrame, segments: pl.DataFr
     if questions.height == 0:
         return latency
     questions = questions.sort("question_id").with_row_index("_q")
-    series, coder = _series_coder(main.select("system", "metric", "k").unique().collect(engine="streaming"))
+    series, coder = _series_coder(main.select("system", "metric", "k", "level").unique().collect(engine="streaming"))
     q_order = questions["question_id"].to_list()
     n_q, n_s = questions.height, series.height
 
@@ -334,7 +346,8 @@ def summarise(question_metrics: pl.DataFrame | pl.LazyFrame, segments: pl.DataFr
         row = series.row(sj, named=True)
         raise InputError(
             f"question_metrics: system {row['system']!r}, question {q_order[qi]!r}, metric "
-            f"{row['metric']!r}, k {row['k']!r} appears {int(seen[repeats[0]])} times; expected once",
+            f"{row['metric']!r}, k {row['k']!r}, level {row['level']!r} appears {int(seen[repeats[0]])} times; "
+            "expected once",
             field="question_id",
         )
     del seen

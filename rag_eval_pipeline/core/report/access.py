@@ -11,11 +11,11 @@ and shares no group with ``viewer_groups`` (an empty ``acl`` means everyone). Th
    or a claim's ``supporting`` ids) is restricted;
 4. as a second line of defence, every other text shown (question, answer, claim, quote, reference
    answer, error) is withheld when it contains the whole text of a restricted chunk or any
-   20-character substring of one, compared on their *skeletons* (:func:`skeleton`): Unicode NFKC,
-   case folded, each confusable character replaced by its ASCII look-alike (Unicode TR39's
-   confusables data, as shipped by ``confusable_homoglyphs``: Cyrillic ``р`` is ``p``), and everything
-   that is not a letter or digit dropped: spaces, punctuation and invisible characters (a zero-width
-   space between every character hides nothing);
+   20-character substring of one, compared on their *skeletons* (:func:`skeleton`): accents removed
+   (``é`` is ``e``), Unicode NFKC, case folded, each confusable character replaced by its ASCII
+   look-alike (Unicode TR39's confusables data, as shipped by ``confusable_homoglyphs``: Cyrillic
+   ``р`` is ``p``), and everything that is not a letter or digit dropped: spaces, punctuation and
+   invisible characters (a zero-width space between every character hides nothing);
 5. withheld means nothing derived from the text is shown either: when an answer is withheld, so
    are its claims, their quotes and the judge's notes and errors beside them; when one claim (or its
    quote, or its note) is withheld, the whole claim row is (a rule-based note lists the claim's
@@ -78,12 +78,16 @@ def _confusable_table() -> dict[int, str]:
 
 
 def skeleton(text: str | None) -> str:
-    """The form restricted text is matched in: NFKC, case folded, confusables mapped to their ASCII
-    look-alike, then only letters and digits kept (module docstring, rule 4).
+    """The form restricted text is matched in: accents removed (NFD, combining marks dropped), NFKC, case
+    folded, confusables mapped to their ASCII look-alike, then only letters and digits kept (module
+    docstring, rule 4): ``Projéct Fälcon`` and ``Project Falcon`` have one skeleton.
 
     Input: a text (None -> ""). Output: str. Definition: Unicode TR39 "skeleton" (confusable detection),
-    simplified to one ASCII representative per confusable class, plus UAX #15 NFKC. Never raises."""
-    folded = unicodedata.normalize("NFKC", text or "").casefold()
+    simplified to one ASCII representative per confusable class, plus UAX #15 NFD/NFKC; combining marks
+    are Unicode general category Mn. Never raises."""
+    decomposed = unicodedata.normalize("NFD", text or "")
+    bare = "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
+    folded = unicodedata.normalize("NFKC", bare).casefold()
     return _NOT_ALNUM.sub("", folded.translate(_confusable_table()))
 
 

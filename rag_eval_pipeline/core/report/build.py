@@ -20,6 +20,8 @@ import polars as pl
 from rag_eval_pipeline.core.config_sections import DEFAULT_KAPPA_FLOOR
 from rag_eval_pipeline.core.errors import SchemaError
 from rag_eval_pipeline.core.metrics.calibration_status import CalibrationStatus, calibration_status
+from rag_eval_pipeline.core.metrics.doc_level import metric_levels, primary_level_rows, sole_level
+from rag_eval_pipeline.core.metrics.names import level_label
 from rag_eval_pipeline.core.report.access import ReportAccess
 from rag_eval_pipeline.core.report.bands import (
     BANDED_METRICS,
@@ -196,6 +198,12 @@ def build_report(
         _need(df, name)
     if worst_n < 0:
         raise ValueError(f"worst_n must be >= 0, got {worst_n}")
+    # the summary table shows every level (``recall_5`` and ``recall_5 (doc)``); every other part one number per
+    # (system, metric, k): chunk level when a metric has it, else document level
+    by_level = summary
+    summary, question_metrics = primary_level_rows(summary), primary_level_rows(question_metrics)
+    if history is not None:
+        history = primary_level_rows(history)
     viewer = (viewer_groups,) if isinstance(viewer_groups, str) else tuple(viewer_groups)
     access = ReportAccess(snapshot, viewer)
     systems = sorted(set(rag_runs["system"].to_list()) | set(summary["system"].to_list()))
@@ -213,7 +221,7 @@ def build_report(
                                     gated_metrics=())
     calibrated, why_not = status.passed, status.why_not
     ranks = evidence_ranks(rag_runs, golden, snapshot)
-    headline_blocks, headline = _headline(summary, systems, calibrated, why_not)
+    headline_blocks, headline = _headline(by_level, systems, calibrated, why_not)
     blocks += headline_blocks
     blocks += _decisions(summary, systems, ranks)
     citations_at = len(blocks)  # "Citations and completeness" goes here, once the texts are checked for leaks
@@ -317,7 +325,11 @@ def _band_reading(value: float, ci: tuple[float | None, float | None], judge_err
 
 def _headline(summary: pl.DataFrame, systems: list[str], calibrated: bool, why_not: str
               ) -> tuple[list[Block], list[dict]]:
-    rows_by_key = _summary_rows(summary, "all", "all")
+    top = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
+    if "level" not in top.columns:
+        top = top.with_columns(pl.lit(None, pl.Utf8).alias("level"))
+    rows_by_key = {(r["system"], r["metric"], r["k"], r["level"]): r for r in top.iter_rows(named=True)}
+    with_doc = bool(top.filter(pl.col("level") == "doc").height)
     blocks: list[Block] = [
         heading("Summary (split all)", 2),
         Block("note", text="All questions (split all, segment all). Value with numerator/denominator; n = questions "
@@ -327,18 +339,23 @@ def _headline(summary: pl.DataFrame, systems: list[str], calibrated: bool, why_n
                            "Faithfulness bands: ≥ 0.85, 0.65–0.84, 0.50–0.64, below 0.50, read only when the judge "
                            "passed calibration and made no error. Definitions: " + definition_ref() + "."),
     ]
+    if with_doc:
+        blocks.append(Block("note", text="(doc) = scored per document: the golden set judges relevance per document "
+                                         "(relevant_docs); each document counts once, at the rank of its first "
+                                         "retrieved chunk. Definitions: "
+                                         + definition_ref("document-level-relevance") + "."))
     if not calibrated:
         blocks.append(Block("note", text=f"Judge not calibrated ({why_not}): judge-based values are provisional "
                                          "and their bands are not read."))
     headline: list[dict] = []
     for system in systems:
         table_rows = []
-        for metric, pref in HEADLINE_METRICS:
+        for metric, pref, level in [(m, p, lv) for m, p in HEADLINE_METRICS for lv in metric_levels(summary, m)]:
             k = _pick_k(summary, metric, pref)
-            r = rows_by_key.get((system, metric, k))
+            r = rows_by_key.get((system, metric, k, level))
             if r is None:
                 continue
-            label = metric_label(metric, k)
+            label = level_label(metric, k, level)
             judge_based = is_judge_based(metric)
             judge_errors = int(r["judge_errors"] or 0) if judge_based else None
             reading, reading_css, band_label = "", None, None
@@ -426,7 +443,7 @@ def _segments(summary: pl.DataFrame, systems: list[str]) -> list[Block]:
                         + [value_cell(by_key.get((system, s, m, k)), is_judge_based(m)) for m, k in metrics])
         if rows:
             blocks.append(heading(system, 3))
-            headers = ["segment", "n", *[metric_label(m, k) for m, k in metrics]]
+            headers = ["segment", "n", *[level_label(m, k, sole_level(summary, m)) for m, k in metrics]]
             blocks.append(Block("table", headers=headers, rows=rows))
     return blocks
 
@@ -527,7 +544,7 @@ def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary
         if is_judge_based(str(g.get("metric"))):
             errors = _gate_judge_errors(summary, str(g.get("system")), str(g.get("metric")), k)
             candidate.text += f" · judge errors {'?' if errors is None else errors}"
-        rows.append([g.get("system") or "", metric_label(str(g.get("metric")), k), candidate,
+        rows.append([g.get("system") or "", level_label(str(g.get("metric")), k, g.get("level")), candidate,
                      (num_cell(fmt(g.get("baseline"))) if g.get("baseline") is not None
                       else Cell("not evaluable", css="na")),
                      num_cell(f"{diff:+.4f}") if diff is not None else Cell("—", css="na"),
@@ -579,7 +596,9 @@ def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None
             latest = vals.get(last_two[-1])
             prev = vals.get(last_two[0]) if len(last_two) == 2 else None
             change = "—" if latest is None or prev is None else f"{latest - prev:+.4f}"
-            rows.append([system, label, shown(last_two[0] if len(last_two) == 2 else None, prev, "—"),
+            doc = "level" in sel.columns and set(sel["level"].to_list()) == {"doc"}  # scored per document only
+            rows.append([system, label + (" (doc)" if doc else ""),
+                         shown(last_two[0] if len(last_two) == 2 else None, prev, "—"),
                          shown(last_two[-1], latest, "not evaluable"), num_cell(change)])
     if rows:
         blocks.append(Block("table", headers=["system", "metric", "previous run", "latest run", "change"], rows=rows))
@@ -589,6 +608,8 @@ def _history(history: pl.DataFrame | None, trend_metrics, trend_href: str | None
     for label in metric_labels(trend_metrics):
         svg = trend_svg(history, label)
         if svg:
-            blocks.append(Block("svg", svg=svg, text=f"{label} over the recorded runs, one line per system."))
+            doc = "level" in hist.columns and set(hist.filter(pl.col("_label") == label)["level"].to_list()) == {"doc"}
+            blocks.append(Block("svg", svg=svg, text=f"{label}{' (doc)' if doc else ''} over the recorded runs, one "
+                                                     "line per system."))
     return blocks
 

@@ -18,7 +18,6 @@ only system; otherwise the command says which systems there are. Nothing here im
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,7 +143,11 @@ def _pick_system(spec: SideSpec, available: list[str], default: str | None, wher
 
 
 def _only(df: pl.DataFrame | None, system: str) -> pl.DataFrame | None:
-    return None if df is None else df.filter(pl.col("system") == system)
+    """``df``'s rows of ``system``, at one level per metric (chunk when a metric has it, else document:
+    ``core/metrics/doc_level.py``), so a comparison keyed by (metric, k) sees one row each."""
+    from rag_eval_pipeline.core.metrics.doc_level import primary_level_rows
+
+    return None if df is None else primary_level_rows(df.filter(pl.col("system") == system))
 
 
 def _first(df: pl.DataFrame | None, column: str) -> str | None:
@@ -211,14 +214,16 @@ def resolve_side(spec: SideSpec, suite_folder: Path, default_system: str | None 
             raise SideError(f"side {spec.text!r}: folder {folder.resolve()} not found")
         return _from_folder(spec, folder.resolve(), default_system, f"{folder.resolve()}:")
     if spec.kind == "baseline":
+        from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
+
         folder = suite_folder / BASELINE_DIR
-        manifest_path = folder / "manifest.json"
-        if not manifest_path.exists():
-            raise SideError(f"side 'baseline': nothing promoted yet in {suite_folder} (no {manifest_path.name})")
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{manifest_path}: not JSON ({exc})") from None
+        try:  # the gate's own reader: strict JSON, hashes, table schema versions
+            promoted = read_baseline(suite_folder)
+        except BaselineDamaged as exc:
+            raise InputError(str(exc)) from None
+        if promoted is None:
+            raise SideError(f"side 'baseline': nothing promoted yet in {suite_folder} (no manifest.json)")
+        manifest = promoted.manifest
         run_id = manifest.get("run_id")
         archive = suite_folder / ARCHIVE / str(run_id) if run_id else None
         side = _from_folder(SideSpec("baseline", "", manifest.get("system"), spec.text), folder, None,
@@ -234,7 +239,7 @@ def resolve_side(spec: SideSpec, suite_folder: Path, default_system: str | None 
         side = _from_folder(spec, archive, default_system, label)
         return side
     system = _pick_system(spec, _systems(rows), default_system, f"run {run_id}")
-    mine = rows.filter(pl.col("system") == system)
+    mine = _only(rows, system)
     return Side(spec, f"{label} {system}", system, suite_folder, None, mine, None, None, None,
                 _first(mine, "golden_version"), _first(mine, "corpus_version"),
                 ["no per-question tables were kept for this run: metric values only (split all), no paired test, "

@@ -30,9 +30,12 @@ class CorpusSource:
     is unset (``"paragraphs"`` or ``"document"``: one chunk per document keeps document-level qrels
     valid). ``documents(path, split)``: the documents frame (``core/corpus.py`` schema).
     ``questions(path, split)``: the raw golden frame of a source that carries its own questions (None
-    otherwise: ``golden.path`` is then required). ``doc``: one paragraph for the configuration page.
-    ``order``: its place in lists and messages. ``reads_split``: it reads ``corpus.split`` (a benchmark
-    with one qrels file per split); for the others the key is refused when the configuration loads.
+    otherwise: ``golden.path`` is then required). ``snapshot(path)``: for a source that is chunked
+    already (the team's own chunks), the ``corpus_snapshot`` table itself; ``corpus.chunking`` then
+    does not apply and ``documents`` is not called (None: the documents are chunked here).
+    ``doc``: one paragraph for the configuration page. ``order``: its place in lists and messages.
+    ``reads_split``: it reads ``corpus.split`` (a benchmark with one qrels file per split); for the
+    others the key is refused when the configuration loads.
     """
 
     name: str
@@ -42,6 +45,7 @@ class CorpusSource:
     doc: str
     questions: Callable[[Path, str], pl.DataFrame] | None = None
     order: int = 100
+    snapshot: Callable[[Path], pl.DataFrame] | None = None
     reads_split: bool = False
 
     @property

@@ -11,6 +11,9 @@ question              required, non-empty string
 answerability         required: ``answerable`` / ``absent`` / ``clarify``
 relevant              list of chunk ids ``"doc_id#n"`` (grade 1) or ``{"chunk_id": ..., "grade": g}``
                       (g a whole number from 0 to 2147483647; 0 = judged not relevant). Default ``[]``.
+relevant_docs         relevance judged per document: doc ids (grade 1) or ``{"doc_id": ..., "grade": g}``,
+                      instead of or beside ``relevant``; retrieval is then also scored at document
+                      level (``docs/METRICS.md``, "Document-level relevance"). Default ``[]``.
 reference_answer      string or null: the answer a person who knows the content wrote
 claims                list of ``{"claim_id", "text", "supporting": [chunk ids], "importance"}``: the
                       factual units of the reference answer, each with the chunks a person checked
@@ -141,6 +144,42 @@ def _relevant(value, fields: Fields) -> list[dict]:
     return out
 
 
+def _relevant_docs(value, fields: Fields) -> list[dict]:
+    """``relevant_docs``: doc ids (grade 1) or ``{doc_id, grade}`` objects, each document once (NFC)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise fields.error("relevant_docs", f"got {type(value).__name__}; expected a list of doc ids or "
+                                            "{doc_id, grade} objects")
+    out: list[dict] = []
+    seen: dict[str, str] = {}
+    for i, item in enumerate(value):
+        where = f"relevant_docs[{i}]"
+        doc_id: object  # checked below: a non-blank string
+        if isinstance(item, str):
+            doc_id, grade = item, 1
+        elif isinstance(item, dict):
+            extra = sorted(k for k in item if k not in ("doc_id", "grade"))
+            if extra:
+                raise fields.error(where, f"unknown key(s) {short_repr(extra)}; expected doc_id and grade")
+            doc_id, grade = item.get("doc_id"), item.get("grade", 1)
+            grade = 1 if grade is None else grade
+        else:
+            raise fields.error(where, f"got {short_repr(item)}; expected a doc id string or {{doc_id, grade}} object")
+        if not isinstance(doc_id, str) or not doc_id.strip():
+            raise fields.error(f"{where}.doc_id", f"got {short_repr(doc_id)}; expected a document id")
+        if not int_in_range(grade, 0):
+            raise fields.error(f"{where}.grade", f"got {short_repr(grade)}; expected a whole number >= 0 and "
+                                                 f"<= {INT32_MAX}")
+        written, doc_id = doc_id, normalise_id(doc_id.strip())
+        if doc_id in seen:
+            raise fields.error(where, f"document {doc_id!r} listed twice{twin_note(seen[doc_id], written)}; expected "
+                                      "each document once")
+        seen[doc_id] = written
+        out.append({"doc_id": doc_id, "grade": int(grade)})
+    return out
+
+
 def _claims(value, fields: Fields) -> list[dict]:
     if value is None:
         return []
@@ -210,6 +249,7 @@ def parse_golden_record(record: dict, path: str, line: int) -> dict:
         "question": question,
         "answerability": answerability,
         "relevant": _relevant(record.get("relevant"), f),
+        "relevant_docs": _relevant_docs(record.get("relevant_docs"), f),
         "reference_answer": reference,
         "claims": _claims(record.get("claims"), f),
         "split": split,
@@ -258,29 +298,46 @@ def _canonical_json(row: tuple) -> str:
     return json.dumps(list(row), ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-_CLAIMS_AT = list(GOLDEN_RAW_SCHEMA).index("claims")
-
-
-def _canonical_claims(row: tuple) -> tuple:
-    """The row with each claim's default importance (vital, or null) left out, so that a golden set
-    written before importance existed keeps its version, and marking a claim okay changes it."""
+def _canonical_claims(row: tuple, at: int) -> tuple:
+    """The row with each claim's (at position ``at``) default importance (vital, or null) left out, so that
+    a golden set written before importance existed keeps its version, and marking a claim okay changes it."""
     claims = [{k: v for k, v in c.items() if not (k == "importance" and v in (None, "vital"))}
-              for c in (row[_CLAIMS_AT] or [])]
-    return (*row[:_CLAIMS_AT], claims, *row[_CLAIMS_AT + 1:])
+              for c in (row[at] or [])]
+    return (*row[:at], claims, *row[at + 1:])
 
 
 def golden_version(golden_raw: pl.DataFrame) -> str:
     """Content hash of a golden set: sha256 over a header line and one JSON array per question
     (columns of golden_raw in declared order; a claim's default importance left out), sorted by
-    question_id. Output: 64 hex chars."""
+    question_id. Output: 64 hex chars. ``relevant_docs`` enters the hash only when some question has one,
+    so a golden set without document-level relevance keeps the version it had before that column existed."""
+    columns = [c for c in GOLDEN_RAW_SCHEMA if c != "relevant_docs" or has_doc_relevance(golden_raw)]
+    if "relevant_docs" not in golden_raw.columns:  # a frame from before document-level relevance
+        no_docs = pl.lit([], dtype=GOLDEN_RAW_SCHEMA["relevant_docs"])
+        golden_raw = golden_raw.with_columns(no_docs.alias("relevant_docs"))
     df = tables.conform(golden_raw.select(list(GOLDEN_RAW_SCHEMA)).with_columns(pl.lit("").alias("golden_version")),
-                        "golden_set").select(list(GOLDEN_RAW_SCHEMA)).sort("question_id")
+                        "golden_set").select(columns).sort("question_id")
+    claims_at = columns.index("claims")
     h = hashlib.sha256()
     h.update((_CANONICAL_HEADER + "\n").encode())
     for row in df.iter_rows():
-        h.update(_canonical_json(_canonical_claims(row)).encode("utf-8"))
+        h.update(_canonical_json(_canonical_claims(row, claims_at)).encode("utf-8"))
         h.update(b"\n")
     return h.hexdigest()
+
+
+def has_doc_relevance(golden: pl.DataFrame) -> bool:
+    """Whether some question of a golden frame gives ``relevant_docs`` (False when the column is absent)."""
+    return "relevant_docs" in golden.columns and bool((golden["relevant_docs"].list.len().fill_null(0) > 0).any())
+
+
+def with_relevant_docs(golden: pl.DataFrame) -> pl.DataFrame:
+    """A golden frame with a ``relevant_docs`` column (empty lists where absent or null), for frames made
+    before the column existed. Output: the same rows and columns, plus or filled ``relevant_docs``."""
+    dtype = tables.SCHEMAS["golden_set"]["relevant_docs"]
+    if "relevant_docs" not in golden.columns:
+        return golden.with_columns(pl.lit([], dtype).alias("relevant_docs"))
+    return golden.with_columns(pl.col("relevant_docs").cast(dtype).fill_null(pl.lit([], dtype)))
 
 
 def normalise_golden_ids(golden_raw: pl.DataFrame) -> pl.DataFrame:
@@ -288,9 +345,10 @@ def normalise_golden_ids(golden_raw: pl.DataFrame) -> pl.DataFrame:
 
     Input/output: a golden_raw (or golden_set) frame. Definition: Unicode Standard Annex #15 (NFC).
     """
-    return golden_raw.with_columns(
+    return with_relevant_docs(golden_raw).with_columns(
         pl.col("question_id").str.normalize("NFC"),
         pl.col("relevant").list.eval(pl.element().struct.with_fields(pl.field("chunk_id").str.normalize("NFC"))),
+        pl.col("relevant_docs").list.eval(pl.element().struct.with_fields(pl.field("doc_id").str.normalize("NFC"))),
         pl.col("claims").list.eval(pl.element().struct.with_fields(
             pl.field("supporting").list.eval(pl.element().str.normalize("NFC")))),
     )
@@ -316,6 +374,7 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
     """
     if "golden_version" in golden_raw.columns:
         golden_raw = golden_raw.drop("golden_version")
+    golden_raw = with_relevant_docs(golden_raw)
     golden_raw = tables.conform(golden_raw.with_columns(pl.lit("").alias("golden_version")), "golden_set"
                                 ).drop("golden_version")
     written_qids = golden_raw["question_id"].to_list()
@@ -324,15 +383,21 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
     lines = _record_lines(source, golden_raw.height)
     chunk_acl = {cid: acl or [] for cid, acl in zip(snapshot["chunk_id"].to_list(), snapshot["acl"].to_list())}
     chunks_by_doc: dict[str, int] = {}
-    for doc_id in snapshot["doc_id"].to_list():
+    doc_acls: dict[str, list[list[str]]] = {}
+    for doc_id, acl in zip(snapshot["doc_id"].to_list(), snapshot["acl"].to_list()):
         chunks_by_doc[doc_id] = chunks_by_doc.get(doc_id, 0) + 1
+        doc_acls.setdefault(doc_id, []).append(acl or [])
 
     def unknown_chunk(chunk_id: str) -> str:
         doc = chunk_id.rsplit("#", 1)[0]
-        if doc in chunks_by_doc:
+        if "#" in chunk_id and doc in chunks_by_doc:
             hint = f"document {doc!r} has chunks #0..#{chunks_by_doc[doc] - 1}"
-        else:
+        elif "#" in chunk_id:
             hint = f"no document {doc!r} in the snapshot"
+        elif chunk_id in chunks_by_doc:
+            hint = f"{chunk_id!r} is a document id: list it in relevant_docs, or name one of its chunks"
+        else:
+            hint = "no chunk has that id"
         return f"chunk {chunk_id!r} is not in the corpus snapshot ({hint}); expected an existing chunk id"
 
     first_line: dict[str, tuple[int, int]] = {}  # question id -> (line, row index)
@@ -372,23 +437,37 @@ def validate_golden(golden_raw: pl.DataFrame, snapshot: pl.DataFrame, source: st
             for j, cid in enumerate(claim["supporting"]):
                 if cid not in chunk_acl:
                     raise err(f"claims[{i}].supporting[{j}]", unknown_chunk(cid))
+        relevant_docs = row["relevant_docs"] or []
+        for i, rel in enumerate(relevant_docs):
+            if rel["doc_id"] not in chunks_by_doc:
+                hint = (f"{rel['doc_id']!r} is a chunk id: list it in relevant, or name its document"
+                        if rel["doc_id"] in chunk_acl else "no document has that id")
+                raise err(f"relevant_docs[{i}]", f"document {rel['doc_id']!r} is not in the corpus snapshot ({hint}); "
+                                                 "expected the doc_id of an existing document")
         positive = [r["chunk_id"] for r in relevant if r["grade"] >= 1]
+        positive_docs = [r["doc_id"] for r in relevant_docs if r["grade"] >= 1]
         if row["answerability"] == "absent":
             if relevant:
                 raise err("relevant", f"an absent question lists relevant chunks {[r['chunk_id'] for r in relevant]}; "
                                       "expected none (or label it answerable)")
+            if relevant_docs:
+                raise err("relevant_docs", f"an absent question lists relevant documents "
+                                           f"{[r['doc_id'] for r in relevant_docs]}; expected none (or label it "
+                                           "answerable)")
             if claims:
                 raise err("claims", "an absent question has claims; expected none")
         elif row["answerability"] == "answerable":
-            if not positive:
-                raise err("relevant", "an answerable question has no relevant chunk with grade >= 1; expected at "
-                                      "least one (or label it absent)")
+            if not positive and not positive_docs:
+                raise err("relevant", "an answerable question has no relevant chunk (or document, relevant_docs) with "
+                                      "grade >= 1; expected at least one (or label it absent)")
             groups = set(row["user_groups"] or [])
             readable = [c for c in positive if not chunk_acl[c] or groups & set(chunk_acl[c])]
+            readable += [d for d in positive_docs if any(not a or groups & set(a) for a in doc_acls[d])]
             if not readable:
-                raise err("relevant", f"user groups {sorted(groups)} may read none of the relevant chunks "
-                                      f"{positive}; for this user the answer is absent from the authorised "
-                                      "corpus: expected answerability 'absent'")
+                field = "relevant" if positive else "relevant_docs"
+                raise err(field, f"user groups {sorted(groups)} may read none of the relevant chunks or documents "
+                                 f"{positive + positive_docs}; for this user the answer is absent from the "
+                                 "authorised corpus: expected answerability 'absent'")
     version = golden_version(golden_raw)
     golden_raw = golden_raw.with_columns(pl.col("claims").list.eval(pl.element().struct.with_fields(
         pl.field("importance").fill_null("vital"))))  # a claim without importance is vital

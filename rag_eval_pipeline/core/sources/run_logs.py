@@ -14,7 +14,10 @@ retrieved           required list (may be empty) of hits ``{"chunk_id", "score",
                     optional, a whole number from 1 to 2147483647, unique within the question.
                     Give ``rank`` on every hit or on none: without it, list order is the rank
                     (1, 2, ...). Hits are stored sorted by rank. A chunk may appear once.
-                    A bare string is read as ``{"chunk_id": <string>}``.
+                    A bare string is read as ``{"chunk_id": <string>}``. A hit may give the
+                    passage ``text`` instead of ``chunk_id``: it is aligned to the snapshot's
+                    chunks by text (``core/systems/id_mapping.py``); the system's own ids are
+                    translated by the system's ``chunk_map``.
 decision            required: ``answer`` / ``abstain`` / ``clarify`` / ``error``
 answer              the final text shown to the user (required, non-empty, when decision is
                     ``answer``; optional otherwise: an abstention message or clarifying question)
@@ -81,7 +84,16 @@ def _unknown_chunk(chunk_id: str, known_chunks) -> str:
             "snapshot (re-run the system on this corpus version)")
 
 
-def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[dict]:
+def _unknown_mapped(system_id: str, mapped: str, ids, known_chunks) -> str:
+    """Message for a system id that maps to no chunk of the snapshot (with or without a chunk_map)."""
+    if system_id == mapped and not ids.configured:
+        return _unknown_chunk(mapped, known_chunks) if "#" in mapped else (
+            f"chunk {mapped!r} is not in the corpus snapshot: {ids.describe_unknown(system_id)}")
+    shown = f"{system_id!r}" + (f" (read as {mapped!r})" if mapped != system_id else "")
+    return f"{shown} names no chunk of the corpus snapshot: {ids.describe_unknown(system_id)}"
+
+
+def _hits(f: Fields, known_chunks=None, require_scores: bool = False, ids=None) -> list[dict]:
     value = f.record.get("retrieved", ...)
     if value is ...:
         raise f.error("retrieved", "missing; expected a list of {chunk_id, score, rank} hits (may be empty)")
@@ -91,17 +103,24 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[di
         raise f.error("retrieved", f"got {type(value).__name__}; expected a list of {{chunk_id, score, rank}} hits")
     hits: list[dict] = []
     seen: dict[str, tuple[int, str]] = {}  # NFC chunk id -> (position, id as written)
-    with_rank = 0
     for i, hit in enumerate(value):
         where = f"retrieved[{i}]"
         if isinstance(hit, str):
             hit = {"chunk_id": hit}
         if not isinstance(hit, dict):
             raise f.error(where, f"got {short_repr(hit)}; expected an object {{chunk_id, score, rank}}")
-        extra = sorted(k for k in hit if k not in ("chunk_id", "score", "rank"))
+        extra = sorted(k for k in hit if k not in ("chunk_id", "score", "rank", "text"))
         if extra:
-            raise f.error(where, f"unknown key(s) {short_repr(extra)}; expected chunk_id, score, rank")
+            raise f.error(where, f"unknown key(s) {short_repr(extra)}; expected chunk_id (or text), score, rank")
         written = hit.get("chunk_id")
+        passage = hit.get("text")
+        if written is None and passage is not None and ids is not None:
+            if not isinstance(passage, str) or not passage.strip():
+                raise f.error(f"{where}.text", f"got {short_repr(passage)}; expected the passage text (or a chunk_id)")
+            aligned = ids.text(passage, f.record.get("question_id") or "", i + 1)
+            if aligned is None:  # counted and listed by the mapper; left out of the ranking
+                continue
+            written = aligned
         if not isinstance(written, str) or not written.strip():
             raise f.error(f"{where}.chunk_id", f"got {short_repr(written)}; expected a chunk id 'doc_id#n'")
         chunk_id = normalise_id(written)
@@ -121,34 +140,53 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False) -> list[di
             if not int_in_range(rank, 1):
                 raise f.error(f"{where}.rank", f"got {short_repr(rank)}; expected a whole number >= 1 and <= "
                                                f"{INT32_MAX}")
-            with_rank += 1
             rank = int(rank)
-        hits.append({"chunk_id": chunk_id, "score": None if score is None else float(score), "rank": rank})
+        hits.append({"chunk_id": chunk_id, "score": None if score is None else float(score), "rank": rank,
+                     "_at": i})
+    if ids is not None:  # the system's ids -> snapshot chunk ids; two ids on one chunk keep the first
+        mapped: set[str] = set()
+        kept = []
+        for hit in hits:
+            system_id = hit["chunk_id"]
+            hit["chunk_id"] = ids.chunk(system_id)
+            if known_chunks is not None and hit["chunk_id"] not in known_chunks:
+                raise f.error(f"retrieved[{hit['_at']}].chunk_id", _unknown_mapped(system_id, hit["chunk_id"], ids,
+                                                                                   known_chunks))
+            if hit["chunk_id"] in mapped:
+                ids.count_duplicate()
+                continue
+            mapped.add(hit["chunk_id"])
+            kept.append(hit)
+        hits = kept
     if known_chunks is not None:  # after the repeat check: an NFC/NFD twin is reported as a repeat first
-        for i, hit in enumerate(hits):
+        for hit in hits:
             if hit["chunk_id"] not in known_chunks:
-                raise f.error(f"retrieved[{i}].chunk_id", _unknown_chunk(hit["chunk_id"], known_chunks))
+                raise f.error(f"retrieved[{hit['_at']}].chunk_id", _unknown_chunk(hit["chunk_id"], known_chunks))
+    with_rank = sum(1 for h in hits if h["rank"] is not None)
     if 0 < with_rank < len(hits):
-        missing = next(i for i, h in enumerate(hits) if h["rank"] is None)
+        missing = next(h["_at"] for h in hits if h["rank"] is None)
         raise f.error(f"retrieved[{missing}].rank", "rank given on some hits but not on this one; expected rank on "
                                                     "every hit or on none")
     if with_rank == 0:
-        for i, hit in enumerate(hits):
-            hit["rank"] = i + 1
+        for hit in hits:
+            hit["rank"] = hit["_at"] + 1  # list order (an unmatched passage keeps its place empty)
     else:
         index_of_rank: dict[int, int] = {}
-        for i, hit in enumerate(hits):
+        for hit in hits:
             if hit["rank"] in index_of_rank:
-                raise f.error(f"retrieved[{i}].rank",
+                raise f.error(f"retrieved[{hit['_at']}].rank",
                               f"rank {hit['rank']} repeated (also retrieved[{index_of_rank[hit['rank']]}]); "
                               "expected distinct ranks")
-            index_of_rank[hit["rank"]] = i
+            index_of_rank[hit["rank"]] = hit["_at"]
         hits.sort(key=lambda h: h["rank"])
+    for hit in hits:
+        del hit["_at"]
     return hits
 
 
-def _citations(f: Fields) -> list[str]:
-    """The cited chunk ids, NFC, each once (an NFD twin of an earlier citation is a repeat)."""
+def _citations(f: Fields, ids=None) -> list[str]:
+    """The cited chunk ids, NFC, each once (an NFD twin of an earlier citation is a repeat); with ``ids``
+    (the system's id mapper) translated to snapshot chunk ids, a citation mapped onto an earlier one dropped."""
     written = f.string_list("citations")
     first: dict[str, str] = {}
     out = []
@@ -159,16 +197,20 @@ def _citations(f: Fields) -> list[str]:
                                              "values")
         first[nfc] = cid
         out.append(nfc)
+    if ids is not None:
+        out = list(dict.fromkeys(ids.chunk(c) for c in out))
     return out
 
 
 def parse_run_record(record: dict, path: str | None, line: int | None, system: str, corpus_version: str,
-                     golden_version: str, *, known_chunks=None, require_scores: bool = False) -> dict:
+                     golden_version: str, *, known_chunks=None, require_scores: bool = False, ids=None) -> dict:
     """Check and normalise one log record (schema in the module docstring).
 
     ``known_chunks``: when given (a set of chunk ids of the evaluated snapshot), every retrieved and
     cited chunk id must be in it. ``require_scores``: every hit must carry a score (metrics that rank
-    by score, ``ranking_mode: trec_eval``).
+    by score, ``ranking_mode: trec_eval``). ``ids``: the system's
+    :class:`~rag_eval_pipeline.core.systems.id_mapping.IdMapper` (its ``chunk_map``, and alignment of
+    hits that give ``text`` instead of ``chunk_id``); None reads ids as snapshot chunk ids.
     Output: a dict with the ``rag_runs`` columns. Raises InputError naming file, line and field.
     """
     f = Fields(record, path, line)
@@ -196,8 +238,8 @@ def parse_run_record(record: dict, path: str | None, line: int | None, system: s
         raise f.error("error", f"an error is logged but decision is {decision!r}; expected decision 'error'")
     if "metadata" in record and record["metadata"] is not None and not isinstance(record["metadata"], dict):
         raise f.error("metadata", f"got {type(record['metadata']).__name__}; expected an object")
-    hits = _hits(f, known_chunks, require_scores)
-    citations = _citations(f)
+    hits = _hits(f, known_chunks, require_scores, ids)
+    citations = _citations(f, ids)
     if known_chunks is not None:
         for j, cid in enumerate(citations):
             if cid not in known_chunks:
@@ -233,7 +275,7 @@ def _latency(f: Fields) -> float | None:
 
 
 def load_run_log(path: str | Path, system: str, corpus_version: str, golden_version: str, *,
-                 known_chunks=None, require_scores: bool = False) -> pl.DataFrame:
+                 known_chunks=None, require_scores: bool = False, ids=None) -> pl.DataFrame:
     """Read a RAG system's log of answers to the golden questions.
 
     Input: a ``.jsonl`` / ``.ndjson`` / ``.parquet`` path (schema in the module docstring); the name
@@ -251,7 +293,8 @@ def load_run_log(path: str | Path, system: str, corpus_version: str, golden_vers
     ``error`` on a decision other than ``error``; a ``system``, ``corpus_version`` or
     ``golden_version`` that differs from the one being evaluated (naming both); with ``known_chunks``
     (the snapshot's chunk ids), a retrieved or cited chunk id outside it; with ``require_scores``
-    (``ranking_mode: trec_eval``), a hit without a score.
+    (``ranking_mode: trec_eval``), a hit without a score. ``ids``: as in :func:`parse_run_record`
+    (what it mapped, aligned and left unmatched is in ``ids.stats()`` afterwards).
     Definition: module docstring (what to keep per run).
     """
     p = Path(path)
@@ -259,7 +302,7 @@ def load_run_log(path: str | Path, system: str, corpus_version: str, golden_vers
     first: dict[str, tuple[int, str]] = {}  # NFC question id -> (line, id as written)
     for line, record in read_records(p):
         row = parse_run_record(record, str(p), line, system, corpus_version, golden_version,
-                               known_chunks=known_chunks, require_scores=require_scores)
+                               known_chunks=known_chunks, require_scores=require_scores, ids=ids)
         qid = row["question_id"]
         if qid in first:
             first_line, first_written = first[qid]

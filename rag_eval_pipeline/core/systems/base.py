@@ -108,7 +108,10 @@ class SystemKind:
     the system). ``attempts(spec)``: calls per question with every retry spent. ``watches(spec)``:
     the paths (as written, relative to the configuration) whose content the on-change sensor
     fingerprints. ``estimate_note``: for a kind that makes no call, what ``estimate`` says it reads
-    (None: not listed). ``order``: its place in lists and messages.
+    (None: not listed). ``order``: its place in lists and messages. ``preflight(spec, base_dir,
+    environ, reach)``: for a kind that makes calls, what ``rag-eval check`` can verify without making
+    one (a callable imports, a secret variable is set; with ``reach``, one HEAD request); returns
+    notes, raises ConfigError for a problem (None: nothing to verify).
     """
 
     name: str
@@ -121,6 +124,7 @@ class SystemKind:
     estimate_note: str | None = None
     example: Mapping[str, Any] = field(default_factory=dict)
     order: int = 100
+    preflight: Callable[[Any, Path | None, Mapping[str, str] | None, bool], list[str]] | None = None
 
 
 #: Every system kind, one module each in ``core/systems/kinds/`` (imported on first use).

@@ -6,8 +6,10 @@ object in the run-log schema (see ``records.record_to_row``). ``request_template
 (``headers_from_env``) when the run starts and sent; everything that comes back (the version header,
 every string of the parsed reply, keys included, and every error text) goes through
 ``core.secrets`` (the model judge's scrubbing) with those values before anything is stored or shown,
-in every escaping (``\\u``-escaped in the JSON body, URL- or HTML-escaped), so a server that echoes a
-token back cannot get it into a table, the run's metadata or a report.
+in the forms it lists (escaped, URL- or HTML-encoded, base64, hex, cut short, split over two fields),
+so a server that echoes a token back cannot get it into a table, the run's metadata or a report. A
+body is parsed as it arrived and scrubbed of the configured values only; the credential-shaped
+patterns (``Bearer ...``, ``sk-...``) apply to error and status texts, never to an answer.
 
 Bounds: the body is read as a stream and abandoned past ``max_reply_bytes`` (default 10 MiB), counted
 both as received (compressed) and as decoded (decompressed: a gzip bomb stops at the cap, not at
@@ -153,11 +155,18 @@ class HttpSystem:
     def redact(self, text: None) -> None: ...
 
     def redact(self, text: str | None) -> str | None:
-        """``text`` with every secret header value, in every escaping, and every credential-shaped token
-        (``Bearer ...``, ``sk-...``) replaced by ``[redacted]`` (``core.secrets.scrub_secret``)."""
+        """``text`` with every secret header value (in the forms ``core.secrets`` lists) and every
+        credential-shaped token (``Bearer ...``, ``sk-...``) replaced by ``[redacted]``
+        (``core.secrets.scrub_secret``). For error and status texts only: a body that parses is scrubbed
+        by :meth:`redact_reply`, which keeps an answer's words about bearer tokens or ``sk-learn``."""
         if not text:
             return text
         return scrub_secret(text, self._secrets, replacement=_REDACTED)
+
+    def _snippet(self, body: str | None) -> str:
+        """The start of a body for an error text: scrubbed whole first (so the cut cannot leave part of a
+        secret behind), then cut to 200 characters."""
+        return (self.redact(body) or "").strip()[:_SNIPPET]
 
     def redact_reply(self, reply: Any) -> Any:
         """A parsed reply with every secret header value removed from every string, keys included
@@ -227,7 +236,7 @@ class HttpSystem:
             reply = strict_json(got.body or "")
         except JsonError as exc:
             raise ReplyError(f"system {ctx.system!r}, question {qid!r}: malformed JSON body (HTTP {got.status}, "
-                             f"{exc}): {(got.body or '')[:_SNIPPET]!r}") from None
+                             f"{exc}): {self._snippet(got.body)!r}") from None
         reply = self.redact_reply(reply)
         if self.spec.response_fields:
             row = mapped_to_row(reply, self.spec.response_fields, list(self.spec.abstain_phrases), ctx, qid)
@@ -243,8 +252,7 @@ class HttpSystem:
             limiter.wait()
             attempts += 1
             self.stats.count("calls")
-            got = self._attempt(client, body)
-            got.body = self.redact(got.body)
+            got = self._attempt(client, body)  # the body stays as sent: it is parsed, then scrubbed (_row)
             if got.version:
                 self.stats.count("versions", got.version)
             # every path below that does not return sets a reason
@@ -259,9 +267,9 @@ class HttpSystem:
                 raise RuntimeError("an HTTP attempt ended with neither a status nor a transport failure")
             elif got.status == 429 or got.status >= 500:
                 retryable, kind = True, f"http_{got.status}"
-                reason = f"HTTP {got.status}: {(got.body or '').strip()[:_SNIPPET]!r}"
+                reason = f"HTTP {got.status}: {self._snippet(got.body)!r}"
             elif not 200 <= got.status < 300:
-                kind, reason = f"http_{got.status}", f"HTTP {got.status}: {(got.body or '').strip()[:_SNIPPET]!r}"
+                kind, reason = f"http_{got.status}", f"HTTP {got.status}: {self._snippet(got.body)!r}"
             else:
                 try:
                     return self._row(ctx, q, got)

@@ -21,6 +21,8 @@ from rag_eval_pipeline.core.sources.run_logs import parse_run_record
 if TYPE_CHECKING:
     import polars as pl
 
+    from rag_eval_pipeline.core.systems.id_mapping import IdMapper
+
 _MISSING = object()
 
 #: Bounds on one reply of a live system (``http``, ``python``, ``traces``). A reply past one of them is an
@@ -42,7 +44,10 @@ class RunContext:
     ``known_chunks``: the snapshot's chunk ids (every retrieved or cited id must be one);
     ``require_scores``: every hit needs a score (``ranking_mode: trec_eval``); ``snapshot``: the
     ``corpus_snapshot`` frame (for kinds that retrieve themselves, e.g. ``reference``); ``base_dir``: the
-    configuration's folder, against which a system's relative paths are resolved.
+    configuration's folder, against which a system's relative paths are resolved; ``ids``: the
+    system's id mapper (``core/systems/id_mapping.py``: its ``chunk_map`` and the alignment of
+    passage texts; ``core/systems/runs.py`` sets it for every kind), None to read ids as snapshot
+    chunk ids.
     """
 
     system: str
@@ -52,6 +57,7 @@ class RunContext:
     require_scores: bool = False
     snapshot: pl.DataFrame | None = None
     base_dir: Path | None = None
+    ids: IdMapper | None = None
 
 
 class ReplyError(Exception):
@@ -200,7 +206,7 @@ def record_to_row(record: dict, ctx: RunContext, question_id: str, *, where: str
     try:
         row = parse_run_record({**record, "question_id": question_id}, None, None, ctx.system, ctx.corpus_version,
                                ctx.golden_version, known_chunks=ctx.known_chunks,
-                               require_scores=ctx.require_scores)
+                               require_scores=ctx.require_scores, ids=ctx.ids)
     except InputError as exc:
         raise ReplyError(f"system {ctx.system!r}, question {question_id!r}: {where} {_located(exc)}") from None
     # measured by the caller, not taken from the reply
@@ -211,9 +217,10 @@ def mapped_to_row(reply: Any, fields: Mapping[str, str], phrases: list[str], ctx
                   question_id: str) -> dict:
     """Read a reply of another shape through ``response_fields`` (dotted paths) into a row.
 
-    ``retrieved`` is required (a list; each hit's ``chunk_id`` and ``score`` paths are relative to
-    the hit, rank = list order); ``answer``, ``decision``, ``citations``, ``error``, ``model``,
-    ``prompt_version`` are read when mapped. Without a ``decision`` path the decision follows
+    ``retrieved`` is required (a list; each hit's ``chunk_id``, ``score`` and ``text`` paths are
+    relative to the hit, rank = list order; a hit without an id but with passage text at the
+    ``text`` path is aligned to the snapshot by its text); ``answer``, ``decision``, ``citations``,
+    ``error``, ``model``, ``prompt_version`` are read when mapped. Without a ``decision`` path the decision follows
     :func:`decide` and ``decision_rule`` records the rule. Raises ReplyError naming the system, the
     question and the missing path, or as :func:`record_to_row` for the values found.
     """
@@ -237,11 +244,14 @@ def mapped_to_row(reply: Any, fields: Mapping[str, str], phrases: list[str], ctx
     retrieved = []
     for i, hit in enumerate(hits):
         chunk = get_path(hit, fields["chunk_id"]) if isinstance(hit, (dict, list)) else _MISSING
-        if chunk is _MISSING:
+        text = get_path(hit, fields["text"]) if "text" in fields and isinstance(hit, (dict, list)) else _MISSING
+        if chunk is _MISSING and text is _MISSING:
             raise ReplyError(f"system {ctx.system!r}, question {question_id!r}: hit {i} of {fields['retrieved']!r} "
-                             f"has no value at path {fields['chunk_id']!r} (response_fields.chunk_id)")
+                             f"has no value at path {fields['chunk_id']!r} (response_fields.chunk_id)"
+                             + (f" nor {fields['text']!r} (response_fields.text)" if "text" in fields else ""))
         score = get_path(hit, fields["score"])
-        retrieved.append({"chunk_id": chunk, **({} if score is _MISSING else {"score": score})})
+        retrieved.append({**({"chunk_id": chunk} if chunk is not _MISSING else {"text": text}),
+                          **({} if score is _MISSING else {"score": score})})
     record: dict[str, Any] = {"retrieved": retrieved}
     for key in ("answer", "citations", "error", "model", "prompt_version"):
         if key in fields:

@@ -24,13 +24,20 @@ def run_each(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, corp
              ) -> Iterator[tuple[str, SystemRun]]:
     """``(name, SystemRun)`` for each system of ``cfg`` (or each named one, in the given order).
 
-    Raises ConfigError for a name that is not configured, and what the kind's runner raises."""
+    Every kind reads its ids through the system's id mapper (``core/systems/id_mapping.py``: the
+    ``chunk_map`` of its section, text alignment of passages without ids), set here on the run
+    context; a kind that maps ids reports what the mapper did in its ``info["id_mapping"]``.
+    Raises ConfigError for a name that is not configured or a bad ``chunk_map``, InputError for a
+    bad chunk map file, and what the kind's runner raises."""
+    from rag_eval_pipeline.core.systems.id_mapping import IdMapper
+
     golden_version = golden["golden_version"][0] if golden.height else ""
     known = frozenset(snapshot["chunk_id"].to_list())
     for name in systems or cfg.system_names:
         spec = cfg.system(name)
+        ids = IdMapper.for_system(spec, snapshot, base_dir=cfg.path.parent)
         ctx = RunContext(name, corpus_version, golden_version, known, cfg.ranking_mode == "trec_eval",
-                         snapshot=snapshot, base_dir=cfg.path.parent)
+                         snapshot=snapshot, base_dir=cfg.path.parent, ids=ids)
         yield name, run_system(spec, golden, ctx, deployment)
 
 
@@ -54,8 +61,12 @@ class RagRuns:
     def metadata(self) -> dict[str, Any]:
         """The asset metadata as plain values: systems, rows, unknown_question_rows,
         unknown_question_ids (first 50), decisions (``system/decision`` -> count), corpus_version,
-        live_systems."""
+        live_systems (what each kind counted, but its id mapping), id_mapping (system -> what its id
+        mapper did, for systems whose ids were not all the snapshot's as they are)."""
         by_decision = self.runs.group_by("system", "decision").len().sort("system", "decision")
+        mapping = {n: i["id_mapping"] for n, i in self.live.items()
+                   if {k for k, v in (i.get("id_mapping") or {}).items() if v} - {"ids_as_is"}}
+        live = {n: {k: v for k, v in i.items() if k != "id_mapping"} for n, i in self.live.items()}
         return {
             "systems": sorted(self.runs["system"].unique().to_list()),
             "rows": self.runs.height,
@@ -63,7 +74,8 @@ class RagRuns:
             "unknown_question_ids": sorted(self.unknown["question_id"].unique().to_list())[:_LISTED],
             "decisions": {f"{s}/{d}": n for s, d, n in by_decision.iter_rows()},
             "corpus_version": self.corpus_version,
-            "live_systems": self.live,
+            "live_systems": {n: i for n, i in live.items() if i},
+            "id_mapping": mapping,
         }
 
 
@@ -88,7 +100,7 @@ def rag_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, *, s
         frames.append(result.runs)
         if result.info:
             live[name] = result.info
-            if log is not None:
+            if log is not None and "questions" in result.info:
                 log(f"system {name} ({cfg.system(name).kind}): {result.info.get('questions', 0)} questions, "
                     f"{result.info.get('error_rows', 0)} error rows")
     runs = pl.concat(frames) if frames else tables.empty("rag_runs")

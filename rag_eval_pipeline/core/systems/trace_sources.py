@@ -30,13 +30,31 @@ from rag_eval_pipeline.core.systems.records import MAX_ANSWER_CHARS
 
 #: Longest line of an OTLP JSON or Phoenix JSON Lines file (one span batch): a longer one is an error.
 MAX_LINE_BYTES = 64 * 2**20
+#: A line is read in pieces of this size, so a refused line costs one copy of MAX_LINE_BYTES, not two.
+LINE_PIECE_BYTES = 2**20
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 DOCS = SpanAttributes.RETRIEVAL_DOCUMENTS
 
 
+#: Longest trace, span or parent id kept as written (OTLP ids are 32 / 16 hex digits): a longer one is an error.
+MAX_ID_CHARS = 128
+#: How much of a JSON file ``format: auto`` reads to tell OTLP JSON from a Phoenix export.
+SNIFF_BYTES = 1 << 20
+
+
 @dataclass
 class Span:
+    """One span as read from a trace file, in one shape for both sources.
+
+    ``trace_id`` / ``span_id`` / ``parent_id``: lower-case hex (OTLP) or the export's own ids, at most
+    :data:`MAX_ID_CHARS` characters (``parent_id`` None for a span without a parent); ``name``: at most
+    200 characters; ``start_ns`` / ``end_ns``: nanoseconds since the epoch, None when absent;
+    ``status_code``: ``OK``, ``ERROR`` or ``UNSET``; ``status_message``: at most ``MAX_ANSWER_CHARS``
+    characters; ``attributes``: flat OpenInference keys (``retrieval.documents.0.document.id``) to values
+    (string values cut one character past ``MAX_ANSWER_CHARS``; lists and objects as read); ``source``:
+    ``file ..., line N`` for messages."""
+
     trace_id: str
     span_id: str
     parent_id: str | None
@@ -49,11 +67,25 @@ class Span:
     source: str  # file and line, for messages
 
 
+class _IdTooLong(ValueError):
+    pass
+
+
+def _checked_id(value: Any) -> str:
+    """An id as text, refused past :data:`MAX_ID_CHARS` characters (it is listed in metadata and messages)."""
+    text = value if isinstance(value, str) else str(value) if isinstance(value, int) else short_repr(value)
+    if len(text) > MAX_ID_CHARS:
+        raise _IdTooLong(f"an id of {len(text)} characters ({text[:40]!r}...); expected at most {MAX_ID_CHARS} "
+                         "(OTLP ids are 32 or 16 hex digits)")
+    return text
+
+
 def _hex_id(value: Any, size: int) -> str | None:
-    """A trace/span id as lower-case hex: OTLP/JSON writes hex; protobuf's JSON mapping base64."""
+    """A trace/span id as lower-case hex: OTLP/JSON writes hex; protobuf's JSON mapping base64.
+    Raises _IdTooLong past :data:`MAX_ID_CHARS` characters."""
     if value in (None, ""):
         return None
-    text = str(value)
+    text = _checked_id(value)
     if re.fullmatch(r"[0-9a-fA-F]+", text) and len(text) == 2 * size:
         return text.lower()
     try:
@@ -133,13 +165,24 @@ def _lines(path: Path):
     with path.open("rb") as fh:
         lineno = 0
         while True:
-            raw = fh.readline(MAX_LINE_BYTES + 1)
-            if not raw:
+            # in pieces of LINE_PIECE_BYTES: one readline(MAX_LINE_BYTES + 1) joins its chunks into a second
+            # copy, so a refused line would cost twice the bound
+            parts, size = [], 0
+            while size <= MAX_LINE_BYTES:
+                part = fh.readline(LINE_PIECE_BYTES)
+                parts.append(part)
+                size += len(part)
+                if not part or part.endswith(b"\n"):
+                    break
+            if not size:
                 return
             lineno += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            if size - parts[-1].endswith(b"\n") > MAX_LINE_BYTES:
+                del parts
                 raise InputError(f"line longer than {MAX_LINE_BYTES} bytes; expected one span batch of at most "
                                  f"{MAX_LINE_BYTES >> 20} MiB per line", path=str(path), line=lineno, field="json")
+            raw = parts[0] if len(parts) == 1 else b"".join(parts)
+            del parts
             if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             try:
@@ -188,8 +231,12 @@ class _FieldError(ValueError):
 def _otlp_span(s: Any, path: Path, lineno: int, keep: Callable[[str], bool]) -> Span:
     if not isinstance(s, dict):
         raise _FieldError("spans", f"a span is a JSON {type(s).__name__}; expected an object")
-    trace_id = _hex_id(s.get("traceId"), 16)
-    span_id = _hex_id(s.get("spanId"), 8)
+    try:
+        trace_id = _hex_id(s.get("traceId"), 16)
+        span_id = _hex_id(s.get("spanId"), 8)
+        parent_id = _hex_id(s.get("parentSpanId"), 8)
+    except _IdTooLong as exc:
+        raise InputError(str(exc), path=str(path), line=lineno, field="traceId / spanId / parentSpanId") from None
     if not trace_id or not span_id:
         raise InputError("a span without traceId or spanId; expected both", path=str(path), line=lineno,
                          field="traceId")
@@ -213,7 +260,7 @@ def _otlp_span(s: Any, path: Path, lineno: int, keep: Callable[[str], bool]) -> 
             except (TypeError, ValueError) as exc:
                 raise _FieldError(f"attributes.{key}", f"span {span_id}: {exc}") from None
     return Span(
-        trace_id=trace_id, span_id=span_id, parent_id=_hex_id(s.get("parentSpanId"), 8),
+        trace_id=trace_id, span_id=span_id, parent_id=parent_id,
         name=str(s.get("name", ""))[:200], start_ns=times["startTimeUnixNano"], end_ns=times["endTimeUnixNano"],
         status_code=_STATUS.get(status.get("code", 0), "UNSET") if isinstance(status.get("code", 0), (int, str))
         else "UNSET",
@@ -289,6 +336,13 @@ def _read_phoenix(path: Path, keep: Callable[[str], bool]) -> Iterator[Span]:
         if not trace_id or not span_id:
             raise InputError("a span without context.trace_id or context.span_id; expected a Phoenix spans "
                              "export (get_spans_dataframe)", path=str(path), line=line, field="context.trace_id")
+        spans_parent = row.get("parent_id")
+        try:
+            trace_id, span_id = _checked_id(trace_id), _checked_id(span_id)
+            spans_parent = _checked_id(spans_parent) if spans_parent else None
+        except _IdTooLong as exc:
+            raise InputError(str(exc), path=str(path), line=line, field="context.trace_id / span_id / parent_id"
+                             ) from None
         attrs: dict[str, Any] = {}
         if isinstance(row.get("attributes"), dict):
             _flatten("", row["attributes"], attrs)
@@ -315,9 +369,8 @@ def _read_phoenix(path: Path, keep: Callable[[str], bool]) -> Iterator[Span]:
                 raise InputError(f"{exc}; expected an ISO 8601 time or nanoseconds since the epoch", path=str(path),
                                  line=line, field=key) from None
         message = row.get("status_message")
-        spans_parent = row.get("parent_id")
         yield Span(
-            trace_id=str(trace_id), span_id=str(span_id), parent_id=str(spans_parent) if spans_parent else None,
+            trace_id=trace_id, span_id=span_id, parent_id=spans_parent,
             name=str(row.get("name") or "")[:200], start_ns=times["start_time"], end_ns=times["end_time"],
             status_code=_STATUS.get(status, "UNSET"),
             status_message=None if message is None else str(message)[:MAX_ANSWER_CHARS],
@@ -334,13 +387,17 @@ def _files(path: Path) -> list[Path]:
 
 
 def _format_of(path: Path) -> str:
+    """``otlp_json`` or ``phoenix`` for ``format: auto``: Parquet is a Phoenix export; a JSON file is OTLP when
+    its first non-blank line names ``resourceSpans`` within the first :data:`SNIFF_BYTES` bytes (only those
+    are read: a single huge line costs no more memory here than a small one)."""
     if path.suffix.lower() == ".parquet":
         return "phoenix"
+    read_regular_file_check(path)
     with path.open("rb") as fh:
-        for raw in fh:
-            if raw.strip():
-                return "otlp_json" if b'"resourceSpans"' in raw else "phoenix"
-    return "otlp_json"
+        head = fh.read(SNIFF_BYTES).lstrip()
+    if not head:
+        return "otlp_json"
+    return "otlp_json" if b'"resourceSpans"' in head.split(b"\n", 1)[0] else "phoenix"
 
 
 def wanted_attributes(*names: str | None) -> Callable[[str], bool]:

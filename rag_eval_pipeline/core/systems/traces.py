@@ -31,18 +31,25 @@ Rules (OpenInference names, from ``openinference-semantic-conventions``):
   ``rag_runs`` logs a warning whenever one of these counts is not zero.
 - retrieval: the RETRIEVER span (``openinference.span.kind``; the last one to start when there are
   several: what the generator saw) gives ``retrieval.documents.N.document.id`` / ``.score``, ranked
-  by N. A document id maps to a chunk id by ``chunk_map`` (JSONL/Parquet with ``document_id``,
-  ``chunk_id``), else as is when it is a chunk id of the snapshot (``doc_id#n``), else to
-  ``doc_id#0`` when the document has exactly one chunk; anything else is an InputError.
+  by N. A document id maps to a chunk id as every kind's ids do (``core/systems/id_mapping.py``:
+  ``chunk_map`` file or rule, else as is when it is a chunk id of the snapshot, else the one chunk
+  of a one-chunk document); anything else is an InputError. A document without ``document.id`` but
+  with ``document.content`` is aligned to the snapshot by its text (unmatched ones counted).
 - the answer is the root span's ``output.value`` (at most ``records.MAX_ANSWER_CHARS`` characters, and
   at most ``records.MAX_RETRIEVED`` retrieval documents: past either the row is an ``error`` row,
-  ``decision_rule`` ``too_large``). Only the attributes used here are kept while reading, so a large
-  export (prompts, messages) is read in bounded memory. The decision: ``decision_attribute`` when
+  ``decision_rule`` ``too_large``). An ``output.value`` that is not a string (an OTLP ``arrayValue``,
+  ``kvlistValue``, number or boolean) is an ``error`` row, ``decision_rule`` ``not_text``:
+  OpenInference's output.value is the answer text, and no other shape is turned into one. Only the
+  attributes used here are kept while reading, so a large export (prompts, messages) is read in
+  bounded memory. The decision: ``decision_attribute`` when
   configured and present (``attribute``); else ``error`` when the root span's status is ERROR
   (``span_status``); else the rule of ``records.decide`` (``empty_output``, ``abstain_phrase``,
   ``default_answer``). ``decision_rule`` in ``rag_runs`` records which.
-- ``latency_ms`` is the root span's duration; ``model`` the first LLM span's ``llm.model_name``;
-  ``prompt_version`` its ``llm.prompt_template.version``.
+- ``latency_ms`` is the root span's duration (null when a time is missing, or when the span ends before
+  it starts: counted as ``negative_latency_traces`` and listed); ``model`` the first LLM span's
+  ``llm.model_name``; ``prompt_version`` its ``llm.prompt_template.version`` (each at most 200
+  characters; a list or object as its repr). Attribute values quoted in the import's metadata (an
+  unmatched question id) are cut to 80 characters; ids longer than 128 characters stop the import.
 """
 
 from __future__ import annotations
@@ -64,7 +71,9 @@ from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.jsonio import JsonError
 from rag_eval_pipeline.core.jsonio import loads as strict_json
-from rag_eval_pipeline.core.sources._records import read_records
+from rag_eval_pipeline.core.sources._records import normalise_id, short_repr
+from rag_eval_pipeline.core.systems.id_mapping import IdMapper
+from rag_eval_pipeline.core.systems.id_mapping import load_chunk_map_file as load_chunk_map  # noqa: F401 (old name)
 from rag_eval_pipeline.core.systems.records import MAX_ANSWER_CHARS, MAX_RETRIEVED, RunContext, decide, error_row
 from rag_eval_pipeline.core.systems.trace_sources import DOCS, KIND, Span, read_spans, wanted_attributes
 
@@ -73,6 +82,8 @@ if TYPE_CHECKING:
 
 _DOC_KEY = re.compile(re.escape(DOCS) + r"\.(\d+)\.(.+)$")
 _LISTED = 50
+_LABEL_CHARS = 200  # model, prompt_version (the prompt_version a configuration may give is bounded alike)
+_SHOWN_CHARS = 80  # an attribute value quoted in the import's metadata
 
 
 @dataclass
@@ -155,57 +166,49 @@ def _question_text(root: Span) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class _ChunkMapper:
-    """Document id -> chunk id (module docstring: chunk_map, chunk id as is, one-chunk document)."""
-
-    def __init__(self, known_chunks, chunk_map: dict[str, str]):
-        self.known = set(known_chunks or ())
-        self.map = chunk_map
-        self.per_doc: dict[str, list[str]] = {}
-        for c in self.known:
-            self.per_doc.setdefault(c.rsplit("#", 1)[0], []).append(c)
-
-    def __call__(self, doc_id: str, where: str) -> str:
-        if doc_id in self.map:
-            return self.map[doc_id]
-        if doc_id in self.known or not self.known:
-            return doc_id
-        chunks = self.per_doc.get(doc_id, [])
-        if len(chunks) == 1:
-            return chunks[0]
-        hint = (f"document {doc_id!r} has {len(chunks)} chunks" if chunks
-                else f"no document {doc_id!r} in the snapshot")
-        raise InputError(f"{where}: document.id {doc_id!r} is not a chunk id of the snapshot ({hint}); expected "
-                         "'doc_id#n', the id of a one-chunk document, or an entry in chunk_map",
-                         field=f"{DOCS}.document.id")
+def _label(value: Any) -> str | None:
+    """A model name or prompt version as stored: a string or number as text, anything else (an array, an
+    object) as its repr; at most :data:`_LABEL_CHARS` characters either way."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value
+    else:
+        text = str(value) if isinstance(value, (int, float)) else short_repr(value, _LABEL_CHARS)
+    return text[:_LABEL_CHARS]
 
 
-def _over_bounds(root: Span, group: list[Span]) -> str | None:
+def _duration_ms(root: Span) -> float | None:
+    """The root span's duration in milliseconds; None when a time is missing or the span ends before it
+    starts (counted as ``negative_latency_traces``: a clock problem, never a negative latency)."""
+    if not root.end_ns or not root.start_ns or root.end_ns < root.start_ns:
+        return None
+    return (root.end_ns - root.start_ns) / 1e6
+
+
+def _json_kind(value: Any) -> str:
+    return {list: "an array", dict: "an object", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), f"a {type(value).__name__}")
+
+
+def _unusable(root: Span, group: list[Span]) -> tuple[str, str] | None:
+    """(decision rule, reason) when the trace cannot give a row: an ``output.value`` that is not a string
+    (``not_text``; OpenInference's output.value is the answer text: an array or object is never turned into
+    one) or past the answer bound, too many retrieval documents (``too_large``); else None."""
     answer = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
+    if answer is not None and not isinstance(answer, str):
+        size = f" of {len(answer)} values" if isinstance(answer, (list, dict)) else ""
+        return "not_text", (f"output.value is {_json_kind(answer)}{size}, not a string; expected the answer text "
+                            "(OpenInference output.value)")
     if isinstance(answer, str) and len(answer) > MAX_ANSWER_CHARS:
-        return f"output.value has more than {MAX_ANSWER_CHARS} characters; expected at most {MAX_ANSWER_CHARS}"
+        return "too_large", (f"output.value has more than {MAX_ANSWER_CHARS} characters; expected at most "
+                             f"{MAX_ANSWER_CHARS}")
     for s in group:
         docs = {m.group(1) for key in s.attributes if (m := _DOC_KEY.match(key))}
         if len(docs) > MAX_RETRIEVED:
-            return (f"span {s.span_id} lists {len(docs)} retrieval documents; expected at most {MAX_RETRIEVED}")
+            return "too_large", (f"span {s.span_id} lists {len(docs)} retrieval documents; expected at most "
+                                 f"{MAX_RETRIEVED}")
     return None
-
-
-def load_chunk_map(path: str | Path) -> dict[str, str]:
-    """A ``chunk_map`` file (JSONL or Parquet; fields ``document_id``, ``chunk_id``) as a dict.
-    Raises InputError naming file, line and field for a missing field or a document mapped twice."""
-    out: dict[str, str] = {}
-    for line, rec in read_records(path):
-        for name in ("document_id", "chunk_id"):
-            value = rec.get(name)
-            if not isinstance(value, str) or not value:
-                raise InputError(f"expected a non-empty string, got {value!r}", path=str(path), line=line, field=name)
-        doc, chunk = rec["document_id"], rec["chunk_id"]
-        if doc in out:
-            raise InputError(f"document {doc!r} mapped twice; expected one chunk per document id", path=str(path),
-                             line=line, field="document_id")
-        out[doc] = chunk
-    return out
 
 
 def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContext, *,
@@ -218,10 +221,12 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
     Output: rows in golden order (an ``error`` row with rule ``no_trace`` where no trace matched)
     and ``info``: ``traces``, ``spans``, ``matched_by_attribute``, ``matched_by_text``,
     ``unmatched_traces`` (+ ``unmatched_examples``: trace id and why, first 50),
-    ``questions_without_trace`` (+ ids, first 50), ``duplicate_traces``.
+    ``questions_without_trace`` (+ ids, first 50), ``duplicate_traces``, ``orphan_spans``,
+    ``ambiguous_root_traces``, ``rootless_traces`` (+ examples), ``negative_latency_traces`` (+ ids).
     Raises InputError (file, trace, field) for unreadable sources, a document id that maps to no
     chunk, a decision attribute outside answer/abstain/clarify/error, or a hit that fails the
-    run-log rules (non-finite score, a chunk twice).
+    run-log rules (non-finite score, the same document id twice). Two ids that map to one chunk keep
+    the first (counted by the mapper: ``ctx.ids.stats()``, or ``info["id_mapping"]``).
     """
     def resolve(p: str | Path) -> Path:
         q = Path(p)
@@ -230,7 +235,7 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
     source = resolve(spec.path)
     spans = read_spans(source, spec.format,
                        wanted_attributes(spec.question_id_attribute, spec.decision_attribute))
-    mapper = _ChunkMapper(ctx.known_chunks, load_chunk_map(resolve(spec.chunk_map)) if spec.chunk_map else {})
+    mapper = ctx.ids or IdMapper.from_chunk_ids(ctx.known_chunks, spec, base_dir)
     by_trace: dict[str, list[Span]] = {}
     for s in spans:
         by_trace.setdefault(s.trace_id, []).append(s)
@@ -247,6 +252,7 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
     shapes: dict[str, list[dict[str, str]]] = {"ambiguous": [], "rootless": []}
     orphan_spans = 0
     orphan_examples: list[dict[str, Any]] = []
+    negative: list[str] = []
     for trace_id in sorted(by_trace):
         group = sorted(by_trace[trace_id], key=lambda s: (s.start_ns or 0))
         root, how, notes = find_root(group)
@@ -256,17 +262,24 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
             orphan_examples.append({"trace_id": trace_id, "orphans": orphans[:5]})
         if how != "single":
             shapes[how].append({"trace_id": trace_id, "rule": notes[-1]})
+        if root.end_ns and root.start_ns and root.end_ns < root.start_ns:
+            negative.append(trace_id)
         qid = None
         matched_by = "attribute"  # how qid was found: by the attribute unless the text match below sets it
         if qattr:
             for s in [root] + [x for x in group if x is not root]:
                 value = lookup(s.attributes, qattr)
                 if value is not None:
-                    qid = str(value)
+                    qid = value
                     break
+            if qid is not None and (isinstance(qid, bool) or not isinstance(qid, (str, int))):
+                unmatched.append({"trace_id": trace_id, "reason": f"{qattr} is {_json_kind(qid)} "
+                                  f"({short_repr(qid, _SHOWN_CHARS)}); expected a question id"})
+                continue
+            qid = None if qid is None else str(qid)
             if qid is not None and qid not in golden_ids:
-                unmatched.append({"trace_id": trace_id, "reason": f"{qattr} = {qid!r} is not a question of the "
-                                                                  "evaluated golden set"})
+                unmatched.append({"trace_id": trace_id, "reason": f"{qattr} = {short_repr(qid, _SHOWN_CHARS)} is not "
+                                                                  "a question of the evaluated golden set"})
                 continue
         if qid is None:
             text = _question_text(root)
@@ -306,18 +319,20 @@ def import_traces(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContex
             "duplicate_traces": len(duplicates), "duplicate_trace_ids": duplicates[:_LISTED],
             "orphan_spans": orphan_spans, "orphan_span_examples": orphan_examples,
             "ambiguous_root_traces": len(shapes["ambiguous"]), "ambiguous_root_examples": shapes["ambiguous"][:_LISTED],
-            "rootless_traces": len(shapes["rootless"]), "rootless_examples": shapes["rootless"][:_LISTED]}
+            "rootless_traces": len(shapes["rootless"]), "rootless_examples": shapes["rootless"][:_LISTED],
+            "negative_latency_traces": len(negative), "negative_latency_trace_ids": negative[:_LISTED],
+            "id_mapping": mapper.stats()}
     return TraceImport(rows=rows, info=info)
 
 
 def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group: list[Span],
-         mapper: _ChunkMapper) -> dict:
+         mapper: IdMapper) -> dict:
     where = f"{root.source}, trace {root.trace_id}"
-    too_large = _over_bounds(root, group)
-    if too_large:
-        row = error_row(ctx, qid, f"system {ctx.system!r}, question {qid!r}: {where}: {too_large}",
-                        trace_id=root.trace_id, decision_rule="too_large")
-        return row
+    unusable = _unusable(root, group)
+    if unusable:
+        rule, reason = unusable
+        return error_row(ctx, qid, f"system {ctx.system!r}, question {qid!r}: {where}: {reason}",
+                         trace_id=root.trace_id, decision_rule=rule)
     retrievers = [s for s in group
                   if str(s.attributes.get(KIND, "")).upper() == OpenInferenceSpanKindValues.RETRIEVER.value]
     hits: list[dict] = []
@@ -329,16 +344,32 @@ def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group:
             if m:
                 docs.setdefault(int(m.group(1)), {})[m.group(2)] = value
         seen: dict[str, int] = {}
+        written: dict[str, int] = {}
         for rank, n in enumerate(sorted(docs), start=1):
             doc = docs[n]
             doc_id = doc.get(DocumentAttributes.DOCUMENT_ID)
+            field = f"{DOCS}.{n}.{DocumentAttributes.DOCUMENT_ID}"
             if doc_id in (None, ""):
-                raise InputError(f"{where}: retrieval document {n} has no {DocumentAttributes.DOCUMENT_ID}",
-                                 field=f"{DOCS}.{n}.{DocumentAttributes.DOCUMENT_ID}")
-            chunk = mapper(str(doc_id), where)
+                content = doc.get(DocumentAttributes.DOCUMENT_CONTENT)
+                if not isinstance(content, str) or not content.strip():
+                    raise InputError(f"{where}: retrieval document {n} has no {DocumentAttributes.DOCUMENT_ID} "
+                                     f"(nor {DocumentAttributes.DOCUMENT_CONTENT} to align by text)", field=field)
+                chunk = mapper.text(content, qid, rank)
+                if chunk is None:  # counted and listed by the mapper; left out of the ranking
+                    continue
+            else:
+                doc_id = normalise_id(str(doc_id))
+                if doc_id in written:
+                    raise InputError(f"{where}: document id {doc_id!r} retrieved twice (documents {written[doc_id]} "
+                                     f"and {n}); expected each document once", field=field)
+                written[doc_id] = n
+                chunk = mapper.chunk(doc_id)
+                if mapper.known and chunk not in mapper.known:
+                    raise InputError(f"{where}: document.id {doc_id!r} is not a chunk id of the snapshot: "
+                                     f"{mapper.describe_unknown(doc_id)}", field=field)
             if chunk in seen:
-                raise InputError(f"{where}: chunk {chunk!r} retrieved twice (documents {seen[chunk]} and {n}); "
-                                 "expected each chunk once", field=f"{DOCS}.{n}.{DocumentAttributes.DOCUMENT_ID}")
+                mapper.count_duplicate()
+                continue
             seen[chunk] = n
             score = doc.get(DocumentAttributes.DOCUMENT_SCORE)
             if score is not None:
@@ -354,8 +385,7 @@ def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group:
                 raise InputError(f"{where}: document {n} has no score; ranking_mode trec_eval ranks by score",
                                  field=f"{DOCS}.{n}.{DocumentAttributes.DOCUMENT_SCORE}")
             hits.append({"chunk_id": chunk, "score": score, "rank": rank})
-    answer = root.attributes.get(SpanAttributes.OUTPUT_VALUE)
-    answer = None if answer is None else str(answer)
+    answer = root.attributes.get(SpanAttributes.OUTPUT_VALUE)  # a string or None (_unusable)
     error = None
     decision_attr = spec.decision_attribute
     value = None
@@ -365,9 +395,9 @@ def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group:
             if value is not None:
                 break
     if value is not None:
-        if value not in tables.DECISIONS:
-            raise InputError(f"{where}: {decision_attr} = {value!r}; expected one of {list(tables.DECISIONS)}",
-                             field=decision_attr)
+        if not isinstance(value, str) or value not in tables.DECISIONS:
+            raise InputError(f"{where}: {decision_attr} = {short_repr(value)}; expected one of "
+                             f"{list(tables.DECISIONS)}", field=decision_attr)
         decision, rule = str(value), "attribute"
         if decision == "answer" and not (answer or "").strip():
             decision, rule, error = "error", "empty_output", "decision 'answer' but the trace has no output.value"
@@ -379,9 +409,9 @@ def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group:
     else:
         decision, rule, error = decide(answer, list(spec.abstain_phrases))
     llm = [s for s in group if str(s.attributes.get(KIND, "")).upper() == OpenInferenceSpanKindValues.LLM.value]
-    model = llm[0].attributes.get(SpanAttributes.LLM_MODEL_NAME) if llm else None
-    prompt_version = llm[0].attributes.get(SpanAttributes.LLM_PROMPT_TEMPLATE_VERSION) if llm else None
-    latency = (root.end_ns - root.start_ns) / 1e6 if root.end_ns and root.start_ns else None
+    model = _label(llm[0].attributes.get(SpanAttributes.LLM_MODEL_NAME)) if llm else None
+    prompt_version = _label(llm[0].attributes.get(SpanAttributes.LLM_PROMPT_TEMPLATE_VERSION)) if llm else None
+    latency = _duration_ms(root)
     if ctx.known_chunks:
         for h in hits:
             if h["chunk_id"] not in ctx.known_chunks:
@@ -391,7 +421,6 @@ def _row(spec: TracesSystemConfig, ctx: RunContext, qid: str, root: Span, group:
         "system": ctx.system, "question_id": qid, "retrieved": hits, "decision": decision,
         "answer": answer if decision != "error" else None, "citations": [], "error": error,
         "corpus_version": ctx.corpus_version, "golden_version": ctx.golden_version,
-        "retriever": None, "generator": None, "model": None if model is None else str(model),
-        "prompt_version": None if prompt_version is None else str(prompt_version), "latency_ms": latency,
+        "retriever": None, "generator": None, "model": model, "prompt_version": prompt_version, "latency_ms": latency,
         "system_version": None, "trace_id": root.trace_id, "decision_rule": rule,
     }

@@ -1,5 +1,7 @@
 """Judge calibration against hand labels: kappa by hand, mappings, null kappa, stale / missing."""
 
+import json
+
 import polars as pl
 import pytest
 
@@ -10,7 +12,7 @@ from rag_eval_pipeline.core.metrics.calibration import (
     calibration_table,
     confusion_markdown,
     judge_based_metrics,
-    read_human_labels,
+    read_label_file,
     resolve_mapping,
     results_from_frame,
     results_to_frame,
@@ -257,23 +259,15 @@ def test_history_round_trip():
     assert results_from_frame(None) == []
 
 
-def test_read_human_labels_formats(tmp_path):
-    h, _ = textbook()
-    h.write_csv(tmp_path / "h.csv")
-    h.write_ndjson(tmp_path / "h.jsonl")
-    h.write_parquet(tmp_path / "h.parquet")
-    for name in ("h.csv", "h.jsonl", "h.parquet"):
-        got = read_human_labels(tmp_path / name)
-        assert got.equals(h.select("system", "question_id", "verdict", "claim_id")), name
-    with pytest.raises(InputError, match="does not exist"):
-        read_human_labels(tmp_path / "nope.csv")
-    h.drop("claim_id").write_csv(tmp_path / "noclaim.csv")
-    with pytest.raises(InputError, match="claim_id"):
-        read_human_labels(tmp_path / "noclaim.csv", level="claim")
-    assert read_human_labels(tmp_path / "noclaim.csv", level="response").columns == ["system", "question_id", "verdict"]
-    (tmp_path / "h.txt").write_text("x")
-    with pytest.raises(InputError, match="extension"):
-        read_human_labels(tmp_path / "h.txt")
+def test_a_label_file_with_a_repeated_key_is_refused_naming_the_line(tmp_path):
+    # the one label reader is the strict one (read_human_labels, which let polars keep the first "verdict"
+    # silently, is gone): a repeated key is an error on its line, never a label
+    good = {"system": "s", "question_id": "q1", "claim_id": "c1", "claim": "x", "verdict": "SUPPORTED"}
+    path = tmp_path / "labels.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(good)[:-1] + ', "verdict": "CONTRADICTED"}\n',
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 2, field 'json': not valid JSON \(key 'verdict' appears twice"):
+        read_label_file(path)
 
 
 def test_confusion_markdown_and_judge_based_metrics():

@@ -109,7 +109,7 @@ def test_seed_example_rates():
 def test_output_shape_and_columns():
     golden, runs = seed_example()
     qm = decision_question_metrics(runs, golden)
-    want = [c for c in SCHEMAS["question_metrics"] if c != "split"]
+    want = [c for c in SCHEMAS["question_metrics"] if c not in ("split", "level")]  # level: added by the pipeline
     assert qm.columns == want
     assert dict(qm.schema) == {c: SCHEMAS["question_metrics"][c] for c in want}
     assert qm.height == 6 * len(DECISION_METRICS)
@@ -304,3 +304,25 @@ def test_no_runs_gives_empty_frame():
     golden, runs = seed_example()
     qm = decision_question_metrics(runs.clear(), golden)
     assert qm.height == 0 and "value" in qm.columns
+
+
+def test_evidence_judged_per_document_is_any_chunk_of_a_relevant_document():
+    """relevant_docs: every chunk of a document with grade > 0 is evidence (grade 0 is judged not relevant);
+    so a retrieval failure is told from an abstention at document level too."""
+    golden = golden_frame([
+        {"question_id": "q1", "answerability": "answerable"},
+        {"question_id": "q2", "answerability": "answerable"},
+    ]).with_columns(pl.Series("relevant_docs", [[{"doc_id": "returns", "grade": 2}],
+                                                [{"doc_id": "returns", "grade": 0}, {"doc_id": "faq", "grade": 1}]],
+                              dtype=SCHEMAS["golden_set"]["relevant_docs"]))
+    snapshot = pl.DataFrame({"chunk_id": ["r-1", "r-2", "f-1"], "doc_id": ["returns", "returns", "faq"],
+                             "acl": [[], [], []]})
+    ev = evidence_chunks(golden, snapshot).sort("question_id")
+    assert ev["evidence"].to_list() == [["r-1", "r-2"], ["f-1"]]
+    runs = runs_frame([
+        {"question_id": "q1", "decision": "abstain", "retrieved": ["r-2"]},   # evidence retrieved: generator error
+        {"question_id": "q2", "decision": "abstain", "retrieved": ["r-1"]},   # only the grade-0 document: no evidence
+    ])
+    by = {(r["question_id"], r["metric"]): r["value"] for r in
+          decision_question_metrics(runs, golden, snapshot).iter_rows(named=True)}
+    assert by[("q1", "abstention_with_evidence")] == 1.0 and by[("q2", "abstention_without_evidence")] == 1.0

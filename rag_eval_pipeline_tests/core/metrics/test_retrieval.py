@@ -387,7 +387,7 @@ def test_per_question_conforms_to_question_metrics() -> None:
     pq = retrieval_question_metrics(run, qrels).per_question
     assert pq.schema == PER_QUESTION_SCHEMA
     from rag_eval_pipeline.core.tables import conform
-    conform(pq.with_columns(pl.lit("test").alias("split")), "question_metrics")
+    conform(pq.with_columns(pl.lit("test").alias("split"), pl.lit("chunk").alias("level")), "question_metrics")
 
 
 # ----------------------------------------------------------------------------- against pytrec_eval

@@ -309,8 +309,9 @@ def test_claim_importance_defaults_to_vital_and_only_okay_changes_the_version(tm
     import hashlib
 
     g = load_golden(plain)
-    row = [g.row(0, named=True)[c] for c in g.columns]
-    row[g.columns.index("claims")] = claims
+    columns = [c for c in g.columns if c != "relevant_docs"]  # nor relevant_docs, which it does not use
+    row = [g.row(0, named=True)[c] for c in columns]
+    row[columns.index("claims")] = claims
     h = hashlib.sha256(b"golden_set/v1\n" + json.dumps(row, ensure_ascii=False, separators=(",", ":"),
                                                        sort_keys=True).encode() + b"\n").hexdigest()
     assert versions[0] == h
@@ -320,3 +321,57 @@ def test_an_unknown_claim_importance_is_named(tmp_path, snapshot):
     f = write_jsonl(tmp_path / "g.jsonl", [rec(), rec("q2", claims=[{"text": "x", "supporting": ["pol#0"],
                                                                       "importance": "essential"}])])
     assert_names(err_of(load_golden, f), f, 2, "claims[0].importance")
+
+
+# --- relevance judged per document (relevant_docs) ------------------------------------------------------
+
+def test_relevant_docs_read_graded_and_checked_against_the_snapshot(tmp_path, snapshot):
+    f = write_jsonl(tmp_path / "g.jsonl", [
+        rec("q1", relevant=[], claims=[], relevant_docs=["pol", {"doc_id": "int", "grade": 0}]),
+        rec("q2", relevant_docs=[{"doc_id": "pol", "grade": 3}]),
+    ])
+    golden = validate_golden(load_golden(f), snapshot, f)
+    assert golden["relevant_docs"].to_list() == [[{"doc_id": "pol", "grade": 1}, {"doc_id": "int", "grade": 0}],
+                                                 [{"doc_id": "pol", "grade": 3}]]
+
+
+@pytest.mark.parametrize("record, line, field, message", [
+    (rec(relevant=[], claims=[], relevant_docs=["nowhere"]), 1, "relevant_docs[0]", "document 'nowhere' is not in"),
+    (rec(relevant=[], claims=[], relevant_docs=["pol#0"]), 1, "relevant_docs[0]", "'pol#0' is a chunk id"),
+    (rec(relevant=["pol"], claims=[]), 1, "relevant[0]", "'pol' is a document id: list it in relevant_docs"),
+    (rec(answerability="absent", relevant=[], claims=[], relevant_docs=["pol"]), 1, "relevant_docs",
+     "an absent question lists relevant documents"),
+    (rec(relevant=[], claims=[], relevant_docs=[{"doc_id": "pol", "grade": 0}]), 1, "relevant",
+     "no relevant chunk (or document, relevant_docs) with grade >= 1"),
+    (rec(relevant=[], claims=[], relevant_docs=["int"]), 1, "relevant_docs", "expected answerability 'absent'"),
+])
+def test_bad_document_relevance_names_line_and_field(tmp_path, snapshot, record, line, field, message):
+    f = write_jsonl(tmp_path / "g.jsonl", [record])
+    err = err_of(validate_golden, load_golden(f), snapshot, f)
+    assert_names(err, f, line, field)
+    assert message in str(err)
+
+
+@pytest.mark.parametrize("value, field, message", [
+    ("pol", "relevant_docs", "expected a list of doc ids"),
+    (["pol", "pol"], "relevant_docs[1]", "document 'pol' listed twice"),
+    ([{"doc": "pol"}], "relevant_docs[0]", "unknown key(s)"),
+    ([{"doc_id": "pol", "grade": -1}], "relevant_docs[0].grade", "expected a whole number >= 0"),
+])
+def test_malformed_relevant_docs_are_refused_where_read(tmp_path, value, field, message):
+    f = write_jsonl(tmp_path / "g.jsonl", [rec(relevant_docs=value)])
+    err = err_of(load_golden, f)
+    assert_names(err, f, 1, field)
+    assert message in str(err)
+
+
+def test_golden_version_moves_with_relevant_docs_only_when_some_question_has_them(tmp_path, snapshot):
+    from rag_eval_pipeline.core.sources.golden import golden_version
+
+    f = write_jsonl(tmp_path / "g.jsonl", [rec(), rec("q2")])
+    golden = validate_golden(load_golden(f), snapshot, f)
+    raw = golden.drop("golden_version")
+    # a set written before relevant_docs existed (no column) keeps its version: the empty column is not hashed
+    assert golden_version(raw) == golden_version(raw.drop("relevant_docs")) == golden["golden_version"][0]
+    with_docs = write_jsonl(tmp_path / "h.jsonl", [rec(relevant_docs=["pol"]), rec("q2")])
+    assert validate_golden(load_golden(with_docs), snapshot, with_docs)["golden_version"][0] != golden_version(raw)

@@ -11,7 +11,13 @@ subprocess, and a stdlib RAG endpoint with injectable faults.
 - ``malformed``: 200 with a body that is not JSON;
 - ``missing_decision``: 200 with the reply minus ``decision``;
 - ``echo_auth``: 401 whose body echoes the Authorization header; ``echo_auth_200``: a 200 answer
-  whose ``answer`` quotes the Authorization header.
+  whose ``answer`` quotes the Authorization header;
+- ``echo_auth_encoded``: 401 whose body holds the header base64- and hex-encoded, its token
+  URL-encoded twice, upper-cased, and its first 14 characters; ``echo_basic_decoded``: 401 whose body
+  quotes a ``Basic`` header decoded (``user:password``); ``echo_auth_split``: a 200 answer that ends with
+  the token's first 8 characters, followed by a ``model`` field holding the rest;
+- ``about_tokens``: a 200 answer that explains bearer tokens, quoting ``"Authorization: Bearer <token>"``,
+  ``api_key: value`` and ``sk-learn-tools`` (ordinary prose, no secret).
 
 ``POST /custom`` wraps the reply in another shape (``{"data": {"hits": [{"id", "relevance"}]},
 "output": {"text", "label"}}``) for ``response_fields`` tests; ``/custom`` reads the question from
@@ -20,6 +26,7 @@ subprocess, and a stdlib RAG endpoint with injectable faults.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -33,6 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
+ABOUT_TOKENS = ('Send the header "Authorization: Bearer <token>" with every call; the api_key: value field '
+                "holds the key; install sk-learn-tools first.")
 
 
 def free_port() -> int:
@@ -171,11 +180,25 @@ class RagFaultServer:
             return h._send(200, b'{"retrieved": [ this is not json')
         elif fault == "echo_auth":
             return h._send(401, json.dumps({"error": f"invalid credentials: {auth}"}).encode())
+        elif fault == "echo_auth_encoded":
+            token = auth.partition(" ")[2]
+            forms = [base64.b64encode(auth.encode()).decode(), auth.encode().hex(),
+                     "".join(f"%25{b:02x}" for b in token.encode()), token.upper(), token[:14] + "..."]
+            return h._send(401, json.dumps({"error": "got " + " / ".join(forms)}).encode())
+        elif fault == "echo_basic_decoded":
+            decoded = base64.b64decode(auth.partition(" ")[2]).decode()
+            return h._send(401, f"bad credentials for {decoded}".encode())
+        elif fault == "about_tokens":
+            return h._send(200, json.dumps({"retrieved": [], "decision": "answer", "answer": ABOUT_TOKENS}).encode())
         reply = self.answer(qid, question, body.get("user_groups", []))
         if fault == "missing_decision":
             reply = {k: v for k, v in reply.items() if k != "decision"}
         if fault == "echo_auth_200" and reply.get("answer"):
             reply = {**reply, "answer": reply["answer"] + f" (you sent {auth})"}
+        if fault == "echo_auth_split":
+            token = auth.partition(" ")[2]
+            reply = {**{k: v for k, v in reply.items() if k not in ("answer", "model")},
+                     "answer": "abstract " + token[:8], "model": token[8:]}
         if custom:
             reply = {"data": {"hits": [{"id": r["chunk_id"], "relevance": r["score"]} for r in reply["retrieved"]]},
                      "output": {"text": reply.get("answer"), "label": reply["decision"]}}

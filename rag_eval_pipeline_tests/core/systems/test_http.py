@@ -1,5 +1,6 @@
 """``kind: http`` against real services on 127.0.0.1: ``rag-eval serve-reference`` and a fault server."""
 
+import base64
 import time
 
 import polars as pl
@@ -14,7 +15,12 @@ from rag_eval_pipeline.core.systems.kinds.http import HttpRunner
 from rag_eval_pipeline.core.systems.records import fill_template, get_path
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems import reference_callable
-from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer, ServeReference, closed_port
+from rag_eval_pipeline_tests.core.systems.live_servers import (
+    ABOUT_TOKENS,
+    RagFaultServer,
+    ServeReference,
+    closed_port,
+)
 
 COMPARED = [c for c in tables.SCHEMAS["rag_runs"] if c not in ("system",) + tables.RAG_RUNS_OPTIONAL]
 
@@ -175,6 +181,46 @@ def test_echoed_secrets_are_redacted(sample):
     text = str(run.runs.to_dicts())
     assert token not in text and "[redacted]" in text
     assert "HTTP 401" in run.runs["error"][0]
+
+
+def test_an_answer_about_tokens_is_stored_as_sent(sample):
+    # no secret configured: the credential patterns (Bearer ..., api_key: ..., sk-...) used to run on the raw
+    # body, changing this answer's words and eating the backslash of \" (the body then failed to parse)
+    golden = sample.golden.head(1)
+    (q,) = golden["question_id"].to_list()
+    for env in ({}, {"T": "Bearer tok_9f8e7d6c5b4a3b2c"}):
+        with RagFaultServer(reference_callable.answer, {q: "about_tokens"}) as srv:
+            s = spec(srv.url, max_retries=0, headers_from_env={"Authorization": "T"} if env else {})
+            run = HttpRunner(s, environ=env).run(golden, sample.ctx("live"))
+        row = run.runs.row(0, named=True)
+        assert (row["decision"], row["error"]) == ("answer", None), row["error"]
+        assert row["answer"] == ABOUT_TOKENS
+
+
+def test_encoded_cut_and_split_echoes_of_a_secret_are_redacted(sample):
+    golden = sample.golden.head(3)
+    a, b, c = golden["question_id"].to_list()
+    token = "tok_9f8e7d6c5b4a3b2c"
+    basic = "Basic " + base64.b64encode(b"user:s3cr3tpass").decode()  # dXNlcjpzM2NyM3RwYXNz
+    with RagFaultServer(reference_callable.answer, {a: "echo_auth_encoded", b: "echo_auth_split"}) as srv:
+        s = spec(srv.url, headers_from_env={"Authorization": "T"}, max_retries=0)
+        run = HttpRunner(s, environ={"T": f"Bearer {token}"}).run(golden.head(2), sample.ctx("live"))
+    rows = run.runs.to_dicts()
+    # base64 of "Bearer tok...", its hex, the token as %25xx, upper-cased, and its first 14 characters; the
+    # last two are runs of the secret "Bearer tok_..." that take the space before them along (" TOK_...")
+    assert rows[0]["error"] == (f"system 'live', question {a!r}: HTTP 401: "
+                                "'{\"error\": \"got [redacted] / [redacted] / [redacted] /[redacted] /"
+                                "[redacted]...\"}' (after 1 attempt(s))")
+    # "abstract tok_9f8e" + model "7d6c5b4a3b2c": the token only appears when the two fields are read together
+    # (the space goes too: " tok_9f8e7d6c5b4a3b2c" is a run of the header value "Bearer tok_...")
+    assert (rows[1]["answer"], rows[1]["model"]) == ("abstract[redacted]", "[redacted]")
+    with RagFaultServer(reference_callable.answer, {c: "echo_basic_decoded"}) as srv:
+        s = spec(srv.url, headers_from_env={"Authorization": "T"}, max_retries=0)
+        run = HttpRunner(s, environ={"T": basic}).run(golden.tail(1), sample.ctx("live"))
+        assert srv.requests[0]["headers"]["authorization"] == basic
+    # the 401 body says "bad credentials for user:s3cr3tpass": the header's base64 decoded
+    assert run.runs["error"][0] == (f"system 'live', question {c!r}: HTTP 401: 'bad credentials for [redacted]' "
+                                    "(after 1 attempt(s))")
 
 
 def test_helpers():

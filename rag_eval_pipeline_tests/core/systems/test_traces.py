@@ -250,3 +250,108 @@ def test_malformed_otlp_line_names_file_and_line(sample, tmp_path):
     path.write_text('{"resourceSpans": []}\n{"resourceSpans": [\n', encoding="utf-8")
     with pytest.raises(InputError, match=r"line 2.*malformed JSON"):
         TracesRunner(traces_spec(path)).run(sample.golden, sample.ctx("traced"))
+
+
+def test_values_of_the_wrong_shape_are_refused_cut_or_counted(sample, tmp_path):
+    rag = TracedRag()
+    golden = sample.golden.head(3)
+    (q0, t0, _), (q1, t1, _), (q2, t2, _) = golden.select("question_id", "question", "user_groups").iter_rows()
+    with rag.tracer.start_as_current_span("rag_query") as root:  # q0: an array as the answer (20,000 strings)
+        root.set_attribute(SpanAttributes.INPUT_VALUE, t0)
+        root.set_attribute(SpanAttributes.METADATA, json.dumps({"question_id": q0}))
+        root.set_attribute(SpanAttributes.OUTPUT_VALUE, ["restricted words"] * 20_000)
+        with rag.tracer.start_as_current_span("generate") as g:
+            g.set_attribute(KIND, OpenInferenceSpanKindValues.LLM.value)
+    with rag.tracer.start_as_current_span("rag_query") as root:  # q1: a good answer, a list as the model name
+        root.set_attribute(SpanAttributes.INPUT_VALUE, t1)
+        root.set_attribute(SpanAttributes.METADATA, json.dumps({"question_id": q1}))
+        root.set_attribute(SpanAttributes.OUTPUT_VALUE, "Treinta días.")
+        with rag.tracer.start_as_current_span("generate") as g:
+            g.set_attribute(KIND, OpenInferenceSpanKindValues.LLM.value)
+            g.set_attribute(SpanAttributes.LLM_MODEL_NAME, ["m" * 300] * 3)
+    with rag.tracer.start_as_current_span("rag_query") as root:  # a question id that is a list of 1,500 strings
+        root.set_attribute(SpanAttributes.INPUT_VALUE, t2)
+        root.set_attribute(SpanAttributes.METADATA, json.dumps({"question_id": ["x" * 50] * 1500}))
+        root.set_attribute(SpanAttributes.OUTPUT_VALUE, "fine")
+    path = tmp_path / "t.jsonl"
+    rag.write_otlp_json(path)
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    second_root = [s for s in lines[0]["resourceSpans"][0]["scopeSpans"][0]["spans"] if s["name"] == "rag_query"][1]
+    # q1's root ends before it starts (a clock problem): its latency is null and counted
+    second_root["startTimeUnixNano"], second_root["endTimeUnixNano"] = (second_root["endTimeUnixNano"],
+                                                                         second_root["startTimeUnixNano"])
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    run = TracesRunner(traces_spec(path, question_id_attribute="metadata.question_id")).run(
+        golden, sample.ctx("traced"))
+    r = {row["question_id"]: row for row in run.runs.to_dicts()}
+    assert (r[q0]["decision"], r[q0]["decision_rule"], r[q0]["answer"]) == ("error", "not_text", None)
+    assert r[q0]["error"].endswith("output.value is an array of 20000 values, not a string; expected the answer "
+                                   "text (OpenInference output.value)")
+    assert (r[q1]["decision"], r[q1]["answer"], r[q1]["latency_ms"]) == ("answer", "Treinta días.", None)
+    assert run.info["negative_latency_traces"] == 1
+    assert run.info["negative_latency_trace_ids"] == [second_root["traceId"]]
+    # a model name that is a list: its repr cut to 200 characters ("['mmm...", 300 m's in the first item)
+    assert r[q1]["model"] == "['" + "m" * 198
+    (unmatched,) = run.info["unmatched_examples"]
+    # the reason quotes at most 80 characters of the value (it used to hold all 81 KB of it)
+    assert unmatched["reason"].startswith("metadata.question_id is an array (['xxxxxxxx")
+    assert unmatched["reason"].endswith("characters)); expected a question id") and len(unmatched["reason"]) < 200
+    assert r[q2]["decision_rule"] == "no_trace"
+
+
+def test_format_auto_reads_a_bounded_prefix_of_a_huge_line(tmp_path):
+    import tracemalloc
+
+    from rag_eval_pipeline.core.systems.trace_sources import SNIFF_BYTES, _format_of
+
+    path = tmp_path / "one_line.jsonl"
+    with path.open("wb") as fh:  # one 40 MiB line without a newline
+        fh.write(b'\n\n{"resourceSpans": [{"pad": "')
+        fh.write(b"x" * (40 << 20))
+    tracemalloc.start()
+    try:
+        assert _format_of(path) == "otlp_json"
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * SNIFF_BYTES, peak  # it used to read the whole line: 40 MiB and more
+    phoenix = tmp_path / "p.jsonl"
+    phoenix.write_text('{"context.trace_id": "a", "context.span_id": "b"}\n', encoding="utf-8")
+    assert _format_of(phoenix) == "phoenix"
+
+
+def test_a_line_is_read_up_to_the_bound_and_a_longer_one_refused_holding_one_copy(tmp_path, monkeypatch):
+    import tracemalloc
+
+    from rag_eval_pipeline.core.systems import trace_sources
+
+    monkeypatch.setattr(trace_sources, "MAX_LINE_BYTES", 1000)
+    monkeypatch.setattr(trace_sources, "LINE_PIECE_BYTES", 100)
+    path = tmp_path / "t.jsonl"
+    # line 1: 1000 bytes and its newline (the bound: kept); line 2: 999 bytes at the end, no newline
+    path.write_bytes(b"a" * 1000 + b"\n" + b"b" * 999)
+    assert list(trace_sources._lines(path)) == [(1, "a" * 1000 + "\n"), (2, "b" * 999)]
+    for body, line in ((b"c" * 1001, 1), (b"x\n" + b"d" * 1001 + b"\n", 2)):  # 1001 bytes: one past it
+        path.write_bytes(body)
+        with pytest.raises(InputError, match=rf"line {line}, field 'json': line longer than 1000 bytes"):
+            list(trace_sources._lines(path))
+    # with the real bound, a refused 100 MiB line costs about one copy of 64 MiB (one readline of the
+    # bound joined its chunks into a second copy: 128 MiB)
+    monkeypatch.undo()
+    path.write_bytes(b"y" * (100 << 20))
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match="line longer than 67108864 bytes"):
+            list(trace_sources._lines(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80 << 20, peak
+
+
+def test_an_id_longer_than_128_characters_is_refused(sample, tmp_path):
+    path = tmp_path / "t.jsonl"
+    span = {"traceId": "f" * 200, "spanId": "1" * 16, "name": "root"}
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"line 1, field 'traceId / spanId / parentSpanId': an id of 200 characters"):
+        TracesRunner(traces_spec(path)).run(sample.golden, sample.ctx("traced"))

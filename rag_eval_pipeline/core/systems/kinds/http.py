@@ -7,6 +7,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -16,7 +17,7 @@ from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec, nonblan
 from rag_eval_pipeline.core.systems.records import DEFAULT_MAX_REPLY_BYTES, MAX_REPLY_BYTES_LIMIT, RunContext
 
 #: Keys of ``response_fields``: dotted paths into a reply of another shape than the run-log schema.
-RESPONSE_FIELD_KEYS = ("retrieved", "chunk_id", "score", "answer", "decision", "citations", "error", "model",
+RESPONSE_FIELD_KEYS = ("retrieved", "chunk_id", "score", "text", "answer", "decision", "citations", "error", "model",
                        "prompt_version")
 # a header that carries a credential may only come from the environment
 _SECRET_HEADER = re.compile(r"auth|token|key|secret|cookie|password|credential", re.IGNORECASE)
@@ -118,13 +119,31 @@ class HttpRunner:
         from rag_eval_pipeline.core.systems.base import questions_of, row_counts, rows_frame
 
         rows = self.system.run(questions_of(golden), ctx)
-        return SystemRun(rows_frame(rows), {"kind": "http", **row_counts(rows), **self.system.stats.as_dict()})
+        mapping = {"id_mapping": ctx.ids.stats()} if ctx.ids is not None else {}
+        return SystemRun(rows_frame(rows), {"kind": "http", **row_counts(rows), **self.system.stats.as_dict(),
+                                            **mapping})
+
+
+def preflight(spec: HttpSystemConfig, base_dir: Path | None, environ, reach: bool) -> list[str]:
+    """``rag-eval check``: every ``headers_from_env`` variable is set; with ``reach``, the URL answers one
+    HEAD request (OPTIONS when HEAD is refused). Raises ConfigError naming the variable or the URL."""
+    from rag_eval_pipeline.core.checks import reach_url
+    from rag_eval_pipeline.core.errors import ConfigError
+    from rag_eval_pipeline.core.systems.http import HttpSystem
+
+    HttpSystem(spec, environ)  # an unset headers_from_env variable is a ConfigError here
+    if not reach:
+        return []
+    problem = reach_url(spec.url)
+    if problem:
+        raise ConfigError(problem)
+    return [f"{spec.url} answers"]
 
 
 KIND = register(SystemKind(
     example={"name": "team_rag_live", "kind": "http", "url": "https://rag.internal.example/answer",
              "headers_from_env": {"Authorization": "MY_RAG_TOKEN"}, "version_header": "X-Model-Version"},
-    name="http", section=HttpSystemConfig, run=run, order=30, makes_calls=True,
+    name="http", section=HttpSystemConfig, run=run, order=30, makes_calls=True, preflight=preflight,
     attempts=lambda s: 1 + s.max_retries,
     doc="Calls your RAG endpoint once per golden question: POST JSON {question_id, question, user_groups}, and "
         "the reply is a run-log object (or any JSON read through response_fields). Timeouts, bounded retries "

@@ -43,7 +43,7 @@ from rag_eval_pipeline.core.systems.base import (
     row_counts,
     rows_frame,
 )
-from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec, nonblank
+from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec, mapped_files, nonblank
 from rag_eval_pipeline.core.systems.records import _MISSING, RunContext, decide, error_row, get_path
 
 _LISTED = 50
@@ -184,7 +184,7 @@ def _checked(record: dict, root: tuple[str, int, dict], retriever: tuple[str, in
 
     try:
         return parse_run_record(record, root[0], root[1], ctx.system, ctx.corpus_version, ctx.golden_version,
-                                known_chunks=ctx.known_chunks, require_scores=ctx.require_scores)
+                                known_chunks=ctx.known_chunks, require_scores=ctx.require_scores, ids=ctx.ids)
     except InputError as exc:
         m = _HIT_FIELD.match(exc.field or "")
         if m is None or retriever is None:
@@ -240,11 +240,14 @@ def run(spec: LangSmithSystemConfig, golden: pl.DataFrame, ctx: RunContext, depl
             "unmatched_traces": len(unmatched), "unmatched_examples": unmatched[:_LISTED],
             "questions_without_trace": len(missing), "questions_without_trace_ids": missing[:_LISTED],
             "duplicate_traces": len(duplicates), "duplicate_trace_ids": duplicates[:_LISTED]}
+    if ctx.ids is not None:
+        info["id_mapping"] = ctx.ids.stats()
     return SystemRun(rows_frame(rows), info)
 
 
 KIND = register(SystemKind(
-    name="langsmith", section=LangSmithSystemConfig, run=run, order=60, watches=lambda s: (str(s.path),),
+    name="langsmith", section=LangSmithSystemConfig, run=run, order=60,
+    watches=lambda s: (str(s.path),) + mapped_files(s),
     estimate_note="reads its LangSmith export",
     example={"name": "team_rag_langsmith", "kind": "langsmith", "path": "langsmith_runs.jsonl",
              "decision_key": "outputs.decision"},

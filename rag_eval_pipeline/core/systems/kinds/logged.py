@@ -9,12 +9,13 @@ from pathlib import Path
 import polars as pl
 
 from rag_eval_pipeline.core.sections import key
-from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, SystemSpec, register, resolve
+from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register, resolve
+from rag_eval_pipeline.core.systems.kinds._shared import IdMappedSpec, mapped_files
 from rag_eval_pipeline.core.systems.records import RunContext
 
 
 @dataclass(frozen=True, kw_only=True)
-class LoggedSystem(SystemSpec):
+class LoggedSystem(IdMappedSpec):
     """A ``kind: logged`` system."""
 
     path: Path = key(doc="the run log: JSONL or Parquet, one object per question (run-log schema)")
@@ -28,12 +29,13 @@ def run(spec: LoggedSystem, golden: pl.DataFrame, ctx: RunContext, deployment: D
 
     return SystemRun(load_run_log(resolve(ctx.base_dir, spec.path), spec.name, ctx.corpus_version,
                                   ctx.golden_version, known_chunks=ctx.known_chunks,
-                                  require_scores=ctx.require_scores))
+                                  require_scores=ctx.require_scores, ids=ctx.ids),
+                     {"id_mapping": ctx.ids.stats()} if ctx.ids is not None else {})
 
 
 KIND = register(SystemKind(
     example={"name": "team_rag", "kind": "logged", "path": "runs/team_rag.jsonl"},
-    name="logged", section=LoggedSystem, run=run, order=20, watches=lambda s: (str(s.path),),
+    name="logged", section=LoggedSystem, run=run, order=20, watches=lambda s: (str(s.path),) + mapped_files(s),
     doc="Reads the answers your RAG system already gave, one JSON object per line (or one Parquet row) per "
         "question: retrieved chunk ids with scores and ranks, the decision, the answer and its citations. A "
         "bad line stops the run with the file, line and field. The on-change sensor watches the file's "

@@ -10,7 +10,7 @@ import polars as pl
 
 from rag_eval_pipeline.core.sections import key
 from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register
-from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec, nonblank
+from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec, mapped_files, nonblank
 from rag_eval_pipeline.core.systems.records import RunContext
 
 TRACE_FORMATS = ("auto", "otlp_json", "phoenix")
@@ -25,7 +25,6 @@ class TracesSystemConfig(AnswerTextSpec):
     question_id_attribute: str | None = key(None, check=nonblank,
                                             doc="span attribute holding the question id; null: match by text")
     decision_attribute: str | None = key(None, check=nonblank, doc="span attribute holding the decision")
-    chunk_map: Path | None = key(None, doc="JSONL/Parquet of {document_id, chunk_id}")
 
 
 def run(spec: TracesSystemConfig, golden: pl.DataFrame, ctx: RunContext, deployment: Deployment) -> SystemRun:
@@ -52,7 +51,7 @@ class TracesRunner:
 KIND = register(SystemKind(
     example={"name": "team_rag_traces", "kind": "traces", "path": "traces/",
              "question_id_attribute": "metadata.question_id"},
-    name="traces", section=TracesSystemConfig, run=run, order=50, watches=lambda s: (str(s.path),),
+    name="traces", section=TracesSystemConfig, run=run, order=50, watches=lambda s: (str(s.path),) + mapped_files(s),
     estimate_note="reads its trace files",
     doc="Reads the OpenTelemetry traces your system already collects (OpenInference conventions): an OTLP JSON "
         "file from the Collector's file exporter or a Phoenix spans export. One trace is one question; the "

@@ -1,0 +1,69 @@
+"""``rag-eval check``: everything about a suite that can be checked without running a system or a judge.
+
+``rag-eval run`` runs the same checks first (:func:`preflight`) and starts no Dagster run when they
+find a problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rag_eval_pipeline.cli.common import UsageError, add_suite_options, resolve_suite
+from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, epilog
+
+NAME = "check"
+
+
+def preflight(cfg, *, reach: bool = False, out=None, quick: bool = False) -> int:
+    """Check a loaded configuration (``core/checks.py``); print each problem as one ``rag-eval: ...`` line
+    on stderr. Output: the exit status the problems call for: 2 when any is a configuration problem,
+    1 when any is a data problem, 0 when there is none (``out``: where the notes go; None: nowhere;
+    ``quick``: the quick evaluation's subset, so a log need not answer every golden question)."""
+    from rag_eval_pipeline.core.checks import check_config
+
+    report = check_config(cfg, reach=reach, every_question=not quick)
+    if out is not None:
+        for note in report.notes:
+            print(note, file=out)
+    for problem in report.problems:
+        print(f"rag-eval: {problem.message}", file=sys.stderr)
+    if report.config_problems:
+        return EXIT_USAGE
+    return EXIT_FAILED if report.data_problems else EXIT_OK
+
+
+def check(args: argparse.Namespace) -> int:
+    """``rag-eval check``: the configuration, corpus, golden set, logs, trace files, id mapping and the
+    systems' setup, one line per problem. Exit codes: see ``cli/exit_codes.py``."""
+    from rag_eval_pipeline.core.errors import ConfigError
+    from rag_eval_pipeline.defs.location import check_suite
+
+    suite = resolve_suite(args.suite, args.config)
+    try:
+        cfg = check_suite(suite).config
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"suite {suite.name}: configuration {suite.config_path}")
+    status = preflight(cfg, reach=args.reach, out=sys.stdout)
+    if status == EXIT_OK:
+        print("check: no problem found; next: rag-eval estimate, then rag-eval run"
+              + ("" if args.reach else " (--reach also asks each http system's URL once)"))
+    else:
+        print(f"check: problems found (one line each on stderr); exit {status}")
+    return status
+
+
+def add(sub) -> None:
+    """Register ``rag-eval check`` and its options on the subparsers ``sub``."""
+    p = sub.add_parser(NAME, help="check configuration, corpus, golden set, logs, traces and systems; runs nothing",
+                       description="Check everything about a suite that can be checked without running a system "
+                                   "or a judge: the configuration, the corpus, the golden set, every log and trace "
+                                   "file (through the systems' id mapping), that each python callable imports and "
+                                   "that each http system's secrets are set. One line per problem, naming the "
+                                   "file, line and field.",
+                       epilog=epilog(NAME), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_suite_options(p)
+    p.add_argument("--reach", action="store_true",
+                   help="also send one HEAD request (OPTIONS if HEAD is refused) to each http system's URL")
+    p.set_defaults(func=check)

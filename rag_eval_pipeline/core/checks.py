@@ -1,0 +1,235 @@
+"""Everything about a suite that can be checked without running a system or a judge (``rag-eval check``).
+
+:func:`check_config` reads what a run would read, in the order a run reads it, and collects one
+:class:`Problem` per thing that would stop the run (or fail a blocking check of its first assets):
+
+1. the corpus (``build_snapshot``: every source's reader, with file, line and field);
+2. the golden set against the snapshot (``build_golden``); if the corpus failed, its file alone;
+3. every system whose kind reads files (its ``watches``: a ``logged`` system's log, a ``traces`` or
+   ``langsmith`` system's export), read through the system's id mapping (``chunk_map``, passages
+   aligned by text) and checked against the snapshot and the golden set as ``rag_runs`` checks them
+   (a golden question without a run row is a problem unless ``metrics.complete``; questions outside
+   the golden set are counted);
+4. every system whose kind makes calls, through its kind's ``preflight`` (no call is made): a
+   ``python`` system's callable is imported; an ``http`` system's secrets (``headers_from_env``)
+   must be set, and with ``reach=True`` its URL gets one HEAD request (OPTIONS when HEAD is refused)
+   that must be answered. A kind that computes in process (``reference``) needs nothing more than
+   its configuration.
+
+A problem is ``config`` (the configuration points at something that cannot work: an import, an unset
+variable, an unreachable URL) or ``data`` (a file's content: the message names file, line and field).
+Informational lines (what was read, what the id mapping did, unmatched passages) are ``notes``.
+The configuration itself is loaded by the caller (``load_config``): a file that does not load never
+gets here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from rag_eval_pipeline.core.config import EvalConfig
+from rag_eval_pipeline.core.errors import ConfigError, EvalError, InputError
+
+CONFIG, DATA = "config", "data"
+_SHOWN_IDS = 10
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that would stop a run: ``kind`` (``config`` or ``data``) and a one-line ``message``."""
+
+    kind: str
+    message: str
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_config` found: ``problems`` (in the order found) and ``notes`` (one line each)."""
+
+    problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def config_problems(self) -> list[Problem]:
+        return [p for p in self.problems if p.kind == CONFIG]
+
+    @property
+    def data_problems(self) -> list[Problem]:
+        return [p for p in self.problems if p.kind == DATA]
+
+    def add(self, kind: str, message: str) -> None:
+        self.problems.append(Problem(kind, " ".join(str(message).split())))  # one line, always
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0,
+                 environ: dict[str, str] | None = None, every_question: bool = True) -> CheckReport:
+    """Check a loaded configuration's data and systems without running a system or a judge.
+
+    Input: a loaded :class:`EvalConfig`; ``reach``: send one HEAD (or OPTIONS) request to each
+    ``http`` system's URL, at most ``timeout_s`` seconds each; ``environ``: where ``headers_from_env``
+    variables are looked up (default ``os.environ``); ``every_question``: a log must answer every golden
+    question (False for the quick evaluation's subset). Output: a :class:`CheckReport` (module
+    docstring). Raises nothing for bad data or systems (they are problems); a bug raises.
+    """
+    from rag_eval_pipeline.core.pipeline import build_golden, build_snapshot
+
+    report = CheckReport()
+    snapshot = golden = None
+    version = ""
+    try:
+        snapshot, version = build_snapshot(cfg)
+        report.notes.append(f"corpus: {snapshot['doc_id'].n_unique()} documents, {snapshot.height} chunks "
+                            f"({cfg.corpus.source}), corpus_version {version[:12]}")
+    except InputError as exc:
+        report.add(DATA, _one_line(exc))
+    except ConfigError as exc:
+        report.add(CONFIG, _one_line(exc))
+    if snapshot is not None:
+        try:
+            golden = build_golden(cfg, snapshot)
+            levels = _levels(golden)
+            report.notes.append(f"golden set: {golden.height} questions, relevance judged per {levels}, "
+                                f"golden_version {golden['golden_version'][0][:12]}")
+        except InputError as exc:
+            report.add(DATA, _one_line(exc))
+        except ConfigError as exc:
+            report.add(CONFIG, _one_line(exc))
+    elif cfg.golden.path is not None:  # no snapshot to check ids against: the file's own format still
+        from rag_eval_pipeline.core.sources.golden import load_golden
+
+        try:
+            load_golden(cfg.golden.path)
+        except InputError as exc:
+            report.add(DATA, _one_line(exc))
+    for index, spec in enumerate(cfg.systems):
+        try:
+            _check_system(cfg, spec, snapshot, golden, version, report, reach=reach, timeout_s=timeout_s,
+                          environ=environ, every_question=every_question)
+        except InputError as exc:
+            report.add(DATA, f"system {spec.name} ({spec.kind}): {_one_line(exc)}")
+        except ConfigError as exc:
+            text = _one_line(exc).removeprefix(f"system {spec.name!r}: ")  # named once, with its kind
+            report.add(CONFIG, f"{_system_line(cfg, index, spec, text)}system {spec.name} ({spec.kind}): {text}")
+    return report
+
+
+#: The key a system kind's configuration problem is about when its message names none (what ``preflight`` checks).
+_MAIN_KEY = {"python": "callable", "http": "url"}
+
+
+def _system_line(cfg: EvalConfig, index: int, spec, text: str) -> str:
+    """``"<configuration file>, line N: "`` for the problem ``text`` of the ``index``-th system: the line of the
+    first of its keys the text names (``headers_from_env``, ``callable``...), else of its kind's main key
+    (:data:`_MAIN_KEY`), else of the system's entry; ``""`` when the file cannot be read again."""
+    from rag_eval_pipeline.core.yamlio import load_yaml_located
+
+    try:
+        lines = load_yaml_located(cfg.path).lines
+    except (OSError, EvalError):
+        return ""
+    keys = [p[2] for p in lines if len(p) == 3 and p[:2] == ("systems", index) and isinstance(p[2], str)]
+    named = [k for k in keys if k not in ("name", "kind") and k in text]
+    key = named[0] if named else _MAIN_KEY.get(spec.kind)
+    line = (lines.get(("systems", index, key)) if key else None) or lines.get(("systems", index, "name"))
+    return f"{cfg.path}, line {line}: " if line else f"{cfg.path}: "
+
+
+def _levels(golden: pl.DataFrame) -> str:
+    from rag_eval_pipeline.core.metrics.doc_level import levels_of
+
+    return " and ".join("chunk" if lv == "chunk" else "document" for lv in levels_of(golden))
+
+
+def _check_system(cfg: EvalConfig, spec, snapshot, golden, version: str, report: CheckReport, *,
+                  reach: bool, timeout_s: float, environ, every_question: bool) -> None:
+    """One system, by what its kind declares (``core/systems/base.py``): a kind that makes calls runs its
+    ``preflight`` (no call is made); a kind that reads files (``watches``) is read as a run reads it;
+    a kind that computes in process (``reference``) has nothing to check beyond its section."""
+    from rag_eval_pipeline.core.systems.base import SYSTEM_KINDS
+
+    name, kind = spec.name, spec.kind
+    where = f"system {name} ({kind})"
+    desc = SYSTEM_KINDS.get(kind)
+    if desc.makes_calls:
+        if desc.preflight is not None:
+            for note in desc.preflight(spec, cfg.path.parent, environ, reach):
+                report.notes.append(f"{where}: {note}")
+        return
+    if not desc.watches(spec):
+        return
+    if snapshot is None or golden is None:  # nothing to check ids against: a log's own format still
+        if kind == "logged":
+            from rag_eval_pipeline.core.sources.run_logs import load_run_log
+
+            load_run_log(cfg.resolve(spec.path), name, "", "")
+        return
+    from rag_eval_pipeline.core.pipeline import build_runs
+
+    info: dict[str, Any] = {}
+    runs = build_runs(cfg, snapshot, golden, version, [name], info=info)
+    _run_rows(cfg, name, runs, golden, report, where, every_question)
+    mapping = info.get(name, {}).get("id_mapping") or {}
+    done = {k: v for k, v in mapping.items() if k not in ("ids_as_is", "unmatched_examples") and v}
+    if done:
+        report.notes.append(f"{where}: id mapping: "
+                            + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in done.items()))
+    if mapping.get("unmatched_texts"):
+        ex = mapping["unmatched_examples"][0]
+        report.notes.append(f"{where}: {mapping['unmatched_texts']} passage(s) match no chunk of the snapshot and "
+                            f"will be left out of the ranking; first: question {ex['question_id']}, position "
+                            f"{ex['position']}: {ex['text']!r}")
+    traces = info.get(name, {})
+    if kind == "traces" and traces.get("unmatched_traces"):
+        report.notes.append(f"{where}: {traces['unmatched_traces']} trace(s) match no golden question; first: "
+                            f"{traces['unmatched_examples'][0]}")
+
+
+def _run_rows(cfg: EvalConfig, name: str, runs: pl.DataFrame, golden: pl.DataFrame, report: CheckReport,
+              where: str, every_question: bool = True) -> None:
+    """What the ``rag_runs`` check would say: one row per golden question (unless metrics.complete)."""
+    qids = set(golden["question_id"].to_list())
+    have = set(runs["question_id"].to_list())
+    missing = sorted(qids - have)
+    unknown = sorted(have - qids)
+    errors = runs.filter(pl.col("decision") == "error").height
+    report.notes.append(f"{where}: {runs.height} runs read, {errors} errored, {len(unknown)} outside the golden set "
+                        "(left out)" + (f": {unknown[:_SHOWN_IDS]}" if unknown else ""))
+    if missing and not cfg.complete and every_question:
+        report.add(DATA, f"{where}: {len(missing)} golden question(s) have no run row: {missing[:_SHOWN_IDS]}"
+                         f"{' ...' if len(missing) > _SHOWN_IDS else ''}; expected one per question (or "
+                         "metrics.complete: true to score them as empty retrievals, as trec_eval -c)")
+
+
+def reach_url(url: str, timeout_s: float = 5.0) -> str | None:
+    """One HEAD request to ``url`` (OPTIONS when the server refuses HEAD with 405 or 501): None when a
+    server answered (any status but 404, which says the path is wrong), else why not, in one line.
+    Makes no other request, sends no body. Definition of the methods: RFC 9110 sections 9.3.2, 9.3.7."""
+    import httpx2
+
+    try:
+        with httpx2.Client(timeout=timeout_s, follow_redirects=False) as client:
+            resp = client.request("HEAD", url)
+            if resp.status_code in (405, 501):
+                resp = client.request("OPTIONS", url)
+    except httpx2.TimeoutException:
+        return f"{url} did not answer a HEAD request within {timeout_s:g} s"
+    except httpx2.HTTPError as exc:
+        return f"{url} cannot be reached ({type(exc).__name__}: {_one_line(exc) or 'no detail'})"
+    if resp.status_code == 404:
+        return f"{url} answered HEAD with HTTP 404: the server is up but the path is not found"
+    return None
+
+
+def suite_problems_from_error(exc: EvalError) -> Problem:
+    """A configuration that does not load (or a suite whose data is absent) as one ``config`` problem."""
+    return Problem(CONFIG, _one_line(exc))
+
+
+__all__ = ["CONFIG", "DATA", "CheckReport", "Problem", "check_config", "reach_url", "suite_problems_from_error"]

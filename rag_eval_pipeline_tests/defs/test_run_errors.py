@@ -1,0 +1,115 @@
+"""A live system whose calls fail, said plainly: errors counted by reason, reported apart from retrieval and
+decision rates (never scored as empty retrievals), and blocking promotion above ``gates.max_run_error_share``."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import dagster as dg
+import polars as pl
+import pytest
+import yaml
+
+from rag_eval_pipeline.cli.run_output import run_error_lines
+from rag_eval_pipeline.core.systems.error_reasons import error_counts, error_reason
+from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
+from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
+
+TEAM_LOG = SAMPLE_DIR / "runs" / "team_rag.jsonl"
+
+
+class PostRefused:
+    """An endpoint that refuses POST with 405 for every question but the ``allowed`` ones, which get the sample
+    team's logged answer (a server configured for GET only, the mistake of the issue)."""
+
+    def __init__(self, allowed: set[str]):
+        records = {json.loads(x)["question_id"]: json.loads(x) for x in
+                   TEAM_LOG.read_text(encoding="utf-8").splitlines() if x.strip()}
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                qid = body.get("question_id")
+                if qid in allowed:
+                    status, payload = 200, json.dumps(records[qid]).encode()
+                else:
+                    status, payload = 405, b'{"detail": "Method Not Allowed"}'
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/answer"
+
+    def __enter__(self):
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("system 'web', question 'q01': HTTP 405: '{\"detail\": \"Method Not Allowed\"}' (after 1 attempt(s))", "HTTP 405"),
+    ("system 'web', question 'q02': timeout: no complete reply within timeout_s=10 s (after 3 attempt(s))", "timeout"),
+    ("system 'py', question 'q03': the callable raised ValueError: index shard offline", "raised ValueError"),
+    ("system 't', question 'q04': no trace for this question in /x/traces.jsonl", "no trace"),
+    ("generator timeout after 30 s", "generator timeout after 30 s"),  # a log's own words
+    (None, "(no reason given)"),
+])
+def test_each_error_text_has_a_short_reason(text, reason):
+    assert error_reason(text) == reason
+
+
+@pytest.mark.slow
+def test_an_endpoint_refusing_post_is_said_plainly_reported_apart_and_blocks_promotion(tmp_path):
+    allowed = {"q01", "q02", "q03", "q04"}
+    with PostRefused(allowed) as server:
+        cfg = sample_config_dict()
+        cfg["systems"].append({"name": "team_http", "kind": "http", "url": server.url, "max_retries": 0})
+        cfg["gates"]["candidate_systems"] = ["team_http"]
+        cfg["gates"]["promote"] = "team_http"
+        path = tmp_path / "config.yaml"
+        path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+        out = tmp_path / "out"
+        result = dg.materialize([*ASSETS, *CHECKS], resources=build_resources(str(path), str(out)),
+                                raise_on_error=False, instance=dg.DagsterInstance.ephemeral())
+    runs = pl.read_parquet(out / "rag_runs.parquet")
+    counts = error_counts(runs)["team_http"]
+    assert (counts["questions"], counts["errors"]) == (52, 48)
+    assert counts["by_reason"] == {"HTTP 405": 48}
+    assert counts["first_example"]["question_id"] == "q05"
+    lines = run_error_lines(out / "rag_runs.parquet")
+    assert "  system team_http: 48 of 52 questions failed (92%): HTTP 405 \u00d7 48" in lines
+    assert "  system team_rag: 1 of 52 questions failed (2%): generator timeout after 30 s \u00d7 1" in lines
+
+    # reported apart: the 48 errored questions are null (run_error) in retrieval and decisions, never 0
+    qm = pl.read_parquet(out / "question_metrics.parquet").filter(pl.col("system") == "team_http")
+    recall = qm.filter((pl.col("metric") == "recall") & (pl.col("k") == 5))
+    errored = recall.filter(~pl.col("question_id").is_in(list(allowed)))
+    assert set(errored["status"]) == {"run_error"} and errored["value"].null_count() == 48
+    team = pl.read_parquet(out / "question_metrics.parquet").filter(
+        (pl.col("system") == "team_rag") & (pl.col("metric") == "recall") & (pl.col("k") == 5)
+        & pl.col("question_id").is_in(list(allowed)))
+    summary = pl.read_parquet(out / "metric_summary.parquet").filter(
+        (pl.col("system") == "team_http") & (pl.col("split") == "all") & (pl.col("segment") == "all"))
+    row = summary.filter((pl.col("metric") == "recall") & (pl.col("k") == 5))
+    # the mean is over the four answered questions only: the team log's values for them (same answers)
+    want = team["value"].drop_nulls()
+    assert row["denominator"][0] == want.len() and row["value"][0] == pytest.approx(want.mean())
+    err = summary.filter(pl.col("metric") == "run_error_rate")
+    assert (err["numerator"][0], err["denominator"][0]) == (48.0, 52.0)
+
+    check = next(e for e in result.get_asset_check_evaluations() if e.check_name == "run_errors_within_share")
+    assert not check.passed and check.metadata["over_limit"].value == ["team_http"]
+    assert check.metadata["limit"].value == pytest.approx(0.10)
+    assert result.is_node_untouched("promotion")

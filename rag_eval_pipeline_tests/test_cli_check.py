@@ -1,0 +1,145 @@
+"""``rag-eval check``: what a run would refuse, said before any run, one line per problem; and ``rag-eval run``
+runs the same checks first and records no Dagster run when they fail.
+
+Every error case of the hostile catalogue (``fixtures/hostile/``) that is otherwise caught only inside a run
+(a bad corpus, golden set or run log) is caught here, with its file, line and field, exit 1; then ``run`` on
+the same configuration exits 1 with the same line and leaves the test's DAGSTER_HOME without a run."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import yaml
+
+from rag_eval_pipeline.cli import main
+from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer, closed_port
+from rag_eval_pipeline_tests.defs.subprocess_runs import dagster_home, sample_config_dict
+from rag_eval_pipeline_tests.defs.test_hostile_inputs import CASES, broken_config, load_case
+
+IN_RUN_ONLY = ("golden", "corpus", "beir", "run_log")
+ERROR_CASES = [c for c in CASES
+               if load_case(c)["target"] in IN_RUN_ONLY and load_case(c)["expect"]["outcome"] == "error"]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A fresh DAGSTER_HOME and no variable of the developer's environment that would change the suite."""
+    h = dagster_home(tmp_path)
+    monkeypatch.setenv("DAGSTER_HOME", str(h))
+    for var in ("RAG_EVAL_CONFIG", "RAG_EVAL_SUITES", "RAG_EVAL_JUDGE", "RAG_EVAL_OUTPUT_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    return h
+
+
+def recorded_runs(home) -> int:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        return len(instance.get_runs())
+
+
+def test_every_in_run_error_case_of_the_catalogue_is_listed():
+    assert len(ERROR_CASES) >= 25  # the catalogue's golden, corpus, BEIR and run-log error cases
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("name", ERROR_CASES)
+def test_check_catches_it_and_run_starts_no_dagster_run(name, tmp_path, home, capsys):
+    case = load_case(name)
+    expect = case["expect"]
+    config = broken_config(name, case, tmp_path)
+    assert main(["check", "--config", str(config)]) == 1
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err  # one line per problem, and this case has one
+    line = lines[0]
+    assert line.startswith("rag-eval: ") and f"/{expect['file']}" in line, line
+    if expect.get("line") is not None:
+        assert f"line {expect['line']}," in line, line
+    assert f"field {expect['field']!r}" in line and expect["message"] in line and "expected" in line, line
+    assert "problems found" in captured.out
+
+    out = tmp_path / "out"
+    assert main(["run", "--config", str(config), "--output", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [line]  # the same one line, the run's exit status
+    assert captured.out == ""
+    assert recorded_runs(home) == 0  # no Dagster run was launched, so none is recorded
+    assert not out.exists() or not list(out.rglob("*.parquet"))
+
+
+def _sample_with(tmp_path, systems: list[dict]) -> str:
+    cfg = sample_config_dict()
+    cfg["systems"] += systems
+    cfg["gates"]["candidate_systems"] = ["bm25_k10", "team_rag"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    return str(path)
+
+
+def test_the_sample_checks_clean_with_what_it_read(tmp_path, home, capsys):
+    assert main(["check", "--config", str(SAMPLE_DIR / "config.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "corpus: 14 documents" in out and "golden set: 52 questions, relevance judged per chunk" in out
+    assert "system team_rag (logged): 52 runs read, 1 errored, 0 outside the golden set" in out
+    assert "check: no problem found" in out
+    assert recorded_runs(home) == 0
+
+
+def test_systems_that_cannot_work_are_configuration_problems(tmp_path, home, capsys, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_TOKEN_FOR_TEST", raising=False)
+    path = _sample_with(tmp_path, [
+        {"name": "py", "kind": "python", "callable": "no_such_rag_module:answer"},
+        {"name": "web", "kind": "http", "url": "http://127.0.0.1:9/answer",
+         "headers_from_env": {"Authorization": "NO_SUCH_TOKEN_FOR_TEST"}},
+    ])
+    assert main(["check", "--config", path]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2
+    # each names the configuration file and the line of the key it is about (callable, headers_from_env), and
+    # the system once
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    callable_line = next(i for i, t in enumerate(lines, 1) if "no_such_rag_module" in t)
+    headers_line = next(i for i, t in enumerate(lines, 1) if "headers_from_env" in t)
+    assert err[0].startswith(f"rag-eval: {path}, line {callable_line}: system py (python): cannot import module "
+                             "'no_such_rag_module'")
+    assert f"looked in the configuration's folder {tmp_path}" in err[0]
+    assert err[1].startswith(f"rag-eval: {path}, line {headers_line}: system web (http): ")
+    assert "NO_SUCH_TOKEN_FOR_TEST" in err[1] and "is not set" in err[1]
+    assert main(["run", "--config", path, "--output", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == err
+    assert main(["estimate", "--config", path]) == 2
+    assert "cannot import module 'no_such_rag_module'" in capsys.readouterr().err
+    assert recorded_runs(home) == 0
+
+
+def test_reach_sends_one_request_and_says_when_nobody_answers(tmp_path, home, capsys):
+    with RagFaultServer(lambda q, t, g: {}) as server:
+        path = _sample_with(tmp_path, [{"name": "up", "kind": "http", "url": server.url},
+                                       {"name": "down", "kind": "http",
+                                        "url": f"http://127.0.0.1:{closed_port()}/answer"}])
+        assert main(["check", "--config", path]) == 0  # without --reach nothing is sent
+        assert server.requests == []
+        capsys.readouterr()
+        assert main(["check", "--config", path, "--reach"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "system down (http)" in err[0] and "cannot be reached" in err[0], err
+        assert server.requests == []  # HEAD and OPTIONS never reach do_POST: the system answered nothing
+
+
+def test_a_golden_question_without_a_run_row_is_a_data_problem_unless_complete(tmp_path, home, capsys):
+    log = [json.loads(x) for x in (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()]
+    short = tmp_path / "team_rag.jsonl"
+    short.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in log if r["question_id"] != "q05"),
+                     encoding="utf-8")
+    cfg = sample_config_dict()
+    next(s for s in cfg["systems"] if s["name"] == "team_rag")["path"] = str(short)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    assert main(["check", "--config", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["rag-eval: system team_rag (logged): 1 golden question(s) have no run row: ['q05']; expected one "
+                   "per question (or metrics.complete: true to score them as empty retrievals, as trec_eval -c)"]
+    cfg["metrics"]["complete"] = True
+    path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    assert main(["check", "--config", str(path)]) == 0
