@@ -24,7 +24,7 @@ def _run(tmp_path, srv, cache=None, **settings):
         [*ASSETS, *CHECKS],
         resources=build_resources(str(SAMPLE_DIR / "config.yaml"), str(tmp_path / "out"), judge=judge),
         selection=["corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
-                   "question_metrics", "metric_summary"],
+                   "citation_claims", "citations", "nugget_labels", "question_metrics", "metric_summary"],
         raise_on_error=False, instance=dg.DagsterInstance.ephemeral())
 
 
