@@ -25,6 +25,7 @@ from rag_eval_pipeline_tests.e2e.test_ui_browser import _graphql, _location_name
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 SAMPLE_ASSETS = {"corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
+                 "citation_claims", "citations", "nugget_labels",
                  "question_metrics", "metric_summary", "metric_history", "judge_calibration", "judge_variance",
                  "gate_results", "gate_verdict", "regression_cases", "promotion", "trec_files", "evaluation_report",
                  "promoted_baseline", "calibration_labels"}
