@@ -66,7 +66,7 @@ def test_the_judge_step_waits_for_a_slot_of_the_judge_pool(tmp_path):
 
         def holder():  # in the background: watch the run wait, then free the other run's slot
             try:
-                wait_until("rag_runs to succeed", lambda: "rag_runs" in steps(dg.DagsterEventType.STEP_SUCCESS),
+                wait_until("rag_runs to succeed", lambda: "sample__rag_runs" in steps(dg.DagsterEventType.STEP_SUCCESS),
                            timeout=300, interval=0.2)
                 time.sleep(2.0)  # the judge step has had time to start, were it not waiting for the pool
                 seen["started_while_held"] = steps(dg.DagsterEventType.STEP_START)
@@ -81,10 +81,11 @@ def test_the_judge_step_waits_for_a_slot_of_the_judge_pool(tmp_path):
         watcher.join(timeout=60)
         assert result.success
         (judge_start,) = [e for e in instance.all_logs(result.run_id, of_type=dg.DagsterEventType.STEP_START)
-                          if e.step_key == "judge_answers"]
+                          if e.step_key == "sample__judging"]
         info = storage.get_concurrency_info(JUDGE_POOL)
 
-    assert {"corpus_snapshot", "golden_set", "rag_runs"} <= seen["started_while_held"]
-    assert "judge_answers" not in seen["started_while_held"] and seen["pending"] == 1
+    # step keys carry the suite's prefix (defs/scope.py); the judging stage is one step
+    assert {"sample__corpus_snapshot", "sample__golden_set", "sample__rag_runs"} <= seen["started_while_held"]
+    assert "sample__judging" not in seen["started_while_held"] and seen["pending"] == 1
     assert judge_start.timestamp >= freed_at[0]  # started only after the slot was freed
     assert info.active_slot_count == 0 and info.slot_count == 1  # the run gave its slot back
