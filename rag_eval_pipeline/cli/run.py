@@ -32,6 +32,8 @@ from rag_eval_pipeline.cli.run_output import (
 )
 
 NAME = "run"
+#: ``--log-level``: the console logger's level (Dagster's engine events are DEBUG: quiet by default).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with dg.DagsterInstance.get() as instance:
             result = job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id, tags=tags,
-                                            run_config={"loggers": {"console": {"config": {"log_level": "DEBUG"}}}})
+                                            run_config={"loggers": {"console": {"config": {"log_level": args.log_level}}}})
     finally:
         lock.release()
     failed_checks = [e for e in result.get_asset_check_evaluations()
@@ -169,4 +171,8 @@ def add(sub) -> None:
     p.add_argument("--report-url", metavar="URL",
                    help="where report.html of this run can be read, for the summary's links (default: "
                         "$RAG_EVAL_REPORT_URL/<folder>/report.html when set, else the file path)")
+    p.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
+                   help="what of Dagster's event log goes to stderr: INFO (default: the steps' own messages, "
+                        "warnings and failures), DEBUG (also every step's start, inputs, outputs and "
+                        "materialisation: some 300 lines on the sample), WARNING or ERROR")
     p.set_defaults(func=run)
