@@ -17,7 +17,8 @@ import re
 
 import dagster as dg
 
-FULL, QUICK_JOB = "full_evaluation", "quick_evaluation"
+from rag_eval_pipeline.core.plain_names import FULL, QUICK_JOB  # plain strings: the CLI's --help reads them
+
 NIGHTLY = "nightly_full_evaluation"
 
 
