@@ -28,6 +28,7 @@ from rag_eval_pipeline.core.locking import LOCK_NAME, OutputLock, OutputLocked, 
 from rag_eval_pipeline.core.storage import SLOW_WRITE_ENV
 from rag_eval_pipeline.defs.judging import JudgeResource
 from rag_eval_pipeline_tests.defs.subprocess_runs import (
+    ad_hoc_home,
     cli_env,
     dagster_home,
     kill,
@@ -104,8 +105,8 @@ def test_a_second_run_on_the_same_folder_fails_clearly(good_out, tmp_path):
         owner = read_owner(out)
         assert owner["run_id"] and f"run_id {owner['run_id']}" in second.stderr
         assert first.poll() is None  # the first run was not disturbed
-        # the second run started no Dagster run at all
-        with dg.DagsterInstance.from_config(str(home)) as instance:
+        # the second run started no Dagster run at all (both are ad-hoc: recorded in their own instance)
+        with dg.DagsterInstance.from_config(str(ad_hoc_home(home))) as instance:
             runs = instance.get_runs()
         assert [r.run_id for r in runs] == [owner["run_id"]]
         # an in-process materialisation (as a run launched from the UI executes) is refused by the IO manager

@@ -23,6 +23,9 @@ from rag_eval_pipeline.core.tables import SUPPORT_VERDICTS, VERDICT_FAMILIES, VE
 #: Statuses a judge may return for an answer. ``judge_runs`` adds "clarify" and "run_error"
 #: for runs it never sends to a judge.
 JUDGEMENT_STATUSES = ("judged", "abstained", "no_claims", "no_retrieval", "judge_error")
+#: The levels a judge is calibrated at against people (``calibration.level``): one label per claim, or one per
+#: answer. Declared here, a leaf both the configuration and the calibration mapping import (no import circle).
+CALIBRATION_LEVELS = ("claim", "response")
 
 #: Whole-answer labels and their scores (this pipeline's scoring: YES = 1, PARTIAL = 0.5, NO = 0).
 HOLISTIC_SCORES: dict[str, float] = {"YES": 1.0, "PARTIAL": 0.5, "NO": 0.0}

@@ -354,6 +354,13 @@ class RuleBasedJudge(EncoderSignals):
     parameter file, or of the canonical JSON of overridden parameters). Deterministic.
     """
 
+    # the text rules, for core.judges.rule_support (which receives the judge and so needs no import of this module)
+    checkable_claims = staticmethod(checkable_claims)
+    context_sentences = staticmethod(context_sentences)
+
+    fixed_reason = staticmethod(fixed_reason)  # the rules EncoderSignals (rule_signals.py) applies
+    matching_text = staticmethod(matching_text)
+
     name = JUDGE_NAME
 
     def __init__(self, support_threshold: float | None = None, *, params: dict | None = None,
