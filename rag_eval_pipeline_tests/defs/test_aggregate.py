@@ -9,6 +9,7 @@ from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 
 UPSTREAM = ["corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
+            "citation_claims", "citations", "nugget_labels",
             "question_metrics"]
 
 

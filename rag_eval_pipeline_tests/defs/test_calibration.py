@@ -36,8 +36,9 @@ def labels(verdicts, prompt="h", repeats=1, flip_last=False) -> pl.DataFrame:
             rows.append({"system": "sys", "question_id": f"q{i}", "claim_id": f"q{i}:c1", "claim": "x",
                          "verdict": v, "quote": None, "quote_found": v == S, "justification": "",
                          "judge": "rule_based_lexical", "judge_model": "v1", "prompt_sha256": prompt,
-                         "repeat": rep, "error": None})
-    return conform(pl.DataFrame(rows, schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8}),
+                         "repeat": rep, "error": None, "support_score": None})
+    return conform(pl.DataFrame(rows, schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8,
+                                                        "support_score": pl.Float64}),
                    "judge_labels")
 
 
