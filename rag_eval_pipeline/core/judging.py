@@ -263,17 +263,28 @@ def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
     return out
 
 
-#: Answers per ``judge_batch`` call: large enough to share the encoder's work, small enough that
-#: progress is reported often and one failing batch is retried item by item quickly.
+#: Answers per ``judge_batch`` call unless the judge sets its own ``batch_size``: large enough to
+#: share the encoder's work, small enough that progress is reported often and one failing batch is
+#: retried item by item quickly.
 BATCH_SIZE = 64
 
 
+def batch_size_of(judge) -> int:
+    """The number of answers per ``judge_batch`` call for ``judge``: its ``batch_size`` attribute
+    when that is an int >= 1, else :data:`BATCH_SIZE`. Never raises."""
+    size = getattr(judge, "batch_size", None)
+    if isinstance(size, int) and not isinstance(size, bool) and size >= 1:
+        return size
+    return BATCH_SIZE
+
+
 def _call_in_batches(judge, pending: list, on_result: Callable[[bool], None] | None) -> list:
-    """Judge ``pending`` through ``judge.judge_batch`` in batches of :data:`BATCH_SIZE`; a batch
+    """Judge ``pending`` through ``judge.judge_batch`` in batches of :func:`batch_size_of`; a batch
     that raises is judged again item by item, so an exception stays that item's result."""
     out: list = []
-    for start in range(0, len(pending), BATCH_SIZE):
-        chunk = pending[start:start + BATCH_SIZE]
+    size = batch_size_of(judge)
+    for start in range(0, len(pending), size):
+        chunk = pending[start:start + size]
         items = [(q, a, c) for _, _, q, a, c in chunk]
         try:
             results = list(judge.judge_batch(items))

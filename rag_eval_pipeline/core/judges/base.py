@@ -248,7 +248,9 @@ class JudgesInBatches(Protocol):
     """Judges many answers in one call, each exactly as ``judge`` would (shared work such as one
     encoder batch for every text, each encoded once): ``judge_batch(items)`` over ``(question,
     answer, contexts)`` tuples returns one AnswerJudgement per item, in order. ``judge_runs`` uses
-    it when present (no repeats, no concurrency of the judge's own)."""
+    it when present (no repeats, no concurrency of the judge's own), in batches of the judge's
+    ``batch_size`` attribute when it has one (an int >= 1; else
+    :data:`~rag_eval_pipeline.core.judging.BATCH_SIZE`)."""
 
     def judge_batch(self, items: Sequence[Sequence]) -> list[AnswerJudgement]: ...
 

@@ -319,6 +319,11 @@ class RuleBasedJudge(EncoderSignals):
     """
 
     name = JUDGE_NAME
+    #: Answers per ``judge_batch`` call in ``judge_runs``: every engine call has a fixed cost (the
+    #: 4-bit weights are unpacked once per call, about 20 ms of CPU), and each batch makes about
+    #: four calls however many answers it holds, so a large batch shares that cost (BEGIN dev, 430
+    #: answers: 4 engine calls instead of 28, 11% less CPU). Progress is reported per batch.
+    batch_size = 512
 
     def __init__(self, support_threshold: float | None = None, *, params: dict | None = None,
                  semantic: bool = True, encoder=None, workers: int | None = None):
