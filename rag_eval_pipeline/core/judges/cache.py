@@ -68,6 +68,8 @@ CREATE TABLE IF NOT EXISTS judge_claims (
     lease_s REAL NOT NULL
 )
 """
+_CLAIM = ("INSERT OR IGNORE INTO judge_claims (key, owner, host, pid, claimed_at, lease_s) "
+          "VALUES (?, ?, ?, ?, ?, ?)")
 
 
 def canonical_json(obj: Any) -> str:
@@ -196,17 +198,13 @@ class JudgeCache:
         whose lease ran out. Output: True when this caller now holds the claim."""
         now = time.time()
         with self._lock:
-            cur = self._conn.execute(
-                "INSERT OR IGNORE INTO judge_claims (key, owner, host, pid, claimed_at, lease_s) VALUES (?, ?, ?, ?, ?, ?)",
-                (key, owner, _HOST, os.getpid(), now, lease_s))
+            cur = self._conn.execute(_CLAIM, (key, owner, _HOST, os.getpid(), now, lease_s))
             if cur.rowcount == 1:
                 return True
             row = self._conn.execute("SELECT owner, host, pid, claimed_at, lease_s FROM judge_claims WHERE key = ?",
                                      (key,)).fetchone()
             if row is None:  # released between the two statements: try again at once
-                cur = self._conn.execute(
-                    "INSERT OR IGNORE INTO judge_claims (key, owner, host, pid, claimed_at, lease_s) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", (key, owner, _HOST, os.getpid(), now, lease_s))
+                cur = self._conn.execute(_CLAIM, (key, owner, _HOST, os.getpid(), now, lease_s))
                 return cur.rowcount == 1
             old, host, pid, claimed_at, lease = row
             if _owner_gone(host, pid) or now - claimed_at > lease:

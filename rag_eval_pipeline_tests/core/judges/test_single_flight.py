@@ -90,8 +90,9 @@ base_url, cache_path, start_at = sys.argv[1], sys.argv[2], float(sys.argv[3])
 j = OpenAICompatibleJudge(base_url, "judge-model", "sk-test-single-flight", timeout_s=10.0, max_retries=0,
                           backoff_s=0.0, cache=JudgeCache(cache_path))
 ctx = ["El museo abre de martes a domingo de 10 a 18 horas. La entrada general cuesta 8 euros."]
+answer = "El museo abre de martes a domingo de 10 a 18 horas. La entrada cuesta 8 euros."
 time.sleep(max(0.0, start_at - time.time()))
-res = j.judge("¿Cuándo abre el museo?", "El museo abre de martes a domingo de 10 a 18 horas. La entrada cuesta 8 euros.", ctx)
+res = j.judge("¿Cuándo abre el museo?", answer, ctx)
 print(json.dumps({"status": res.status, "verdicts": [c.verdict for c in res.claims], "stats": j.stats}))
 """
 
@@ -110,6 +111,7 @@ def _judge_in_two_processes(srv: FaultServer, paths: list[Path]) -> list[dict]:
     return out
 
 
+@pytest.mark.slow
 def test_two_processes_on_one_cache_file_send_each_request_once(tmp_path):
     with FaultServer("ok", latency_s=0.6) as srv:
         control = _judge_in_two_processes(srv, [tmp_path / "a.sqlite", tmp_path / "b.sqlite"])
