@@ -26,6 +26,7 @@ from rag_eval_pipeline.core.judges.base import (
     Judge,
     JudgesInBatches,
     accepts_repeat,
+    judge_batch_size,
     judge_concurrency,
 )
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
@@ -269,20 +270,12 @@ def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
 BATCH_SIZE = 64
 
 
-def batch_size_of(judge) -> int:
-    """The number of answers per ``judge_batch`` call for ``judge``: its ``batch_size`` attribute
-    when that is an int >= 1, else :data:`BATCH_SIZE`. Never raises."""
-    size = getattr(judge, "batch_size", None)
-    if isinstance(size, int) and not isinstance(size, bool) and size >= 1:
-        return size
-    return BATCH_SIZE
-
-
 def _call_in_batches(judge, pending: list, on_result: Callable[[bool], None] | None) -> list:
-    """Judge ``pending`` through ``judge.judge_batch`` in batches of :func:`batch_size_of`; a batch
+    """Judge ``pending`` through ``judge.judge_batch`` in batches of the judge's own size
+    (:func:`~rag_eval_pipeline.core.judges.base.judge_batch_size`, default :data:`BATCH_SIZE`); a batch
     that raises is judged again item by item, so an exception stays that item's result."""
     out: list = []
-    size = batch_size_of(judge)
+    size = judge_batch_size(judge, BATCH_SIZE)
     for start in range(0, len(pending), size):
         chunk = pending[start:start + size]
         items = [(q, a, c) for _, _, q, a, c in chunk]

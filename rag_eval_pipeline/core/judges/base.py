@@ -54,6 +54,8 @@ __all__ = [
     "ReverseQuestions",
     "JudgesInBatches",
     "judge_concurrency",
+    "judge_batch_size",
+    "SizesBatches",
     "accepts_repeat",
     "judge_stats",
     "holistic_label",
@@ -149,6 +151,14 @@ class Concurrent(Protocol):
     """Can serve ``concurrency`` (int >= 1) calls at once from several threads."""
 
     concurrency: int
+
+
+@runtime_checkable
+class SizesBatches(Protocol):
+    """Says how many answers it judges best in one ``judge_batch`` call (``batch_size``, an int >= 1;
+    see :class:`JudgesInBatches`)."""
+
+    batch_size: int
 
 
 @runtime_checkable
@@ -249,7 +259,7 @@ class JudgesInBatches(Protocol):
     encoder batch for every text, each encoded once): ``judge_batch(items)`` over ``(question,
     answer, contexts)`` tuples returns one AnswerJudgement per item, in order. ``judge_runs`` uses
     it when present (no repeats, no concurrency of the judge's own), in batches of the judge's
-    ``batch_size`` attribute when it has one (an int >= 1; else
+    ``batch_size`` when it is also :class:`SizesBatches` (else
     :data:`~rag_eval_pipeline.core.judging.BATCH_SIZE`)."""
 
     def judge_batch(self, items: Sequence[Sequence]) -> list[AnswerJudgement]: ...
@@ -267,6 +277,16 @@ def judge_concurrency(judge: object) -> int:
     if isinstance(judge, Concurrent):
         return max(1, int(judge.concurrency or 1))
     return 1
+
+
+def judge_batch_size(judge: object, default: int) -> int:
+    """Answers per ``judge_batch`` call for ``judge``: its ``batch_size`` when :class:`SizesBatches`
+    and an int >= 1, else ``default``. Never raises."""
+    if isinstance(judge, SizesBatches):
+        size = judge.batch_size
+        if isinstance(size, int) and not isinstance(size, bool) and size >= 1:
+            return size
+    return default
 
 
 def accepts_repeat(judge: object) -> bool:

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from rag_eval_pipeline.core.judges.base import judge_batch_size
 from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
 from rag_eval_pipeline.core.judges.semantic import SemanticEncoder
-from rag_eval_pipeline.core.judging import BATCH_SIZE, batch_size_of, judge_runs
+from rag_eval_pipeline.core.judging import BATCH_SIZE, judge_runs
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -81,9 +82,9 @@ def test_batch_size_is_the_judges_own_when_valid():
     class J:
         batch_size = 7
 
-    assert batch_size_of(J()) == 7
-    assert batch_size_of(RuleBasedJudge(semantic=False)) == RuleBasedJudge.batch_size == 512
+    assert judge_batch_size(J(), BATCH_SIZE) == 7
+    assert judge_batch_size(RuleBasedJudge(semantic=False), BATCH_SIZE) == RuleBasedJudge.batch_size == 512
     for bad in (0, -3, True, 2.5, "64", None):
         J.batch_size = bad
-        assert batch_size_of(J()) == BATCH_SIZE
-    assert batch_size_of(object()) == BATCH_SIZE
+        assert judge_batch_size(J(), BATCH_SIZE) == BATCH_SIZE
+    assert judge_batch_size(object(), BATCH_SIZE) == BATCH_SIZE
