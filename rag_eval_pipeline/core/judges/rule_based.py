@@ -319,10 +319,11 @@ class RuleBasedJudge(EncoderSignals):
     """
 
     name = JUDGE_NAME
-    #: Answers per ``judge_batch`` call in ``judge_runs``: every engine call has a fixed cost (the
-    #: 4-bit weights are unpacked once per call, about 20 ms of CPU), and each batch makes about
-    #: four calls however many answers it holds, so a large batch shares that cost (BEGIN dev, 430
-    #: answers: 4 engine calls instead of 28, 11% less CPU). Progress is reported per batch.
+    #: The most answers per ``judge_batch`` call in ``judge_runs``, which sizes each batch to about
+    #: ``judging.BATCH_TARGET_S`` seconds of judging (progress is reported per batch): every engine
+    #: call has a fixed cost (the 4-bit weights are unpacked once per call, about 20 ms of CPU) and a
+    #: batch makes about four calls however many answers it holds, so fast answers go in large
+    #: batches (BEGIN dev, 430 answers: about 12 engine calls instead of 28 in batches of 64).
     batch_size = 512
 
     def __init__(self, support_threshold: float | None = None, *, params: dict | None = None,
