@@ -118,6 +118,8 @@ _MONTH_NO_MAY = "|".join(sorted(MONTHS, key=len, reverse=True))
 _EN_DATE_MD = re.compile(rf"\b({_MONTH_NO_MAY})\.? (\d{{1,2}})(?:st|nd|rd|th)?\b(?! ?\d)")
 _ES_DATE_DM = re.compile(rf"\b(\d{{1,2}}|primero) de ({_MONTH_NO_MAY})\b(?! de \d)")
 _NUM_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
+#: A month name at the start of a word: the patterns above except the numeric ones all need one.
+_MONTH_HINT = re.compile(rf"\b(?:{_MONTH_ALT})")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 
 
@@ -143,6 +145,8 @@ def normalise_dates(text: str) -> str:
     year or digits. Never raises. Source: RAE *Ortografía* (2010) §9 and ISO 8601 for the order."""
     t = _ISO_DATE.sub(lambda m: _date_token(m[1], int(m[2]), m[3]), text)
     t = _NUM_DATE.sub(lambda m: _date_token(m[3], int(m[2]), m[1]), t)
+    if not _MONTH_HINT.search(t):
+        return t  # every other pattern starts a word with a month name (no replacement writes one)
     t = _ES_DATE.sub(lambda m: _date_token(m[3], _month(m[2]), m[1]), t)
     t = _EN_DATE_MDY.sub(lambda m: _date_token(m[3], _month(m[1]), m[2]), t)
     t = _EN_DATE_DMY.sub(lambda m: _date_token(m[3], _month(m[2]), m[1]), t)

@@ -362,6 +362,12 @@ class RuleBasedJudge(EncoderSignals):
     matching_text = staticmethod(matching_text)
 
     name = JUDGE_NAME
+    #: The most answers per ``judge_batch`` call in ``judge_runs``, which sizes each batch to about
+    #: ``judging.BATCH_TARGET_S`` seconds of judging (progress is reported per batch): every engine
+    #: call has a fixed cost (the 4-bit weights are unpacked once per call, about 20 ms of CPU) and a
+    #: batch makes about four calls however many answers it holds, so fast answers go in large
+    #: batches (BEGIN dev, 430 answers: about 12 engine calls instead of 28 in batches of 64).
+    batch_size = 512
 
     def __init__(self, support_threshold: float | None = None, *, params: dict | None = None,
                  semantic: bool = True, encoder=None, workers: int | None = None):

@@ -95,8 +95,11 @@ class Tokens:
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
 def _fold(text: str) -> str:
-    t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
-    t = "".join(ch for ch in t if not unicodedata.combining(ch))
+    if text.isascii():  # NFKC and NFKD leave ASCII as it is, and it has no combining mark
+        t = text
+    else:
+        t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+        t = "".join(ch for ch in t if not unicodedata.combining(ch))
     t = _NT.sub(" not", t.casefold())
     return normalise_quantities(_NUMBER_ABBR.sub(" ", t))
 
@@ -200,6 +203,8 @@ def surface_words(text: str) -> frozenset[str]:
 
 
 def _fold_word(w: str) -> str:
+    if w.isascii():  # the same result, without the two normalisations (ASCII is their fixed point)
+        return w.casefold()
     t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", w).casefold())
     return "".join(ch for ch in t if not unicodedata.combining(ch))
 
