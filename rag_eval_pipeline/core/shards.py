@@ -97,3 +97,14 @@ def merge_shards(parts: Sequence[pl.DataFrame | pl.LazyFrame], table: str) -> pl
                                  "shard?)")
             seen[q] = i
     return pl.concat([p.lazy() for p in parts], how="vertical").collect()
+
+
+def shard_sizes_line(question_ids: pl.Series, shards: int) -> str:
+    """One line saying how a golden set splits: ``"question shards: 3 (questions per shard: 17, 19, 16)"``, or
+    ``"question shards: none (shards: 1)"``. Input: the golden set's question ids, ``shards`` >= 1."""
+    if shards <= 1:
+        return "question shards: none (shards: 1): one step each for rag_runs, judging and question_metrics"
+    counts = shard_column(question_ids, shards).value_counts().sort("shard")
+    per = dict(zip(counts["shard"].to_list(), counts["count"].to_list()))
+    sizes = ", ".join(str(per.get(i, 0)) for i in range(shards))
+    return f"question shards: {shards} (questions per shard: {sizes}); a quick evaluation is not split"
