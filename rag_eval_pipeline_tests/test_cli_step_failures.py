@@ -6,7 +6,7 @@ import json
 import dagster as dg
 
 from rag_eval_pipeline.cli.ci_output import check_cases, step_failures
-from rag_eval_pipeline.cli.run_output import verdict_line
+from rag_eval_pipeline.cli.run_output import stopped_by, verdict_line
 from rag_eval_pipeline.core.report.ci import final_verdict, summary_markdown
 
 
@@ -65,3 +65,17 @@ def test_the_cli_verdict_line_follows_the_rule_of_the_ci_files(tmp_path):
     assert md.splitlines()[0].endswith(": FAIL") and "**Verdict:** FAIL — 1 blocking failure(s)" in md
     # nothing else failed: the decision's own verdict
     assert verdict_line(path).startswith("verdict: PASS — every gate passed on split test")
+
+
+def test_a_verdict_not_decided_names_what_stopped_the_run():
+    result, job = _run()
+    other, raised = step_failures(result, job)
+    cases = check_cases(result, job, raised)
+    # a failed step: it is printed right under the run line
+    assert verdict_line(None, (), stopped_by(other, cases)) == (
+        "verdict: not decided (the run stopped before its report; see the failed step above)")
+    # no failed step, a blocking check failed (and one raised): the checks are named, not a step never printed
+    assert verdict_line(None, (), stopped_by([], cases)) == (
+        "verdict: not decided (the run stopped before its report; blocking check s/good:fails, s/good:raises "
+        "failed; see the checks above)")
+    assert verdict_line(None) == "verdict: not decided (the run stopped before its report)"

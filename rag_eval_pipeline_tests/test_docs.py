@@ -157,3 +157,17 @@ def test_the_guide_check_finds_each_form_of_citation(tmp_path: Path) -> None:
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
     found = {int(h.split(":")[1]) for h in guide_references([f], root=tmp_path)}
     assert found == {1, 2, 3, 4, 5, 6, 7}
+
+
+def test_the_judges_page_names_the_current_rule_version_and_parameters_file() -> None:
+    """The embedded judge has two versions: the rule code's (``RULE_VERSION``, in its identity hash) and its
+    parameters file's name (``rule_based_v3.json``). The page called the file's name the rule version while
+    comparing kappa "under rule version 3" and "before rule version 4"."""
+    from rag_eval_pipeline.core.judges.rule_based import PARAMS_FILE, RULE_VERSION
+
+    text = (ROOT / "docs" / "judges.md").read_text(encoding="utf-8")
+    assert not re.search(r"rule version `?rule_based_v", text)  # a parameters file is not a rule version
+    assert f"rule version {RULE_VERSION}" in text and f"now {RULE_VERSION})" in text
+    assert f"`{PARAMS_FILE.name}`" in text
+    # every rule version the page names is the current one or an earlier one
+    assert all(int(v) <= RULE_VERSION for v in re.findall(r"rule version (\d+)", text))

@@ -144,7 +144,10 @@ def test_step_error_text_does_not_repeat_a_quoted_cause():
     top = Err("ConfigError", "rag_eval_pipeline.core.errors.ConfigError: c.yaml: not valid YAML: while parsing a "
                              "flow sequence\n  line 3", cause)
     wrapper = Err("DagsterExecutionStepExecutionError", "Error occurred while executing op", top)
-    assert step_error_text(wrapper) == top.message
+    # our own error's text without its class path; the YAML cause it quotes is not repeated
+    assert step_error_text(wrapper) == "c.yaml: not valid YAML: while parsing a flow sequence\n  line 3"
+    # another library's error keeps its class name (it says what kind of failure it was)
+    assert step_error_text(Err("ValueError", "ValueError: disk full")) == "ValueError: disk full"
 
 
 # --- the command line (a subprocess: the CLI binds the code location's resources when it imports it) ---
@@ -325,8 +328,15 @@ def test_a_bad_golden_line_is_one_clean_error_without_a_stack_trace(tmp_path):
 def test_a_data_error_inside_a_run_has_no_stack_trace_unless_asked(tmp_path):
     proc = _failing_summary_run(tmp_path)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    failed = [line for line in proc.stdout.splitlines() if line.startswith("step metric_summary failed: ")]
-    assert len(failed) == 1 and "InputError: file metric_summary, field 'value'" in failed[0]
+    lines = proc.stdout.splitlines()
+    failed = [line for line in lines if line.startswith("step metric_summary failed: ")]
+    # the message, not the class path (it read "rag_eval_pipeline.core.errors.InputError: file ...")
+    assert len(failed) == 1 and failed[0].startswith("step metric_summary failed: file metric_summary, field 'value'")
+    assert "rag_eval_pipeline.core.errors" not in proc.stdout
+    # the reason comes first: right under the run line, before the summary, the check list and the verdict
+    header = next(i for i, line in enumerate(lines) if line.startswith("run ") and line.endswith(": FAILED"))
+    assert lines[header + 1] == failed[0], lines[header:header + 3]
+    assert "verdict: not decided (the run stopped before its report; see the failed step above)" in lines
     assert "Traceback" not in proc.stderr and "Stack Trace" not in proc.stderr
     assert "STEP_FAILURE" in proc.stderr  # the event log stays
 

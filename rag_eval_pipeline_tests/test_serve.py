@@ -141,6 +141,22 @@ def test_serve_gives_comparison_pages_and_nothing_else_beside_them(served):
     assert b"notes.html" not in index and b"history" not in index
 
 
+def test_serve_and_serve_reference_default_to_different_ports_and_the_live_config_reaches_serve_reference():
+    """The docs start ``rag-eval serve`` and ``rag-eval serve-reference`` side by side with their defaults: one
+    default port for both made the second one exit 2 (port in use)."""
+    import yaml
+
+    from rag_eval_pipeline.cli import build_parser
+
+    parser = build_parser()
+    serve = parser.parse_args(["serve"]).port
+    reference = parser.parse_args(["serve-reference", "--system", "bm25_k5"]).port
+    assert (serve, reference) == (8765, 8766)
+    live = yaml.safe_load((REPO_ROOT / "data" / "configs" / "live_http.yaml").read_text(encoding="utf-8"))
+    urls = [s["url"] for s in live["systems"] if s["kind"] == "http"]
+    assert urls == [f"http://127.0.0.1:{reference}/answer"]
+
+
 @pytest.mark.parametrize("host, allowed", [
     ("127.0.0.1", True), ("localhost:8765", True), ("LOCALHOST", True), ("[::1]:80", True), ("[::1]", True),
     ("127.0.0.1:80@evil.com", False),  # userinfo-like: the host is evil.com

@@ -117,8 +117,8 @@ def compare(args: argparse.Namespace) -> int:
 
 def add(sub) -> None:
     """Register ``rag-eval compare`` and its options on the subparsers ``sub``."""
-    from rag_eval_pipeline.core.config_sections import GATE_SPLITS
-    from rag_eval_pipeline.core.report.compare_sides import SYNTAX
+    from rag_eval_pipeline.core.plain_names import COMPARE_SIDE_SYNTAX as SYNTAX
+    from rag_eval_pipeline.core.plain_names import GATE_SPLITS
 
     p = sub.add_parser(NAME, help="compare any two runs: every metric with a paired test, then question by question",
                        description="Compare side B with side A from the Parquet tables alone: every metric with both "

@@ -24,7 +24,7 @@ NAME = "label"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options of ``rag-eval label``."""
-    from rag_eval_pipeline.serve import port_number
+    from rag_eval_pipeline.ports import LABEL_PORT, port_number
 
     which = p.add_mutually_exclusive_group()
     which.add_argument("--suite", help="a suite listed in data/suites.yaml or $RAG_EVAL_SUITES (default: sample)")
@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                     "or $RAG_EVAL_OUTPUT_DIR/<suite>/)")
     p.add_argument("--n", type=int, default=50, help="sample size: items to label (default 50)")
     p.add_argument("--labeller", default=None, help="your name, stored on every label (default: your login name)")
-    p.add_argument("--port", type=port_number, default=8790, help="port on 127.0.0.1 (default 8790)")
+    p.add_argument("--port", type=port_number, default=LABEL_PORT, help=f"port on 127.0.0.1 (default {LABEL_PORT})")
     p.add_argument("--groups", default=None,
                    help="comma-separated groups whose chunks you may read (default: report.viewer_groups)")
     p.add_argument("--show-judge", action="store_true",

@@ -29,10 +29,13 @@ from rag_eval_pipeline.cli.run_output import (
     id_mapping_lines,
     promotion_line,
     run_error_lines,
+    stopped_by,
     verdict_line,
 )
 
 NAME = "run"
+#: ``--log-level``: the console logger's level (Dagster's engine events are DEBUG: quiet by default).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
         return st.st_ino, st.st_mtime_ns
     before = {p.name: identity(p) for p in out.glob("*") if p.is_file()}  # to tell this run's files from older ones
     try:
-        run_config = {"loggers": {"console": {"config": {"log_level": "DEBUG"}}}}
+        console = {"config": {"log_level": args.log_level}}  # INFO: no engine events (they are DEBUG)
+        run_config = {"loggers": {"console": console}}
         result: Any
         with dg.DagsterInstance.get() as instance:
             if loaded.config.shards > 1 and not quick:  # every question shard, then the rest (cli/run_shards.py)
@@ -102,7 +106,13 @@ def run(args: argparse.Namespace) -> int:
 
     def stale(p: Path) -> bool:  # left by an earlier run: this one failed before rewriting it (or never writes it)
         return before.get(p.name) == identity(p)
+    from rag_eval_pipeline.cli.ci_output import check_cases, extra_failures, step_failures
+
+    failed_steps, raised_checks = step_failures(result, job, suite.name)  # steps named as the user knows them
+    checks = check_cases(result, job, raised_checks)
     print(f"\nrun {result.run_id} ({args.job}): {'succeeded' if result.success else 'FAILED'}")
+    for line in failed_steps:  # the reason first: the check list below only says what did not run
+        print(line)
     print(f"suite {suite.name} (job {job.name}): configuration {suite.config_path} "
           f"(sha256 {tags['rag_eval/config_sha256'][:12]})")
     print(f"tables: {out}")
@@ -123,11 +133,8 @@ def run(args: argparse.Namespace) -> int:
     gates_path = out / "gate_results.parquet"
     decision_path = out / "decision.json"
     decision_rewritten = decision_path.exists() and not stale(decision_path)
-    from rag_eval_pipeline.cli.ci_output import check_cases, extra_failures, step_failures
-
-    failed_steps, raised_checks = step_failures(result, job, suite.name)  # steps named as the user knows them
-    checks = check_cases(result, job, raised_checks)
-    print("\n" + verdict_line(decision_path if decision_rewritten else None, extra_failures(checks, failed_steps)))
+    print("\n" + verdict_line(decision_path if decision_rewritten else None, extra_failures(checks, failed_steps),
+                              stopped_by(failed_steps, checks)))
     print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path))))
     promotion = promotion_line(result, suite.name, quick)
     print(promotion)
@@ -139,8 +146,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         earlier = f" (the one at {report} is from an earlier run)" if report.exists() else ""
         print(f"report: not written by this run{earlier}")
-    # a check that raised is said once, with its error; a blocking check that failed is in the check lines above
-    for line in failed_steps + [f"check {c.classname[len('checks.'):]}:{c.name}: {c.message}" for c in checks
+    # a check that raised is said once, with its error; a blocking check that failed is in the check lines above,
+    # a failed step under the run line
+    for line in [f"check {c.classname[len('checks.'):]}:{c.name}: {c.message}" for c in checks
                                 if c.outcome == "error" and c.details]:
         print("\n" + line)
     if args.junit_xml or args.summary_md:
@@ -155,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add(sub) -> None:
     """Register ``rag-eval run`` and its options on the subparsers ``sub``."""
-    from rag_eval_pipeline.defs.schedules import FULL, QUICK_JOB
+    from rag_eval_pipeline.core.plain_names import FULL, QUICK_JOB
 
     p = sub.add_parser(NAME, help="materialise one suite's job and print the summary, checks, gates, promotion",
                        description="Materialise one suite's job in process and print the summary, one line per check, "
@@ -178,4 +186,8 @@ def add(sub) -> None:
     p.add_argument("--report-url", metavar="URL",
                    help="where report.html of this run can be read, for the summary's links (default: "
                         "$RAG_EVAL_REPORT_URL/<folder>/report.html when set, else the file path)")
+    p.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
+                   help="what of Dagster's event log goes to stderr: INFO (default: the steps' own messages, "
+                        "warnings and failures), DEBUG (also every step's start, inputs, outputs and "
+                        "materialisation: some 300 lines on the sample), WARNING or ERROR")
     p.set_defaults(func=run)

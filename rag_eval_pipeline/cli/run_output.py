@@ -3,6 +3,7 @@ the promotion outcome, and the message of a failed step."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,6 +52,16 @@ def step_name(step_key: str, suite: str) -> str:
     ``sample__quick__judging`` -> ``judging`` (op names carry the suite's key prefix, see defs/scope.py)."""
     name = step_key.removeprefix(f"{suite}__")
     return name.removeprefix("quick__") if name != step_key else step_key
+
+
+def _without_class_path(message: str, cls_name: str | None) -> str:
+    """``message`` without the ``rag_eval_pipeline.core.errors.InputError: `` that Python's traceback module puts
+    before our own errors' text (the text already names file, line and field); other errors keep their class."""
+    if cls_name:
+        return re.sub(rf"^rag_eval_pipeline(?:\.\w+)*\.{re.escape(cls_name)}: ", "", message, count=1)
+    return message
+
+
 def run_error_lines(runs_path: Path) -> list[str]:
     """Why systems failed, from this run's rag_runs table: per system, its error rows counted by reason
     (``HTTP 405 × 52``) and the first example (``core/systems/error_reasons.py``); [] when none failed."""
@@ -94,11 +105,11 @@ def mapping_lines(mapping: dict) -> list[str]:
 
 
 def step_error_text(error) -> str:
-    """The message of a failed step: the error raised by our code (file, line, field for bad input),
-    not Dagster's "Error occurred while executing op" wrapper. Input: a ``SerializableErrorInfo``."""
+    """The message of a failed step: the error raised by our code (file, line, field for bad input; without
+    its class path), not Dagster's "Error occurred while executing op" wrapper. Input: a ``SerializableErrorInfo``."""
     parts: list[str] = []
     while error is not None:
-        message = error.message.strip()
+        message = _without_class_path(error.message.strip(), error.cls_name)
         # skip Dagster's wrapper, and a cause whose text the message above already quotes (YAML errors)
         if error.cls_name != "DagsterExecutionStepExecutionError" and not (
                 parts and message.split(": ", 1)[-1] in parts[-1]):
@@ -164,18 +175,32 @@ def gate_lines(out: Path, rewritten: bool) -> list[str]:
                      f"{r['reason']}" for r in failed.iter_rows(named=True)]
 
 
-def verdict_line(decision_path: Path | None, extra_failures: Sequence[str] = ()) -> str:
+def stopped_by(failed_steps: Sequence[str], checks: Sequence) -> str | None:
+    """What stopped a run before its report, for the "not decided" verdict: the failed step(s), printed right
+    under the run line, else the blocking check(s) that failed or raised (``checks``: ``ci_output.check_cases``),
+    named; None when neither."""
+    if failed_steps:
+        n = len(failed_steps)
+        return "see the failed step above" if n == 1 else f"see the {n} failed steps above"
+    names = [f"{c.classname[len('checks.'):]}:{c.name}" for c in checks if c.outcome in ("failed", "error")]
+    if names:
+        return f"blocking check {', '.join(names)} failed; see the checks above"
+    return None
+
+
+def verdict_line(decision_path: Path | None, extra_failures: Sequence[str] = (), stopped: str | None = None) -> str:
     """The run's verdict (``decision.json`` of this run) by the rule the CI files follow
     (:func:`core.report.ci.final_verdict`: a failed step or a failed check the decision does not decide,
     ``extra_failures``, makes it FAIL), with every blocking failure one per line; "not decided" when this run
-    did not write the decision (a step failed before the report)."""
+    did not write the decision (a step or a blocking check failed before the report: ``stopped``, from
+    :func:`stopped_by`, says which)."""
     import json
 
     from rag_eval_pipeline.core.report.ci import final_verdict
     from rag_eval_pipeline.core.report.decision import verdict_word
 
     if decision_path is None:
-        return "verdict: not decided (the run stopped before its report; see the failed step below)"
+        return "verdict: not decided (the run stopped before its report" + (f"; {stopped})" if stopped else ")")
     d = json.loads(decision_path.read_text(encoding="utf-8"))
     verdict, why = final_verdict(d, extra_failures)
     lines = [f"verdict: {verdict_word(verdict)} — {why} (comparison split {d['split']}; "

@@ -29,7 +29,7 @@ def serve(args: argparse.Namespace) -> int:
 
 def add(sub) -> None:
     """Register ``rag-eval serve`` and its options on the subparsers ``sub``."""
-    from rag_eval_pipeline.serve import DEFAULT_PORT, port_number
+    from rag_eval_pipeline.ports import DEFAULT_PORT, port_number
 
     p = sub.add_parser(NAME, help="serve the report pages on http://127.0.0.1 (read-only) for the UI's links",
                        description="Serve report.html, report.md and trend.html of the output folder (every suite, or "

@@ -42,7 +42,8 @@ def serve_reference(args: argparse.Namespace) -> int:
 
 def add(sub) -> None:
     """Register ``rag-eval serve-reference`` on the subparsers ``sub``."""
-    from rag_eval_pipeline.serve import port_number
+    from rag_eval_pipeline.ports import REFERENCE_PORT as DEFAULT_PORT
+    from rag_eval_pipeline.ports import port_number
 
     p = sub.add_parser(NAME, help="serve a built-in reference system over HTTP on 127.0.0.1",
                        description="Serve one kind: reference system of a configuration over HTTP on 127.0.0.1 "
@@ -51,5 +52,6 @@ def add(sub) -> None:
                        epilog=epilog(NAME), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default=None, help="evaluation YAML (default: data/sample/config.yaml)")
     p.add_argument("--system", required=True, help="name of a kind: reference system in that configuration")
-    p.add_argument("--port", type=port_number, default=8765, help="port on 127.0.0.1 (default 8765)")
+    p.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                   help=f"port on 127.0.0.1 (default {DEFAULT_PORT}; rag-eval serve's is 8765)")
     p.set_defaults(func=serve_reference)

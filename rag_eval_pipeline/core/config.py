@@ -106,7 +106,11 @@ def _gates(at: At, raw: dict, names: list[str], ks: tuple[int, ...]) -> GatesCon
 
     section = at.child("gates")
     gates = parse_section(GatesConfig, raw.get("gates"), section)
-    thresholds = [_check_threshold(section.child("thresholds").child(i), t, ks) for i, t in enumerate(gates.thresholds)]
+    written = (raw.get("gates") or {}).get("thresholds") if isinstance(raw.get("gates"), dict) else None
+    names_written = [t.get("metric") if isinstance(t, dict) else None for t in written or []]
+    thresholds = [_check_threshold(section.child("thresholds").child(i), t, ks,
+                                   names_written[i] if i < len(names_written) else None)
+                  for i, t in enumerate(gates.thresholds)]
     baseline = gates.baseline_system
     if baseline is not None and baseline not in names:
         raise section.fail("baseline_system", f"{shown(baseline)} is not a configured system {names}")
@@ -124,11 +128,25 @@ def _gates(at: At, raw: dict, names: list[str], ks: tuple[int, ...]) -> GatesCon
                                thresholds=tuple(thresholds))
 
 
-def _check_threshold(at: At, t: Threshold, ks: tuple[int, ...]) -> Threshold:
-    """Refuse a threshold that could never be evaluated (its name and direction are resolved by Threshold)."""
+def gate_metric_names(ks: tuple[int, ...]) -> list[str]:
+    """Every name a gate's ``metric`` can be written as: each known metric, and ``<metric>_<k>`` for each
+    cut-off metric at each of ``ks`` (trec_eval's labels: ``recall_5``, ``ndcg_cut_10``)."""
+    names = set(known_metrics())
+    names |= {f"{m}_{k}" for m in known_metrics() if METRICS.get(m) is not None and METRICS.get(m).cut for k in ks}
+    return sorted(names)
+
+
+def _check_threshold(at: At, t: Threshold, ks: tuple[int, ...], written: object = None) -> Threshold:
+    """Refuse a threshold that could never be evaluated (its name and direction are resolved by Threshold).
+    ``written``: the metric name as the file wrote it (quoted in the error, with the closest known names)."""
+    import difflib
+
     metric, k = t.metric, t.k
     if metric not in known_metrics():
-        raise at.child("metric").error(f"{metric!r} is not a metric this pipeline computes; expected one of "
+        said = written if isinstance(written, str) and written else metric
+        close = difflib.get_close_matches(said, gate_metric_names(ks), n=3, cutoff=0.6)
+        hint = (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "")
+        raise at.child("metric").error(f"{said!r} is not a metric this pipeline computes; {hint}expected one of "
                                        f"{sorted(known_metrics())}")
     cut = METRICS.get(metric).cut
     if k is not None and not cut:  # its rows have no k: the gate would never be evaluated

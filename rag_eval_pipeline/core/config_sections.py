@@ -21,6 +21,7 @@ from rag_eval_pipeline.core.corpus import STRATEGIES
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.judges.base import CALIBRATION_LEVELS
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
+from rag_eval_pipeline.core.plain_names import GATE_SPLITS  # plain names: the CLI's --help reads them
 from rag_eval_pipeline.core.sections import Key, check_nonblank, check_short_text, key
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 # CALIBRATION_LEVELS: declared in core.judges.base, which the calibration mapping reads too (the configuration
 # imports no metric module, and the mapping does not import the configuration: no import circle)
 CHUNKING_STRATEGIES = STRATEGIES  # declared where chunks are cut (core.corpus)
-GATE_SPLITS = ("dev", "test", "all")
 ON_DUPLICATE = ("error", "keep_first")
 DEFAULT_VIEWER_GROUPS = ("customers",)
 DEFAULT_KAPPA_FLOOR = 0.4
@@ -262,7 +262,8 @@ class CalibrationMapping(Mapping):
 @dataclass(frozen=True)
 class CalibrationConfig:
     """``calibration``: ``configured`` (the section is present), ``human_labels`` (absolute path of
-    a label file; required when configured; absent is allowed: ``rag-eval label`` creates it),
+    a label file; required when configured; ``rag-eval run`` refuses an absent one (create it empty to
+    start: ``rag-eval label`` appends to it)),
     ``kappa_floor`` in [-1, 1] (default 0.4), ``level`` (:data:`CALIBRATION_LEVELS`, default
     "claim"), ``mapping`` (:class:`CalibrationMapping`, or None for the level's defaults),
     ``family_labels`` (hand labels of the verdict families citation_support and nugget_coverage, rows with

@@ -173,7 +173,8 @@ def ad_hoc_suite(config_path: str | Path, known: Sequence[Suite] = ()) -> Suite:
 
 
 def missing_data(config_path: str | Path) -> str | None:
-    """Why a suite cannot run here, or None: its ``corpus.path`` (or ``golden.path``) does not exist.
+    """Why a suite cannot run here, or None: its ``corpus.path``, ``golden.path`` or
+    ``calibration.human_labels`` does not exist (a wrong label path would otherwise read as "no labels").
 
     Input: the configuration's file path (relative paths are resolved against the file's folder).
     Output: a one-line reason naming the resolved path, or None (also when the file does not parse:
@@ -186,11 +187,13 @@ def missing_data(config_path: str | Path) -> str | None:
     if not isinstance(raw, dict):
         return None
     base = Path(config_path).resolve().parent
-    for section in ("corpus", "golden"):
+    for section, key in (("corpus", "path"), ("golden", "path"), ("calibration", "human_labels")):
         entry = raw.get(section)
-        value = entry.get("path") if isinstance(entry, dict) else None
+        value = entry.get(key) if isinstance(entry, dict) else None
         if isinstance(value, str) and value:
             resolved = (base / value).resolve()
             if not resolved.exists():
-                return f"{section}.path {resolved} not found (set in {Path(config_path).resolve()})"
+                hint = ("; to start labelling, create it empty (`rag-eval label` appends to it)"
+                        if section == "calibration" else "")
+                return f"{section}.{key} {resolved} not found (set in {Path(config_path).resolve()}){hint}"
     return None

@@ -11,6 +11,12 @@ The promoted baseline (``<suite folder>/baseline/``) is not an asset of a run: `
 and the next run's gates and report read it. It is declared as the external asset
 ``<suite>/promoted_baseline``, which the lineage draws into ``gate_results`` and ``evaluation_report``;
 ``promotion`` reports a materialisation of it (system, promotion time) each time it writes one.
+
+``promotion`` depends on ``evaluation_report`` (a declared dependency, not an ordering that happens to hold):
+the report reads the stored baseline before promotion replaces it, so the report compares with the same
+baseline as the gates and states what promotion then does (promote, keep, blocked), which is what the CLI
+prints. The report cannot come after ``promotion`` instead: ``promotion`` hangs below the blocking checks,
+and the report must be written on the very night they fail.
 ``regression_cases`` adds to its own previous materialisation (read from the suite's folder); what it computes
 is ``core/regressions.py``.
 """
@@ -33,6 +39,7 @@ from rag_eval_pipeline.core.metrics.names import metric_label
 from rag_eval_pipeline.core.regressions import failed_gates, track_regressions
 from rag_eval_pipeline.core.report.decision import NO_GATE
 from rag_eval_pipeline.core.report.markdown import markdown_table
+from rag_eval_pipeline.defs.report import REPORT_ASSET
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
 
@@ -262,8 +269,10 @@ def build(scope: SuiteScope) -> tuple[list, list]:
                     "question_metrics, rag_runs of the promoted system). Not an asset of a run: promotion writes it "
                     "(and reports it here as a materialisation), the next run's gates and report read it.")
 
+    # after the report (see the module docstring): it reads the baseline this step replaces
     @dg.asset(key=scope.key("promotion"), ins=scope.ins("metric_summary", "question_metrics", "rag_runs",
                                                         "judge_calibration", "gate_verdict"),
+              deps=[scope.key(REPORT_ASSET)],
               description=scope.describe(promotion.__doc__), required_resource_keys=scope.needs("settings", "store"),
               **scope.asset_args(STAGE))
     def promote(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame,

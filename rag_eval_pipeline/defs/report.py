@@ -7,7 +7,9 @@ metadata (first entries) and to ``decision.json`` beside the tables (the CLI's C
 
 Order of the steps and why the report can state the promotion outcome: the gate table
 (``gate_results``) is upstream; the blocking gate check sits on ``gate_verdict`` below it, and
-``promotion`` runs after that check, from the same gate table and the same calibration. The report does
+``promotion`` runs after that check and after this report (it declares ``evaluation_report`` as a dependency,
+so the report reads the stored baseline before promotion replaces it), from the same gate table and the same
+calibration. The report does
 not wait on the calibration check (a failed blocking check skips everything downstream, and the report
 must be written on exactly such a night): it computes the same calibration table with
 ``defs.calibration.compute_calibration`` and decides it with ``core.metrics.calibration_status``, the

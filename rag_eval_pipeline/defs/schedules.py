@@ -17,7 +17,9 @@ import re
 
 import dagster as dg
 
-FULL, QUICK_JOB, SHARDS_JOB = "full_evaluation", "quick_evaluation", "question_shards"
+from rag_eval_pipeline.core.plain_names import FULL, QUICK_JOB  # plain strings: the CLI's --help reads them
+
+SHARDS_JOB = "question_shards"  # a sharded suite's third job, ``<suite>__question_shards`` (defs/shards.py)
 NIGHTLY = "nightly_full_evaluation"
 
 

@@ -295,3 +295,16 @@ def test_an_unknown_judge_type_in_the_file_names_its_line(tmp_path):
         load_config(path, environ={})
     assert str(info.value).startswith(f"{path}, line {_line_of(path, 'type: gpt')}: judge.type 'gpt': expected one "
                                       "of rule_based, openai_compatible, human")
+
+
+def test_a_misspelt_gate_metric_is_quoted_as_written_with_the_closest_names(tmp_path):
+    # recal_5 was reported as "'recal' is not a metric" (the name after its _5 was split off), with no hint
+    cfg = sample_config_dict()
+    cfg["gates"]["thresholds"] = [{"metric": "recal_5", "max_abs_drop": 0.05}]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    message = str(info.value)
+    assert "gates.thresholds[0].metric" in message and "'recal_5' is not a metric this pipeline computes" in message
+    assert "did you mean 'recall_5'" in message  # one letter missing: difflib's ratio 12/13 ≈ 0.92

@@ -176,3 +176,25 @@ def test_a_retriever_language_or_method_nobody_knows_is_refused_at_load(tmp_path
                           "must be one of (")
     assert msg.endswith(f"got {value!r}")
     assert ("'lucene', 'robertson', 'atire'" if key == "method" else "'english'") in msg
+
+
+def test_the_hand_written_lists_of_kinds_name_every_registered_one():
+    """The prose outside the generated blocks lists the kinds too: the judges page's list of judges and its
+    settings table, the pages' one-line descriptions of the systems page, and the configuration page. A kind
+    added to a registry and missing there (``python`` judges, ``langsmith`` systems) fails here."""
+    judges = (REPO_ROOT / "docs" / "judges.md").read_text(encoding="utf-8")
+    bullets = set(re.findall(r"^\* `(\w+)`", judges.split("The judges:", 1)[1].lstrip("\n").split("\n\n", 1)[0], re.M))
+    row = next(line for line in judges.splitlines() if line.startswith("| `judge.type` / `RAG_EVAL_JUDGE` |"))
+    for name in JUDGE_TYPES.names():
+        assert name in bullets, f"docs/judges.md: the list of judges lacks `{name}`"
+        assert f"`{name}`" in row, f"docs/judges.md: the judge.type row lacks `{name}`"
+    # every kind but the two that need no system of yours (reference) or are the run logs themselves (logged)
+    outside = [k for k in SYSTEM_KINDS.names() if k not in ("reference", "logged")]
+    for page, needle in (("README.md", "| [Systems under test](docs/systems.md) |"),
+                         ("docs/index.md", "| [Systems under test](systems.md) |"),
+                         ("docs/configuration.md", "or a live system:")):
+        text = (REPO_ROOT / page).read_text(encoding="utf-8")
+        at = text.index(needle)
+        line = text[at:text.index("\n\n", at) if page == "docs/configuration.md" else text.index("\n", at)]
+        missing = [k for k in outside if f"`{k}`" not in line]
+        assert not missing, f"{page}: {needle} lacks {missing}"

@@ -256,6 +256,19 @@ def test_trec_files_round_trip_every_hit_and_judgment(sample_run):
     assert qrels.height == int(golden["relevant"].list.len().sum())
 
 
+def test_the_first_screen_shown_in_the_docs_is_the_samples(sample_run):
+    """docs/gates-and-reports.md quotes the sample report's first screen; its figures (judge errors 0 of 125)
+    drifted from what the sample prints. The quoted block must be the start of this run's report.md."""
+    _, out = sample_run
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "gates-and-reports.md").read_text(encoding="utf-8")
+    start = docs.index("```\n# RAG evaluation report — sample\n") + len("```\n")
+    quoted = docs[start:docs.index("\n```", start)].splitlines()
+    report = (out / "report.md").read_text(encoding="utf-8").splitlines()
+    # the title names the suite under `rag-eval run`; this unprefixed run has none
+    assert report[0].startswith("# RAG evaluation report")
+    assert len(quoted) > 10 and report[1:len(quoted)] == quoted[1:]
+
+
 def test_citations_and_completeness_through_the_asset_graph(sample_run):
     """The citation and nugget tables are assets of the chain, and their metrics reach metric_summary and the
     report. team_rag's validity recounted by hand from data/sample (the core chain test lists each case): 34

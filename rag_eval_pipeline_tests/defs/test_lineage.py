@@ -67,8 +67,8 @@ def test_the_sample_lineage_has_few_edges(sample_defs):
     assert assets == 22
     # was 51 for 19 assets; the citation tables add 5 (citation_claims from the three tables the step reads, the
     # others from rag_runs), 3 into question_metrics, 3 into the report (15 inputs, the largest fan-in) and 2 into
-    # judge_calibration
-    assert edges <= 64
+    # judge_calibration; +1: promotion after the report (report -> promotion)
+    assert edges <= 65
     children = {name: sorted(a for a, ps in parents.items() if name in ps) for name in parents}
     # (7 each before the citation step, which reads both like the judging step)
     assert len(children["corpus_snapshot"]) <= 8 and len(children["golden_set"]) <= 8, children
@@ -76,7 +76,9 @@ def test_the_sample_lineage_has_few_edges(sample_defs):
     for table, parent in (("golden_set", "corpus_snapshot"), ("rag_runs", "golden_set"), ("judge_labels", "rag_runs"),
                           ("question_metrics", "judge_labels"), ("metric_summary", "question_metrics"),
                           ("gate_results", "metric_summary"), ("gate_verdict", "gate_results"),
-                          ("promotion", "gate_verdict")):
+                          ("promotion", "gate_verdict"),
+                          # the report reads the stored baseline before promotion replaces it (a declared dependency)
+                          ("promotion", "evaluation_report")):
         assert parent in parents[table], (table, parent)
     quick_assets, quick_edges, _ = lineage(sample_defs, ("sample", "quick"))
     print(f"sample quick evaluation: {quick_assets} assets, {quick_edges} edges")

@@ -35,7 +35,7 @@ def live_config(tmp_path: Path, url: str) -> Path:
     for section in ("corpus", "golden"):
         cfg[section]["path"] = str((LIVE_CONFIG.parent / cfg[section]["path"]).resolve())
     http = next(s for s in cfg["systems"] if s["kind"] == "http")
-    assert http["url"] == "http://127.0.0.1:8765/answer"  # what the README's two commands reach
+    assert http["url"] == "http://127.0.0.1:8766/answer"  # what the README's two commands reach
     http["url"] = url
     cfg["systems"].append({"name": "bm25_k5_py", "kind": "python", "callable": PY_CALLABLE, "concurrency": 2})
     path = tmp_path / "live.yaml"

@@ -256,7 +256,10 @@ def test_label_five_undo_restart_kill_and_calibrate(evaluated, browser, tmp_path
 
     frame = pl.read_parquet(out / "judge_labels.parquet")
     tables = tuple(pl.read_parquet(out / f"{name}.parquet") for name in ("rag_runs", "golden_set", "corpus_snapshot"))
-    assets = trust_assets(EvalSettings(config_path=str(config)), TableStore(base_dir=str(out)), frame, tables)
+    # the run's citation and nugget tables, as they are (judge_calibration reads them for its family rows)
+    families = {name: pl.read_parquet(out / f"{name}.parquet") for name in ("citation_claims", "nugget_labels")}
+    assets = trust_assets(EvalSettings(config_path=str(config)), TableStore(base_dir=str(out)), frame, tables,
+                          **families)
     result = dg.materialize(assets, selection=["judge_labels", "judge_calibration"],
                             resources={"io_manager": ParquetIOManager(base_dir=str(out))})
     assert result.success

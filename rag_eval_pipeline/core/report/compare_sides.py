@@ -24,11 +24,12 @@ from pathlib import Path
 import polars as pl
 
 from rag_eval_pipeline.core.errors import EvalError, InputError
+from rag_eval_pipeline.core.plain_names import COMPARE_SIDE_SYNTAX
 from rag_eval_pipeline.core.storage import BASELINE_DIR, RUN_ARCHIVE
 from rag_eval_pipeline.core.storage import read_table as read_checked
 
 KINDS = ("system", "baseline", "night", "run", "dir")
-SYNTAX = ("system:NAME | baseline | night:YYYY-MM-DD[:NAME] | run:RUN_ID[:NAME] | dir:PATH[:NAME]")
+SYNTAX = COMPARE_SIDE_SYNTAX
 ARCHIVE = RUN_ARCHIVE  # one folder per run id with its per-question tables (declared in core.storage)
 
 

@@ -54,6 +54,25 @@ def file_kind(mode: int) -> str | None:
     return next((name for test, name in _FILE_KINDS if test(mode)), "not a regular file")
 
 
+def _open_without_blocking(p: str, expected: str) -> int:
+    """A read-only, non-blocking descriptor of ``p``; InputError (field ``file``) for a missing file, a
+    dangling link, a link loop or another OS error."""
+    try:
+        return os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        what = "dangling symbolic link" if os.path.islink(p) else "file not found"
+        raise InputError(f"{what}; expected {expected}", path=p, field="file") from None
+    except OSError as exc:
+        reason = "symbolic link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
+        raise InputError(f"cannot be opened ({reason}); expected {expected}", path=p, field="file") from None
+
+
+def _refuse_irregular(kind: str | None, p: str, expected: str) -> None:
+    if kind is not None:
+        raise InputError(f"{kind}, not a regular file; expected {expected} (only regular files are read)",
+                         path=p, field="file")
+
+
 def read_regular_file(path: str | Path, expected: str = "a file") -> bytes:
     """Read the bytes of a regular file without ever blocking on a special one.
 
@@ -65,19 +84,10 @@ def read_regular_file(path: str | Path, expected: str = "a file") -> bytes:
     link, another OS error, or anything that is not a regular file (naming what it is).
     """
     p = str(path)
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        what = "dangling symbolic link" if os.path.islink(p) else "file not found"
-        raise InputError(f"{what}; expected {expected}", path=p, field="file") from None
-    except OSError as exc:
-        reason = "symbolic link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
-        raise InputError(f"cannot be opened ({reason}); expected {expected}", path=p, field="file") from None
+    fd = _open_without_blocking(p, expected)
     try:
         kind = file_kind(os.fstat(fd).st_mode)
-        if kind is not None:
-            raise InputError(f"{kind}, not a regular file; expected {expected} (only regular files are read)",
-                             path=p, field="file")
+        _refuse_irregular(kind, p, expected)
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read()
@@ -92,21 +102,12 @@ def read_regular_file_check(path: str | Path, expected: str = "a file") -> None:
     """Check, without reading it and without blocking, that ``path`` is a regular file (for a reader that
     then streams it). Raises InputError as :func:`read_regular_file` does."""
     p = str(path)
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        what = "dangling symbolic link" if os.path.islink(p) else "file not found"
-        raise InputError(f"{what}; expected {expected}", path=p, field="file") from None
-    except OSError as exc:
-        reason = "symbolic link loop" if exc.errno == errno.ELOOP else (exc.strerror or type(exc).__name__)
-        raise InputError(f"cannot be opened ({reason}); expected {expected}", path=p, field="file") from None
+    fd = _open_without_blocking(p, expected)
     try:
         kind = file_kind(os.fstat(fd).st_mode)
     finally:
         os.close(fd)
-    if kind is not None:
-        raise InputError(f"{kind}, not a regular file; expected {expected} (only regular files are read)",
-                         path=p, field="file")
+    _refuse_irregular(kind, p, expected)
 
 
 def normalise_id(value: str) -> str:

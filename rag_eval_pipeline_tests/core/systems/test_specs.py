@@ -20,7 +20,7 @@ def load_with(tmp_path, system):
 def test_the_shipped_live_configuration_loads_with_defaults():
     cfg = load_config(REPO_ROOT / "data" / "configs" / "live_http.yaml")
     http = cfg.system("bm25_k5_http")
-    assert http.url == "http://127.0.0.1:8765/answer" and http.version_header == "X-Model-Version"
+    assert http.url == "http://127.0.0.1:8766/answer" and http.version_header == "X-Model-Version"
     assert (http.timeout_s, http.max_retries, http.concurrency, http.rate_per_s) == (10.0, 2, 4, 50.0)
     assert http.headers_from_env == {} and http.abstain_phrases
 
