@@ -198,7 +198,8 @@ def main() -> int:
     for r in results:
         peaks = ", ".join(f"{w} {v:.0f} MiB" for w, v in r["peak_rss_mib"].items())
         print(f"{r['workers']:>7} {r['inputs_s']:>14.1f} s {r['shards_s']:>7.1f} s {r['rest_s']:>9.1f} s "
-              f"{r['total_s']:>7.1f} s {r['total_s'] / base:>11.2f}x  {peaks:<34} {r['load_before']} / {r['load_after']}")
+              f"{r['total_s']:>7.1f} s {r['total_s'] / base:>11.2f}x  {peaks:<34} "
+              f"{r['load_before']} / {r['load_after']}")
     return 0
 
 
