@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from rag_eval_pipeline.core.shards import shard_of
-from rag_eval_pipeline.core.suites import ad_hoc_suite
+from rag_eval_pipeline.core.suites import Suite, ad_hoc_suite
 from rag_eval_pipeline.defs.factory import full_evaluation_keys
 from rag_eval_pipeline.defs.location import build_definitions, check_suite
 from rag_eval_pipeline.defs.schedules import FULL, QUICK_JOB, SHARDS_JOB, job_name
@@ -59,6 +59,15 @@ def test_a_sharded_suite_has_one_partitioned_step_per_stage_and_a_merge_reading_
             "answer_judgements:every_answer_has_a_judgement"} <= checks
     keys, _ = full_evaluation_keys(defs, name)  # what the nightly schedule selects: no shard asset
     assert not [k for k in keys if "shards" in k.path]
+
+
+def test_a_nightly_sharded_suite_is_left_out_of_the_nightly_schedule_and_says_why(tmp_path):
+    sharded = Suite("big", sample_config(tmp_path, shards=2), nightly=True)
+    defs = build_definitions([check_suite(sharded)], output_dir=str(tmp_path / "out"), executor="in_process")
+    schedule = defs.resolve_schedule_def("nightly_full_evaluation")
+    assert "no nightly suite" in schedule.description
+    said = defs.metadata["not_in_nightly_schedule"].value
+    assert list(said) == ["big"] and "shards: 2" in said["big"] and "backfill" in said["big"]
 
 
 def test_shards_1_is_the_unpartitioned_chain(tmp_path):
