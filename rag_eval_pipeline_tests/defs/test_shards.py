@@ -1,6 +1,7 @@
 """Question shards through Dagster (``defs/shards.py``): the partitioned shard layer, the merge that reads every
 partition, and ``rag-eval run`` on the sample split in 3 shards giving the unsplit run's tables."""
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -8,7 +9,9 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 import pytest
+import yaml
 
+from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.core.shards import shard_of
 from rag_eval_pipeline.core.suites import Suite, ad_hoc_suite
 from rag_eval_pipeline.defs.factory import full_evaluation_keys
@@ -117,3 +120,28 @@ def test_the_sample_in_3_shards_gives_the_unsplit_run_s_tables(tmp_path):
         assert qs and all(shard_of(q, 3) == int(key) for q in qs)
         seen += qs
     assert sorted(seen) == sorted(golden.to_list())
+
+
+@pytest.mark.parametrize("command", ["check", "estimate", "run"])
+def test_a_bad_shards_value_stops_every_command_with_one_line_and_exit_2(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home(tmp_path)))
+    config = sample_config(tmp_path, shards=0)
+    assert main([command, "--config", str(config), *(["--output", str(tmp_path / "o")] if command == "run" else [])]) \
+        == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"rag-eval: {config}, line ") and line.endswith(": shards must be an integer in [1, 1024], "
+                                                                           "got 0")
+    assert not (tmp_path / "o").exists()
+
+
+def test_check_and_estimate_say_how_the_golden_set_splits(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home(tmp_path)))
+    config = sample_config(tmp_path, shards=3)
+    # the sample's questions counted per shard with hashlib directly (first 16 hex digits = first 8 bytes)
+    golden = pl.read_ndjson(yaml.safe_load(config.read_text(encoding="utf-8"))["golden"]["path"])["question_id"]
+    sizes = [sum(1 for q in golden if int(hashlib.sha256(q.encode()).hexdigest()[:16], 16) % 3 == s) for s in range(3)]
+    assert sum(sizes) == 52
+    for command in ("check", "estimate"):
+        assert main([command, "--config", str(config)]) == 0
+        said = capsys.readouterr().out
+        assert f"question shards: 3 (questions per shard: {sizes[0]}, {sizes[1]}, {sizes[2]})" in said
