@@ -51,6 +51,10 @@ def estimate(args: argparse.Namespace) -> int:
         return EXIT_FAILED
     for line in system_call_lines(cfg, golden):
         print(line)
+    if cfg.shards > 1:
+        from rag_eval_pipeline.core.shards import shard_sizes_line
+
+        print(shard_sizes_line(golden["question_id"], cfg.shards))
     if runs is None:
         print("judge: no offline system to estimate from (live systems' answers exist only after a run)")
         return EXIT_OK

@@ -7,6 +7,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 from rag_eval_pipeline.cli.check import preflight
 from rag_eval_pipeline.cli.common import (
@@ -86,10 +87,18 @@ def run(args: argparse.Namespace) -> int:
         return st.st_ino, st.st_mtime_ns
     before = {p.name: identity(p) for p in out.glob("*") if p.is_file()}  # to tell this run's files from older ones
     try:
+        console = {"config": {"log_level": args.log_level}}  # INFO: no engine events (they are DEBUG)
+        run_config = {"loggers": {"console": console}}
+        result: Any
         with dg.DagsterInstance.get() as instance:
-            console = {"config": {"log_level": args.log_level}}  # INFO: no engine events (they are DEBUG)
-            result = job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id, tags=tags,
-                                            run_config={"loggers": {"console": console}})
+            if loaded.config.shards > 1 and not quick:  # every question shard, then the rest (cli/run_shards.py)
+                from rag_eval_pipeline.cli.run_shards import execute_sharded
+
+                result = execute_sharded(defs, suite.name, job, instance=instance, run_id=run_id, tags=tags,
+                                         run_config=run_config)
+            else:
+                result = job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id, tags=tags,
+                                                run_config=run_config)
     finally:
         lock.release()
     failed_checks = [e for e in result.get_asset_check_evaluations()

@@ -97,6 +97,10 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
             levels = _levels(golden)
             report.notes.append(f"golden set: {golden.height} questions, relevance judged per {levels}, "
                                 f"golden_version {golden['golden_version'][0][:12]}")
+            if cfg.shards > 1:
+                from rag_eval_pipeline.core.shards import shard_sizes_line
+
+                report.notes.append(shard_sizes_line(golden["question_id"], cfg.shards))
         except InputError as exc:
             report.add(DATA, _one_line(exc))
         except ConfigError as exc:

@@ -49,11 +49,12 @@ from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, judge_env, resolve_judge
 from rag_eval_pipeline.core.metrics.names import METRICS, PIPELINE_METRICS
 from rag_eval_pipeline.core.sections import MAX_NAME_CHARS, At, parse_section, read_value, shown
+from rag_eval_pipeline.core.shards import MAX_SHARDS
 
 #: Top-level keys; any other key is a typo that would otherwise be ignored silently (a misspelt
 #: ``gates:`` would turn every gate off).
 TOP_LEVEL_KEYS = ("corpus", "golden", "systems", "metrics", "judge", "gates", "seed", "quick_subset_size",
-                  "report", "calibration", "schedule")
+                  "shards", "report", "calibration", "schedule")
 
 __all__ = [
     "CALIBRATION_LEVELS", "CHUNKING_STRATEGIES", "DEFAULT_KAPPA_FLOOR", "DEFAULT_VIEWER_GROUPS", "GATE_SPLITS",
@@ -166,12 +167,12 @@ def _calibration(at: At, raw: dict) -> CalibrationConfig:
     return parse_section(CalibrationConfig, section, at.child("calibration"))
 
 
-def _top_level_int(at: At, raw: dict, name: str, default: int, low: int) -> int:
+def _top_level_int(at: At, raw: dict, name: str, default: int, low: int, high: int | None = None) -> int:
     from rag_eval_pipeline.core.sections import Key
 
     if name not in raw:
         return default
-    return read_value(raw[name], int, Key(low=low), at.child(name))
+    return read_value(raw[name], int, Key(low=low, high=high), at.child(name))
 
 
 def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> EvalConfig:
@@ -187,7 +188,8 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     unusable system names, an unknown key anywhere (inside a system too, naming the system), a
     threshold on an unknown metric, on a cut-off not in ``metrics.ks`` or with a limit that is not a
     finite number in range, a baseline or candidate that is not a configured system, a ``promote``
-    that is not a candidate, or a number or boolean of the wrong type or out of range (``alpha`` in
+    that is not a candidate, ``shards`` that is not an integer from 1 to 1024, or a number or boolean of the
+    wrong type or out of range (``alpha`` in
     (0, 1), ``max_error_share`` and ``abstain_threshold`` in [0, 1], ``kappa_floor`` in [-1, 1],
     ``judge.timeout_s`` in (0, 3600] ...); JudgeConfigError (a ConfigError) for a judge the
     environment and file cannot build.
@@ -230,4 +232,5 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
         schedule=parse_section(ScheduleConfig, raw.get("schedule"), at.child("schedule")),
         seed=_top_level_int(at, raw, "seed", 0, 0),
         quick_subset_size=_top_level_int(at, raw, "quick_subset_size", 24, 1),
+        shards=_top_level_int(at, raw, "shards", 1, 1, MAX_SHARDS),
     )

@@ -356,7 +356,8 @@ class EvalConfig:
 
     Sections: ``corpus``, ``golden``, ``systems`` (one typed section per system, in file order: the
     kind's section of ``core/systems/kinds/``), ``metrics``, ``judge``, ``gates``, ``calibration``,
-    ``report``, ``schedule``; top-level ``seed`` (>= 0) and ``quick_subset_size`` (>= 1). The flat
+    ``report``, ``schedule``; top-level ``seed`` (>= 0), ``quick_subset_size`` (>= 1) and ``shards`` (1 to
+    1024: question shards of the full evaluation, ``core/shards.py``; 1 = not split). The flat
     properties (``ks``, ``thresholds``, ``alpha``, ...) read the sections.
     """
 
@@ -372,6 +373,7 @@ class EvalConfig:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     seed: int = 0
     quick_subset_size: int = 24
+    shards: int = 1
 
     # -- flat views of the sections (the names older code reads)
     ks = property(lambda self: self.metrics.ks)

@@ -151,16 +151,19 @@ def paired_comparison(candidate: pl.DataFrame, baseline: pl.DataFrame, *, higher
     Inputs: two frames with ``question_id`` and ``value`` (one row per question; a null value is not
     evaluable and drops the pair), ``higher_is_better`` (orientation of wins, losses, worse and better),
     ``n_permutations`` and ``seed`` of the test. Output: a :class:`PairedComparison` over the questions
-    present with a value on both sides. The test and interval are
+    present with a value on both sides, paired in question_id order (the same test whatever the frames' row
+    order). The test and interval are
     :func:`core.metrics.stats.paired_randomisation_test` (Fisher's randomisation test as compared for IR
     by Smucker, Allan & Carterette, CIKM 2007; percentile bootstrap, Efron & Tibshirani 1993): the gates
     and ``rag-eval compare`` both call this one function. Raises ValueError for ``n_permutations`` < 1.
     """
     from rag_eval_pipeline.core.metrics.stats import paired_randomisation_test
 
-    # the candidate's question order, as the gates have always paired them (the Monte Carlo draws follow it)
+    # pairs in question_id order: the Monte Carlo draws follow the pairs' order, so it must not depend on the
+    # order a step wrote its rows in (a sharded suite's merged tables hold the shards' rows one shard after another)
     paired = (candidate.select("question_id", "value")
-              .join(baseline.select("question_id", "value"), on="question_id", suffix="_base").drop_nulls())
+              .join(baseline.select("question_id", "value"), on="question_id", suffix="_base").drop_nulls()
+              .sort("question_id"))
     if not paired.height:
         return PairedComparison(0, None, None, None, None, 0, 0, 0, [], [])
     test = paired_randomisation_test(paired["value"].to_numpy(), paired["value_base"].to_numpy(),

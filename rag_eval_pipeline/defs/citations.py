@@ -104,7 +104,11 @@ def build(scope: SuiteScope) -> tuple[list, list]:
                               group_name=scope.group(STAGE), tags={"stage": STAGE})
             for name, text in DESCRIPTIONS.items()}
 
+    if not scope.declares("citations"):  # a sharded full evaluation: merged by defs/shards.py
+        return [], []
+
     @dg.multi_asset(name=scope.op(STAGE), outs=outs, ins=scope.ins(*tables),
+                    partitions_def=scope.partitions_def,  # one step per question shard in the shard layer
                     internal_asset_deps={name: {scope.key(t) for t in (tables if name == "citation_claims" else
                                                                       ("rag_runs",))} for name in outs},
                     can_subset=True,
@@ -114,6 +118,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
                       golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame):
         selected = context.selected_output_names
         judge, settings = scope.judge(context), scope.settings(context)
+        golden_set = scope.shard_rows(context, golden_set)
         if selected & {"citation_claims", "citations"}:  # one judging pass gives both
             for output in judge_citations(config, judge, settings, corpus_snapshot, golden_set, rag_runs):
                 if output.output_name in selected:

@@ -36,22 +36,28 @@ from rag_eval_pipeline.defs import (
     report,
     runs,
     schedules,
+    shards,
 )
 from rag_eval_pipeline.defs.io import ParquetIOManager
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
-from rag_eval_pipeline.defs.scope import QUICK, SuiteScope
+from rag_eval_pipeline.defs.scope import QUICK, SHARDS, SuiteScope
 from rag_eval_pipeline.defs.systems import has_watched_sources, live_sources_sensor
 
-STAGES = (corpus, golden, runs, judging, citations, metrics, aggregate, promotion, report, calibration)
+STAGES = (corpus, golden, runs, judging, citations, shards, metrics, aggregate, promotion, report, calibration)
+#: The stages whose per-question tables a sharded suite computes shard by shard (``defs/shards.py``).
+SHARD_STAGES = (runs, judging, citations, metrics)
 
 
 def chain(scope: SuiteScope) -> tuple[list, list]:
-    """(assets, checks) of every stage for ``scope``, in the order of :data:`STAGES`."""
+    """(assets, checks) of every stage for ``scope``, in the order of :data:`STAGES`; for a sharded scope
+    (``shards:`` >= 2 in a full evaluation) also the shard layer of :data:`SHARD_STAGES` (partitioned by shard)."""
     assets, checks = [], []
-    for stage in STAGES:
-        stage_assets, stage_checks = stage.build(scope)
-        assets += stage_assets
-        checks += stage_checks
+    layers = [scope] + ([scope.shard_layer_scope()] if scope.sharded else [])
+    for layer in layers:
+        for stage in (STAGES if layer is scope else SHARD_STAGES):
+            stage_assets, stage_checks = stage.build(layer)
+            assets += stage_assets
+            checks += stage_checks
     return assets, checks
 
 
@@ -66,7 +72,8 @@ def scopes(suite: Suite, config: EvalConfig) -> tuple[SuiteScope, SuiteScope]:
     """The (full, quick) scopes of a suite, with what its configuration decides about the graph."""
     labels = calibration.labels_file(config)
     full = SuiteScope(suite=suite.name, calibration_blocks=calibration_blocks(config),
-                      quick_size=config.quick_subset_size, calibration_labels=str(labels) if labels else None)
+                      quick_size=config.quick_subset_size, calibration_labels=str(labels) if labels else None,
+                      shards=config.shards)
     return full, SuiteScope(**{**full.__dict__, "quick": True})
 
 
@@ -104,7 +111,8 @@ def suite_definitions(suite: Suite, config: EvalConfig, folder: str | Path, *, j
     resources = suite_resources(suite, folder, judge=judge, serve_root=serve_root)
     tags = resources[full.resource_key("settings")].run_tags()
     jobs = schedules.suite_jobs(suite.name, full.group(""), quick.group(""), tags, config.quick_subset_size,
-                                suite.description)
+                                suite.description,
+                                shards_group=full.shard_layer_scope().group("") if full.sharded else None)
     sensors = [live_sources_sensor(full, tags)] if has_watched_sources(config) else []
     # the UI's link to the suite's latest report, whoever launched the run (when RAG_EVAL_REPORT_URL is set here)
     assets = report.link_report_assets(full_assets + quick_assets, serve_root or Path(folder).parent, folder)
@@ -113,9 +121,10 @@ def suite_definitions(suite: Suite, config: EvalConfig, folder: str | Path, *, j
 
 
 def full_evaluation_keys(defs: dg.Definitions, suite: str) -> tuple[list[dg.AssetKey], list[dg.AssetCheckKey]]:
-    """The asset keys (materialisable ones) and check keys of ``suite``'s full evaluation in ``defs``, sorted."""
+    """The asset keys (materialisable ones) and check keys of ``suite``'s full evaluation in ``defs``, sorted
+    (not its question shards': those are partitioned, one run per shard)."""
     def full(key: dg.AssetKey) -> bool:
-        return key.path[0] == suite and key.path[1] != QUICK
+        return key.path[0] == suite and key.path[1] not in (QUICK, SHARDS)
 
     keys = sorted({k for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition) and a.is_materializable
                    for k in a.keys if full(k)}, key=lambda k: tuple(k.path))

@@ -39,11 +39,25 @@ from rag_eval_pipeline.core.storage import (
 )
 from rag_eval_pipeline.core.suites import claim_output_folder
 
+#: Run tag naming one evaluation made of several runs (a sharded suite's shard runs and the run that merges
+#: them, ``defs/shards.py``): its runs hold the output folder together, as the steps of one run do. The runs of
+#: one Dagster backfill (tag ``dagster/backfill``) do too.
+EVALUATION_TAG = "rag_eval/evaluation"
+
+
+def lock_holder(context: dg.InitResourceContext) -> str | None:
+    """Who holds the folder for this run: its ``rag_eval/evaluation`` tag, else its backfill's id, else its run id
+    (None outside a run)."""
+    run_id = getattr(context, "run_id", None)
+    run = getattr(context, "dagster_run", None)
+    tags = (run.tags if run is not None else None) or {}
+    return tags.get(EVALUATION_TAG) or tags.get("dagster/backfill") or run_id
+
 
 def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: float) -> OutputLock:
     """Take the folder lock for the run being initialised (re-entrant within the process), shared with the
     run's other step processes (its steps on other executors' processes run side by side; another run waits)."""
-    run_id = getattr(context, "run_id", None)
+    run_id = lock_holder(context)
     lock = OutputLock(base_dir, run_id=run_id, wait_s=wait_s, shared=run_id is not None).acquire()
     if lock.removed_temp_files and context.log is not None:
         context.log.warning(f"removed {len(lock.removed_temp_files)} temporary file(s) left in {base_dir} by a "
@@ -92,8 +106,12 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
 
     _locks: list = PrivateAttr(default_factory=list)
 
-    def _path(self, key: dg.AssetKey, suffix: str) -> Path:
+    def _path(self, key: dg.AssetKey, suffix: str, partition: str | None = None) -> Path:
+        """``<base_dir>/<key without the suite>.<suffix>``; a partition (a question shard) in a folder named
+        after the asset: ``<base_dir>/shards/rag_runs/0.parquet``."""
         parts = list(key.path)
+        if partition is not None:
+            parts = [*parts, partition]
         if self.suite is not None:
             if parts[0] != self.suite:
                 raise dg.Failure(f"asset {key.to_user_string()} is not in suite {self.suite}: its IO manager "
@@ -110,6 +128,10 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
             run_id, metadata = None, None
         return WriteContext.of(run_id, self.suite, self._path(context.asset_key, "").parent, metadata)
 
+    @staticmethod
+    def _output_partition(context: dg.OutputContext) -> str | None:
+        return context.asset_partition_key if context.has_asset_partitions else None
+
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         if obj is None:
             return
@@ -117,14 +139,15 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
         if self.suite is not None:
             # the first table a run writes into a suite's folder records the suite there
             claim_output_folder(self.base_dir, self.suite)
+        partition = self._output_partition(context)
         if isinstance(obj, pl.DataFrame):
-            path = write_parquet_atomic(obj, self._path(key, ".parquet"), table=key.path[-1],
+            path = write_parquet_atomic(obj, self._path(key, ".parquet", partition), table=key.path[-1],
                                         context=self._write_context(context))
             context.add_output_metadata(
                 {"path": dg.MetadataValue.path(str(path.resolve())), "dagster/row_count": obj.height}
             )
         else:
-            path = write_json_atomic(obj, self._path(key, ".json"))
+            path = write_json_atomic(obj, self._path(key, ".json", partition))
             context.add_output_metadata({"path": dg.MetadataValue.path(str(path.resolve()))})
 
     def load_input(self, context: dg.InputContext):
@@ -132,18 +155,36 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
         (a check that needs the 200,000 chunk ids of a snapshot need not load its text);
         ``metadata={"allow_missing": True}`` gives None for a table never materialised (a quick
         evaluation reading the full evaluation's history before the first full run); an input annotated
-        ``pl.LazyFrame`` is scanned, not read (a step that keeps a few rows of a table of millions reads those)."""
+        ``pl.LazyFrame`` is scanned, not read (a step that keeps a few rows of a table of millions reads those).
+
+        A partitioned upstream (a question shard's table) is read from its partition's file; several
+        partitions (a non-partitioned step reading every shard: ``defs/shards.py``) give a dict
+        {partition key: scan of that shard's file}, as Dagster's own multi-partition loads do. A shard never
+        materialised raises FileNotFoundError naming it."""
         key = context.upstream_output.asset_key if context.upstream_output else context.asset_key
-        parquet = self._path(key, ".parquet")
+        if context.has_asset_partitions:
+            keys = list(context.asset_partition_keys)
+            if len(keys) > 1:
+                return {k: self._load_partition(context, key, k, lazy=True) for k in keys}
+            return self._load_partition(context, key, keys[0])
+        return self._load(context, key, self._path(key, ".parquet"), self._path(key, ".json"))
+
+    def _load_partition(self, context: dg.InputContext, key: dg.AssetKey, partition: str, lazy: bool = False):
+        parquet = self._path(key, ".parquet", partition)
+        if not parquet.exists():
+            raise FileNotFoundError(f"shard {partition} of {key.to_user_string()} has not been materialised yet: no "
+                                    f"{parquet}")
+        return self._load(context, key, parquet, self._path(key, ".json", partition), lazy=lazy)
+
+    def _load(self, context: dg.InputContext, key: dg.AssetKey, parquet: Path, as_json: Path, lazy: bool = False):
         metadata = context.definition_metadata or {}
         if parquet.exists():
             columns = metadata.get("columns")
             columns = list(columns) if columns else None
             on_migrate = context.log.warning if context.log is not None else None
-            if getattr(context.dagster_type, "typing_type", None) is pl.LazyFrame:  # the input is annotated LazyFrame
+            if lazy or getattr(context.dagster_type, "typing_type", None) is pl.LazyFrame:  # annotated LazyFrame
                 return scan_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
             return read_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
-        as_json = self._path(key, ".json")
         if as_json.exists():
             return json.loads(as_json.read_text(encoding="utf-8"))
         if metadata.get("allow_missing"):

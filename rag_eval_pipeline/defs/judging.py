@@ -255,29 +255,39 @@ def build(scope: SuiteScope) -> tuple[list, list]:
 
     One step reads ``rag_runs``, ``golden_set`` and ``corpus_snapshot``; the lineage draws each table from
     the nearest table it is computed from (``judge_labels`` from all three; ``answer_judgements`` and
-    ``answer_quality`` from ``rag_runs``, whose own upstream are the other two)."""
+    ``answer_quality`` from ``rag_runs``, whose own upstream are the other two). In the shard layer the step
+    is one shard's and has no check; in a sharded full evaluation the stage declares only the checks (the
+    tables are merged by ``defs/shards.py``)."""
     outs = {name: dg.AssetOut(key=scope.key(name), kinds={"polars", "parquet"}, is_required=False,
                               description=scope.describe(text), io_manager_key=scope.io_manager_key,
                               group_name=scope.group(STAGE), tags={"stage": STAGE})
             for name, text in DESCRIPTIONS.items()}
-    runs, golden, corpus = scope.key("rag_runs"), scope.key("golden_set"), scope.key("corpus_snapshot")
+    assets = []
+    if scope.declares("judge_labels"):
+        runs, golden, corpus = scope.key("rag_runs"), scope.key("golden_set"), scope.key("corpus_snapshot")
 
-    @dg.multi_asset(name=scope.op(STAGE), outs=outs, ins=scope.ins("rag_runs", "golden_set", "corpus_snapshot"),
-                    pool=JUDGE_POOL,  # every step that calls the judge holds a slot of the judge pool (defs/pools.py)
-                    internal_asset_deps={"judge_labels": {runs, golden, corpus}, "answer_judgements": {runs},
-                                         "answer_quality": {runs}},
-                    can_subset=True, required_resource_keys=scope.needs("settings", "judge"))
-    def judging(context: dg.AssetExecutionContext, config: JudgeRunConfig, rag_runs: pl.DataFrame,
-                golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame):
-        selected = context.selected_output_names
-        settings, judge = scope.settings(context), scope.judge(context)
-        if selected & {"judge_labels", "answer_judgements"}:  # one judging pass gives both
-            for output in judge_answers(context, config, judge, settings, corpus_snapshot, golden_set, rag_runs):
-                if output.output_name in selected:
-                    yield output
-        if "answer_quality" in selected:
-            quality = answer_quality(context, judge, settings, corpus_snapshot, golden_set, rag_runs)
-            yield dg.Output(quality.value, output_name="answer_quality", metadata=quality.metadata)
+        @dg.multi_asset(name=scope.op(STAGE), outs=outs, ins=scope.ins("rag_runs", "golden_set", "corpus_snapshot"),
+                        partitions_def=scope.partitions_def,  # one step per question shard in the shard layer
+                        pool=JUDGE_POOL,  # a step that calls the judge holds a slot of the judge pool (defs/pools.py)
+                        internal_asset_deps={"judge_labels": {runs, golden, corpus}, "answer_judgements": {runs},
+                                             "answer_quality": {runs}},
+                        can_subset=True, required_resource_keys=scope.needs("settings", "judge"))
+        def judging(context: dg.AssetExecutionContext, config: JudgeRunConfig, rag_runs: pl.DataFrame,
+                    golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame):
+            selected = context.selected_output_names
+            settings, judge = scope.settings(context), scope.judge(context)
+            golden_set = scope.shard_rows(context, golden_set)
+            if selected & {"judge_labels", "answer_judgements"}:  # one judging pass gives both
+                for output in judge_answers(context, config, judge, settings, corpus_snapshot, golden_set, rag_runs):
+                    if output.output_name in selected:
+                        yield output
+            if "answer_quality" in selected:
+                quality = answer_quality(context, judge, settings, corpus_snapshot, golden_set, rag_runs)
+                yield dg.Output(quality.value, output_name="answer_quality", metadata=quality.metadata)
+
+        assets.append(judging)
+    if scope.shard_layer:
+        return assets, []
 
     @dg.asset_check(asset=scope.key("answer_judgements"), name="every_answer_has_a_judgement", blocking=True,
                     additional_ins=scope.ins("rag_runs"),
@@ -295,4 +305,4 @@ def build(scope: SuiteScope) -> tuple[list, list]:
     def error_share(context, judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
         return judge_error_share(scope.settings(context), judge_labels)
 
-    return [judging], [judgements_complete, verdicts, error_share]
+    return assets, [judgements_complete, verdicts, error_share]

@@ -99,11 +99,12 @@ def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = Non
     ``<output_dir>/<suite>``; ``judge``: one judge resource for every suite (tests; default: each suite's
     own, from its configuration and the environment); ``skipped``: suite name -> why it is not loaded
     (shown in the code location's metadata); ``executor``: a name of ``defs/executors.py`` (default:
-    RAG_EVAL_EXECUTOR, else Dagster's default executor). Raises JudgeConfigError for a suite whose judge is
-    misconfigured, ConfigError for an unknown executor.
+    RAG_EVAL_EXECUTOR, else Dagster's default executor). A nightly suite with ``shards`` >= 2 is left out of
+    the nightly schedule, with a warning (``not_in_nightly_schedule`` in the metadata). Raises JudgeConfigError
+    for a suite whose judge is misconfigured, ConfigError for an unknown executor.
     """
     output_dir = output_dir or _default("RAG_EVAL_OUTPUT_DIR", PROJECT_ROOT / "outputs")
-    parts, nightly, tags_for, dirs = [], {}, {}, {}
+    parts, nightly, tags_for, dirs, not_nightly = [], {}, {}, {}, {}
     for ls in loaded:
         name = ls.suite.name
         folder = suite_folder(output_dir, suite_dirs or {}, name)
@@ -111,7 +112,12 @@ def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = Non
         part = suite_definitions(ls.suite, ls.config, folder, judge=judge, serve_root=output_dir)
         parts.append(part)
         tags_for[name] = (part.resources or {})[f"{name}__settings"].run_tags
-        if ls.suite.nightly:
+        if ls.suite.nightly and ls.config.shards > 1:
+            # one run cannot hold several partitions: the schedule would merge the shards of an earlier night
+            not_nightly[name] = (f"shards: {ls.config.shards}: the nightly schedule does not run question shards; "
+                                 "launch a backfill of its question_shards job, then its full evaluation")
+            log.warning("rag_eval_pipeline: suite %s is nightly but sharded: %s", name, not_nightly[name])
+        elif ls.suite.nightly:
             nightly[name] = full_evaluation_keys(part, name)
     shared = dg.Definitions(
         schedules=[schedules.nightly_schedule(nightly, lambda s: tags_for[s]())],
@@ -119,7 +125,8 @@ def build_definitions(loaded: list[LoadedSuite], *, output_dir: str | None = Non
         # None: Dagster's default (multiprocess, or in_process by run config)
         executor=executor_from_env(None if executor is None else {EXECUTOR_ENV: executor}),
         metadata={"suites": dg.MetadataValue.json(sorted(dirs)),
-                  "skipped_suites": dg.MetadataValue.json(skipped or {})},
+                  "skipped_suites": dg.MetadataValue.json(skipped or {}),
+                  "not_in_nightly_schedule": dg.MetadataValue.json(not_nightly)},
     )
     return dg.Definitions.merge(*parts, shared)
 

@@ -196,20 +196,29 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
 
 def build(scope: SuiteScope) -> tuple[list, list]:
     """(assets, checks) of ``scope``: ``question_metrics`` and ``trec_files``, and ``metric_history`` in a full
-    evaluation (a quick one never appends to the history)."""
+    evaluation (a quick one never appends to the history). The shard layer declares one shard's
+    ``question_metrics`` only; a sharded full evaluation all but it (merged by ``defs/shards.py``)."""
 
-    @dg.asset(key=scope.key("question_metrics"), kinds={"polars", "parquet"},
-              ins=scope.ins("golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
-                            "citation_claims", "citations", "nugget_labels",
-                            corpus_snapshot={"columns": SNAPSHOT_FOR_QUESTION_METRICS}),
-              description=scope.describe(question_metrics.__doc__), required_resource_keys=scope.needs("settings"),
-              **scope.asset_args(STAGE))
-    def per_question(context: dg.AssetExecutionContext, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
-                     rag_runs: pl.DataFrame, judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame,
-                     answer_quality: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
-                     nugget_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-        return question_metrics(context, scope.settings(context), corpus_snapshot, golden_set, rag_runs, judge_labels,
-                                answer_judgements, answer_quality, citation_claims, citations, nugget_labels)
+    assets = []
+    if scope.declares("question_metrics"):
+        @dg.asset(key=scope.key("question_metrics"), kinds={"polars", "parquet"},
+                  ins=scope.ins("golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
+                                "citation_claims", "citations", "nugget_labels",
+                                corpus_snapshot={"columns": SNAPSHOT_FOR_QUESTION_METRICS}),
+                  description=scope.describe(question_metrics.__doc__), required_resource_keys=scope.needs("settings"),
+                  **scope.asset_args(STAGE))
+        def per_question(context: dg.AssetExecutionContext, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
+                         rag_runs: pl.DataFrame, judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame,
+                         answer_quality: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
+                         nugget_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+            golden_set = scope.shard_rows(context, golden_set)
+            return question_metrics(context, scope.settings(context), corpus_snapshot, golden_set, rag_runs,
+                                    judge_labels, answer_judgements, answer_quality, citation_claims, citations,
+                                    nugget_labels)
+
+        assets.append(per_question)
+    if scope.shard_layer:
+        return assets, []
 
     @dg.asset(key=scope.key("trec_files"), description=scope.describe(trec_files.__doc__),
               ins=scope.ins("rag_runs", "golden_set", corpus_snapshot={"columns": ["chunk_id", "doc_id"]}),
@@ -219,7 +228,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
         return trec_files(context, scope.settings(context), scope.store(context), rag_runs, golden_set,
                           corpus_snapshot)
 
-    assets = [per_question, trec]
+    assets.append(trec)
     if not scope.quick:
         @dg.asset(key=scope.key("metric_history"), kinds={"polars", "parquet"},
                   ins=scope.ins("metric_summary", "golden_set", "rag_runs", "judge_labels"),

@@ -14,7 +14,7 @@ from rag_eval_pipeline.core.systems.runs import rag_runs as run_systems
 from rag_eval_pipeline.core.systems.runs import run_row_coverage
 from rag_eval_pipeline.defs.pools import LIVE_SYSTEMS_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
-from rag_eval_pipeline.defs.scope import SuiteScope
+from rag_eval_pipeline.defs.scope import SHARDS, SuiteScope
 from rag_eval_pipeline.defs.systems import SystemsResource
 
 STAGE = "runs"
@@ -32,17 +32,20 @@ class RagRunsConfig(dg.Config):
 
 def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings: EvalSettings, store: TableFolder,
              systems: SystemsResource, corpus_snapshot: pl.DataFrame,
-             golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+             golden_set: pl.DataFrame, previous: str = "rag_runs.parquet",
+             all_questions: pl.Series | None = None) -> dg.Output[pl.DataFrame]:
     """One row per (system, question): ranked retrieved chunks, decision, answer, citations, manifest.
 
     Each system runs through its kind: a system the pipeline calls is called once per question, the
     others are run in process or read from what they logged or traced; a call that fails is an ``error``
     row with its reason. What each system's run counted (calls, retries, errors by kind, versions seen,
     unmatched traces) is in the metadata ``live_systems``; what each system's id mapping did (``chunk_map``,
-    passages aligned by text, unmatched passages) in ``id_mapping``."""
+    passages aligned by text, unmatched passages) in ``id_mapping``. ``previous``: the file (in the suite's
+    folder) of the last materialisation, kept for the systems not re-run (a shard's own file in a shard);
+    ``all_questions``: in a shard, the whole golden set's ids (``golden_set`` is then the shard's questions)."""
     result = run_systems(settings.config, corpus_snapshot, golden_set, systems=config.systems or None,
-                         previous=store.read("rag_runs.parquet") if config.systems else None,
-                         deployment=systems.deployment(), log=context.log.info)
+                         previous=store.read(*previous.split("/"), table="rag_runs") if config.systems else None,
+                         deployment=systems.deployment(), log=context.log.info, all_questions=all_questions)
     if result.unknown.height:
         context.log.warning(f"{result.unknown.height} run rows name questions outside the golden set; "
                             "they are excluded")
@@ -84,18 +87,32 @@ def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame,
 
 
 def build(scope: SuiteScope) -> tuple[list, list]:
-    """(assets, checks) of the runs stage for ``scope``: ``rag_runs`` reads ``golden_set`` and ``corpus_snapshot``."""
+    """(assets, checks) of the runs stage for ``scope``: ``rag_runs`` reads ``golden_set`` and ``corpus_snapshot``.
 
-    @dg.asset(key=scope.key("rag_runs"), ins=scope.ins("corpus_snapshot", "golden_set"), kinds={"polars", "parquet"},
-              description=scope.describe(rag_runs.__doc__), **scope.asset_args(STAGE),
-              pool=LIVE_SYSTEMS_POOL,  # it calls the systems under test: one slot of their pool (defs/pools.py)
-              required_resource_keys=scope.needs("settings", "store") | {SYSTEMS_KEY})
-    def runs(context: dg.AssetExecutionContext, config: RagRunsConfig, corpus_snapshot: pl.DataFrame,
-             golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:
-        return rag_runs(context, config, scope.settings(context), scope.store(context),
-                        getattr(context.resources, SYSTEMS_KEY), corpus_snapshot, golden_set)
+    In a suite's shard layer (``scope.shard_layer``) ``rag_runs`` is one shard's (its golden questions only)
+    and has no check; in a sharded full evaluation the merged ``rag_runs`` comes from ``defs/shards.py`` and
+    this stage declares only its check."""
+    assets = []
+    if scope.declares("rag_runs"):
+        @dg.asset(key=scope.key("rag_runs"), ins=scope.ins("corpus_snapshot", "golden_set"),
+                  kinds={"polars", "parquet"}, description=scope.describe(rag_runs.__doc__),
+                  **scope.asset_args(STAGE),
+                  pool=LIVE_SYSTEMS_POOL,  # it calls the systems under test: one slot of their pool (defs/pools.py)
+                  required_resource_keys=scope.needs("settings", "store") | {SYSTEMS_KEY})
+        def runs(context: dg.AssetExecutionContext, config: RagRunsConfig, corpus_snapshot: pl.DataFrame,
+                 golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+            previous = (f"{SHARDS}/rag_runs/{context.partition_key}.parquet"
+                        if scope.shard_layer else "rag_runs.parquet")
+            return rag_runs(context, config, scope.settings(context), scope.store(context),
+                            getattr(context.resources, SYSTEMS_KEY), corpus_snapshot,
+                            scope.shard_rows(context, golden_set), previous=previous,
+                            all_questions=golden_set["question_id"] if scope.shard_layer else None)
 
-    @dg.asset_check(asset=runs, name="every_question_has_a_run_row", blocking=True,
+        assets.append(runs)
+    if scope.shard_layer:
+        return assets, []
+
+    @dg.asset_check(asset=scope.key("rag_runs"), name="every_question_has_a_run_row", blocking=True,
                     required_resource_keys=scope.needs("settings"),
                     additional_ins=scope.ins("corpus_snapshot", golden_set={"columns": ["question_id"]}),
                     description=RUN_ROW_DESCRIPTION)
@@ -103,4 +120,4 @@ def build(scope: SuiteScope) -> tuple[list, list]:
                  corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
         return every_question_has_a_run_row(scope.settings(context), rag_runs, golden_set, corpus_snapshot)
 
-    return [runs], [run_rows]
+    return assets, [run_rows]

@@ -19,6 +19,7 @@ import dagster as dg
 
 from rag_eval_pipeline.core.plain_names import FULL, QUICK_JOB  # plain strings: the CLI's --help reads them
 
+SHARDS_JOB = "question_shards"  # a sharded suite's third job, ``<suite>__question_shards`` (defs/shards.py)
 NIGHTLY = "nightly_full_evaluation"
 
 
@@ -28,10 +29,18 @@ def job_name(suite: str, kind: str) -> str:
 
 
 def suite_jobs(suite: str, full_group: str, quick_group: str, tags: dict[str, str], quick_size: int,
-               description: str = "") -> list:
-    """The two jobs of one suite, selecting its full and its quick asset groups (with their checks)."""
+               description: str = "", shards_group: str | None = None) -> list:
+    """The two jobs of one suite, selecting its full and its quick asset groups (with their checks), and, for a
+    sharded suite (``shards_group``: the group of its shard layer), ``<suite>__question_shards``, partitioned
+    by shard: one run per shard (``defs/shards.py``)."""
     about = f" Suite {suite}" + (f": {description}." if description else ".")
-    return [
+    sharded = [dg.define_asset_job(
+        job_name(suite, SHARDS_JOB), selection=dg.AssetSelection.groups(shards_group), tags=tags,
+        description="The per-question tables of one question shard (rag_runs, judging, citations, question_metrics); "
+                    "run once per shard (partition), after the full evaluation's corpus_snapshot and golden_set and "
+                    "before the rest of it, which merges the shards." + about,
+    )] if shards_group else []
+    return sharded + [
         dg.define_asset_job(
             job_name(suite, FULL), selection=dg.AssetSelection.groups(full_group), tags=tags,
             description="Every asset and check on the whole golden set; promotes the candidate if every blocking "

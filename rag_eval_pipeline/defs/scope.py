@@ -19,6 +19,11 @@ from dataclasses import dataclass
 import dagster as dg
 
 QUICK = "quick"
+SHARDS = "shards"
+#: The per-question tables a sharded suite computes shard by shard (``<suite>/shards/<table>``, one partition
+#: per shard), then merges into ``<suite>/<table>`` (``defs/shards.py``).
+SHARDED_TABLES = ("rag_runs", "judge_labels", "answer_judgements", "answer_quality", "citation_claims", "citations",
+                  "nugget_labels", "question_metrics")
 RESOURCE_KINDS = ("settings", "store", "io_manager", "judge")
 
 
@@ -31,7 +36,10 @@ class SuiteScope:
     ``calibration_blocks``: whether a gate of the suite is on a judge-based metric (then the calibration
     check is defined blocking, else it can only warn). ``quick_size``: questions in the quick subset
     (for the descriptions). ``calibration_labels``: the hand-label file the configuration names, if any
-    (declared as the external asset ``<suite>/calibration_labels``).
+    (declared as the external asset ``<suite>/calibration_labels``). ``shards``: the suite's question shards
+    (``shards:`` of its configuration; 1 = not split; a quick evaluation is never split).
+    ``shard_layer``: this scope declares the per-question tables of one shard (keys
+    ``<suite>/shards/<table>``, group ``<suite>_shards``, partitioned by shard: :meth:`shard_layer_scope`).
     """
 
     suite: str | None = None
@@ -39,6 +47,45 @@ class SuiteScope:
     calibration_blocks: bool = True
     quick_size: int = 0
     calibration_labels: str | None = None
+    shards: int = 1
+    shard_layer: bool = False
+
+    # --- question shards ------------------------------------------------------------------------
+
+    @property
+    def sharded(self) -> bool:
+        """Whether this scope's per-question tables are computed shard by shard (a full evaluation with
+        ``shards`` >= 2): then the merged tables come from ``defs/shards.py`` and the stage modules declare
+        only their checks for them."""
+        return self.shards > 1 and not self.quick and self.suite is not None
+
+    def shard_layer_scope(self) -> SuiteScope:
+        """The scope that declares the shards' per-question assets of this (sharded) scope."""
+        return SuiteScope(**{**self.__dict__, "shard_layer": True})
+
+    def declares(self, table: str) -> bool:
+        """Whether a stage module declares ``table``'s asset in this scope: the shard layer declares only the
+        per-question tables; a sharded full scope declares everything but those (they are merged)."""
+        if self.shard_layer:
+            return table in SHARDED_TABLES
+        return not (self.sharded and table in SHARDED_TABLES)
+
+    @property
+    def partitions_def(self) -> dg.StaticPartitionsDefinition | None:
+        """The shards as Dagster static partitions (``"0"`` .. ``"N-1"``) in the shard layer; None elsewhere."""
+        if not self.shard_layer:
+            return None
+        from rag_eval_pipeline.core.shards import shard_keys
+
+        return dg.StaticPartitionsDefinition(shard_keys(self.shards))
+
+    def shard_rows(self, context, frame, column: str = "question_id"):
+        """``frame``'s rows of the step's shard (its partition key) in the shard layer; ``frame`` elsewhere."""
+        if not self.shard_layer:
+            return frame
+        from rag_eval_pipeline.core.shards import select_shard, shard_index
+
+        return select_shard(frame, shard_index(context.partition_key, self.shards), self.shards, column)
 
     # --- names ----------------------------------------------------------------------------------
 
@@ -48,7 +95,10 @@ class SuiteScope:
         return ((self.suite,) if self.suite else ()) + ((QUICK,) if self.quick else ())
 
     def key(self, name: str) -> dg.AssetKey:
-        """This scope's key of table ``name``: ``sample/quick/metric_summary`` for the quick copy."""
+        """This scope's key of table ``name``: ``sample/quick/metric_summary`` for the quick copy;
+        ``sample/shards/rag_runs`` for a per-question table in the shard layer."""
+        if self.shard_layer and name in SHARDED_TABLES:
+            return dg.AssetKey([*self.prefix, SHARDS, name])
         return dg.AssetKey([*self.prefix, name])
 
     def full_key(self, name: str) -> dg.AssetKey:
@@ -56,13 +106,16 @@ class SuiteScope:
         return dg.AssetKey([*((self.suite,) if self.suite else ()), name])
 
     def op(self, name: str) -> str:
-        """The op (step) name: ``sample__quick__judging`` (Dagster's ``__`` for prefixed names)."""
-        return "__".join([*self.prefix, name])
+        """The op (step) name: ``sample__quick__judging`` (Dagster's ``__`` for prefixed names),
+        ``sample__shards__judging`` in the shard layer."""
+        return "__".join([*self.prefix, *((SHARDS,) if self.shard_layer else ()), name])
 
     def group(self, stage: str) -> str:
         """The asset group: the suite (``sample``, ``sample_quick``); the stage for the unprefixed chain."""
         if self.suite is None:
             return stage
+        if self.shard_layer:
+            return f"{self.suite}_{SHARDS}"
         return f"{self.suite}_{QUICK}" if self.quick else self.suite
 
     def resource_key(self, kind: str) -> str:
@@ -85,8 +138,10 @@ class SuiteScope:
         return (quick_note(self.quick_size) if self.quick else "") + (text or "")
 
     def asset_args(self, stage: str) -> dict:
-        """The arguments every asset of ``stage`` shares: group, IO manager, the stage as a tag."""
-        return {"group_name": self.group(stage), "io_manager_key": self.io_manager_key, "tags": {"stage": stage}}
+        """The arguments every asset of ``stage`` shares: group, IO manager, the stage as a tag, and the shards'
+        partitions in the shard layer."""
+        return {"group_name": self.group(stage), "io_manager_key": self.io_manager_key, "tags": {"stage": stage},
+                "partitions_def": self.partitions_def}
 
     def ins(self, *names: str, **with_metadata: dict) -> dict[str, dg.AssetIn]:
         """``dg.AssetIn`` of this scope's tables ``names`` (and ``name={metadata}`` pairs, e.g. columns)."""

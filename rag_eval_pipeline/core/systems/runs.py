@@ -81,14 +81,16 @@ class RagRuns:
 
 def rag_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, *, systems: list[str] | None = None,
              previous: pl.DataFrame | None = None, deployment: Deployment | None = None,
-             log: Callable[[str], None] | None = None) -> RagRuns:
+             log: Callable[[str], None] | None = None, all_questions: pl.Series | None = None) -> RagRuns:
     """One row per (system, question) for the configured systems.
 
     Inputs: the configuration, the corpus snapshot and golden set; ``systems``: re-run only these (the
     others' rows come from ``previous``, the last ``rag_runs`` table, when given); ``deployment``: the
     deployment's settings; ``log``: called with one line per system whose kind counts something.
     Output: :class:`RagRuns`; rows naming questions outside the golden set are removed from ``runs``
-    and returned in ``unknown``. Raises ConfigError for an unknown system name, InputError for a bad
+    and returned in ``unknown``. ``all_questions``: when ``golden`` is one question shard
+    (``core/shards.py``), the whole golden set's question ids: rows of the other shards' questions are
+    dropped, not counted as unknown. Raises ConfigError for an unknown system name, InputError for a bad
     log or trace source, and what a kind's runner raises before its first call.
     """
     from rag_eval_pipeline.core.corpus import corpus_version
@@ -109,7 +111,8 @@ def rag_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, *, s
         runs = pl.concat([tables.conform(kept, "rag_runs"), runs])
     known_q = golden["question_id"].to_list()
     inside = pl.col("question_id").is_in(known_q)
-    return RagRuns(runs.filter(inside), runs.filter(~inside), live, cv)
+    outside = ~inside if all_questions is None else ~pl.col("question_id").is_in(all_questions.to_list())
+    return RagRuns(runs.filter(inside), runs.filter(outside), live, cv)
 
 
 @dataclass
