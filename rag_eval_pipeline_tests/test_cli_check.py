@@ -1,14 +1,12 @@
 """``rag-eval check``: what a run would refuse, said before any run, one line per problem; and ``rag-eval run``
 runs the same checks first and records no Dagster run when they fail.
 
-Every error case of the hostile catalogue (``fixtures/hostile/``) that is otherwise caught only inside a run
-(a bad corpus, golden set or run log) is caught here, with its file, line and field, exit 1; then ``run`` on
-the same configuration exits 1 with the same line and leaves the test's DAGSTER_HOME without a run."""
+The hostile catalogue (``fixtures/hostile/``), case by case, is ``test_check_catalogue.py``; here: the sample,
+systems that cannot work, ``--reach``, and a log that misses a golden question."""
 
 import json
 from pathlib import Path
 
-import dagster as dg
 import pytest
 import yaml
 
@@ -16,11 +14,7 @@ from rag_eval_pipeline.cli import main
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer, closed_port
 from rag_eval_pipeline_tests.defs.subprocess_runs import dagster_home, sample_config_dict
-from rag_eval_pipeline_tests.defs.test_hostile_inputs import CASES, broken_config, load_case
-
-IN_RUN_ONLY = ("golden", "corpus", "beir", "run_log")
-ERROR_CASES = [c for c in CASES
-               if load_case(c)["target"] in IN_RUN_ONLY and load_case(c)["expect"]["outcome"] == "error"]
+from rag_eval_pipeline_tests.test_check_catalogue import recorded_runs
 
 
 @pytest.fixture
@@ -28,44 +22,10 @@ def home(tmp_path, monkeypatch):
     """A fresh DAGSTER_HOME and no variable of the developer's environment that would change the suite."""
     h = dagster_home(tmp_path)
     monkeypatch.setenv("DAGSTER_HOME", str(h))
-    for var in ("RAG_EVAL_CONFIG", "RAG_EVAL_SUITES", "RAG_EVAL_JUDGE", "RAG_EVAL_OUTPUT_DIR"):
+    monkeypatch.setenv("RAG_EVAL_OUTPUT_DIR", str(tmp_path / "outputs"))  # check reads the output folder too
+    for var in ("RAG_EVAL_CONFIG", "RAG_EVAL_SUITES", "RAG_EVAL_JUDGE"):
         monkeypatch.delenv(var, raising=False)
     return h
-
-
-def recorded_runs(home) -> int:
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        return len(instance.get_runs())
-
-
-def test_every_in_run_error_case_of_the_catalogue_is_listed():
-    assert len(ERROR_CASES) >= 25  # the catalogue's golden, corpus, BEIR and run-log error cases
-
-
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("name", ERROR_CASES)
-def test_check_catches_it_and_run_starts_no_dagster_run(name, tmp_path, home, capsys):
-    case = load_case(name)
-    expect = case["expect"]
-    config = broken_config(name, case, tmp_path)
-    assert main(["check", "--config", str(config)]) == 1
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err  # one line per problem, and this case has one
-    line = lines[0]
-    assert line.startswith("rag-eval: ") and f"/{expect['file']}" in line, line
-    if expect.get("line") is not None:
-        assert f"line {expect['line']}," in line, line
-    assert f"field {expect['field']!r}" in line and expect["message"] in line and "expected" in line, line
-    assert "problems found" in captured.out
-
-    out = tmp_path / "out"
-    assert main(["run", "--config", str(config), "--output", str(out)]) == 1
-    captured = capsys.readouterr()
-    assert captured.err.strip().splitlines() == [line]  # the same one line, the run's exit status
-    assert captured.out == ""
-    assert recorded_runs(home) == 0  # no Dagster run was launched, so none is recorded
-    assert not out.exists() or not list(out.rglob("*.parquet"))
 
 
 def _sample_with(tmp_path, systems: list[dict]) -> str:
