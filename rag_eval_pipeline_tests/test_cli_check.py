@@ -103,3 +103,27 @@ def test_a_golden_question_without_a_run_row_is_a_data_problem_unless_complete(t
     cfg["metrics"]["complete"] = True
     path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
     assert main(["check", "--config", str(path)]) == 0
+
+
+def test_a_log_whose_errors_are_above_the_gate_share_is_said_before_the_run(tmp_path, home, capsys):
+    """Six of the 52 sample questions logged as errors: 6 / 52 = 0.115 > the default 0.10, so the run's blocking
+    check run_errors_within_share would fail; check says so as a note (the run still has its metrics to show)."""
+    log = [json.loads(x) for x in (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()]
+    already = {r["question_id"] for r in log if r.get("decision") == "error"}
+    assert len(already) == 1  # the sample logs one error
+    for r in [r for r in log if r["question_id"] not in already][:5]:
+        r.update({"decision": "error", "error": "HTTP 503", "answer": None, "retrieved": [], "citations": []})
+    path = tmp_path / "team_rag.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in log), encoding="utf-8")
+    cfg = sample_config_dict()
+    next(s for s in cfg["systems"] if s["name"] == "team_rag")["path"] = str(path)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    assert main(["check", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert ("system team_rag (logged): 6 of 52 runs errored (share 0.115 > gates.max_run_error_share 0.1): the "
+            "run's blocking check run_errors_within_share will fail") in out, out
+    cfg["gates"]["max_run_error_share"] = 0.2  # 0.115 is within it: no note
+    config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    assert main(["check", "--config", str(config)]) == 0
+    assert "runs errored (share" not in capsys.readouterr().out

@@ -18,8 +18,9 @@
 5. with ``output`` (the suite's output folder), the promoted baseline there (``core.baseline.read_baseline``:
    the manifest, the recorded sha256 of each table, their schema versions), which a run's regression gate
    would otherwise find damaged only after every system and the judge have run; a baseline evaluated on
-   another corpus or golden version, and golden evidence on withdrawn or replaced documents, are notes
-   (the run reports them: they are not mistakes).
+   another corpus or golden version, golden evidence on withdrawn or replaced documents and a log whose
+   errored runs exceed ``gates.max_run_error_share`` are notes (the run reports them: they are not
+   mistakes in a file).
 
 A problem is ``config`` (the configuration points at something that cannot work: an import, an unset
 variable, an unreachable URL) or ``data`` (a file's content: the message names file, line and field).
@@ -265,6 +266,15 @@ def _run_rows(cfg: EvalConfig, name: str, runs: pl.DataFrame, golden: pl.DataFra
     errors = runs.filter(pl.col("decision") == "error").height
     report.notes.append(f"{where}: {runs.height} runs read, {errors} errored, {len(unknown)} outside the golden set "
                         "(left out)" + (f": {unknown[:_SHOWN_IDS]}" if unknown else ""))
+    from rag_eval_pipeline.core.systems.error_reasons import error_counts
+
+    counts = error_counts(runs.filter(pl.col("question_id").is_in(sorted(qids)))).get(name)
+    limit = cfg.gates.max_run_error_share
+    if counts and counts["share"] > limit:  # what the run's blocking check run_errors_within_share will say
+        reasons = ", ".join(f"{reason} x {n}" for reason, n in counts["by_reason"].items())
+        report.notes.append(f"{where}: {counts['errors']} of {counts['questions']} runs errored (share "
+                            f"{counts['share']:.3f} > gates.max_run_error_share {limit:g}): the run's blocking check "
+                            f"run_errors_within_share will fail and nothing will be promoted ({reasons})")
     if missing and not cfg.complete and every_question:
         report.add(DATA, f"{where}: {len(missing)} golden question(s) have no run row: {missing[:_SHOWN_IDS]}"
                          f"{' ...' if len(missing) > _SHOWN_IDS else ''}; expected one per question (or "
