@@ -124,10 +124,34 @@ def score(rows: list[dict[str, str]], judge) -> dict:
         idx = [i for i, r in enumerate(rows) if (r.get("model_name") or "begin") == m]
         per_model[m] = (len(idx), cohen_kappa([human[i] for i in idx], [judged[i] for i in idx], LABELS))
     return {"n": len(rows), "kappa": cohen_kappa(human, judged, LABELS) if rows else None,
+            "auc": ranking_auc(labels, qids, human),
             "agreement": agree, "ci": (low, high), "confusion": matrix,
             "per_label": per_class_precision_recall(human, judged, LABELS), "per_model": per_model,
             "statuses": dict(Counter(answers["status"].to_list())), "seconds": secs,
             "answers_per_s": len(rows) / secs if secs > 0 else float("inf")}
+
+
+def ranking_auc(labels: pl.DataFrame, qids: list[str], human: list[str]) -> dict[str, float | None]:
+    """ROC AUC of two answer scores for "attributable" (Mann-Whitney U / (n1 n0), ties one half;
+    scipy): the share of SUPPORTED claims and the mean ``support_score`` (the judge's graded
+    support; null scores left out). An answer without claims scores 0. None when a class is empty
+    or the judge gives no score."""
+    from scipy.stats import mannwhitneyu
+
+    share: dict[str, list[float]] = {}
+    graded: dict[str, list[float]] = {}
+    for qid, verdict, sc in labels.select("question_id", "verdict", "support_score").iter_rows():
+        share.setdefault(qid, []).append(float(verdict == "SUPPORTED"))
+        if sc is not None:
+            graded.setdefault(qid, []).append(sc)
+    out: dict[str, float | None] = {}
+    for name, per in (("share", share), ("graded", graded)):
+        xs = [sum(per[q]) / len(per[q]) if per.get(q) else 0.0 for q in qids]
+        pos = [x for x, h in zip(xs, human) if h == "attributable"]
+        neg = [x for x, h in zip(xs, human) if h != "attributable"]
+        out[name] = (float(mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg)))
+                     if pos and neg and (name == "share" or graded) else None)
+    return out
 
 
 def fmt(k: float | None) -> str:
@@ -151,6 +175,8 @@ def print_report(res: dict, generic: int) -> None:
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("n/a",)
     print(f"speed: {res['n']} answers judged in {res['seconds']:.1f} s = {res['answers_per_s']:.1f} answers/s "
           f"(machine: {os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in load)})")
+    print(f"ROC AUC for attributable: share of SUPPORTED claims {fmt(res['auc']['share'])}, graded support "
+          f"(mean support_score) {fmt(res['auc']['graded'])}")
     print(f"Cohen's kappa = {fmt(res['kappa'])}")
 
 

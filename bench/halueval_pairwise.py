@@ -5,7 +5,8 @@ HaluEval (Li et al. 2023, arXiv 2305.11747), ``halueval_qa_generation/qa_one-tur
 string, a faithful ``right_answer`` and a ``hallucinated_answer``. Both answers are judged through
 the pipeline path (``judge_runs`` → ``faithfulness_question_metrics``) against the knowledge; the
 check is how often the right answer gets a strictly higher faithfulness than the hallucinated one
-(ties and reversals printed beside it). Nothing is fitted here.
+(ties and reversals printed beside it), and the same by the judge's graded support (the mean of
+its claims' ``support_score``). Nothing is fitted here.
 
 Usage: python bench/halueval_pairwise.py [--datasets DIR] [--no-semantic]
 The last line is the number of pairs where the right answer scores higher.
@@ -71,11 +72,29 @@ def main(argv: list[str] | None = None) -> int:
         else:
             lower += 1
     n = len(recs)
+    # the same pairs by the judge's graded support: the mean support_score of the answer's claims
+    graded: dict[tuple[str, str], list[float]] = {}
+    for system, qid, score in labels.select("system", "question_id", "support_score").iter_rows():
+        if score is not None:
+            graded.setdefault((system, qid), []).append(score)
+    g_higher = g_tie = g_lower = g_none = 0
+    for i in range(n):
+        a, b = graded.get(("right_answer", f"halu{i:03d}")), graded.get(("hallucinated_answer", f"halu{i:03d}"))
+        if not a or not b:
+            g_none += 1
+        elif sum(a) / len(a) > sum(b) / len(b):
+            g_higher += 1
+        elif sum(a) / len(a) == sum(b) / len(b):
+            g_tie += 1
+        else:
+            g_lower += 1
     print(f"judge {judge.name} / {judge.model}, prompt_sha256 {judge.prompt_sha256}")
     print(f"HaluEval QA: {n} pairs judged in {secs:.1f} s ({2 * n / secs:.1f} answers/s; "
           f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs)")
     print(f"faithfulness: right > hallucinated {higher} ({higher / n:.1%}), tie {tie} ({tie / n:.1%}), "
           f"right < hallucinated {lower} ({lower / n:.1%}), not comparable {incomparable}")
+    print(f"graded support (mean support_score): right > hallucinated {g_higher} ({g_higher / n:.1%}), tie "
+          f"{g_tie}, right < hallucinated {g_lower}, not comparable {g_none}")
     for system in ("right_answer", "hallucinated_answer"):
         c = Counter(labels.filter(pl.col("system") == system)["verdict"].to_list())
         st = Counter(answers.filter(pl.col("system") == system)["status"].to_list())

@@ -28,7 +28,11 @@ with a fixed seed, so a run is reproducible. Five case sets:
 Scores. The judge's unfaithfulness is 1 - faithfulness (share of the answer's claims judged
 SUPPORTED; the pipeline path ``judge_runs``, so a SUPPORTED quote is verified in code); an answer
 with no checkable claim scores 0.5 and is counted. Its decision: unfaithful when any claim is not
-SUPPORTED. Beside it, a *graded* unfaithfulness from the same verdicts (added after the first
+SUPPORTED. The judge's own graded score (*score*): 1 - the mean of its claims' ``support_score``
+(CONTRADICTED 0, NOT_MENTIONED 0.5 x the claim's recall in its best passage, SUPPORTED 0.5 + 0.5 x
+its quoted sentence's recall; docs/judges.md, graded support), with its balanced accuracy at the
+threshold that maximises it (as the baseline's, optimistic alike). Beside it, a *graded*
+unfaithfulness from the same verdicts (added after the first
 results: with one claim per answer the verdict share is 0 or 1, so its ROC AUC is its balanced
 accuracy): the mean over claims of 0 (SUPPORTED), 1 (CONTRADICTED) or, for NOT_MENTIONED, 0.5 + 0.5
 x the share of the claim's content tokens (the judge's stemmed words, numbers and dates) found in no
@@ -39,7 +43,7 @@ unfaithful), ROC AUC (Mann-Whitney U / (n0 n1), ties count one half; scipy) and 
 both, the seconds and answers/s of the judge with the load average.
 
 Usage: python bench/long_inputs.py [--datasets DIR] [--per-set 200] [--seed 0] [--no-semantic]
-The last line is "auc judge <a> graded <g> baseline <b>" averaged over the sets.
+The last line is "auc judge <a> score <s> graded <g> baseline <b>" averaged over the sets.
 """
 
 from __future__ import annotations
@@ -190,9 +194,9 @@ def _sentence(s: str) -> str:
     return s if s[-1:] in ".!?" else s + "."
 
 
-def judge_scores(cases, judge) -> tuple[np.ndarray, np.ndarray, int, float]:
-    """(unfaithfulness in [0, 1], decision 0/1, graded unfaithfulness, answers without claims,
-    seconds) of the judge."""
+def judge_scores(cases, judge) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float]:
+    """(unfaithfulness in [0, 1], decision 0/1, graded unfaithfulness, 1 - the mean of the judge's
+    ``support_score``, answers without claims, seconds) of the judge."""
     chunks, runs = {}, []
     for i, (answer, ctx, _) in enumerate(cases):
         qid = f"q{i:05d}"
@@ -211,22 +215,26 @@ def judge_scores(cases, judge) -> tuple[np.ndarray, np.ndarray, int, float]:
     sup: dict[str, list[int]] = {}
     for qid, verdict in labels.select("question_id", "verdict").iter_rows():
         sup.setdefault(qid, []).append(verdict == "SUPPORTED")
-    unf, dec, graded, empty = [], [], [], 0
+    unf, dec, graded, scored, empty = [], [], [], [], 0
     per_claim: dict[str, list[float]] = {}
-    for qid, claim, verdict in labels.select("question_id", "claim", "verdict").iter_rows():
+    score_of: dict[str, list[float]] = {}
+    for qid, claim, verdict, score in labels.select("question_id", "claim", "verdict", "support_score").iter_rows():
         per_claim.setdefault(qid, []).append(_claim_unfaithfulness(claim, verdict, cases[int(qid[1:])][1]))
+        score_of.setdefault(qid, []).append(0.5 if score is None else score)
     for i in range(len(cases)):
         v = sup.get(f"q{i:05d}")
         if not v:
             empty += 1
             unf.append(0.5)
             graded.append(0.5)
+            scored.append(0.5)
             dec.append(1)
             continue
         unf.append(1.0 - sum(v) / len(v))
         graded.append(float(np.mean(per_claim[f"q{i:05d}"])))
+        scored.append(1.0 - float(np.mean(score_of[f"q{i:05d}"])))
         dec.append(int(not all(v)))
-    return np.array(unf), np.array(dec), np.array(graded), empty, secs
+    return np.array(unf), np.array(dec), np.array(graded), np.array(scored), empty, secs
 
 
 def _claim_unfaithfulness(claim: str, verdict: str, chunks: list[str]) -> float:
@@ -291,24 +299,27 @@ def main(argv: list[str] | None = None) -> int:
     judge = RuleBasedJudge(semantic=not args.no_semantic)
     print(f"judge {judge.name} / {judge.model}, prompt_sha256 {judge.prompt_sha256}; {N_CHUNKS} chunks per "
           f"answer; seed {args.seed}")
-    print(f"{'set':30s} {'n (0/1)':>11s} {'AUC judge':>9s} {'graded':>6s} {'AUC base':>8s} {'BA judge':>8s} "
-          f"{'BA base':>7s} {'no claim':>8s} {'answers/s':>9s}")
-    aucs_j, aucs_g, aucs_b = [], [], []
+    print(f"{'set':30s} {'n (0/1)':>11s} {'AUC judge':>9s} {'score':>6s} {'graded':>6s} {'AUC base':>8s} "
+          f"{'BA judge':>8s} {'BA score':>8s} {'BA base':>7s} {'no claim':>8s} {'answers/s':>9s}")
+    aucs_j, aucs_s, aucs_g, aucs_b = [], [], [], []
     for name, cases in sets.items():
         y = np.array([c[2] for c in cases])
         base = np.array([1.0 - overlap(a, " ".join(ctx)) for a, ctx, _ in cases])
         load = os.getloadavg()[0]
-        unf, dec, graded, empty, secs = judge_scores(cases, judge)
-        aj, ag, ab = auc(unf, y), auc(graded, y), auc(base, y)
+        unf, dec, graded, scored, empty, secs = judge_scores(cases, judge)
+        aj, as_, ag, ab = auc(unf, y), auc(scored, y), auc(graded, y), auc(base, y)
         aucs_j.append(aj)
+        aucs_s.append(as_)
         aucs_g.append(ag)
         aucs_b.append(ab)
-        print(f"{name:30s} {len(y):4d} ({int((y == 0).sum())}/{int((y == 1).sum())}) {aj:9.3f} {ag:6.3f} {ab:8.3f} "
-              f"{balanced_accuracy(dec, y):8.3f} {best_threshold_ba(base, y):7.3f} {empty:8d} "
-              f"{len(y) / secs:9.1f}  (load {load:.2f})")
-    print(f"mean over sets: AUC judge {np.mean(aucs_j):.3f}, graded {np.mean(aucs_g):.3f}, baseline "
-          f"{np.mean(aucs_b):.3f}; load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"auc judge {np.mean(aucs_j):.3f} graded {np.mean(aucs_g):.3f} baseline {np.mean(aucs_b):.3f}")
+        print(f"{name:30s} {len(y):4d} ({int((y == 0).sum())}/{int((y == 1).sum())}) {aj:9.3f} {as_:6.3f} {ag:6.3f} "
+              f"{ab:8.3f} {balanced_accuracy(dec, y):8.3f} {best_threshold_ba(scored, y):8.3f} "
+              f"{best_threshold_ba(base, y):7.3f} {empty:8d} {len(y) / secs:9.1f}  (load {load:.2f})")
+    print(f"mean over sets: AUC judge {np.mean(aucs_j):.3f}, score {np.mean(aucs_s):.3f}, graded "
+          f"{np.mean(aucs_g):.3f}, baseline {np.mean(aucs_b):.3f}; load average "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"auc judge {np.mean(aucs_j):.3f} score {np.mean(aucs_s):.3f} graded {np.mean(aucs_g):.3f} "
+          f"baseline {np.mean(aucs_b):.3f}")
     return 0
 
 

@@ -364,9 +364,22 @@ def _rows_from_result(result, qid: str, answer: str, contexts: list[str]):
             error = None
         rows.append({"claim_id": f"{qid}:c{n}", "claim": cv.claim, "verdict": verdict,
                      "quote": cv.quote, "quote_found": found, "justification": justification,
-                     "error": error})
+                     "error": error, "support_score": _support_score(cv, verdict)})
     status = "judge_error" if all(r["verdict"] == "JUDGE_ERROR" for r in rows) else "judged"
     return status, len(rows), rows
+
+
+def _support_score(cv, verdict: str) -> float | None:
+    """The claim's ``support_score`` as stored: the judge's (``ClaimVerdict.support_score``, a number
+    in [0, 1]) or null when it gives none, on JUDGE_ERROR, or when it is not a finite number in
+    range; a SUPPORTED verdict downgraded for its quote keeps at most 0.5, the top of NOT_MENTIONED."""
+    score = getattr(cv, "support_score", None)
+    if verdict == "JUDGE_ERROR" or isinstance(score, bool) or not isinstance(score, (int, float)):
+        return None
+    score = float(score)
+    if not 0.0 <= score <= 1.0:  # also NaN
+        return None
+    return min(score, 0.5) if verdict == "NOT_MENTIONED" else score
 
 
 class JudgingProgress:

@@ -141,7 +141,7 @@ declare("rag_runs", 1, "one golden question answered by one system configuration
     column("decision_rule", STRING, "which rule set the decision (traces, mapped replies); null = the system said"),
 ])
 
-declare("judge_labels", 1, "one claim of one answer, judged once", depends_on=JUDGED, columns=[
+declare("judge_labels", 2, "one claim of one answer, judged once", depends_on=JUDGED, columns=[
     _SYSTEM, _QUESTION,
     column("claim_id", STRING, "the claim's id within the answer", nullable=False),
     column("claim", STRING, "the claim's text"),
@@ -153,6 +153,8 @@ declare("judge_labels", 1, "one claim of one answer, judged once", depends_on=JU
     *_JUDGE,
     column("repeat", INT32, "repeat number of the judgement, from 0", nullable=False),
     column("error", STRING, "the judge's failure reason when verdict is JUDGE_ERROR; null otherwise"),
+    column("support_score", FLOAT64, "graded support in [0, 1]: CONTRADICTED 0, NOT_MENTIONED in [0, 0.5], "
+           "SUPPORTED in [0.5, 1] (the embedded judge's); null when the judge gives none or on JUDGE_ERROR"),
 ])
 
 _FAMILY_JUDGE = [

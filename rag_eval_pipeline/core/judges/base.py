@@ -68,7 +68,9 @@ class ClaimVerdict:
     "<question_id>:c<n>"), ``claim`` (text), ``verdict`` (one of ``VERDICTS``), ``quote`` (the
     passage of the retrieved context relied on, or None), ``quote_found`` (the judge's claim that
     the quote is literally in the context), ``justification`` (free text), ``error`` (reason,
-    only when ``verdict == "JUDGE_ERROR"``).
+    only when ``verdict == "JUDGE_ERROR"``), ``support_score`` (the judge's graded support of the
+    claim in [0, 1], ordered like the verdicts: CONTRADICTED 0 < NOT_MENTIONED < 0.5 <= SUPPORTED;
+    None when the judge gives none, e.g. a model or human judge).
     """
 
     claim_id: str
@@ -78,6 +80,7 @@ class ClaimVerdict:
     quote_found: bool
     justification: str
     error: str | None = None
+    support_score: float | None = None
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,13 @@ Signals, per (claim, sentence) pair (tokens from :mod:`~rag_eval_pipeline.core.j
 - a sentence *matches* the claim when ``lexical >= support_lexical``, or (a paraphrase) when
   ``semantic >= support_semantic``, the claim's names are in the chunk and ``lexical >=
   lexical_floor`` (waived across languages, where words cannot be shared);
-- **SUPPORTED** when a sentence matches, every number of the claim is in it, negation agrees and
+- **SUPPORTED** when a sentence matches, every number of the claim is in it, negation and direction agree and
   **no extra detail is left** (every extra word excused as above): "El plazo es de 30 días."
   does not support "El plazo es de 30 días naturales." ("naturales" has no counterpart);
-- **CONTRADICTED** otherwise, when a sentence matches on words only and has a number conflict or a
-  negation disagreement;
+- **CONTRADICTED** otherwise, when a sentence matches on words only and has a number conflict, a
+  negation disagreement or a direction word pointing the other way ("higher" / "lower",
+  :mod:`~rag_eval_pipeline.core.judges.direction`; a negation and a direction that both differ
+  cancel);
 - **NOT_MENTIONED** otherwise.
 
 Sources: the claim-level verdicts and literal quote follow FActScore (Min et al., EMNLP 2023) and
@@ -78,7 +80,9 @@ class Evidence:
     ``entities_ok`` (every name of the claim is a word of the sentence's context chunk),
     ``cross_lingual`` (claim and sentence are in different languages), ``extra`` (stems of the
     claim's extra words, in claim order), ``extra_strict`` (how many of them are units or names,
-    never excused), ``counterpart`` (best word-level cosine per extra word, None until computed)."""
+    never excused), ``counterpart`` (best word-level cosine per extra word, None until computed),
+    ``direction_flipped`` ("claim word / sentence word" when a direction word points the other
+    way, :func:`~rag_eval_pipeline.core.judges.direction.direction_flip`; None otherwise)."""
 
     lexical: float
     word: float
@@ -91,6 +95,14 @@ class Evidence:
     extra: tuple[str, ...] = ()
     extra_strict: int = 0
     counterpart: tuple[float, ...] | None = None
+    direction_flipped: str | None = None
+
+
+def opposed(ev: Evidence) -> bool:
+    """True when the sentence says the opposite of the claim: negation differs, or a direction
+    word points the other way (:mod:`~rag_eval_pipeline.core.judges.direction`), but not both (a
+    negated opposite says the same: "did not increase" / "reduced"). Never raises."""
+    return bool(ev.negation_flipped) != bool(ev.direction_flipped)
 
 
 def literal_counterpart(a: str, b: str) -> bool:
@@ -263,7 +275,7 @@ def extras_left(ev: Evidence, params: dict) -> int:
 
 
 def _supported_but_extras(ev: Evidence, params: dict) -> bool:
-    return ev.numbers_ok and not ev.negation_flipped and matches(ev.lexical, ev, params)
+    return ev.numbers_ok and not opposed(ev) and matches(ev.lexical, ev, params)
 
 
 def decide(ev: Evidence, params: dict) -> str:
@@ -273,9 +285,33 @@ def decide(ev: Evidence, params: dict) -> str:
     Source: FEVER's three labels (Thorne et al., NAACL 2018) applied per claim as in FActScore."""
     if _supported_but_extras(ev, params) and extras_left(ev, params) == 0:
         return "SUPPORTED"
-    if (ev.number_conflict or ev.negation_flipped) and matches(ev.word, ev, params):
+    if (ev.number_conflict or opposed(ev)) and matches(ev.word, ev, params):
         return "CONTRADICTED"
     return "NOT_MENTIONED"
+
+
+def support_score(verdict: str, recall: float) -> float:
+    """The graded support of one claim, in [0, 1], ordered like the verdicts: CONTRADICTED 0;
+    NOT_MENTIONED 0.5 x ``recall``, in [0, 0.5]; SUPPORTED 0.5 + 0.5 x ``recall``, in [0.5, 1].
+
+    ``recall`` (in [0, 1]) is the share of the claim's content tokens (stemmed words, numbers,
+    dates) stated by its best sentence: the quoted sentence for SUPPORTED, the sentence with the
+    highest lexical recall otherwise. Between two answers with the same verdicts, the one whose
+    claims the context states more literally scores higher: a paraphrase supported through the
+    semantic signal counts less than a quote, a claim with no word in the context less than one that
+    only adds a detail. Faithfulness averaged over claims (Ragas, Es et al., EACL 2024 demos) with
+    this score per claim in place of 0/1 is the judge's graded faithfulness. Raises ValueError for
+    another verdict (JUDGE_ERROR has no score). Source: graded verdicts as in TREC RAG's
+    support assessment (full / partial / none, Thakur et al. 2025) and the lexical recall of
+    ROUGE-style answer overlap."""
+    r = min(1.0, max(0.0, float(recall)))
+    if verdict == "SUPPORTED":
+        return 0.5 + 0.5 * r
+    if verdict == "NOT_MENTIONED":
+        return 0.5 * r
+    if verdict == "CONTRADICTED":
+        return 0.0
+    raise ValueError(f"no support score for verdict {verdict!r}")
 
 
 def needs_semantic(ev: Evidence, params: dict) -> bool:
@@ -285,7 +321,7 @@ def needs_semantic(ev: Evidence, params: dict) -> bool:
     the pair is cross-lingual). Output: bool; raises KeyError for a missing parameter."""
     if ev.semantic is not None or not ev.entities_ok or ev.extra_strict:
         return False
-    if ev.counterpart is not None and extras_left(ev, params) and not (ev.number_conflict or ev.negation_flipped):
+    if ev.counterpart is not None and extras_left(ev, params) and not (ev.number_conflict or opposed(ev)):
         return False  # extra words stay unexcused: never SUPPORTED, and nothing to contradict
     if _supported_but_extras(ev, params):
         return False

@@ -24,7 +24,12 @@ no context can support it.
 - *lexical* = |claim tokens ∩ sentence tokens| / |claim tokens| (words, numbers and dates);
   *word* = the same over words only.
 - *numeric*: ``numbers_ok`` when every number/date of the claim is in the sentence; a *number
-  conflict* when the claim has one the sentence lacks and the sentence has one the claim lacks.
+  conflict* when the claim has one the sentence lacks and the sentence has one of the same kind
+  that the claim lacks (a year with a year, weeks with weeks:
+  :mod:`~rag_eval_pipeline.core.judges.number_kinds`).
+- *direction*: a direction word of the claim ("lower", "disminuyó") against the sentence's
+  direction word that speaks of the same thing (:mod:`~rag_eval_pipeline.core.judges.direction`);
+  a direction that differs counts as a negation that differs, and the two together cancel.
 - *negation*: a word of :data:`NEGATIONS` negates the next :data:`NEGATION_SCOPE` tokens up to
   clause punctuation (NegEx, Chapman et al. 2001; "not only" / "no solo" do not negate); the
   claim is negated when it has a negated token, the sentence when a token it shares with the claim
@@ -42,6 +47,12 @@ extra detail; the quote is that whole sentence, verbatim, checked by
 semantic, then earliest). Parameters: :data:`PARAMS_FILE`, fitted by ``bench/fit_rule_based.py`` on
 public training data. The encoder signals are computed only where they can change a verdict, in
 batches (:mod:`~rag_eval_pipeline.core.judges.rule_signals`).
+
+**Graded support**: each verdict carries ``support_score`` in [0, 1]
+(:func:`~rag_eval_pipeline.core.judges.evidence.support_score`: CONTRADICTED 0, NOT_MENTIONED
+0.5 x the claim's recall in its best passage, :func:`passage_recall`, SUPPORTED 0.5 + 0.5 x the
+quoted sentence's lexical recall); its mean over an answer's claims is the judge's graded
+faithfulness, which tells apart answers with the same verdicts.
 
 Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
@@ -67,6 +78,7 @@ from pathlib import Path
 
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
 from rag_eval_pipeline.core.judges.claims import sentence_spans, split_claims
+from rag_eval_pipeline.core.judges.direction import direction_flip
 from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported: the rule's pieces
     OPTIONAL_KEYS,
     PARAM_KEYS,
@@ -79,11 +91,14 @@ from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported
     matches,
     needs_counterparts,
     needs_semantic,
+    opposed,
     quantifier_extras,
     substituted,
+    support_score,
     with_counterpart,
     with_semantic,
 )
+from rag_eval_pipeline.core.judges.number_kinds import kinds_conflict
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.judges.rule_signals import EncoderSignals
 from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: the judge's vocabulary
@@ -106,7 +121,7 @@ JUDGE_NAME = "rule_based"
 #: The version of the rule *code* (tokens, claim splitting, evidence, decision): part of the judge's
 #: identity (``prompt_sha256``), so labels and calibrations made by older code are not reused. Bump
 #: it in every change that can change a verdict with the same parameter file.
-RULE_VERSION = 4
+RULE_VERSION = 5
 #: The fitted parameters, versioned with the package; their sha256 is the judge's prompt_sha256.
 PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
 #: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
@@ -303,6 +318,27 @@ def matching_text(claim: str) -> str:
     return _SPLITTER_CONNECTIVE.sub(" ", claim)
 
 
+def passage_recall(claim: str, sentences: list[_Sentence]) -> float:
+    """The share of ``claim``'s content tokens (stemmed words, numbers, dates) that its best passage
+    states: the highest, over the context chunks, of |claim tokens ∩ chunk tokens| / |claim tokens|,
+    the claim tokenised in the chunk's language. A passage, not the pool of every chunk: with many
+    chunks the pool states most words of any claim by chance. Input: the claim and the candidate
+    sentences (:func:`context_sentences`). Output: a float in [0, 1], 0.0 for a claim with no
+    content token or no sentence. Never raises. Source: ROUGE-1 recall (Lin, 2004) of the claim
+    against one passage."""
+    by_chunk: dict[int, tuple[str, set[str]]] = {}
+    for s in sentences:
+        lang, toks = by_chunk.setdefault(s.context, (s.tokens.language, set()))
+        toks |= s.tokens.content
+    text = matching_text(claim)
+    best = 0.0
+    for lang, toks in by_chunk.values():
+        ct = tokens(text, lang).content
+        if ct:
+            best = max(best, len(ct & toks) / len(ct))
+    return best
+
+
 class RuleBasedJudge(EncoderSignals):
     """The embedded judge (rules in the module docstring).
 
@@ -402,7 +438,8 @@ class RuleBasedJudge(EncoderSignals):
         source; ALCE citation support (Gao et al., EMNLP 2023)."""
         sentences = self._sentences(passages)
         if not sentences or not (claim or "").strip():
-            return ClaimVerdict("c1", claim, "NOT_MENTIONED", None, False, "no passage text to judge against")
+            return ClaimVerdict("c1", claim, "NOT_MENTIONED", None, False, "no passage text to judge against",
+                                support_score=0.0)
         p = _Prepared([claim], sentences, list(passages), [self._row(claim, sentences)])
         self._resolve([p])
         return self._verdict("c1", claim, p.rows[0], sentences, list(passages))
@@ -487,6 +524,12 @@ class RuleBasedJudge(EncoderSignals):
             stated = surface_words(s.chunk) | acronyms(s.chunk)
             names_ok = names <= stated
             ev = evidence(ct, s.tokens, entities_ok=names_ok, cross_lingual=cross)
+            if not cross:
+                flip = direction_flip(text, s.text, lang)
+                if flip:
+                    ev = replace(ev, direction_flipped=flip)
+                if ev.number_conflict and not kinds_conflict(text, s.text, lang, ct.numbers, s.tokens.numbers):
+                    ev = replace(ev, number_conflict=False)  # the differing numbers count different things
             if cross or max(ev.lexical, ev.word) >= floor:
                 chunk_names = frozenset(stem_word(n, lang) for n in names if n in stated)
                 missing = ct.words - s.tokens.words
@@ -523,8 +566,10 @@ class RuleBasedJudge(EncoderSignals):
                  contexts: list[str]) -> ClaimVerdict:
         p = self.params
         reason = fixed_reason(claim)
+        best_recall = passage_recall(claim, sentences)
         if reason:
-            return ClaimVerdict(cid, claim, "NOT_MENTIONED", None, False, reason)
+            return ClaimVerdict(cid, claim, "NOT_MENTIONED", None, False, reason,
+                                support_score=support_score("NOT_MENTIONED", best_recall))
         ranked = sorted(range(len(row)), key=lambda j: (-row[j].lexical, -(row[j].semantic or -2.0), j))
         for want in ("SUPPORTED", "CONTRADICTED"):
             for j in ranked:
@@ -542,17 +587,20 @@ class RuleBasedJudge(EncoderSignals):
                            else f"paraphrase: semantic {sem} >= {p['support_semantic']:g} with lexical "
                                 f"{ev.lexical:.2f} >= {p['lexical_floor']:g}, names present")
                     return ClaimVerdict(cid, claim, "SUPPORTED", s.text, True,
-                                        f"{how} in {where}; numbers and negation agree")
+                                        f"{how} in {where}; numbers and negation agree",
+                                        support_score=support_score("SUPPORTED", ev.lexical))
                 why = []
                 if ev.number_conflict:
                     ct = tokens(matching_text(claim), s.tokens.language)
                     why.append(f"numbers differ (claim {sorted(ct.numbers - s.tokens.numbers)}, "
                                f"context {sorted(s.tokens.numbers - ct.numbers)})")
-                if ev.negation_flipped:
+                if ev.negation_flipped and opposed(ev):
                     why.append(f"negation differs on {sorted(ev.negation_flipped)}")
+                if ev.direction_flipped and opposed(ev):
+                    why.append(f"direction differs ({ev.direction_flipped})")
                 return ClaimVerdict(cid, claim, "CONTRADICTED", s.text, quote_in_context(s.text, contexts),
                                     f"same topic in {where} (word recall {ev.word:.2f}, semantic {sem}), but "
-                                    + " and ".join(why))
+                                    + " and ".join(why), support_score=support_score("CONTRADICTED", 0.0))
         j = ranked[0]
         ev, s = row[j], sentences[j]
         sem = "n/a" if ev.semantic is None else f"{ev.semantic:.3f}"
@@ -567,7 +615,7 @@ class RuleBasedJudge(EncoderSignals):
                 f"extra detail: context {t.context + 1}, sentence {t.index + 1} matches the claim but does "
                 f"not state {left} of its words ({words}); an added word needs a counterpart in the "
                 f"sentence (word similarity >= {p.get('word_counterpart', 1.01):g}), a unit or name must "
-                f"be there")
+                f"be there", support_score=support_score("NOT_MENTIONED", best_recall))
         missing = sorted(tokens(matching_text(claim), s.tokens.language).content - s.tokens.content)
         shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
         return ClaimVerdict(
@@ -575,5 +623,5 @@ class RuleBasedJudge(EncoderSignals):
             f"best lexical {ev.lexical:.2f}, semantic {sem} ({where}); support needs lexical "
             f"{p['support_lexical']:g}, or semantic {p['support_semantic']:g} with lexical "
             f"{p['lexical_floor']:g}, all numbers, the same negation and no extra detail; missing: "
-            f"{shown or 'none'}",
+            f"{shown or 'none'}", support_score=support_score("NOT_MENTIONED", best_recall),
         )

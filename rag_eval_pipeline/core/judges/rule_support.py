@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 
 from rag_eval_pipeline.core.judges.base import SupportRequest, SupportVerdict
+from rag_eval_pipeline.core.judges.evidence import opposed
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 
 #: Bumped when the support rule above changes (part of ``support_prompt_sha256``).
@@ -74,7 +75,7 @@ def rule_support(judge, request: SupportRequest) -> list[SupportVerdict]:
                 continue
             (row,) = judge.evidence_table([claim], sentences)
             close = [j for j, ev in enumerate(row) if ev.lexical >= params["lexical_floor"] and ev.numbers_ok
-                     and not ev.negation_flipped]
+                     and not opposed(ev)]
             if close:
                 best = -max((row[j].lexical, -j) for j in close)[1]  # the highest overlap, the first on ties
                 near.append((claim, sentences[best].text))

@@ -31,8 +31,10 @@ def judge_labels(rows, key=KEY) -> pl.DataFrame:
         rep = r[4] if len(r) > 4 else 0
         recs.append({"system": s, "question_id": q, "claim_id": c, "claim": "x", "verdict": v, "quote": None,
                      "quote_found": v == S, "justification": "", "judge": key[0], "judge_model": key[1],
-                     "prompt_sha256": key[2], "repeat": rep, "error": "boom" if v == E else None})
-    df = pl.DataFrame(recs, schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8})
+                     "prompt_sha256": key[2], "repeat": rep, "error": "boom" if v == E else None,
+                     "support_score": None})
+    df = pl.DataFrame(recs, schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8,
+                                              "support_score": pl.Float64})
     return conform(df, "judge_labels")
 
 

@@ -24,9 +24,10 @@ def labels(rows, system="sys", prompt="h") -> pl.DataFrame:
     df = pl.DataFrame([
         {"system": system, "question_id": q, "claim_id": c, "claim": f"claim {c}", "verdict": v, "quote": None,
          "quote_found": v == S, "justification": "", "judge": "j", "judge_model": "m", "prompt_sha256": prompt,
-         "repeat": r, "error": "boom" if v == E else None}
+         "repeat": r, "error": "boom" if v == E else None,
+         "support_score": None}
         for q, c, r, v in rows
-    ], schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8})
+    ], schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8, "support_score": pl.Float64})
     return conform(df, "judge_labels")
 
 
