@@ -1,14 +1,12 @@
 """``rag-eval check``: what a run would refuse, said before any run, one line per problem; and ``rag-eval run``
 runs the same checks first and records no Dagster run when they fail.
 
-Every error case of the hostile catalogue (``fixtures/hostile/``) that is otherwise caught only inside a run
-(a bad corpus, golden set or run log) is caught here, with its file, line and field, exit 1; then ``run`` on
-the same configuration exits 1 with the same line and leaves the test's DAGSTER_HOME without a run."""
+The hostile catalogue (``fixtures/hostile/``), case by case, is ``test_check_catalogue.py``; here: the sample,
+systems that cannot work, ``--reach``, and a log that misses a golden question."""
 
 import json
 from pathlib import Path
 
-import dagster as dg
 import pytest
 import yaml
 
@@ -16,11 +14,7 @@ from rag_eval_pipeline.cli import main
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer, closed_port
 from rag_eval_pipeline_tests.defs.subprocess_runs import dagster_home, sample_config_dict
-from rag_eval_pipeline_tests.defs.test_hostile_inputs import CASES, broken_config, load_case
-
-IN_RUN_ONLY = ("golden", "corpus", "beir", "run_log")
-ERROR_CASES = [c for c in CASES
-               if load_case(c)["target"] in IN_RUN_ONLY and load_case(c)["expect"]["outcome"] == "error"]
+from rag_eval_pipeline_tests.test_check_catalogue import recorded_runs
 
 
 @pytest.fixture
@@ -28,44 +22,10 @@ def home(tmp_path, monkeypatch):
     """A fresh DAGSTER_HOME and no variable of the developer's environment that would change the suite."""
     h = dagster_home(tmp_path)
     monkeypatch.setenv("DAGSTER_HOME", str(h))
-    for var in ("RAG_EVAL_CONFIG", "RAG_EVAL_SUITES", "RAG_EVAL_JUDGE", "RAG_EVAL_OUTPUT_DIR"):
+    monkeypatch.setenv("RAG_EVAL_OUTPUT_DIR", str(tmp_path / "outputs"))  # check reads the output folder too
+    for var in ("RAG_EVAL_CONFIG", "RAG_EVAL_SUITES", "RAG_EVAL_JUDGE"):
         monkeypatch.delenv(var, raising=False)
     return h
-
-
-def recorded_runs(home) -> int:
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        return len(instance.get_runs())
-
-
-def test_every_in_run_error_case_of_the_catalogue_is_listed():
-    assert len(ERROR_CASES) >= 25  # the catalogue's golden, corpus, BEIR and run-log error cases
-
-
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("name", ERROR_CASES)
-def test_check_catches_it_and_run_starts_no_dagster_run(name, tmp_path, home, capsys):
-    case = load_case(name)
-    expect = case["expect"]
-    config = broken_config(name, case, tmp_path)
-    assert main(["check", "--config", str(config)]) == 1
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err  # one line per problem, and this case has one
-    line = lines[0]
-    assert line.startswith("rag-eval: ") and f"/{expect['file']}" in line, line
-    if expect.get("line") is not None:
-        assert f"line {expect['line']}," in line, line
-    assert f"field {expect['field']!r}" in line and expect["message"] in line and "expected" in line, line
-    assert "problems found" in captured.out
-
-    out = tmp_path / "out"
-    assert main(["run", "--config", str(config), "--output", str(out)]) == 1
-    captured = capsys.readouterr()
-    assert captured.err.strip().splitlines() == [line]  # the same one line, the run's exit status
-    assert captured.out == ""
-    assert recorded_runs(home) == 0  # no Dagster run was launched, so none is recorded
-    assert not out.exists() or not list(out.rglob("*.parquet"))
 
 
 def _sample_with(tmp_path, systems: list[dict]) -> str:
@@ -143,3 +103,27 @@ def test_a_golden_question_without_a_run_row_is_a_data_problem_unless_complete(t
     cfg["metrics"]["complete"] = True
     path.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
     assert main(["check", "--config", str(path)]) == 0
+
+
+def test_a_log_whose_errors_are_above_the_gate_share_is_said_before_the_run(tmp_path, home, capsys):
+    """Six of the 52 sample questions logged as errors: 6 / 52 = 0.115 > the default 0.10, so the run's blocking
+    check run_errors_within_share would fail; check says so as a note (the run still has its metrics to show)."""
+    log = [json.loads(x) for x in (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()]
+    already = {r["question_id"] for r in log if r.get("decision") == "error"}
+    assert len(already) == 1  # the sample logs one error
+    for r in [r for r in log if r["question_id"] not in already][:5]:
+        r.update({"decision": "error", "error": "HTTP 503", "answer": None, "retrieved": [], "citations": []})
+    path = tmp_path / "team_rag.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in log), encoding="utf-8")
+    cfg = sample_config_dict()
+    next(s for s in cfg["systems"] if s["name"] == "team_rag")["path"] = str(path)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    assert main(["check", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert ("system team_rag (logged): 6 of 52 runs errored (share 0.115 > gates.max_run_error_share 0.1): the "
+            "run's blocking check run_errors_within_share will fail") in out, out
+    cfg["gates"]["max_run_error_share"] = 0.2  # 0.115 is within it: no note
+    config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
+    assert main(["check", "--config", str(config)]) == 0
+    assert "runs errored (share" not in capsys.readouterr().out

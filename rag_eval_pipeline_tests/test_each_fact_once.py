@@ -166,8 +166,8 @@ def test_regression_columns_come_from_the_declared_schema():
     from rag_eval_pipeline.core.regressions import REGRESSION_COLUMNS
 
     # written out: the columns a case keeps across runs (current_value and status are recomputed every run)
-    assert list(REGRESSION_COLUMNS) == ["system", "metric", "k", "question_id", "value_when_found", "first_seen_run",
-                                        "first_seen_at"]
+    assert list(REGRESSION_COLUMNS) == ["system", "metric", "k", "question_id", "level", "value_when_found",
+                                        "first_seen_run", "first_seen_at"]
     assert all(REGRESSION_COLUMNS[c] == tables.SCHEMAS["regression_cases"][c] for c in REGRESSION_COLUMNS)
 
 

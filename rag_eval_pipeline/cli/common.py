@@ -96,16 +96,24 @@ def seconds(text: str) -> float:
     return value
 
 
-def usable_output_folder(folder: Path, suite) -> None:
+def usable_output_folder(folder: Path, suite, *, create: bool = True) -> None:
     """Check, before anything runs, that ``folder`` can be ``suite``'s output folder, and claim it.
 
-    Creates it when absent. Raises UsageError (one line, exit 2) when it is a file, cannot be created,
-    is not writable, or belongs to another suite (``core.suites.claim_output_folder``)."""
+    Creates it when absent (``create=False``, as ``rag-eval check`` asks: an absent folder is only checked to be
+    creatable, by the permissions of its nearest existing parent). Raises UsageError (one line, exit 2) when it
+    is a file, cannot be created, is not writable, or belongs to another suite
+    (``core.suites.claim_output_folder``)."""
     from rag_eval_pipeline.core.errors import ConfigError
     from rag_eval_pipeline.core.suites import claim_output_folder
 
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--output {folder} is a file, not a folder; give a folder (it is created if absent)")
+    if not create and not folder.exists():
+        parent = next(p for p in folder.parents if p.exists())
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise UsageError(f"output folder {folder} cannot be created ({parent} is not a folder this user can "
+                             "write)")
+        return
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -48,8 +48,10 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     }),
     ExitCode(EXIT_FAILED, {
         "check": "bad input data (corpus, golden set, a log or trace file, a chunk_map file, a golden question "
-                 "without a run row): one line per problem names the file, line and field",
-        "run": "bad input data found before the run (as rag-eval check: no Dagster run is started), a step failed "
+                 "without a run row, a damaged promoted baseline in the output folder): one line per problem names "
+                 "the file, line and field",
+        "run": "bad input data or a damaged promoted baseline found before the run (as rag-eval check: no Dagster "
+               "run is started), a step failed "
                "or a blocking check failed (a CI system can call rag-eval run directly)",
         "compare": "a data mistake: a table a side needs is missing or unreadable (the message names the file)",
         "estimate": "bad input data (corpus, golden set, a run log): the message names the file, line and field",
@@ -61,7 +63,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         "init": "the folder does not exist, holds nothing to evaluate, or already has a config.yaml (--force "
                 "replaces it)",
         "check": "a python callable that does not import, an http system whose secret variable is unset or "
-                 "(with --reach) whose URL does not answer",
+                 "(with --reach) whose URL does not answer, an output folder that is a file, cannot be written or "
+                 "belongs to another suite",
         "run": "an --output that is a file, cannot be written or belongs to another suite (each output folder "
                "records its suite); --wait-s that is not a finite number >= 0; a python callable that does not "
                "import or an http secret that is unset (as rag-eval check)",

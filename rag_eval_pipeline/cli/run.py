@@ -58,11 +58,12 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     judge = judge_resource(suite.config_path)
-    # what rag-eval check finds (bad data, an unimportable callable) stops here: one line each, no Dagster run
-    status = preflight(loaded.config, quick=args.job == QUICK_JOB)
+    suite_dir = suite_folder(suite, args.output)
+    # what rag-eval check finds (bad data, an unimportable callable, a damaged baseline) stops here: one line
+    # each, no Dagster run
+    status = preflight(loaded.config, quick=args.job == QUICK_JOB, output=suite_dir)
     if status != EXIT_OK:
         return status
-    suite_dir = suite_folder(suite, args.output)
     usable_output_folder(suite_dir, suite)  # a file, a read-only folder or another suite's folder: exit 2 here
     defs = build_definitions([loaded], output_dir=str(output_root().resolve()),
                              suite_dirs={suite.name: str(suite_dir)}, judge=judge, executor="in_process")

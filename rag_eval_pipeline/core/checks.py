@@ -14,7 +14,13 @@
    ``python`` system's callable is imported; an ``http`` system's secrets (``headers_from_env``)
    must be set, and with ``reach=True`` its URL gets one HEAD request (OPTIONS when HEAD is refused)
    that must be answered. A kind that computes in process (``reference``) needs nothing more than
-   its configuration.
+   its configuration;
+5. with ``output`` (the suite's output folder), the promoted baseline there (``core.baseline.read_baseline``:
+   the manifest, the recorded sha256 of each table, their schema versions), which a run's regression gate
+   would otherwise find damaged only after every system and the judge have run; a baseline evaluated on
+   another corpus or golden version, golden evidence on withdrawn or replaced documents and a log whose
+   errored runs exceed ``gates.max_run_error_share`` are notes (the run reports them: they are not
+   mistakes in a file).
 
 A problem is ``config`` (the configuration points at something that cannot work: an import, an unset
 variable, an unreachable URL) or ``data`` (a file's content: the message names file, line and field).
@@ -26,6 +32,7 @@ gets here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -69,14 +76,16 @@ def _one_line(exc: Exception) -> str:
 
 
 def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0,
-                 environ: dict[str, str] | None = None, every_question: bool = True) -> CheckReport:
+                 environ: dict[str, str] | None = None, every_question: bool = True,
+                 output: str | Path | None = None) -> CheckReport:
     """Check a loaded configuration's data and systems without running a system or a judge.
 
     Input: a loaded :class:`EvalConfig`; ``reach``: send one HEAD (or OPTIONS) request to each
     ``http`` system's URL, at most ``timeout_s`` seconds each; ``environ``: where ``headers_from_env``
     variables are looked up (default ``os.environ``); ``every_question``: a log must answer every golden
-    question (False for the quick evaluation's subset). Output: a :class:`CheckReport` (module
-    docstring). Raises nothing for bad data or systems (they are problems); a bug raises.
+    question (False for the quick evaluation's subset); ``output``: the suite's output folder, whose
+    promoted baseline is checked (None: not checked). Output: a :class:`CheckReport` (module docstring).
+    Raises nothing for bad data, systems or a damaged baseline (they are problems); a bug raises.
     """
     from rag_eval_pipeline.core.pipeline import build_golden, build_snapshot
 
@@ -121,7 +130,63 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
         except ConfigError as exc:
             text = _one_line(exc).removeprefix(f"system {spec.name!r}: ")  # named once, with its kind
             report.add(CONFIG, f"{_system_line(cfg, index, spec, text)}system {spec.name} ({spec.kind}): {text}")
+    if golden is not None and snapshot is not None:
+        _evidence_notes(golden, snapshot, report)
+    if output is not None:
+        check_baseline(Path(output), report, corpus_version=version or None,
+                       golden_version=golden["golden_version"][0] if golden is not None and golden.height else None)
     return report
+
+
+def check_baseline(folder: Path, report: CheckReport, *, corpus_version: str | None = None,
+                   golden_version: str | None = None) -> None:
+    """Add to ``report`` what the regression gate would find in ``folder``'s promoted baseline before comparing.
+
+    Input: a suite's output folder (absent: nothing to check); this run's corpus and golden versions (None:
+    unknown). A damaged baseline (``core.baseline.read_baseline``: missing but recorded as promoted, a table
+    edited, truncated or of a newer schema version, the recorded hashes gone) is one ``data`` problem naming the
+    file and the way back; a baseline evaluated on another corpus or golden version is a note (the gate then
+    compares nothing: trec_eval's rule that runs are compared on one collection and one set of topics).
+    Raises nothing for a damaged baseline; OSError only for a folder that cannot be listed."""
+    from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
+
+    if not folder.is_dir():
+        return
+    try:
+        promoted = read_baseline(folder)
+    except BaselineDamaged as exc:
+        report.add(DATA, f"the promoted baseline is damaged: {_one_line(exc)}")
+        return
+    if promoted is None:
+        report.notes.append(f"output folder {folder}: no promoted baseline yet (the first passing candidate is "
+                            "promoted)")
+        return
+    manifest = promoted.manifest
+    report.notes.append(f"output folder {folder}: promoted baseline {manifest.get('system')!r} "
+                        f"(promoted at {manifest.get('promoted_at')}), its tables as recorded")
+    for name, now in (("corpus_version", corpus_version), ("golden_version", golden_version)):
+        then = manifest.get(name)
+        if now and then and str(then) != now:
+            report.notes.append(f"output folder {folder}: the baseline was evaluated on {name} {str(then)[:12]}, "
+                                f"this suite reads {now[:12]}: the regression gate will not compare them (promote "
+                                "again on this version, or restore the old one)")
+
+
+def _evidence_notes(golden: pl.DataFrame, snapshot: pl.DataFrame, report: CheckReport) -> None:
+    """A note listing the golden questions whose evidence (relevant chunks and documents with grade > 0, claim
+    support) is on a withdrawn or replaced document: the run's WARN check ``golden_evidence_is_current`` says
+    the same after the run; a warning, never a problem."""
+    from rag_eval_pipeline.core.metrics.decisions import evidence_chunks
+
+    stale = (evidence_chunks(golden, snapshot, readable_only=False).explode("evidence").drop_nulls("evidence")
+             .rename({"evidence": "chunk_id"})
+             .join(snapshot.select("chunk_id", "status").unique("chunk_id", keep="first"), on="chunk_id")
+             .filter(pl.col("status").is_in(["withdrawn", "replaced"])))
+    if stale.height:
+        order = {q: i for i, q in enumerate(golden["question_id"].to_list())}
+        qids = sorted(set(stale["question_id"].to_list()), key=lambda q: order.get(q, 0))
+        report.notes.append(f"golden set: {len(qids)} question(s) rest on withdrawn or replaced documents "
+                            f"(warned, not refused): {qids[:_SHOWN_IDS]}{' ...' if len(qids) > _SHOWN_IDS else ''}")
 
 
 #: The key a system kind's configuration problem is about when its message names none (what ``preflight`` checks).
@@ -205,6 +270,15 @@ def _run_rows(cfg: EvalConfig, name: str, runs: pl.DataFrame, golden: pl.DataFra
     errors = runs.filter(pl.col("decision") == "error").height
     report.notes.append(f"{where}: {runs.height} runs read, {errors} errored, {len(unknown)} outside the golden set "
                         "(left out)" + (f": {unknown[:_SHOWN_IDS]}" if unknown else ""))
+    from rag_eval_pipeline.core.systems.error_reasons import error_counts
+
+    counts = error_counts(runs.filter(pl.col("question_id").is_in(sorted(qids)))).get(name)
+    limit = cfg.gates.max_run_error_share
+    if counts and counts["share"] > limit:  # what the run's blocking check run_errors_within_share will say
+        reasons = ", ".join(f"{reason} x {n}" for reason, n in counts["by_reason"].items())
+        report.notes.append(f"{where}: {counts['errors']} of {counts['questions']} runs errored (share "
+                            f"{counts['share']:.3f} > gates.max_run_error_share {limit:g}): the run's blocking check "
+                            f"run_errors_within_share will fail and nothing will be promoted ({reasons})")
     if missing and not cfg.complete and every_question:
         report.add(DATA, f"{where}: {len(missing)} golden question(s) have no run row: {missing[:_SHOWN_IDS]}"
                          f"{' ...' if len(missing) > _SHOWN_IDS else ''}; expected one per question (or "
@@ -236,4 +310,5 @@ def suite_problems_from_error(exc: EvalError) -> Problem:
     return Problem(CONFIG, _one_line(exc))
 
 
-__all__ = ["CONFIG", "DATA", "CheckReport", "Problem", "check_config", "reach_url", "suite_problems_from_error"]
+__all__ = ["CONFIG", "DATA", "CheckReport", "Problem", "check_baseline", "check_config", "reach_url",
+           "suite_problems_from_error"]

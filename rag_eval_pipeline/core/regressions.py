@@ -20,7 +20,7 @@ from rag_eval_pipeline.core.gates import regression_case_status
 #: two that every run recomputes (``current_value``, ``status``).
 REGRESSION_COLUMNS = {c: t for c, t in tables.SCHEMAS["regression_cases"].items()
                       if c not in ("current_value", "status")}
-_KEY = ("system", "metric", "k", "question_id")
+_KEY = ("system", "metric", "k", "level", "question_id")
 
 
 def failed_gates(gate_results: pl.DataFrame) -> list[str]:
@@ -34,39 +34,58 @@ def failed_gates(gate_results: pl.DataFrame) -> list[str]:
             for r in failed.iter_rows(named=True)]
 
 
+def _with_level(frame):
+    """``frame`` (eager or lazy) with a ``level`` column: null where a table has none (written before levels)."""
+    names = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
+    return frame if "level" in names else frame.with_columns(pl.lit(None, pl.String).alias("level"))
+
+
 def track_regressions(previous: pl.DataFrame | None, question_metrics: pl.DataFrame | pl.LazyFrame,
                       gate_results: pl.DataFrame,
                       *, run_id: str | None, now: str) -> tuple[pl.DataFrame, int]:
     """The regression cases after this run, and how many are new.
 
     Inputs: ``previous``, the last ``regression_cases`` table (None before the first); this run's
-    ``question_metrics`` (system, metric, k, question_id, value) and ``gate_results`` (system, metric, k,
-    regressed_questions; ``question_metrics`` may be a LazyFrame: only the rows of the gates' regressed
-    questions and of the cases are collected); ``run_id`` and ``now`` (ISO 8601 UTC), recorded on a new case.
-    Output: ``(cases, new)``: every previous case (never dropped) plus one row per (system, metric, k,
+    ``question_metrics`` (system, metric, k, level, question_id, value) and ``gate_results`` (system, metric, k,
+    level, regressed_questions; ``level`` optional in both, null when absent; ``question_metrics`` may be a
+    LazyFrame: only the rows of the gates' regressed questions and of the cases are collected); ``run_id`` and
+    ``now`` (ISO 8601 UTC), recorded on a new case.
+    Output: ``(cases, new)``: every previous case (never dropped) plus one row per (system, metric, k, level,
     question) newly listed in a gate's ``regressed_questions``, with ``value_when_found`` (the candidate's
-    value then; null when it had none), ``current_value`` (this run's value, null when it has none) and
-    ``status`` (:func:`~rag_eval_pipeline.core.gates.regression_case_status`: ``no_value_now``; ``recovered`` when
-    better than when found by the metric's direction; else ``still_regressed``). ``k`` null matches ``k`` null.
+    value then, at the gate's level; null when it had none), ``current_value`` (this run's value at that level,
+    null when it has none) and ``status`` (:func:`~rag_eval_pipeline.core.gates.regression_case_status`:
+    ``no_value_now``; ``recovered`` when better than when found by the metric's direction; else
+    ``still_regressed``). ``k`` null matches ``k`` null, ``level`` null matches ``level`` null: a gate on a
+    document-level metric (relevance judged per document, ``relevant_docs``) keeps its cases apart from the
+    same metric per chunk. A case kept before levels were recorded (``level`` null) is read as ``chunk``
+    when this run scores its metric per chunk (only chunk-level and level-less cases were kept then).
     Raises polars' ColumnNotFoundError when a table lacks a declared column.
     """
-    known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
-    scanned = question_metrics.lazy()
+    known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else _with_level(previous).select(
+        list(REGRESSION_COLUMNS))
+    scanned = _with_level(question_metrics.lazy())
+    gate_results = _with_level(gate_results)
+    if known.height and known["level"].null_count():
+        per_chunk = (scanned.filter(pl.col("level") == "chunk").select("system", "metric", "k").unique()
+                     .with_columns(pl.lit("chunk").alias("_chunk")).collect(engine="streaming"))
+        known = (known.join(per_chunk, on=["system", "metric", "k"], how="left", nulls_equal=True)
+                 .with_columns(pl.col("level").fill_null(pl.col("_chunk"))).drop("_chunk"))
     seen = {tuple(r) for r in known.select(_KEY).iter_rows()}
     new_rows = []
     for r in gate_results.iter_rows(named=True):
         if not r["regressed_questions"]:
             continue
-        system, metric, k = r["system"], r["metric"], r["k"]
+        system, metric, k, level = r["system"], r["metric"], r["k"], r["level"]
         per_q = scanned.filter(
             (pl.col("system") == system) & (pl.col("metric") == metric)
             & (pl.col("k").is_null() if k is None else pl.col("k") == k)
+            & (pl.col("level").is_null() if level is None else pl.col("level") == level)
         )
         values = dict(per_q.select("question_id", "value").collect(engine="streaming").iter_rows())
         for q in r["regressed_questions"]:
-            if (system, metric, k, q) not in seen:
-                seen.add((system, metric, k, q))
-                new_rows.append({"system": system, "metric": metric, "k": k, "question_id": q,
+            if (system, metric, k, level, q) not in seen:
+                seen.add((system, metric, k, level, q))
+                new_rows.append({"system": system, "metric": metric, "k": k, "level": level, "question_id": q,
                                  "value_when_found": values.get(q), "first_seen_run": run_id, "first_seen_at": now})
     cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known
     current = (scanned.select(*_KEY, pl.col("value").alias("current_value"))

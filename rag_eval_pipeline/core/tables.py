@@ -403,9 +403,11 @@ declare("metric_history", 2, "one (run, system, metric, k, level) of the overall
     _LEVEL,
 ])
 
-declare("regression_cases", 2, "one question that regressed once on a gated metric; kept across runs",
+declare("regression_cases", 3, "one question that regressed once on a gated metric; kept across runs",
         depends_on=JUDGED, columns=[
     _SYSTEM, _METRIC, _K, _QUESTION,
+    column("level", STRING, "the gated rows' level: chunk or doc (relevance judged per chunk or per document); null "
+                            "for a metric without a level"),
     column("value_when_found", FLOAT64, "the candidate's value when the regression was found"),
     column("first_seen_run", STRING, "Dagster run id that found it"),
     column("first_seen_at", STRING, "ISO 8601 UTC time it was found"),

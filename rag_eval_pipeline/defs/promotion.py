@@ -35,7 +35,7 @@ from rag_eval_pipeline.core.gates import (
     run_manifest,
     same_run_configuration,
 )
-from rag_eval_pipeline.core.metrics.names import metric_label
+from rag_eval_pipeline.core.metrics.names import level_label
 from rag_eval_pipeline.core.regressions import failed_gates, track_regressions
 from rag_eval_pipeline.core.report.decision import NO_GATE
 from rag_eval_pipeline.core.report.markdown import markdown_table
@@ -230,13 +230,9 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, ques
     A case is added the first time a candidate's per-question value on a gated metric is worse than the baseline's
     (failures are kept as regression cases). Later runs never drop it; ``status`` says whether it still
     regresses, has recovered (better than when found, by the metric's direction), or has no value now
-    (``core.gates.regression_case_status``). Cases are kept for chunk-level (and level-less) rows; a
-    document-level gate's regressed questions are in ``gate_results`` only.
+    (``core.gates.regression_case_status``). Cases are kept per level: a document-level gate's regressed
+    questions (relevance judged per document) are cases of their own (``level`` doc).
     """
-    if "level" in question_metrics.collect_schema().names():  # scanned: the schema alone, no rows read
-        question_metrics = question_metrics.filter(pl.col("level").fill_null("") != "doc")
-    if "level" in gate_results.columns:
-        gate_results = gate_results.filter(pl.col("level").fill_null("") != "doc")
     cases, new = track_regressions(store.read("regression_cases.parquet"), question_metrics, gate_results,
                                    run_id=context.run_id, now=dt.datetime.now(dt.UTC).isoformat())
     counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}
@@ -244,7 +240,7 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, ques
     return dg.Output(cases, metadata={
         "cases": cases.height, "new_cases": new, "status": dg.MetadataValue.json(counts),
         "still_regressed": dg.MetadataValue.json(
-            [f"{r['system']}/{metric_label(r['metric'], r['k'])}: {r['question_id']}"
+            [f"{r['system']}/{level_label(r['metric'], r['k'], r['level'])}: {r['question_id']}"
              for r in still.head(50).iter_rows(named=True)]),
     })
 

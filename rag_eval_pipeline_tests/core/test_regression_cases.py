@@ -45,4 +45,5 @@ def test_a_version_1_file_with_baseline_value_is_read_without_it(tmp_path):
     messages = []
     df = read_table(path, "regression_cases", on_migrate=messages.append)
     assert df.columns == list(tables.SCHEMAS["regression_cases"]) and df["value_when_found"].to_list() == [0.25]
-    assert "migrated on read (1->2: drop_baseline_value)" in messages[0]
+    # version 1 -> 2 drops baseline_value; 2 -> 3 adds level (nullable: null by itself)
+    assert "migrated on read (1->2: drop_baseline_value; added as null: ['level'])" in messages[0]

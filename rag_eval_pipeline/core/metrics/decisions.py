@@ -56,7 +56,8 @@ OUTPUT_COLUMNS = ("system", "question_id", "metric", "k", "value", "numerator", 
                   "status", "ranking_mode")
 
 
-def evidence_chunks(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None) -> pl.DataFrame:
+def evidence_chunks(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None, *,
+                    readable_only: bool = True) -> pl.DataFrame:
     """The evidence chunk ids of each golden question.
 
     Input: a ``golden_set`` frame (columns ``question_id``, ``relevant``, ``claims``,
@@ -65,10 +66,10 @@ def evidence_chunks(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None) 
     unique, possibly empty): the ``relevant`` chunks with grade > 0 (a null grade counts as
     relevant), the chunks that support a golden claim and, when ``snapshot`` is given, every chunk of
     the ``relevant_docs`` documents with grade > 0 (relevance judged per document: any of their chunks
-    is evidence). When ``snapshot`` is given, chunks the
-    question's ``user_groups`` cannot read (non-empty ``acl`` sharing no group) are dropped: the
-    seed (000, section 2) asks about evidence in the *authorised* corpus. Chunks absent from the
-    snapshot are kept.
+    is evidence). When ``snapshot`` is given and ``readable_only`` (the default), chunks the
+    question's ``user_groups`` cannot read (non-empty ``acl`` sharing no group) are dropped: evidence in
+    the *authorised* corpus; ``readable_only=False`` keeps them (the corpus segments ask whether the
+    evidence is restricted). Chunks absent from the snapshot are kept.
     Raises nothing beyond polars' own errors for a frame without those columns.
     """
     rel = (
@@ -100,7 +101,7 @@ def evidence_chunks(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None) 
             parts.append(docs.join(snapshot.select("doc_id", "chunk_id"), on="doc_id", how="inner")
                          .select("question_id", "chunk_id"))
     ev = pl.concat(parts).drop_nulls("chunk_id").unique()
-    if snapshot is not None:
+    if snapshot is not None and readable_only:
         groups = golden.select("question_id", pl.col("user_groups").fill_null(pl.lit([], pl.List(pl.Utf8))))
         acl = snapshot.select("chunk_id", "acl").unique("chunk_id", keep="first")
         ev = (

@@ -58,8 +58,9 @@ def question_segments(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None
 
     - each non-empty golden ``segments`` tag, verbatim (expected as ``key=value``);
     - ``lang=<value>`` from a ``lang``/``language`` column, when the frame has one;
-    - ``acl=restricted`` when any evidence chunk (relevant with grade > 0, or supporting a golden
-      claim) has a non-empty ``acl`` sharing no group with the question's ``user_groups``, or when
+    - ``acl=restricted`` when any evidence chunk (relevant with grade > 0, supporting a golden
+      claim, or a chunk of a ``relevant_docs`` document with grade > 0) has a non-empty ``acl``
+      sharing no group with the question's ``user_groups``, or when
       the golden carries the tag ``acl=restricted``; otherwise ``acl=readable`` (only when a
       snapshot is given or the golden carries ``acl=readable``). A question is in exactly one of
       the two: restricted wins.
@@ -106,7 +107,7 @@ def question_segments(golden: pl.DataFrame, snapshot: pl.DataFrame | None = None
     )
     if snapshot is not None:
         ev = (
-            evidence_chunks(golden)
+            evidence_chunks(golden, snapshot, readable_only=False)  # relevant_docs count: every chunk of the document
             .explode("evidence")
             .drop_nulls("evidence")
             .rename({"evidence": "chunk_id"})

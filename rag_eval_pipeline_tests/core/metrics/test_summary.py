@@ -92,6 +92,38 @@ def test_segments_acl_and_document_status():
     assert segs_of(seg, "q_g0") == {"all", "answerability=answerable", "acl=readable", "doc_status=active"}
 
 
+def test_segments_of_a_golden_set_judged_per_document():
+    """Relevance given only as ``relevant_docs``: the document's chunks are the evidence of the corpus segments
+    (they used to be ignored: every such question read acl=readable, doc_status=active, no doc_year)."""
+    snapshot = snapshot_frame([
+        ("pub#0", "active", []),
+        ("pub#1", "active", []),
+        ("hr#0", "active", []),
+        ("hr#1", "active", ["hr"]),  # one restricted chunk makes the document's evidence restricted
+        ("old#0", "withdrawn", []),
+    ], valid_from={"pub": dt.date(2023, 5, 1), "old": dt.date(2021, 1, 1)})
+    golden = golden_frame([
+        {"question_id": "q_pub", "answerability": "answerable", "user_groups": ["sales"]},
+        {"question_id": "q_hr", "answerability": "answerable", "user_groups": ["sales"]},
+        {"question_id": "q_old", "answerability": "answerable", "user_groups": ["sales"]},
+        {"question_id": "q_g0", "answerability": "answerable", "user_groups": ["sales"]},
+    ])
+    docs = {"q_pub": [("pub", 2)], "q_hr": [("hr", 1)], "q_old": [("old", 1), ("pub", 1)],
+            "q_g0": [("old", 0), ("pub", 1)]}  # grade 0: judged, not relevant, not evidence
+    golden = golden.with_columns(pl.Series("relevant_docs", [
+        [{"doc_id": d, "grade": g} for d, g in docs[q]] for q in golden["question_id"]],
+        dtype=SCHEMAS["golden_set"]["relevant_docs"]))
+    seg = question_segments(golden, snapshot)
+    base = {"all", "answerability=answerable"}
+    # worked out by hand from the rows above: q_pub's evidence pub#0, pub#1 (active, open, valid from 2023)
+    assert segs_of(seg, "q_pub") == base | {"acl=readable", "doc_status=active", "doc_year=2023"}
+    # hr#1 is readable by group hr only; sales cannot read it; no valid_from for hr
+    assert segs_of(seg, "q_hr") == base | {"acl=restricted", "doc_status=active"}
+    # old#0 withdrawn; the newest evidence document is pub (2023)
+    assert segs_of(seg, "q_old") == base | {"acl=readable", "doc_status=withdrawn", "doc_year=2023"}
+    assert segs_of(seg, "q_g0") == base | {"acl=readable", "doc_status=active", "doc_year=2023"}
+
+
 def test_segments_without_snapshot_and_lang_column():
     golden = golden_frame([
         {"question_id": "q1", "answerability": "answerable", "relevant": ["a#0"], "segments": ["team=x", "team=x"]},
