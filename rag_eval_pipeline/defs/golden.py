@@ -95,7 +95,8 @@ def golden_evidence_is_current(golden_set: pl.DataFrame, corpus_snapshot: pl.Dat
     # The same evidence as the report's doc_status segments (core.metrics.summary.question_segments).
     order = golden_set.select("question_id").with_row_index("_row")
     stale = (
-        evidence_chunks(golden_set).explode("evidence").drop_nulls("evidence").rename({"evidence": "chunk_id"})
+        evidence_chunks(golden_set, corpus_snapshot, readable_only=False)  # relevant_docs reach their chunks
+        .explode("evidence").drop_nulls("evidence").rename({"evidence": "chunk_id"})
         .join(corpus_snapshot.select("chunk_id", "status", "replaced_by").unique("chunk_id", keep="first"),
               on="chunk_id", how="inner")
         .filter(pl.col("status").is_in(["withdrawn", "replaced"]))
