@@ -51,8 +51,9 @@ batches (:mod:`~rag_eval_pipeline.core.judges.rule_signals`).
 **Graded support**: each verdict carries ``support_score`` in [0, 1]
 (:func:`~rag_eval_pipeline.core.judges.evidence.support_score`: CONTRADICTED 0, NOT_MENTIONED
 0.5 x the claim's recall in its best passage, :func:`passage_recall`, SUPPORTED 0.5 + 0.5 x the
-quoted sentence's lexical recall); its mean over an answer's claims is the judge's graded
-faithfulness, which tells apart answers with the same verdicts.
+quoted sentence's lexical recall); an answer's graded support is its weakest claim's
+(:func:`~rag_eval_pipeline.core.judges.rule_verdict.answer_support`: one unsupported claim makes an
+answer unfaithful), which tells apart answers with the same verdicts.
 
 Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
@@ -113,7 +114,7 @@ from rag_eval_pipeline.core.judges.rule_context import (  # noqa: F401 - re-expo
 from rag_eval_pipeline.core.judges.rule_params import PARAMS_FILE, read_params
 from rag_eval_pipeline.core.judges.rule_params import check_params as _check_params
 from rag_eval_pipeline.core.judges.rule_signals import EncoderSignals
-from rag_eval_pipeline.core.judges.rule_verdict import claim_verdict
+from rag_eval_pipeline.core.judges.rule_verdict import answer_support, claim_verdict  # noqa: F401 - re-exported
 from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: the judge's vocabulary
     CHUNK_CACHE_SIZE,
     NEGATION_SCOPE,

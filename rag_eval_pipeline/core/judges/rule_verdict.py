@@ -1,11 +1,13 @@
 """The embedded judge's decision on one claim: from the claim's evidence against every candidate
-sentence to a verdict, a verbatim quote, a one-line reason and the graded ``support_score``.
+sentence to a verdict, a verbatim quote, a one-line reason and the graded ``support_score``; and the
+answer-level aggregation of those scores (:func:`answer_support`: the weakest claim).
 
 Split out of :mod:`~rag_eval_pipeline.core.judges.rule_based` (the judge; rules there).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from rag_eval_pipeline.core.judges.base import ClaimVerdict
@@ -90,3 +92,22 @@ def claim_verdict(cid: str, claim: str, row: list[Evidence], sentences: list[Con
         f"{p['lexical_floor']:g}, all numbers, the same negation and no extra detail; missing: "
         f"{shown or 'none'}", support_score=support_score("NOT_MENTIONED", best_recall),
     )
+
+
+def answer_support(scores: Iterable[float | None]) -> float | None:
+    """The graded support of a whole answer: its weakest claim's ``support_score``.
+
+    Input: the ``support_score`` of each of the answer's claims (floats in [0, 1]; None, a claim
+    without a graded score, is skipped). Output: the minimum, a float in [0, 1]; None when no claim
+    has a score (no claims, or a judge that gives none: not evaluable, never 0). Never raises for
+    numbers and None.
+
+    Why the minimum and not the mean: an answer is attributable only when *all* of it is supported
+    (AIS, Rashkin et al., Computational Linguistics 49(4), 2023; BEGIN's "fully attributable", Dziri
+    et al., TACL 2022; this judge's holistic YES needs every claim SUPPORTED), so one unsupported
+    claim makes it unfaithful however many others are supported. The mean (FActScore's and Ragas
+    faithfulness's share of supported claims) measures *how much* is supported: in a long answer it
+    dilutes one unsupported claim among many (docs/judges.md, graded support).
+    """
+    present = [float(s) for s in scores if s is not None]
+    return min(present) if present else None

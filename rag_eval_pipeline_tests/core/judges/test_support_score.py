@@ -1,6 +1,7 @@
 """The embedded judge's graded support (core/judges/evidence.py ``support_score``, rule_based.py
-``passage_recall``) and its answer-level mean: a long answer with one unsupported sentence scores
-between the all-supported and the all-unsupported answers. Values worked out by hand."""
+``passage_recall``), its answer-level mean and weakest claim (rule_verdict.py ``answer_support``): a
+long answer with one unsupported sentence scores between the all-supported and the all-unsupported
+answers by the mean, and as low as a short one by the weakest claim. Values worked out by hand."""
 
 from __future__ import annotations
 
@@ -108,3 +109,30 @@ def test_judge_runs_stores_the_score(judge):
     labels, _ = judge_runs(runs, snapshot, _BadQuote())
     assert labels["verdict"].to_list() == ["NOT_MENTIONED"]
     assert labels["support_score"].to_list() == [0.5]
+
+
+def test_answer_support_is_the_weakest_claim():
+    from rag_eval_pipeline.core.judges.rule_verdict import answer_support
+
+    # min(0.9, 0.25, 0.7) = 0.25; a claim without a score is skipped; nothing scored -> None (not 0)
+    assert answer_support([0.9, 0.25, 0.7]) == pytest.approx(0.25)
+    assert answer_support([None, 0.6]) == pytest.approx(0.6)
+    assert answer_support([]) is None
+    assert answer_support([None]) is None
+    assert answer_support([0.0, 1.0]) == 0.0  # a CONTRADICTED claim sinks the answer
+
+
+def test_one_unsupported_claim_weighs_the_same_in_a_long_and_a_short_answer(judge):
+    from rag_eval_pipeline.core.judges.rule_verdict import answer_support
+
+    # the same unrelated sentence (NOT_MENTIONED, recall 0 -> 0.0) beside 1 or 4 verbatim sentences
+    # (SUPPORTED, 1.0 each): the mean is 1/2 = 0.5 in the short answer and 4/5 = 0.8 in the long one
+    # (the long answer looks more faithful); the weakest claim is 0.0 in both
+    short = judge.judge("", " ".join(CTX[:1] + UNRELATED[:1]), CTX)
+    long = judge.judge("", " ".join(CTX[:4] + UNRELATED[:1]), CTX)
+    assert _mean(short) == pytest.approx(0.5) and _mean(long) == pytest.approx(0.8)
+    assert answer_support(c.support_score for c in short.claims) == 0.0
+    assert answer_support(c.support_score for c in long.claims) == 0.0
+    # the added detail (0.375, worked above) is the weakest of that answer; the rest score 1.0
+    answer = " ".join(CTX[:3] + ["The archive keeps maps of Lisbon."] + CTX[4:])
+    assert answer_support(c.support_score for c in judge.judge("", answer, CTX).claims) == pytest.approx(0.375)
