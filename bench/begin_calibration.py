@@ -133,11 +133,13 @@ def score(rows: list[dict[str, str]], judge) -> dict:
 
 def ranking_auc(labels: pl.DataFrame, qids: list[str], human: list[str]) -> dict[str, float | None]:
     """ROC AUC of three answer scores for "attributable" (Mann-Whitney U / (n1 n0), ties one half;
-    scipy): the share of SUPPORTED claims, the mean ``support_score`` and the weakest claim's
-    ``support_score`` (``answer_support``, the judge's answer-level graded support; null scores
-    left out). An answer without claims scores 0. None when a class is empty
+    scipy): the share of SUPPORTED claims, the mean ``support_score`` and the mean of the two weakest
+    claims' ``support_score`` (``answer_support``, the judge's answer-level graded support; null
+    scores left out). An answer without claims scores 0. None when a class is empty
     or the judge gives no score."""
     from scipy.stats import mannwhitneyu
+
+    from rag_eval_pipeline.core.judges.rule_verdict import answer_support
 
     share: dict[str, list[float]] = {}
     graded: dict[str, list[float]] = {}
@@ -147,8 +149,8 @@ def ranking_auc(labels: pl.DataFrame, qids: list[str], human: list[str]) -> dict
             graded.setdefault(qid, []).append(sc)
     out: dict[str, float | None] = {}
     for name, per in (("share", share), ("graded", graded), ("weakest", graded)):
-        xs = [(min(per[q]) if name == "weakest" else sum(per[q]) / len(per[q])) if per.get(q) else 0.0
-              for q in qids]
+        xs = [(answer_support(per[q]) if name == "weakest" else sum(per[q]) / len(per[q])) if per.get(q)
+              else 0.0 for q in qids]
         pos = [x for x, h in zip(xs, human) if h == "attributable"]
         neg = [x for x, h in zip(xs, human) if h != "attributable"]
         out[name] = (float(mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg)))
@@ -178,7 +180,7 @@ def print_report(res: dict, generic: int) -> None:
     print(f"speed: {res['n']} answers judged in {res['seconds']:.1f} s = {res['answers_per_s']:.1f} answers/s "
           f"(machine: {os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in load)})")
     print(f"ROC AUC for attributable: share of SUPPORTED claims {fmt(res['auc']['share'])}, graded support "
-          f"(mean support_score) {fmt(res['auc']['graded'])}, weakest claim's support_score "
+          f"(mean support_score) {fmt(res['auc']['graded'])}, two weakest claims' support_score "
           f"{fmt(res['auc']['weakest'])}")
     print(f"Cohen's kappa = {fmt(res['kappa'])}")
 

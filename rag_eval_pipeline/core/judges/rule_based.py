@@ -51,9 +51,9 @@ batches (:mod:`~rag_eval_pipeline.core.judges.rule_signals`).
 **Graded support**: each verdict carries ``support_score`` in [0, 1]
 (:func:`~rag_eval_pipeline.core.judges.evidence.support_score`: CONTRADICTED 0, NOT_MENTIONED
 0.5 x the claim's recall in its best passage, :func:`passage_recall`, SUPPORTED 0.5 + 0.5 x the
-quoted sentence's lexical recall); an answer's graded support is its weakest claim's
+quoted sentence's lexical recall); an answer's graded support is the mean of its two weakest claims'
 (:func:`~rag_eval_pipeline.core.judges.rule_verdict.answer_support`: one unsupported claim makes an
-answer unfaithful), which tells apart answers with the same verdicts.
+answer unfaithful, and a long answer does not dilute it), which tells apart answers with the same verdicts.
 
 Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
