@@ -34,7 +34,9 @@ no context can support it.
   clause punctuation (NegEx, Chapman et al. 2001; "not only" / "no solo" do not negate); the
   claim is negated when it has a negated token, the sentence when a token it shares with the claim
   is negated; they disagree when exactly one side is negated (so the passive "are not refunded by
-  Lumo" agrees with "Lumo does not refund").
+  Lumo" agrees with "Lumo does not refund") and the negation's head (the first content word of its
+  scope, what it denies) is stated by the other side or is a direction word; a negation whose head
+  the other side does not state is neither contradiction nor support.
 - *semantic*: cosine of the two texts' multilingual-e5-small embeddings
   (:mod:`~rag_eval_pipeline.core.judges.semantic`; claim as query, sentence as passage),
   computed only where it can change the verdict.

@@ -44,8 +44,8 @@ def test_a_denial_of_what_the_sentence_does_not_speak_of_is_no_contradiction():
     assert decide(ev, params) == "NOT_MENTIONED"
     # the sentence's side: "No association ... between diet and cancer" denies "association", which
     # the claim does not state
-    assert evidence(tokens("The diet raises cancer rates."),
-                    tokens("No association was found between the diet and cancer rates.")).negation_flipped == frozenset()
+    denial = tokens("No association was found between the diet and cancer rates.")
+    assert evidence(tokens("The diet raises cancer rates."), denial).negation_flipped == frozenset()
 
 
 def test_verdicts(judge):
