@@ -11,7 +11,10 @@ and file reading excluded; the encoder's model load included) and the CPU second
 meanwhile (every thread; less sensitive than wall time to what else the machine runs). Sides
 alternate old, new, old, new, ... for ``--rounds`` rounds so that a change in the machine's load
 hits both; each line carries the load average at its start. The summary is the median answers/s
-and CPU seconds of each side and their ratios.
+of each side with its spread (slowest-fastest round), the spread of the round-by-round ratios, the
+median CPU seconds and their ratio, kappa of both sides, and whether the two sides (and every
+round of one side) gave the same verdicts: a sha256 of every claim's (claim_id, verdict), and how
+many answers got the same attributable / not attributable label.
 
 ``--scifact`` also times the whole SciFact chain (``rag-eval run --suite scifact``, wall seconds of
 the command, each side writing to its own temporary output folder), old then new.
@@ -35,19 +38,27 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CHILD = r"""
-import json, os, sys, time
+import hashlib, json, os, sys, time
 tree, path = sys.argv[1], sys.argv[2]
 sys.path.insert(0, tree); sys.path.insert(0, os.path.join(tree, "bench"))
-from begin_calibration import load_begin, score
-from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
 from pathlib import Path
+from begin_calibration import HUMAN, LABELS, frames, judge_labels_of, load_begin
+from rag_eval_pipeline.core.judging import judge_runs
+from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
+from rag_eval_pipeline.core.metrics.agreement import cohen_kappa
 rows, _ = load_begin(Path(path))
+snapshot, runs = frames(rows)
 judge = RuleBasedJudge()
-cpu = time.process_time()
-res = score(rows, judge)
-cpu = time.process_time() - cpu
-print(json.dumps({"n": res["n"], "kappa": res["kappa"], "seconds": res["seconds"], "cpu": cpu,
-                  "model": judge.model, "sha": judge.prompt_sha256}))
+cpu, t0 = time.process_time(), time.perf_counter()
+labels, answers = judge_runs(runs, snapshot, judge)
+seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu
+pred = judge_labels_of(labels, answers)
+judged = [pred[q] for q in runs["question_id"].to_list()]
+kappa = cohen_kappa([HUMAN[r["begin_label"].strip()] for r in rows], judged, LABELS)
+claims = labels.sort("claim_id").select("claim_id", "verdict").iter_rows()
+print(json.dumps({"n": len(rows), "kappa": kappa, "seconds": seconds, "cpu": cpu, "model": judge.model,
+                  "sha": judge.prompt_sha256, "answers": judged,
+                  "verdicts": hashlib.sha256("\\n".join(f"{c}|{v}" for c, v in claims).encode()).hexdigest()}))
 """
 
 
@@ -136,14 +147,23 @@ def main(argv: list[str] | None = None) -> int:
         ratio = float("nan")
         if not args.scifact_only:
             med = {s: statistics.median(x["answers_per_s"] for x in v) for s, v in runs.items()}
+            lo = {s: min(x["answers_per_s"] for x in v) for s, v in runs.items()}
+            hi = {s: max(x["answers_per_s"] for x in v) for s, v in runs.items()}
             kap = {s: v[0]["kappa"] for s, v in runs.items()}
             ratio = med["new"] / med["old"]
+            pairs = [n["answers_per_s"] / o["answers_per_s"] for o, n in zip(runs["old"], runs["new"])]
             cpu = {s: statistics.median(x["cpu"] for x in v) for s, v in runs.items()}
-            print(f"median answers/s: old {med['old']:.1f}, new {med['new']:.1f}, ratio {ratio:.2f}x; "
-                  f"median CPU seconds: old {cpu['old']:.2f}, new {cpu['new']:.2f}, "
-                  f"ratio {cpu['old'] / cpu['new']:.2f}x; "
-                  f"kappa old {kap['old']:.3f}, new {kap['new']:.3f}; load average now "
-                  f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            print(f"median answers/s: old {med['old']:.1f} ({lo['old']:.1f}-{hi['old']:.1f}), new {med['new']:.1f} "
+                  f"({lo['new']:.1f}-{hi['new']:.1f}), ratio {ratio:.2f}x (round by round "
+                  f"{min(pairs):.2f}-{max(pairs):.2f}x); median CPU seconds: old {cpu['old']:.2f}, new "
+                  f"{cpu['new']:.2f}, ratio {cpu['old'] / cpu['new']:.2f}x; kappa old {kap['old']:.3f}, new "
+                  f"{kap['new']:.3f}; load average now {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            same = sum(a == b for a, b in zip(runs["old"][0]["answers"], runs["new"][0]["answers"]))
+            steady = all(x["verdicts"] == v[0]["verdicts"] for v in runs.values() for x in v)
+            print(f"labels: {same} of {runs['new'][0]['n']} answers' attributable/not labels equal; claim "
+                  f"verdicts {'identical' if runs['old'][0]['verdicts'] == runs['new'][0]['verdicts'] else 'differ'}"
+                  f" (sha256 old {runs['old'][0]['verdicts'][:12]}, new {runs['new'][0]['verdicts'][:12]}); every "
+                  f"round of a side gave {'the same' if steady else 'DIFFERENT'} verdicts")
         if args.scifact or args.scifact_only:
             secs = {}
             for side in ("old", "new"):

@@ -178,9 +178,12 @@ def _vm_kib(field: str) -> int:
 
 def nodes_in_order() -> list[tuple[str, list[str]]]:
     """(node name, asset keys) of every asset node of the code location, in topological order."""
+    import dagster as dg
+
     from rag_eval_pipeline.definitions import ASSETS
 
-    nodes = {a.node_def.name: a for a in ASSETS}
+    # the computed assets (the promoted baseline is an external asset: no node)
+    nodes = {a.node_def.name: a for a in ASSETS if isinstance(a, dg.AssetsDefinition) and a.is_materializable}
     producer = {k: name for name, a in nodes.items() for k in a.keys}
     order, done = [], set()
 

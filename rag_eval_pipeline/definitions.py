@@ -1,4 +1,4 @@
-"""The one code location: every suite's assets, checks, jobs, the nightly schedule and the resources.
+"""The one code location: every suite's assets, checks, jobs, sensors and resources, and the nightly schedule.
 
 Deployment choices come from environment variables, read once here:
 RAG_EVAL_SUITES (the suites file, default data/suites.yaml), RAG_EVAL_CONFIG (an extra, ad-hoc
@@ -6,18 +6,20 @@ configuration file loaded as its own suite), RAG_EVAL_OUTPUT_DIR (the folder hol
 suite, default outputs/), RAG_EVAL_REPORT_URL (where ``rag-eval serve`` serves the reports),
 RAG_EVAL_JUDGE (rule_based | openai_compatible | human) and the judge's own variables (see docs/judges.md).
 
-``ASSETS`` and ``CHECKS`` are the unprefixed chain (one configuration: tests materialise it with
-:func:`build_resources`); the code location holds a prefixed copy per suite (``defs/suites.py``).
+Each suite is built by the asset factory ``defs/factory.py`` with its own resources (its judge
+included). ``ASSETS`` and ``CHECKS`` are the unprefixed chain of one configuration (keys without a
+suite prefix, resources under the plain keys ``settings``, ``store``, ``io_manager``, ``judge``): tests
+materialise it with :func:`build_resources`.
 """
 
-import dagster as dg
+import dagster as dg  # noqa: F401 - `dagster dev -m rag_eval_pipeline.definitions` finds `defs` here
 
+from rag_eval_pipeline.defs.factory import chain
 from rag_eval_pipeline.defs.location import PROJECT_ROOT, build_definitions, build_resources, load_code_location
-from rag_eval_pipeline.defs.suites import STAGE_MODULES
+from rag_eval_pipeline.defs.scope import SuiteScope
 
 __all__ = ["ASSETS", "CHECKS", "PROJECT_ROOT", "build_definitions", "build_resources", "defs"]
 
-ASSETS = dg.load_assets_from_modules(STAGE_MODULES)
-CHECKS = dg.load_asset_checks_from_modules(STAGE_MODULES)
+ASSETS, CHECKS = chain(SuiteScope())
 
 defs = load_code_location()

@@ -55,11 +55,11 @@ def test_the_judge_based_metrics_are_the_twenty_judge_metrics():
 
 @pytest.mark.parametrize("metric", FORMERLY_MISSED)
 def test_a_gate_on_a_formerly_missed_judge_metric_makes_calibration_blocking(tmp_path, metric):
-    from rag_eval_pipeline.defs.location import _calibration_blocks
+    from rag_eval_pipeline.defs.factory import calibration_blocks
 
     cfg = load_config(gated(tmp_path, metric), environ={})
     assert judge_based_metrics(t.metric for t in cfg.thresholds) == [metric]
-    assert _calibration_blocks(cfg)  # the code location declares judge_calibrated_above_floor blocking
+    assert calibration_blocks(cfg)  # the code location declares judge_calibrated_above_floor blocking
     assert report_is_judge_based(metric)  # and the report shows its judge errors beside it
     summary = pl.DataFrame({"system": ["s"], "split": ["all"], "segment": ["all"], "metric": [metric], "k": [None],
                             "value": [0.5], "numerator": [1.0], "denominator": [2.0], "n": [2], "ci_low": [None],
@@ -163,7 +163,7 @@ def test_one_label_formatter():
 
 
 def test_regression_columns_come_from_the_declared_schema():
-    from rag_eval_pipeline.defs.promotion import REGRESSION_COLUMNS
+    from rag_eval_pipeline.core.regressions import REGRESSION_COLUMNS
 
     # written out: the columns a case keeps across runs (current_value and status are recomputed every run)
     assert list(REGRESSION_COLUMNS) == ["system", "metric", "k", "question_id", "value_when_found", "first_seen_run",

@@ -30,9 +30,9 @@ def test_each_subparser_epilog_is_rendered_from_the_table():
 
 
 def test_the_manual_shows_the_generated_usage_and_exit_code_table():
-    from rag_eval_pipeline.cli.exit_codes import manual_block
+    from rag_eval_pipeline.cli.manual import manual_block
 
     page = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
     assert manual_block() in page.read_text(encoding="utf-8"), (
-        "docs/operations.md is out of date: python -c \"from rag_eval_pipeline.cli.exit_codes import write_manual; "
+        "docs/operations.md is out of date: python -c \"from rag_eval_pipeline.cli.manual import write_manual; "
         "write_manual('docs/operations.md')\"")

@@ -24,7 +24,7 @@ def test_core_imports_nothing_from_dagster_or_defs():
 
 
 def test_asset_keys_are_pinned():
-    # the sample suite is always loaded (the public suites only where their data is); see defs/test_suites.py
+    # the sample suite is always loaded (the public suites only where their data is); see defs/test_location.py
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     assert {f"sample/{k}" for k in (
         "corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_judgements",
@@ -58,3 +58,21 @@ def test_jobs_and_nightly_schedule():
     sched = defs.resolve_schedule_def("nightly_full_evaluation")
     assert sched.cron_schedule == "0 2 * * *"
     assert sched.execution_timezone == "UTC"
+
+
+DEFS = CORE.parent / "defs"
+DEFS_TESTS = Path(__file__).resolve().parent / "defs"
+# shell modules without a test module of their own, and the tests that materialise them
+COVERED_BY = {"corpus": "defs/test_chain_sample.py", "golden": "defs/test_chain_sample.py",
+              "runs": "defs/test_chain_sample.py", "metrics": "defs/test_chain_sample.py",
+              "schedules": "defs/test_location.py", "citations": "defs/test_chain_sample.py",
+              "pools": "deploy/test_pools.py", "executors": "deploy/test_executors.py"}
+
+
+def test_the_shell_tests_mirror_the_shell():
+    # defs/ is a plain package (not a folder dg loads by itself); rag_eval_pipeline_tests/defs/test_<module>.py
+    # tests each of its modules
+    modules = {p.stem for p in DEFS.glob("*.py") if p.stem != "__init__"}
+    tested = {p.stem.removeprefix("test_") for p in DEFS_TESTS.glob("test_*.py")}
+    assert modules - tested == set(COVERED_BY)
+    assert all((DEFS_TESTS.parent / path).exists() for path in COVERED_BY.values())

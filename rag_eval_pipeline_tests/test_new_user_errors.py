@@ -329,9 +329,10 @@ def test_a_data_error_inside_a_run_has_no_stack_trace_unless_asked(tmp_path):
     proc = _failing_summary_run(tmp_path)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
-    failed = [line for line in lines if line.startswith("step metric_summary failed: ")]
+    # metric_summary is computed in the aggregate step (one step for summary, judge trust and gates)
+    failed = [line for line in lines if line.startswith("step aggregate failed: ")]
     # the message, not the class path (it read "rag_eval_pipeline.core.errors.InputError: file ...")
-    assert len(failed) == 1 and failed[0].startswith("step metric_summary failed: file metric_summary, field 'value'")
+    assert len(failed) == 1 and failed[0].startswith("step aggregate failed: file metric_summary, field 'value'")
     assert "rag_eval_pipeline.core.errors" not in proc.stdout
     # the reason comes first: right under the run line, before the summary, the check list and the verdict
     header = next(i for i, line in enumerate(lines) if line.startswith("run ") and line.endswith(": FAILED"))

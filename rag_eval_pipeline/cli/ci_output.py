@@ -22,12 +22,16 @@ def check_step_keys(job) -> dict[str, object]:
     return {str(layer.get_op_output_handle(key).node_handle): key for key in layer.asset_graph.asset_check_keys}
 
 
-def step_failures(result, job) -> tuple[list[str], dict[str, str]]:
+def step_failures(result, job, suite: str | None = None) -> tuple[list[str], dict[str, str]]:
     """The failed steps of a run: (one line per failed step that is not a check's own step, ``{check step key:
     error text}``). A check's step fails when the check raised or when a blocking check failed (Dagster then
     fails it); the check's JUnit case says so, so it is not a second failure. An interrupted step reads
-    "interrupted (SIGTERM or Ctrl-C) ..."."""
-    from rag_eval_pipeline.cli.run_output import interrupted, step_error_text
+    "interrupted (SIGTERM or Ctrl-C) ...". ``suite``: name the steps as the user knows them (``golden_set``,
+    not ``sample__golden_set``: :func:`~rag_eval_pipeline.cli.run_output.step_name`); None keeps the step keys."""
+    from rag_eval_pipeline.cli.run_output import interrupted, step_error_text, step_name
+
+    def name(step_key: str) -> str:
+        return step_name(step_key, suite) if suite else step_key
 
     checks = check_step_keys(job)
     lines: list[str] = []
@@ -37,11 +41,11 @@ def step_failures(result, job) -> tuple[list[str], dict[str, str]]:
             continue
         error = ev.event_specific_data.error
         if interrupted(error):
-            lines.append(f"interrupted (SIGTERM or Ctrl-C): the run stopped before step {ev.step_key} finished")
+            lines.append(f"interrupted (SIGTERM or Ctrl-C): the run stopped before step {name(ev.step_key)} finished")
         elif ev.step_key in checks:
             by_check[ev.step_key] = step_error_text(error)[:2000]
         else:
-            lines.append(f"step {ev.step_key} failed: {step_error_text(error)[:2000]}")
+            lines.append(f"step {name(ev.step_key)} failed: {step_error_text(error)[:2000]}")
     return lines, by_check
 
 

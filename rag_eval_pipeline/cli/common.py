@@ -12,18 +12,30 @@ if TYPE_CHECKING:
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SUITE = "sample"
+AD_HOC_HOME = "adhoc"  # the Dagster instance of ad-hoc runs, inside the shared one's folder
 
 
 class UsageError(Exception):
     """A mistake on the command line or in the environment: one line on stderr, exit 2."""
 
 
-def dagster_home() -> None:
-    """Use the project's .dagster_home (shared with ``dagster dev``) unless DAGSTER_HOME is set."""
-    if not os.environ.get("DAGSTER_HOME"):
-        home = PROJECT_ROOT / ".dagster_home"
+def dagster_home(ad_hoc: bool = False) -> Path:
+    """Set DAGSTER_HOME for this process and return it: the project's .dagster_home (shared with ``dagster dev``)
+    unless DAGSTER_HOME is set.
+
+    ``ad_hoc``: a run of a configuration that no suites file lists (``rag-eval run --config FILE``) is recorded
+    in its own instance, ``<that folder>/adhoc/``, which the UI does not read: the UI's catalog lists only
+    assets its code location defines (docs/pipeline.md, Suites). Its ``dagster.yaml`` is a copy of the shared one."""
+    home = Path(os.environ.get("DAGSTER_HOME") or PROJECT_ROOT / ".dagster_home")
+    home.mkdir(exist_ok=True)
+    if ad_hoc:
+        shared, home = home, home / AD_HOC_HOME
         home.mkdir(exist_ok=True)
-        os.environ["DAGSTER_HOME"] = str(home)
+        settings = shared / "dagster.yaml"
+        if settings.exists() and not (home / "dagster.yaml").exists():
+            (home / "dagster.yaml").write_bytes(settings.read_bytes())
+    os.environ["DAGSTER_HOME"] = str(home.resolve())
+    return home
 
 
 def suites_file() -> Path:

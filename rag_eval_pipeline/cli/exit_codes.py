@@ -8,7 +8,6 @@ below, never a bare number. A new command adds its meanings here.
 
 from __future__ import annotations
 
-import argparse
 import textwrap
 from dataclasses import dataclass
 
@@ -132,31 +131,3 @@ def markdown_table() -> str:
         for meaning, names in _by_meaning(e).items():
             rows.append(f"| {e.code} | {meaning} | {', '.join(f'`{n}`' for n in names)} |")
     return "\n".join(rows)
-
-
-BEGIN, END = "<!-- generated: rag-eval commands and exit codes -->", "<!-- end of generated block -->"
-
-
-def manual_block() -> str:
-    """The manual's generated block: every command's usage line and :func:`markdown_table`, between markers."""
-    from rag_eval_pipeline.cli import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    usage = "\n".join(" ".join(p.format_usage().replace("[-h] ", "").split()[1:]) for p in sub.choices.values())
-    return f"{BEGIN}\n```\n{usage}\n```\n\n{markdown_table()}\n{END}"
-
-
-def write_manual(page: str) -> None:
-    """Rewrite the generated block (:func:`manual_block`) of the manual page at ``page`` in place.
-
-    Raises ValueError when the page has no pair of markers."""
-    from pathlib import Path
-
-    path = Path(page)
-    text = path.read_text(encoding="utf-8")
-    head, sep, rest = text.partition(BEGIN)
-    _, sep2, tail = rest.partition(END)
-    if not (sep and sep2):
-        raise ValueError(f"{path}: no generated block ({BEGIN} ... {END})")
-    path.write_text(head + manual_block() + tail, encoding="utf-8")

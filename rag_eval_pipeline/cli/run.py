@@ -33,11 +33,17 @@ from rag_eval_pipeline.cli.run_output import (
 )
 
 NAME = "run"
+#: ``--log-level``: the console logger's level (Dagster's engine events are DEBUG: quiet by default).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 def run(args: argparse.Namespace) -> int:
-    """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``."""
-    dagster_home()
+    """``rag-eval run``: one suite's job in process, then the summary. Exit codes: see ``cli/exit_codes.py``.
+
+    A listed suite's run is recorded in the Dagster instance the UI reads; an ad-hoc configuration's in its own
+    (see :func:`~rag_eval_pipeline.cli.common.dagster_home`)."""
+    suite = resolve_suite(args.suite, args.config)
+    dagster_home(ad_hoc=suite.ad_hoc)
     import dagster as dg
 
     from rag_eval_pipeline.core.errors import ConfigError
@@ -46,7 +52,6 @@ def run(args: argparse.Namespace) -> int:
     from rag_eval_pipeline.defs.location import build_definitions, check_suite
     from rag_eval_pipeline.defs.schedules import CLI_LOGGER_DEFS, QUICK_JOB, job_name
 
-    suite = resolve_suite(args.suite, args.config)
     try:  # a bad configuration is one line here, not a failed run with a stack trace in its log
         loaded = check_suite(suite)
     except ConfigError as exc:
@@ -64,8 +69,8 @@ def run(args: argparse.Namespace) -> int:
     # the CLI's console logger: no stack trace on stderr for a user's input mistake (the UI keeps its event log)
     job = defs.resolve_job_def(job_name(suite.name, args.job)).with_logger_defs(CLI_LOGGER_DEFS)
     out = suite_dir / "quick" if quick else suite_dir
-    resources = defs.resources or {}  # build_definitions always binds the settings resource
-    tags = {**resources["settings"].run_tags([suite.name]), "rag_eval/trigger": "rag-eval run"}
+    resources = defs.resources or {}  # build_definitions always binds the suite's settings resource
+    tags = {**resources[f"{suite.name}__settings"].run_tags(), "rag_eval/trigger": "rag-eval run"}
     run_id = str(uuid.uuid4())
     # One writer per output folder: execute_in_process bypasses Dagster's run queue, so the CLI holds the
     # folder lock for the whole run (the IO manager and table store re-enter it in this process).
@@ -82,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
     before = {p.name: identity(p) for p in out.glob("*") if p.is_file()}  # to tell this run's files from older ones
     try:
         with dg.DagsterInstance.get() as instance:
+            console = {"config": {"log_level": args.log_level}}  # INFO: no engine events (they are DEBUG)
             result = job.execute_in_process(instance=instance, raise_on_error=False, run_id=run_id, tags=tags,
-                                            run_config={"loggers": {"console": {"config": {"log_level": "DEBUG"}}}})
+                                            run_config={"loggers": {"console": console}})
     finally:
         lock.release()
     failed_checks = [e for e in result.get_asset_check_evaluations()
@@ -93,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         return before.get(p.name) == identity(p)
     from rag_eval_pipeline.cli.ci_output import check_cases, extra_failures, step_failures
 
-    failed_steps, raised_checks = step_failures(result, job)
+    failed_steps, raised_checks = step_failures(result, job, suite.name)  # steps named as the user knows them
     checks = check_cases(result, job, raised_checks)
     print(f"\nrun {result.run_id} ({args.job}): {'succeeded' if result.success else 'FAILED'}")
     for line in failed_steps:  # the reason first: the check list below only says what did not run
@@ -171,4 +177,8 @@ def add(sub) -> None:
     p.add_argument("--report-url", metavar="URL",
                    help="where report.html of this run can be read, for the summary's links (default: "
                         "$RAG_EVAL_REPORT_URL/<folder>/report.html when set, else the file path)")
+    p.add_argument("--log-level", default="INFO", choices=LOG_LEVELS,
+                   help="what of Dagster's event log goes to stderr: INFO (default: the steps' own messages, "
+                        "warnings and failures), DEBUG (also every step's start, inputs, outputs and "
+                        "materialisation: some 300 lines on the sample), WARNING or ERROR")
     p.set_defaults(func=run)

@@ -47,6 +47,13 @@ def format_summary(summary, metrics=DEFAULT_METRICS) -> str:
     return "\n".join(out)
 
 
+def step_name(step_key: str, suite: str) -> str:
+    """A step of the suite's job as the user knows it: ``sample__golden_set`` -> ``golden_set``,
+    ``sample__quick__judging`` -> ``judging`` (op names carry the suite's key prefix, see defs/scope.py)."""
+    name = step_key.removeprefix(f"{suite}__")
+    return name.removeprefix("quick__") if name != step_key else step_key
+
+
 def _without_class_path(message: str, cls_name: str | None) -> str:
     """``message`` without the ``rag_eval_pipeline.core.errors.InputError: `` that Python's traceback module puts
     before our own errors' text (the text already names file, line and field); other errors keep their class."""

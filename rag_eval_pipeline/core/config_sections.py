@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.corpus import STRATEGIES
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.judges.base import CALIBRATION_LEVELS
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
 from rag_eval_pipeline.core.plain_names import GATE_SPLITS  # plain names: the CLI's --help reads them
 from rag_eval_pipeline.core.sections import Key, check_nonblank, check_short_text, key
@@ -26,9 +27,8 @@ from rag_eval_pipeline.core.sections import Key, check_nonblank, check_short_tex
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.systems.base import SystemSpec
 
-#: The calibration levels (``core.metrics.calibration_mapping.LEVELS`` is this tuple: the configuration imports
-#: no metric module).
-CALIBRATION_LEVELS = ("claim", "response")
+# CALIBRATION_LEVELS: declared in core.judges.base, which the calibration mapping reads too (the configuration
+# imports no metric module, and the mapping does not import the configuration: no import circle)
 CHUNKING_STRATEGIES = STRATEGIES  # declared where chunks are cut (core.corpus)
 ON_DUPLICATE = ("error", "keep_first")
 DEFAULT_VIEWER_GROUPS = ("customers",)
@@ -202,14 +202,7 @@ class JudgeConfig:
     cache = property(lambda self: getattr(self.options, "cache", None))
     human_labels = property(lambda self: getattr(self.options, "human_labels", None))
 
-    @classmethod
-    def of(cls, type: str = "rule_based", **settings: Any) -> JudgeConfig:
-        """A judge configuration built in code (tests, benchmarks): ``settings`` are the shared keys and
-        the type's own keys, as in a ``judge`` section. Checked like a file's section; no environment
-        override. Raises ConfigError / JudgeConfigError as loading would."""
-        from rag_eval_pipeline.core.judges.registry import resolve_judge
-
-        return resolve_judge({"type": type, **settings}, path=Path("<code>"), environ={})
+    # A configuration built in code (tests, benchmarks): core.judges.registry.judge_config(type, **settings)
 
 
 @dataclass(frozen=True)

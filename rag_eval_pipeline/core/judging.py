@@ -26,6 +26,7 @@ from rag_eval_pipeline.core.judges.base import (
     Judge,
     JudgesInBatches,
     accepts_repeat,
+    judge_batch_size,
     judge_concurrency,
 )
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
@@ -263,17 +264,48 @@ def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
     return out
 
 
-#: Answers per ``judge_batch`` call: large enough to share the encoder's work, small enough that
-#: progress is reported often and one failing batch is retried item by item quickly.
+#: Answers per ``judge_batch`` call unless the judge sets its own ``batch_size``: large enough to
+#: share the encoder's work, small enough that progress is reported often and one failing batch is
+#: retried item by item quickly.
 BATCH_SIZE = 64
+#: A judge with a larger ``batch_size`` gets batches sized by its measured speed: about this many
+#: seconds each (so that progress is reported that often), at least :data:`MIN_ADAPTIVE_BATCH`
+#: answers (so that each batch still shares the encoder's fixed cost per call) and at most its
+#: ``batch_size``; the first batch is :data:`MIN_ADAPTIVE_BATCH` answers, and a remainder smaller
+#: than that joins the batch before it.
+BATCH_TARGET_S = 5.0
+MIN_ADAPTIVE_BATCH = 16
+
+
+def next_batch_size(done: int, seconds: float, cap: int) -> int:
+    """The size of the next batch of an adaptive judge that judged ``done`` answers in ``seconds``:
+    ``BATCH_TARGET_S / (seconds / done)`` rounded down, within [``MIN_ADAPTIVE_BATCH``, ``cap``]
+    (``cap`` alone when nothing was timed). Inputs: ``done`` >= 0, ``seconds`` >= 0, ``cap`` >= 1.
+    Output: an int in [min(``MIN_ADAPTIVE_BATCH``, ``cap``), ``cap``]. Never raises."""
+    if done <= 0 or seconds <= 0:
+        return cap
+    return max(min(MIN_ADAPTIVE_BATCH, cap), min(cap, int(BATCH_TARGET_S * done / seconds)))
 
 
 def _call_in_batches(judge, pending: list, on_result: Callable[[bool], None] | None) -> list:
-    """Judge ``pending`` through ``judge.judge_batch`` in batches of :data:`BATCH_SIZE`; a batch
-    that raises is judged again item by item, so an exception stays that item's result."""
+    """Judge ``pending`` through ``judge.judge_batch`` in batches: :data:`BATCH_SIZE` answers each,
+    or, for a judge whose own ``batch_size`` is larger
+    (:func:`~rag_eval_pipeline.core.judges.base.judge_batch_size`), :data:`MIN_ADAPTIVE_BATCH` first
+    and then :func:`next_batch_size` of the last batch's speed (about :data:`BATCH_TARGET_S` seconds
+    per batch, so progress is reported that often). A batch that raises is judged again item by
+    item, so an exception stays that item's result. Verdicts do not depend on the batches (a
+    ``judge_batch`` judges each item as ``judge`` would)."""
     out: list = []
-    for start in range(0, len(pending), BATCH_SIZE):
-        chunk = pending[start:start + BATCH_SIZE]
+    cap = judge_batch_size(judge, BATCH_SIZE)
+    adaptive = cap > BATCH_SIZE
+    size = MIN_ADAPTIVE_BATCH if adaptive else cap
+    start = 0
+    while start < len(pending):
+        if adaptive and len(pending) - start - size < MIN_ADAPTIVE_BATCH:
+            size = len(pending) - start  # a small remainder joins this batch
+        chunk = pending[start:start + size]
+        start += len(chunk)
+        t0 = time.monotonic()
         items = [(q, a, c) for _, _, q, a, c in chunk]
         try:
             results = list(judge.judge_batch(items))
@@ -286,6 +318,8 @@ def _call_in_batches(judge, pending: list, on_result: Callable[[bool], None] | N
                     results.append(judge.judge(*item))
                 except Exception as exc:  # noqa: BLE001 - one failing answer must not stop the others
                     results.append(exc)
+        if adaptive:
+            size = next_batch_size(len(chunk), time.monotonic() - t0, cap)
         for r in results:
             out.append(r)
             if on_result is not None:

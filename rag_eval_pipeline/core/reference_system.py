@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -34,31 +33,18 @@ if TYPE_CHECKING:  # imported where used: dense retrieval needs the optional sen
 
 def reference_spec(system: Any) -> Any:
     """``system`` as a :class:`~rag_eval_pipeline.core.systems.kinds.reference.ReferenceSystem`: returned
-    as is when it already is one; a mapping (``kind`` optional) is read by the configuration's parser.
+    as is when it already is one (a typed section, recognised by its fields: this module does not import
+    the kind's, which imports it); a mapping (``kind`` optional) is read by the configuration's parser.
     Raises ConfigError (a SectionError naming the key) for an unknown key or a bad value."""
     from rag_eval_pipeline.core.systems.base import system_from_mapping
-    from rag_eval_pipeline.core.systems.kinds.reference import ReferenceSystem
 
-    if isinstance(system, ReferenceSystem):
-        return system
     if not isinstance(system, dict):
+        if all(hasattr(system, field) for field in ("name", "retriever", "generator", "prompt_version")):
+            return system
         raise ConfigError(f"a reference system's configuration must be a mapping, got {type(system).__name__}")
     if system.get("kind", "reference") != "reference":
         raise ConfigError(f"system {system.get('name')!r} is of kind {system.get('kind')!r}, not reference")
     return system_from_mapping({**system, "kind": "reference"})
-
-
-def resolve_retriever_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
-    """Fill in the defaults of a retriever configuration (the manifest stored on every row).
-
-    Input: the ``retriever`` mapping (None = all defaults, BM25). Output: a new dict with every key
-    that applies to its type (``RetrieverConfig.resolved``). Raises ConfigError for an unknown
-    type or key, or a bad value.
-    """
-    from rag_eval_pipeline.core.sections import At, parse_section
-    from rag_eval_pipeline.core.systems.kinds.reference import RetrieverConfig
-
-    return parse_section(RetrieverConfig, cfg, At(Path("<retriever>"), label="retriever")).resolved()
 
 
 def _build_retriever(cfg: dict[str, Any]):

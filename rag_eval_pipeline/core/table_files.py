@@ -47,7 +47,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rag_eval_pipeline.core.errors import InputError, SchemaError
-from rag_eval_pipeline.core.table_schema import MIGRATIONS, TableSpec, check_values, conform, spec_of
+from rag_eval_pipeline.core.table_schema import MIGRATIONS, TableSpec, check_values, conform
+from rag_eval_pipeline.core.tables import spec_of  # importing tables declares every table
 
 PREFIX = "rag_eval."
 JUDGE_FIELDS = ("judge", "judge_model", "prompt_sha256")

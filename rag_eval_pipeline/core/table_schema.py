@@ -136,9 +136,9 @@ def declare(name: str, version: int, description: str, columns: list[pa.Field],
 
 
 def spec_of(table: str) -> TableSpec:
-    """The declaration of ``table``. Raises SchemaError naming the known tables for an undeclared one."""
-    import rag_eval_pipeline.core.tables  # noqa: F401 - the declarations fill TABLES
-
+    """The declaration of ``table``. Raises SchemaError naming the known tables for an undeclared one.
+    The declarations are ``core/tables.py``'s: import ``spec_of`` from there (which declares them), so that
+    this module never imports its declarations (no import circle)."""
     if table not in TABLES:
         raise SchemaError(f"{table!r} is not one of this pipeline's tables ({', '.join(TABLES.names())}); "
                           "a table file is known by its rag_eval.table metadata, else by its file name: "
@@ -343,10 +343,10 @@ def reference_markdown() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m rag_eval_pipeline.core.table_schema --record``: record new table versions (exit 0), or
-    print why a changed table needs a version bump (exit 1). ``--check``: only report (exit 1 if any)."""
+    print why a changed table needs a version bump (exit 1). ``--check``: only report (exit 1 if any).
+    Called in code, the caller has imported ``core.tables`` (the declarations)."""
     # run as ``python -m``, this file is ``__main__``: use the imported module, whose TABLES the
     # declarations fill
-    import rag_eval_pipeline.core.tables  # noqa: F401
     from rag_eval_pipeline.core import table_schema as ts
 
     args = sys.argv[1:] if argv is None else argv
@@ -368,4 +368,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    import rag_eval_pipeline.core.tables  # noqa: F401 - the declarations fill TABLES (of the imported module)
+
     sys.exit(main())

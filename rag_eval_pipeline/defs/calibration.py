@@ -3,14 +3,17 @@
 ``judge_calibration`` compares the judge's labels with hand labels named in the configuration
 (``core.config.CalibrationConfig``: ``human_labels``, ``kappa_floor`` (default 0.4), ``mapping``,
 ``level`` ("claim" default, or "response"), all checked when the configuration loads), appends each result to
-``calibration_history.parquet`` in the table store, and returns the calibration in force for each
-current judge key. The blocking check ``judge_calibrated_above_floor`` stops promotion when the
-judge's kappa is under the floor, null, missing or stale (a judge not calibrated against people
-measures nothing you can trust, Zheng et al., NeurIPS 2023; recalibrate when the judge model or prompt
-changes), and warns for the same reasons in a suite whose gates use no judge-based metric: missing or
-stale never passes (``core.metrics.calibration_status``). ``judge_variance`` reports flip rates and the
-minimum resolution from
-repeated judging.
+``calibration_history.parquet`` in the suite's folder (its own record, read back by the next run), and
+returns the calibration in force for each current judge key. It reads ``judge_labels`` and, to tell
+which hand labels are stale (the item changed since it was labelled), ``rag_runs``, ``golden_set`` and
+``corpus_snapshot``: all declared inputs. The hand-label file is not an asset of a run: it is declared
+as the external asset ``<suite>/calibration_labels``, so the lineage shows it. The blocking check
+``judge_calibrated_above_floor`` stops promotion when the judge's kappa is under the floor, null,
+missing or stale (a judge not calibrated against people measures nothing you can trust, Zheng et al.,
+NeurIPS 2023; recalibrate when the judge model or prompt changes), and warns for the same reasons in a
+suite whose gates use no judge-based metric: missing or stale never passes
+(``core.metrics.calibration_status``). ``judge_variance`` reports flip rates and the minimum resolution
+from repeated judging. Both tables are computed in the aggregate stage (``defs/aggregate.py``).
 """
 
 
@@ -36,7 +39,8 @@ from rag_eval_pipeline.core.metrics.calibration_families import calibrate_famili
 from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
 from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, RESOLUTION_RULE, resolution_from_table, variance_table
 from rag_eval_pipeline.core.report.markdown import markdown_table
-from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
+from rag_eval_pipeline.defs.scope import SuiteScope
 
 HISTORY_FILE = "calibration_history.parquet"
 
@@ -50,10 +54,10 @@ def _load_human_labels(path, level: str, mapping=None) -> pl.DataFrame:
     return read_label_file(path, level, mapping)
 
 
-def _current_hashes(store: TableStore, judge_labels: pl.DataFrame, level: str) -> dict | None:
-    """What each item is now (content hash), to find stale hand labels; None when the tables are not there."""
-    rag_runs, golden, snapshot = (store.read(f"{name}.parquet")
-                                  for name in ("rag_runs", "golden_set", "corpus_snapshot"))
+def _current_hashes(tables: tuple, judge_labels: pl.DataFrame, level: str) -> dict | None:
+    """What each item is now (content hash), to find stale hand labels; None when a table is not given.
+    ``tables``: (rag_runs, golden_set, corpus_snapshot)."""
+    rag_runs, golden, snapshot = tables
     if rag_runs is None or golden is None or snapshot is None:
         return None
     return current_content_hashes(rag_runs, golden, snapshot, judge_labels, level)
@@ -137,25 +141,28 @@ def _family_results(section, citation_claims: pl.DataFrame | None, nugget_labels
                               source=str(path))
 
 
-@dg.asset(group_name="judging", kinds={"polars", "parquet"})
-def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
-                      judge_labels: pl.DataFrame, citation_claims: pl.DataFrame,
-                      nugget_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
+                      judge_labels: pl.DataFrame, rag_runs: pl.DataFrame | None = None,
+                      golden_set: pl.DataFrame | None = None,
+                      corpus_snapshot: pl.DataFrame | None = None, citation_claims: pl.DataFrame | None = None,
+                      nugget_labels: pl.DataFrame | None = None) -> dg.Output[pl.DataFrame]:
     """Agreement (Cohen's kappa, raw agreement, confusion) of each current judge key with the hand labels.
 
     One row per current (judge, judge_model, prompt_sha256) and level; ``stale`` when the only
     calibration found was made for another judge key, ``missing`` when there is none. The verdict
     families citation_support and nugget_coverage have rows of their own (``level`` = the family),
-    against ``calibration.family_labels``. Each new result is appended to
-    ``calibration_history.parquet`` in the table store.
+    against ``calibration.family_labels``, from ``citation_claims`` and ``nugget_labels`` (None: no such
+    rows). Each new result is appended to ``calibration_history.parquet`` in the suite's folder. Hand
+    labels whose item (question, answer, retrieved text, claim) changed since labelling are stale; without
+    ``rag_runs``, ``golden_set`` and ``corpus_snapshot`` that cannot be told and none is counted stale.
     """
     section = settings.config.calibration
     level = section.level
     history_df = store.read(HISTORY_FILE)
-    table, fresh, human = compute_calibration(section, judge_labels, history_df,
-                                              _current_hashes(store, judge_labels, level) if section.configured
-                                              else None, citation_claims=citation_claims,
-                                              nugget_labels=nugget_labels)
+    table, fresh, human = compute_calibration(
+        section, judge_labels, history_df,
+        _current_hashes((rag_runs, golden_set, corpus_snapshot), judge_labels, level) if section.configured else None,
+        citation_claims=citation_claims, nugget_labels=nugget_labels)
     source = str(section.human_labels) if section.configured else None
     if fresh:
         new_rows = results_to_frame(fresh)
@@ -214,10 +221,13 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
     return dg.Output(table, metadata=md)
 
 
-@dg.asset_check(asset=judge_calibration, blocking=True,
-                description="The judge agrees with hand labels (Cohen's kappa >= calibration.kappa_floor) for its "
-                            "current model and prompt. Missing or stale never passes. Blocking (ERROR) whenever a gate "
-                            "is on a judge-based metric; a warning otherwise.")
+CALIBRATED_DESCRIPTION = ("The judge agrees with hand labels (Cohen's kappa >= calibration.kappa_floor) for its "
+                          "current model and prompt. Missing or stale never passes. Blocking (ERROR) whenever a gate "
+                          "is on a judge-based metric; a warning otherwise.")
+WARNING_ONLY = ("Warning only in this suite: no gate is on a judge-based metric, so a judge below the floor cannot "
+                "block promotion. ")
+
+
 def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.DataFrame) -> dg.AssetCheckResult:
     cfg = settings.config
     section = cfg.calibration
@@ -245,7 +255,6 @@ def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.D
     })
 
 
-@dg.asset(group_name="judging", kinds={"polars", "parquet"})
 def judge_variance(context: dg.AssetExecutionContext, judge_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Per system and judge key: repeats, item flip rate, spread of per-repeat faithfulness, minimum resolution."""
     table = variance_table(judge_labels)
@@ -263,3 +272,23 @@ def judge_variance(context: dg.AssetExecutionContext, judge_labels: pl.DataFrame
     else:
         md["minimum_resolution"] = "single repeat: resolution unknown"
     return dg.Output(table, metadata=md)
+
+
+def labels_file(config) -> Path | None:
+    """The hand-label file a configuration calibrates against (None without a calibration section)."""
+    section = config.calibration
+    return Path(section.human_labels) if section.configured and section.human_labels else None
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """The external asset ``<suite>/calibration_labels`` (the hand-label file, not an asset of a run) of a
+    full scope whose configuration names one; nothing otherwise (a quick evaluation reads its suite's)."""
+    if scope.quick or not scope.calibration_labels:
+        return [], []
+    calibration_labels = dg.AssetSpec(
+        key=scope.key("calibration_labels"), group_name=scope.group("calibration"), tags={"stage": "calibration"},
+        description="The hand labels the judge is calibrated against (calibration.human_labels of the configuration): "
+                    "a file people write with rag-eval label, not an asset of a run.",
+        metadata={"path": dg.MetadataValue.path(scope.calibration_labels)})
+
+    return [calibration_labels], []

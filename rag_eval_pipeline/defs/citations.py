@@ -8,6 +8,11 @@ answer: the TREC 2024 RAG AutoNuggetizer nuggets). Both ask the configured judge
 ``JudgesSupport`` capability; a judge without it gives JUDGE_ERROR rows (counted, never a score) and
 validity is still reported. ``question_metrics`` turns them into the citation and completeness
 metrics; ``judge_calibration`` compares them with people's labels per verdict family.
+
+:func:`build` declares them for one suite scope (``build(scope)``, like every stage module): one step,
+``<suite>__citations``, yields the three tables (those selected); it reads ``rag_runs``, ``golden_set`` and
+``corpus_snapshot`` as declared inputs, the suite's configuration and judge from its own resources, and holds
+one slot of the judge pool (``defs/pools.py``).
 """
 
 
@@ -19,6 +24,16 @@ from rag_eval_pipeline.core.pipeline import build_citations, build_nuggets
 from rag_eval_pipeline.defs.judging import JudgeResource, JudgeRunConfig
 from rag_eval_pipeline.defs.pools import JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings
+from rag_eval_pipeline.defs.scope import SuiteScope
+
+STAGE = "citations"
+DESCRIPTIONS = {
+    "citation_claims": "One claim of one answer, its citations judged together against it (ALCE citation recall).",
+    "citations": "One citation of one claim: exists, retrieved, current, readable, and its support alone; why it "
+                 "failed.",
+    "nugget_labels": "One reference claim (nugget) of one golden question judged against one answer "
+                     "(TREC 2024 RAG AutoNuggetizer): what the answer left out.",
+}
 
 
 def _judge_key(df: pl.DataFrame) -> dg.MetadataValue:
@@ -38,19 +53,7 @@ def _bound_judge(judge: JudgeResource, rag_runs: pl.DataFrame):
     return j
 
 
-@dg.multi_asset(
-    group_name="judging",
-    pool=JUDGE_POOL,  # it calls the judge: one slot of the judge pool (defs/pools.py)
-    outs={
-        "citation_claims": dg.AssetOut(kinds={"polars", "parquet"},
-                                       description="One claim of one answer, its citations judged together "
-                                                   "against it (ALCE citation recall)."),
-        "citations": dg.AssetOut(kinds={"polars", "parquet"},
-                                 description="One citation of one claim: exists, retrieved, current, readable, and "
-                                             "its support alone; why it failed."),
-    },
-)
-def judge_citations(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
+def judge_citations(config: JudgeRunConfig, judge: JudgeResource,
                     settings: EvalSettings, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                     rag_runs: pl.DataFrame):
     """Yield ``citation_claims`` (one row per claim, repeat) and ``citations`` (one row per citation, repeat)
@@ -74,10 +77,7 @@ def judge_citations(context: dg.AssetExecutionContext, config: JudgeRunConfig, j
     })
 
 
-@dg.asset(group_name="judging", kinds={"polars", "parquet"}, pool=JUDGE_POOL,
-          description="One reference claim (nugget) of one golden question judged against one answer "
-                      "(TREC 2024 RAG AutoNuggetizer): what the answer left out.")
-def nugget_labels(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
+def nugget_labels(config: JudgeRunConfig, judge: JudgeResource,
                   settings: EvalSettings, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                   rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Every golden claim (nugget) of every answered question judged against the answer, ``repeats`` times
@@ -90,3 +90,36 @@ def nugget_labels(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
         "judge_key": _judge_key(nuggets), "labels": nuggets.height, "verdicts": _counts(nuggets, "verdict"),
         "judge_errors": int((nuggets["verdict"] == "JUDGE_ERROR").sum()), "repeats": repeats,
     })
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of the citations stage for ``scope``: one step, ``citations`` (``citation_claims``,
+    ``citations`` and ``nugget_labels``; it can be subset, and computes only what is selected), reading
+    ``rag_runs``, ``golden_set`` and ``corpus_snapshot`` and the suite's settings and judge, and holding a slot
+    of the judge pool. The lineage draws ``citation_claims`` from the three inputs and the other two tables from
+``rag_runs`` (the golden set and the snapshot are upstream of it), as the judging stage draws its tables."""
+    tables = ("rag_runs", "golden_set", "corpus_snapshot")
+    outs = {name: dg.AssetOut(key=scope.key(name), kinds={"polars", "parquet"}, is_required=False,
+                              description=scope.describe(text), io_manager_key=scope.io_manager_key,
+                              group_name=scope.group(STAGE), tags={"stage": STAGE})
+            for name, text in DESCRIPTIONS.items()}
+
+    @dg.multi_asset(name=scope.op(STAGE), outs=outs, ins=scope.ins(*tables),
+                    internal_asset_deps={name: {scope.key(t) for t in (tables if name == "citation_claims" else
+                                                                      ("rag_runs",))} for name in outs},
+                    can_subset=True,
+                    pool=JUDGE_POOL,  # it calls the judge: one slot of the judge pool (defs/pools.py)
+                    required_resource_keys=scope.needs("settings", "judge"))
+    def citation_step(context: dg.AssetExecutionContext, config: JudgeRunConfig, rag_runs: pl.DataFrame,
+                      golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame):
+        selected = context.selected_output_names
+        judge, settings = scope.judge(context), scope.settings(context)
+        if selected & {"citation_claims", "citations"}:  # one judging pass gives both
+            for output in judge_citations(config, judge, settings, corpus_snapshot, golden_set, rag_runs):
+                if output.output_name in selected:
+                    yield output
+        if "nugget_labels" in selected:
+            nuggets = nugget_labels(config, judge, settings, corpus_snapshot, golden_set, rag_runs)
+            yield dg.Output(nuggets.value, output_name="nugget_labels", metadata=nuggets.metadata)
+
+    return [citation_step], []

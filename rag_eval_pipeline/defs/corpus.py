@@ -1,14 +1,18 @@
-"""corpus_snapshot: the frozen, hashed corpus, and the checks beside it."""
+"""corpus_snapshot: the frozen, hashed corpus, and the checks beside it.
 
+The computations are plain functions; :func:`build` declares them as one suite's asset and check.
+"""
 
 import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.pipeline import build_snapshot
 from rag_eval_pipeline.defs.resources import EvalSettings
+from rag_eval_pipeline.defs.scope import SuiteScope
+
+STAGE = "corpus"
 
 
-@dg.asset(group_name="corpus", kinds={"polars", "parquet"})
 def corpus_snapshot(context: dg.AssetExecutionContext, settings: EvalSettings) -> dg.Output[pl.DataFrame]:
     """One row per chunk of one document version (chunk id ``doc_id#n``, or the team's own ids with
     ``corpus.source: chunks``); metadata carries corpus_version."""
@@ -28,10 +32,9 @@ def corpus_snapshot(context: dg.AssetExecutionContext, settings: EvalSettings) -
     )
 
 
-@dg.asset_check(asset=corpus_snapshot, blocking=True,
-                description="Chunk ids are unique, and of the form doc_id#n when the pipeline chunked the corpus "
-                            "(corpus.source chunks keeps the team's own ids).")
 def chunk_ids_unique(settings: EvalSettings, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+    """Chunk ids are unique, and of the form doc_id#n when the pipeline chunked the corpus (corpus.source
+    chunks keeps the team's own ids)."""
     from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
 
     dupes = corpus_snapshot.filter(pl.col("chunk_id").is_duplicated())["chunk_id"].unique().sort().to_list()
@@ -43,3 +46,19 @@ def chunk_ids_unique(settings: EvalSettings, corpus_snapshot: pl.DataFrame) -> d
         passed=not dupes and not malformed,
         metadata={"duplicate_ids": dupes[:50], "malformed_ids": malformed[:50], "chunks": corpus_snapshot.height},
     )
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of the corpus stage for ``scope``: ``corpus_snapshot`` reads the configured source."""
+
+    @dg.asset(key=scope.key("corpus_snapshot"), description=scope.describe(corpus_snapshot.__doc__),
+              kinds={"polars", "parquet"}, required_resource_keys=scope.needs("settings"), **scope.asset_args(STAGE))
+    def snapshot(context: dg.AssetExecutionContext) -> dg.Output[pl.DataFrame]:
+        return corpus_snapshot(context, scope.settings(context))
+
+    @dg.asset_check(asset=snapshot, name="chunk_ids_unique", blocking=True,
+                    required_resource_keys=scope.needs("settings"), description=chunk_ids_unique.__doc__)
+    def ids_unique(context, asset_value: pl.DataFrame) -> dg.AssetCheckResult:
+        return chunk_ids_unique(scope.settings(context), asset_value)
+
+    return [snapshot], [ids_unique]

@@ -1,6 +1,8 @@
 """golden_set: the validated questions, the label-consistency check beside it, and a warning for
-evidence on withdrawn or replaced chunks."""
+evidence on withdrawn or replaced chunks.
 
+The computations are plain functions; :func:`build` declares them as one suite's asset and checks.
+"""
 
 import dagster as dg
 import polars as pl
@@ -9,6 +11,14 @@ from rag_eval_pipeline.core.metrics.decisions import evidence_chunks
 from rag_eval_pipeline.core.pipeline import build_golden, quick_subset
 from rag_eval_pipeline.core.tables import ANSWERABILITY
 from rag_eval_pipeline.defs.resources import EvalSettings
+from rag_eval_pipeline.defs.scope import SuiteScope
+
+STAGE = "golden"
+CONSISTENT_DESCRIPTION = ("Every referenced chunk id and document id exists; absent questions have no relevant ids; "
+                          "answerable ones have some (chunks or documents).")
+CURRENT_DESCRIPTION = ("Warns when a question's evidence (relevant ids with grade > 0, claim support) is a withdrawn "
+                       "or replaced chunk: those questions form the doc_status=withdrawn / doc_status=replaced "
+                       "segments of the report.")
 
 
 class GoldenSetConfig(dg.Config):
@@ -17,13 +27,12 @@ class GoldenSetConfig(dg.Config):
     subset: str = "full"
 
 
-@dg.asset(group_name="golden", kinds={"polars", "parquet"})
 def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig, settings: EvalSettings,
-               corpus_snapshot: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+               corpus_snapshot: pl.DataFrame, quick: bool = False) -> dg.Output[pl.DataFrame]:
     """One row per question, validated against the snapshot (ids exist, classes consistent, ids unique)."""
     cfg = settings.config
     golden = build_golden(cfg, corpus_snapshot)
-    subset = "quick" if settings.quick else config.subset  # a quick evaluation's keys always hold the subset
+    subset = "quick" if quick else config.subset  # a quick evaluation's keys always hold the subset
     if subset == "quick":
         golden = quick_subset(golden, cfg.quick_subset_size, cfg.seed)
     elif subset != "full":
@@ -41,10 +50,6 @@ def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig, setti
     )
 
 
-@dg.asset_check(asset=golden_set, blocking=True,
-                additional_ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": ["chunk_id", "doc_id"]})},
-                description="Every referenced chunk id and document id exists; absent questions have no relevant "
-                            "ids; answerable ones have some (chunks or documents).")
 def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
     from rag_eval_pipeline.core.sources.golden import with_relevant_docs
 
@@ -86,12 +91,6 @@ def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: p
     )
 
 
-@dg.asset_check(asset=golden_set, blocking=False,
-                additional_ins={"corpus_snapshot": dg.AssetIn(
-                    metadata={"columns": ["chunk_id", "status", "replaced_by"]})},
-                description="Warns when a question's evidence (relevant ids with grade > 0, claim support) is a "
-                            "withdrawn or replaced chunk: those questions form the doc_status=withdrawn / "
-                            "doc_status=replaced segments of the report.")
 def golden_evidence_is_current(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
     # The same evidence as the report's doc_status segments (core.metrics.summary.question_segments).
     order = golden_set.select("question_id").with_row_index("_row")
@@ -118,3 +117,28 @@ def golden_evidence_is_current(golden_set: pl.DataFrame, corpus_snapshot: pl.Dat
             "n_questions": len(questions),
         },
     )
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of the golden stage for ``scope``: ``golden_set`` reads ``corpus_snapshot``."""
+
+    @dg.asset(key=scope.key("golden_set"), ins=scope.ins("corpus_snapshot"), kinds={"polars", "parquet"},
+              description=scope.describe(golden_set.__doc__), required_resource_keys=scope.needs("settings"),
+              **scope.asset_args(STAGE))
+    def golden(context: dg.AssetExecutionContext, config: GoldenSetConfig,
+               corpus_snapshot: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+        return golden_set(context, config, scope.settings(context), corpus_snapshot, quick=scope.quick)
+
+    @dg.asset_check(asset=golden, name="golden_consistent_with_snapshot", blocking=True,
+                    additional_ins=scope.ins(corpus_snapshot={"columns": ["chunk_id", "doc_id"]}),
+                    description=CONSISTENT_DESCRIPTION)
+    def consistent(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+        return golden_consistent_with_snapshot(golden_set, corpus_snapshot)
+
+    @dg.asset_check(asset=golden, name="golden_evidence_is_current", blocking=False,
+                    additional_ins=scope.ins(corpus_snapshot={"columns": ["chunk_id", "status", "replaced_by"]}),
+                    description=CURRENT_DESCRIPTION)
+    def current(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+        return golden_evidence_is_current(golden_set, corpus_snapshot)
+
+    return [golden], [consistent, current]

@@ -1,27 +1,27 @@
-"""Parquet IO for every asset: one small IO manager over polars.
+"""Parquet IO for every asset: one small IO manager over polars, one instance per suite.
 
 dagster-polars does not load Parquet with polars 2.x (``scan_parquet`` lost ``rechunk``), so this
 ~40-line manager replaces it. DataFrames go to ``<base_dir>/<asset>.parquet`` (checked against the
 table's declared schema, written atomically); anything else goes to ``<base_dir>/<asset>.json``.
-A suite's assets carry its name as key prefix (``sample/metric_summary``): they go to the suite's
-folder, ``suite_dirs[suite]`` when given (``rag-eval run --output``), else ``<base_dir>/<suite>/``;
-the quick evaluation's keys (``sample/quick/...``) to ``quick/`` inside it.
+Each suite has its own manager (resource key ``<suite>__io_manager``) whose ``base_dir`` is the suite's
+folder (``outputs/<suite>/``, or ``rag-eval run --output``): ``sample/metric_summary`` goes to
+``<base_dir>/metric_summary.parquet``, the quick evaluation's ``sample/quick/...`` to ``<base_dir>/quick/``.
 
 Every Parquet file carries its table's Arrow schema and metadata (table, schema version, suite, run id,
 corpus / golden versions, judge key, metric definitions: ``core/table_files.py``); a file of another
 schema version is migrated on load with a warning in the run's log, or refused (``core/storage.read_table``).
 
 One writer per folder: while a run's resources are up, the IO manager (and the table store, see
-``resources.py``) holds ``.rag-eval.lock`` of every suite folder the run writes (``core/locking.py``;
-``<base_dir>`` itself for unprefixed assets). A second run on the same
-folder fails at resource initialisation with a message naming the holder (pid, run id, start time),
-or waits ``lock_wait_s`` seconds first; steps of one run in other processes (multiprocess or Celery
-executor) hold the folder together.
+``resources.py``) holds ``.rag-eval.lock`` of its suite's folder (``core/locking.py``); Dagster starts
+only the resources of the suites a run writes. A second run on the same folder fails at resource
+initialisation with a message naming the holder (pid, run id, start time), or waits ``lock_wait_s``
+seconds first; steps of one run in other processes (multiprocess or Celery executor) hold the folder
+together. A folder belongs to one suite (``core/suites.claim_output_folder``): a suite's resources refuse
+a folder another suite recorded.
 """
 
 
 import json
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,44 +39,6 @@ from rag_eval_pipeline.core.storage import (
 )
 from rag_eval_pipeline.core.suites import claim_output_folder
 
-SUITE_TAG = "rag_eval/suite"
-QUICK = "quick"
-
-
-def suite_folder(base_dir: str, suite_dirs: Mapping[str, str], prefix: Sequence[str]) -> Path:
-    """The folder of an asset key prefix: ``()`` -> base_dir; ``("sample",)`` -> the sample suite's
-    folder (``suite_dirs["sample"]`` or ``base_dir/sample``); ``("sample", "quick")`` -> ``<that>/quick``."""
-    if not prefix:
-        return Path(base_dir)
-    root = Path(suite_dirs[prefix[0]]) if prefix[0] in suite_dirs else Path(base_dir, prefix[0])
-    return root.joinpath(*prefix[1:])
-
-
-def write_context(context: dg.OutputContext, base_dir: str, suite_dirs: dict[str, str]) -> WriteContext:
-    """Who writes an asset's table: the run id, the suite (the key's first part when prefixed), the folder
-    of its upstream tables, and the provenance the asset put in its output metadata."""
-    key = context.asset_key
-    try:
-        run_id, metadata = context.run_id, context.output_metadata
-    except (dg.DagsterInvariantViolationError, AttributeError):
-        run_id, metadata = None, None
-    return WriteContext.of(run_id, key.path[0] if len(key.path) > 1 else None,
-                           suite_folder(base_dir, suite_dirs, key.path[:-1]), metadata)
-
-
-def run_suites(dagster_run, known: list[str]) -> list[str]:
-    """The suites a run writes: the key prefixes of its asset (and check) selection, else its
-    ``rag_eval/suite`` tag, else every known suite (a run of the whole code location)."""
-    if dagster_run is None:
-        return list(known)
-    keys = list(dagster_run.asset_selection or []) + [c.asset_key for c in (dagster_run.asset_check_selection or [])]
-    if keys:
-        return sorted({k.path[0] for k in keys if len(k.path) > 1 and k.path[0] in known})
-    tagged = (dagster_run.tags or {}).get(SUITE_TAG)
-    if tagged:
-        return [s for s in tagged.split(",") if s in known] or list(known)
-    return list(known)
-
 
 def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: float) -> OutputLock:
     """Take the folder lock for the run being initialised (re-entrant within the process), shared with the
@@ -90,33 +52,24 @@ def hold_output_lock(base_dir: str, context: dg.InitResourceContext, wait_s: flo
 
 
 class HoldsOutputLock:
-    """Mixin for resources with ``base_dir``, ``suite_dirs``, ``lock_wait_s`` and a ``_locks`` private
-    attribute: hold the lock of every folder the run writes, from resource set-up to tear-down."""
+    """Mixin for resources with ``base_dir`` (a suite's folder), ``suite`` (its name, or None),
+    ``lock_wait_s`` and a ``_locks`` private attribute: hold the folder's lock from resource set-up to
+    tear-down, and refuse a folder another suite recorded."""
 
     if TYPE_CHECKING:  # the resource's fields (declared there, where Dagster reads them)
         base_dir: str
-        suite_dirs: dict[str, str]
+        suite: str | None
         lock_wait_s: float
         _locks: list[OutputLock]
-
-    def lock_folders(self, context: dg.InitResourceContext | None) -> list[Path]:
-        """The folders this run writes: its suites' folders, or ``base_dir`` when no suite is known."""
-        known = sorted(self.suite_dirs)
-        if not known:
-            return [Path(self.base_dir)]
-        suites = run_suites(getattr(context, "dagster_run", None), known) or known
-        return [suite_folder(self.base_dir, self.suite_dirs, (s,)) for s in suites]
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
         self._locks = []
         try:
-            for folder in self.lock_folders(context):
-                self._locks.append(hold_output_lock(str(folder), context, self.lock_wait_s))
-            known = sorted(self.suite_dirs)
-            for suite in (run_suites(getattr(context, "dagster_run", None), known) or known) if known else []:
+            self._locks.append(hold_output_lock(str(self.base_dir), context, self.lock_wait_s))
+            if self.suite is not None:
                 # an output folder belongs to one suite: refuse to write another suite's tables into it
                 # (checked here; the record is written with the suite's first table, see handle_output)
-                claim_output_folder(suite_folder(self.base_dir, self.suite_dirs, (suite,)), suite, write=False)
+                claim_output_folder(self.base_dir, self.suite, write=False)
         except BaseException:
             self.teardown_after_execution(context)
             raise
@@ -128,27 +81,45 @@ class HoldsOutputLock:
 
 
 class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
-    """Stores polars DataFrames as Parquet and other values as JSON under ``base_dir``."""
+    """Stores polars DataFrames as Parquet and other values as JSON under ``base_dir``.
+
+    ``suite``: the key prefix of the suite whose folder ``base_dir`` is (None: unprefixed keys);
+    ``lock_wait_s``: how long a run waits for another run writing the same folder (0: fail at once)."""
 
     base_dir: str
-    suite_dirs: dict[str, str] = {}  # suite name -> its output folder (default base_dir/<suite>)
-    lock_wait_s: float = 0.0  # how long a run waits for another run writing the same folder; 0 = fail at once
+    suite: str | None = None
+    lock_wait_s: float = 0.0
 
     _locks: list = PrivateAttr(default_factory=list)
 
     def _path(self, key: dg.AssetKey, suffix: str) -> Path:
-        return suite_folder(self.base_dir, self.suite_dirs, key.path[:-1]).joinpath(key.path[-1] + suffix)
+        parts = list(key.path)
+        if self.suite is not None:
+            if parts[0] != self.suite:
+                raise dg.Failure(f"asset {key.to_user_string()} is not in suite {self.suite}: its IO manager "
+                                 f"writes only {self.base_dir}")
+            parts = parts[1:]
+        return Path(self.base_dir).joinpath(*parts[:-1], parts[-1] + suffix)
+
+    def _write_context(self, context: dg.OutputContext) -> WriteContext:
+        """Who writes an asset's table: the run id, the suite, the folder of its upstream tables, and the
+        provenance the asset put in its output metadata."""
+        try:
+            run_id, metadata = context.run_id, context.output_metadata
+        except (dg.DagsterInvariantViolationError, AttributeError):
+            run_id, metadata = None, None
+        return WriteContext.of(run_id, self.suite, self._path(context.asset_key, "").parent, metadata)
 
     def handle_output(self, context: dg.OutputContext, obj) -> None:
         if obj is None:
             return
         key = context.asset_key
-        if self.suite_dirs and key.path[:-1] and key.path[0] in self.suite_dirs:
+        if self.suite is not None:
             # the first table a run writes into a suite's folder records the suite there
-            claim_output_folder(suite_folder(self.base_dir, self.suite_dirs, key.path[:1]), key.path[0])
+            claim_output_folder(self.base_dir, self.suite)
         if isinstance(obj, pl.DataFrame):
             path = write_parquet_atomic(obj, self._path(key, ".parquet"), table=key.path[-1],
-                                        context=write_context(context, self.base_dir, self.suite_dirs))
+                                        context=self._write_context(context))
             context.add_output_metadata(
                 {"path": dg.MetadataValue.path(str(path.resolve())), "dagster/row_count": obj.height}
             )
@@ -158,12 +129,15 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
 
     def load_input(self, context: dg.InputContext):
         """Read an upstream table. ``dg.AssetIn(metadata={"columns": [...]})`` reads only those columns
-        (a check that needs the 200,000 chunk ids of a snapshot need not load its text); an input annotated
+        (a check that needs the 200,000 chunk ids of a snapshot need not load its text);
+        ``metadata={"allow_missing": True}`` gives None for a table never materialised (a quick
+        evaluation reading the full evaluation's history before the first full run); an input annotated
         ``pl.LazyFrame`` is scanned, not read (a step that keeps a few rows of a table of millions reads those)."""
         key = context.upstream_output.asset_key if context.upstream_output else context.asset_key
         parquet = self._path(key, ".parquet")
+        metadata = context.definition_metadata or {}
         if parquet.exists():
-            columns = (context.definition_metadata or {}).get("columns")
+            columns = metadata.get("columns")
             columns = list(columns) if columns else None
             on_migrate = context.log.warning if context.log is not None else None
             if getattr(context.dagster_type, "typing_type", None) is pl.LazyFrame:  # the input is annotated LazyFrame
@@ -172,6 +146,8 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
         as_json = self._path(key, ".json")
         if as_json.exists():
             return json.loads(as_json.read_text(encoding="utf-8"))
+        if metadata.get("allow_missing"):
+            return None
         raise FileNotFoundError(
             f"asset {key.to_user_string()} has not been materialised yet: no {parquet} or {as_json}"
         )

@@ -1,5 +1,11 @@
-"""judge_labels and answer_judgements: per-claim verdicts from the configured judge."""
+"""The judging stage: judge_labels and answer_judgements (per-claim verdicts from the suite's judge) and
+answer_quality (model-judged answer and context relevance, correctness), the judge resources, and the
+checks beside the labels.
 
+The computations are plain functions; :func:`build` declares them as one suite's stage: one step
+(Dagster multi-asset ``judging``) that reads ``rag_runs``, ``golden_set`` and ``corpus_snapshot`` once.
+Materialising ``answer_quality`` alone runs only its part (the stage can be subset).
+"""
 
 import dagster as dg
 import polars as pl
@@ -11,6 +17,7 @@ from rag_eval_pipeline.core.judges.registry import (
     API_KEY_ENV,
     JUDGE_TYPES,
     build_judge,
+    judge_config,
     judge_config_from_json,
     judge_config_to_json,
     resolve_judge,
@@ -18,6 +25,9 @@ from rag_eval_pipeline.core.judges.registry import (
 from rag_eval_pipeline.core.tables import VERDICTS
 from rag_eval_pipeline.defs.pools import JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings
+from rag_eval_pipeline.defs.scope import SuiteScope
+
+STAGE = "judging"
 
 
 class JudgeResource(dg.ConfigurableResource):
@@ -35,13 +45,13 @@ class JudgeResource(dg.ConfigurableResource):
     def of(cls, type: str = "rule_based", *, api_key: str | None = None, **settings) -> "JudgeResource":
         """A resource built in code (tests, scripts): ``settings`` are keys of a ``judge`` section (shared
         and the type's own), checked as a file's would be; ``api_key`` a literal or a ``dg.EnvVar``."""
-        cfg = JudgeConfig.of(type, **{k: v for k, v in settings.items() if v is not None})
+        cfg = judge_config(type, **{k: v for k, v in settings.items() if v is not None})
         return cls(type=type, settings=judge_config_to_json(cfg), api_key=api_key)
 
     def config(self) -> JudgeConfig:
         """The judge settings this resource holds (the defaults of ``type`` when ``settings`` is empty)."""
         if not self.settings:
-            return JudgeConfig.of(self.type)
+            return judge_config(self.type)
         return judge_config_from_json(self.settings)
 
     def get_judge(self) -> Judge:
@@ -59,15 +69,6 @@ class JudgeRunConfig(dg.Config):
     repeats: int | None = None
 
 
-@dg.multi_asset(
-    group_name="judging",
-    pool=JUDGE_POOL,  # every step that calls the judge holds a slot of the judge pool (defs/pools.py)
-    outs={
-        "judge_labels": dg.AssetOut(kinds={"polars", "parquet"}, description="One claim of one answer, judged once."),
-        "answer_judgements": dg.AssetOut(kinds={"polars", "parquet"},
-                                         description="Why each answer has (or lacks) claim labels."),
-    },
-)
 def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, judge: JudgeResource,
                   settings: EvalSettings, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                   rag_runs: pl.DataFrame):
@@ -102,8 +103,6 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
     })
 
 
-@dg.asset_check(asset="answer_judgements", blocking=True, additional_ins={"rag_runs": dg.AssetIn()},
-                description="Every run row of every system has a judgement for every repeat (labels are complete).")
 def every_answer_has_a_judgement(answer_judgements: pl.DataFrame, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
     repeats = answer_judgements["repeat"].unique().to_list() or [0]
     repeat_frame = pl.DataFrame({"repeat": repeats}, schema={"repeat": pl.Int32})
@@ -126,8 +125,6 @@ def progress_line(p: dict) -> str:
             f"{p['elapsed_s']:.1f} s")
 
 
-@dg.asset_check(asset="judge_labels", blocking=True,
-                description="Every verdict is in the allowed set; SUPPORTED always carries a verified quote.")
 def verdicts_in_allowed_set(judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
     bad = judge_labels.filter(~pl.col("verdict").is_in(list(VERDICTS)))
     unverified = judge_labels.filter((pl.col("verdict") == "SUPPORTED") & ~pl.col("quote_found").fill_null(False))
@@ -140,7 +137,6 @@ def verdicts_in_allowed_set(judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
     )
 
 
-@dg.asset_check(asset="judge_labels", blocking=True, description="JUDGE_ERROR labels stay below the configured share.")
 def judge_error_share(settings: EvalSettings, judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
     limit = settings.config.max_judge_error_share
     errors = judge_labels.filter(pl.col("verdict") == "JUDGE_ERROR")
@@ -211,7 +207,6 @@ def select_judge_resource(judge: JudgeConfig | None = None, *, config_path: str 
     return JudgeResource(type=cfg.type, settings=judge_config_to_json(cfg), api_key=api_key)
 
 
-@dg.asset(group_name="judging", kinds={"polars", "parquet"}, pool=JUDGE_POOL)
 def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, settings: EvalSettings,
                    corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                    rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]:
@@ -240,3 +235,64 @@ def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, sett
     return dg.Output(quality, metadata={"evaluated": True, "judge_key": judge_key, "judge_model": j.model,
                                         "rows": quality.height,
                                         "judge_errors": errors, "reverse_questions": embed is not None})
+
+
+DESCRIPTIONS = {
+    "judge_labels": "One claim of one answer, judged once.",
+    "answer_judgements": "Why each answer has (or lacks) claim labels.",
+    "answer_quality": answer_quality.__doc__,
+}
+CHECK_DESCRIPTIONS = {
+    "every_answer_has_a_judgement": "Every run row of every system has a judgement for every repeat (labels are "
+                                    "complete).",
+    "verdicts_in_allowed_set": "Every verdict is in the allowed set; SUPPORTED always carries a verified quote.",
+    "judge_error_share": "JUDGE_ERROR labels stay below the configured share.",
+}
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of the judging stage for ``scope``.
+
+    One step reads ``rag_runs``, ``golden_set`` and ``corpus_snapshot``; the lineage draws each table from
+    the nearest table it is computed from (``judge_labels`` from all three; ``answer_judgements`` and
+    ``answer_quality`` from ``rag_runs``, whose own upstream are the other two)."""
+    outs = {name: dg.AssetOut(key=scope.key(name), kinds={"polars", "parquet"}, is_required=False,
+                              description=scope.describe(text), io_manager_key=scope.io_manager_key,
+                              group_name=scope.group(STAGE), tags={"stage": STAGE})
+            for name, text in DESCRIPTIONS.items()}
+    runs, golden, corpus = scope.key("rag_runs"), scope.key("golden_set"), scope.key("corpus_snapshot")
+
+    @dg.multi_asset(name=scope.op(STAGE), outs=outs, ins=scope.ins("rag_runs", "golden_set", "corpus_snapshot"),
+                    pool=JUDGE_POOL,  # every step that calls the judge holds a slot of the judge pool (defs/pools.py)
+                    internal_asset_deps={"judge_labels": {runs, golden, corpus}, "answer_judgements": {runs},
+                                         "answer_quality": {runs}},
+                    can_subset=True, required_resource_keys=scope.needs("settings", "judge"))
+    def judging(context: dg.AssetExecutionContext, config: JudgeRunConfig, rag_runs: pl.DataFrame,
+                golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame):
+        selected = context.selected_output_names
+        settings, judge = scope.settings(context), scope.judge(context)
+        if selected & {"judge_labels", "answer_judgements"}:  # one judging pass gives both
+            for output in judge_answers(context, config, judge, settings, corpus_snapshot, golden_set, rag_runs):
+                if output.output_name in selected:
+                    yield output
+        if "answer_quality" in selected:
+            quality = answer_quality(context, judge, settings, corpus_snapshot, golden_set, rag_runs)
+            yield dg.Output(quality.value, output_name="answer_quality", metadata=quality.metadata)
+
+    @dg.asset_check(asset=scope.key("answer_judgements"), name="every_answer_has_a_judgement", blocking=True,
+                    additional_ins=scope.ins("rag_runs"),
+                    description=CHECK_DESCRIPTIONS["every_answer_has_a_judgement"])
+    def judgements_complete(answer_judgements: pl.DataFrame, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
+        return every_answer_has_a_judgement(answer_judgements, rag_runs)
+
+    @dg.asset_check(asset=scope.key("judge_labels"), name="verdicts_in_allowed_set", blocking=True,
+                    description=CHECK_DESCRIPTIONS["verdicts_in_allowed_set"])
+    def verdicts(judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
+        return verdicts_in_allowed_set(judge_labels)
+
+    @dg.asset_check(asset=scope.key("judge_labels"), name="judge_error_share", blocking=True,
+                    required_resource_keys=scope.needs("settings"), description=CHECK_DESCRIPTIONS["judge_error_share"])
+    def error_share(context, judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
+        return judge_error_share(scope.settings(context), judge_labels)
+
+    return [judging], [judgements_complete, verdicts, error_share]

@@ -1,5 +1,9 @@
-"""Metric tables (per question, aggregate, history) and the checks that guard them."""
+"""Metric tables (per question, aggregate, history), the TREC export, and the check on the aggregate.
 
+The computations are plain functions; :func:`build` declares ``question_metrics``, ``metric_history`` and
+``trec_files`` for a suite (``metric_summary`` is computed in the aggregate stage, ``defs/aggregate.py``).
+``metric_history`` appends to its own previous materialisation (read from the suite's folder).
+"""
 
 import datetime as dt
 
@@ -9,15 +13,17 @@ import polars as pl
 from rag_eval_pipeline.core.metrics.names import level_label
 from rag_eval_pipeline.core.pipeline import build_question_metrics, build_summary
 from rag_eval_pipeline.core.report.markdown import markdown_table
-from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
+from rag_eval_pipeline.defs.scope import SuiteScope
+
+STAGE = "metrics"
+DENOMINATORS_DESCRIPTION = "No rate without its counts, no NaN, null exactly where the denominator is 0."
 
 # Only the snapshot's columns a step reads: a 200,000-chunk corpus's texts stay on disk.
 SNAPSHOT_FOR_QUESTION_METRICS = ["chunk_id", "doc_id", "acl"]  # doc_id: document-level relevance
 SNAPSHOT_FOR_SUMMARY = ["chunk_id", "acl", "status", "valid_from"]
 
 
-@dg.asset(group_name="metrics", kinds={"polars", "parquet"},
-          ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": SNAPSHOT_FOR_QUESTION_METRICS})})
 def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
                      golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
                      answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame, citation_claims: pl.DataFrame,
@@ -35,8 +41,6 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
     })
 
 
-@dg.asset(group_name="metrics", kinds={"polars", "parquet"},
-          ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": SNAPSHOT_FOR_SUMMARY})})
 def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
                    golden_set: pl.DataFrame, question_metrics: pl.LazyFrame) -> dg.Output[pl.DataFrame]:
     """One metric for one system, split, segment and k: value, numerator/denominator, n, 95% interval.
@@ -62,8 +66,6 @@ def summary_markdown(headline: pl.DataFrame) -> str:
         for r in headline.sort("system", "metric").iter_rows(named=True)])
 
 
-@dg.asset_check(asset=metric_summary, blocking=True,
-                description="No rate without its counts, no NaN, null exactly where the denominator is 0.")
 def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult:
     s = metric_summary
     problems = {
@@ -87,8 +89,7 @@ def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult
     )
 
 
-@dg.asset(group_name="metrics", kinds={"polars", "parquet"})
-def metric_history(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+def metric_history(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
                    metric_summary: pl.DataFrame, golden_set: pl.DataFrame, rag_runs: pl.DataFrame,
                    judge_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Append one row per (run, system, metric, k) of the overall headline to the history table."""
@@ -118,8 +119,7 @@ def metric_history(context: dg.AssetExecutionContext, settings: EvalSettings, st
     return dg.Output(history, metadata={"rows": history.height, "runs": history["run_id"].n_unique()})
 
 
-@dg.asset(group_name="metrics", ins={"corpus_snapshot": dg.AssetIn(metadata={"columns": ["chunk_id", "doc_id"]})})
-def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
                rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.Output[dict]:
     """Every system's retrieval as a TREC run file and the golden relevance as TREC qrels, for trec_eval.
 
@@ -192,3 +192,43 @@ def trec_files(context: dg.AssetExecutionContext, settings: EvalSettings, store:
                    "trec_eval_doc": "python -m rag_eval_pipeline.trec_eval -q <output>/trec/qrels_doc.txt "
                                     "<output>/trec/<system>.doc.run"})
     return dg.Output(out, metadata=md)
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of ``scope``: ``question_metrics`` and ``trec_files``, and ``metric_history`` in a full
+    evaluation (a quick one never appends to the history)."""
+
+    @dg.asset(key=scope.key("question_metrics"), kinds={"polars", "parquet"},
+              ins=scope.ins("golden_set", "rag_runs", "judge_labels", "answer_judgements", "answer_quality",
+                            "citation_claims", "citations", "nugget_labels",
+                            corpus_snapshot={"columns": SNAPSHOT_FOR_QUESTION_METRICS}),
+              description=scope.describe(question_metrics.__doc__), required_resource_keys=scope.needs("settings"),
+              **scope.asset_args(STAGE))
+    def per_question(context: dg.AssetExecutionContext, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
+                     rag_runs: pl.DataFrame, judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame,
+                     answer_quality: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
+                     nugget_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+        return question_metrics(context, scope.settings(context), corpus_snapshot, golden_set, rag_runs, judge_labels,
+                                answer_judgements, answer_quality, citation_claims, citations, nugget_labels)
+
+    @dg.asset(key=scope.key("trec_files"), description=scope.describe(trec_files.__doc__),
+              ins=scope.ins("rag_runs", "golden_set", corpus_snapshot={"columns": ["chunk_id", "doc_id"]}),
+              required_resource_keys=scope.needs("settings", "store"), **scope.asset_args(STAGE))
+    def trec(context: dg.AssetExecutionContext, rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
+             corpus_snapshot: pl.DataFrame) -> dg.Output[dict]:
+        return trec_files(context, scope.settings(context), scope.store(context), rag_runs, golden_set,
+                          corpus_snapshot)
+
+    assets = [per_question, trec]
+    if not scope.quick:
+        @dg.asset(key=scope.key("metric_history"), kinds={"polars", "parquet"},
+                  ins=scope.ins("metric_summary", "golden_set", "rag_runs", "judge_labels"),
+                  description=scope.describe(metric_history.__doc__),
+                  required_resource_keys=scope.needs("settings", "store"), **scope.asset_args(STAGE))
+        def history(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, golden_set: pl.DataFrame,
+                    rag_runs: pl.DataFrame, judge_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+            return metric_history(context, scope.settings(context), scope.store(context), metric_summary, golden_set,
+                                  rag_runs, judge_labels)
+
+        assets.append(history)
+    return assets, []

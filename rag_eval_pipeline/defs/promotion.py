@@ -4,6 +4,21 @@
 report and ``regression_cases`` read that table. The blocking check sits on ``gate_verdict``, the
 small asset that decides promotion: Dagster skips everything downstream of a failed blocking check,
 so only ``promotion`` hangs below it and the report is still written on a night the gate fails.
+``gate_results`` and ``gate_verdict`` are computed in the aggregate stage (``defs/aggregate.py``);
+:func:`build` declares ``regression_cases``, ``promotion`` and the promoted baseline.
+
+The promoted baseline (``<suite folder>/baseline/``) is not an asset of a run: ``promotion`` writes it,
+and the next run's gates and report read it. It is declared as the external asset
+``<suite>/promoted_baseline``, which the lineage draws into ``gate_results`` and ``evaluation_report``;
+``promotion`` reports a materialisation of it (system, promotion time) each time it writes one.
+
+``promotion`` depends on ``evaluation_report`` (a declared dependency, not an ordering that happens to hold):
+the report reads the stored baseline before promotion replaces it, so the report compares with the same
+baseline as the gates and states what promotion then does (promote, keep, blocked), which is what the CLI
+prints. The report cannot come after ``promotion`` instead: ``promotion`` hangs below the blocking checks,
+and the report must be written on the very night they fail.
+``regression_cases`` adds to its own previous materialisation (read from the suite's folder); what it computes
+is ``core/regressions.py``.
 """
 
 
@@ -12,23 +27,28 @@ import datetime as dt
 import dagster as dg
 import polars as pl
 
-from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline, with_file_hashes
 from rag_eval_pipeline.core.gates import (
     GateVerdict,
     PromotedBaseline,
     compute_gate_verdict,
-    regression_case_status,
     run_manifest,
-    unchanged_since_promotion,
+    same_run_configuration,
 )
 from rag_eval_pipeline.core.metrics.names import metric_label
+from rag_eval_pipeline.core.regressions import failed_gates, track_regressions
 from rag_eval_pipeline.core.report.decision import NO_GATE
 from rag_eval_pipeline.core.report.markdown import markdown_table
-from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+from rag_eval_pipeline.defs.report import REPORT_ASSET
+from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
+from rag_eval_pipeline.defs.scope import SuiteScope
+
+STAGE = "promotion"
+NO_REGRESSION_DESCRIPTION = ("Every blocking gate passes: no regression beyond its threshold that the paired test "
+                             "calls real, no floor breached, no comparison across golden or corpus versions.")
 
 
-def load_baseline(store: TableStore) -> PromotedBaseline | None:
+def load_baseline(store: TableFolder) -> PromotedBaseline | None:
     """The promoted baseline (manifest, metric_summary, question_metrics), or None before the first promotion.
 
     Raises BaselineDamaged when it was promoted but is now missing, edited or unreadable (``core/baseline.py``)."""
@@ -56,8 +76,7 @@ def gates_markdown(gates: pl.DataFrame) -> str:
         for r in gates.iter_rows(named=True)])
 
 
-@dg.asset(group_name="promotion", kinds={"polars", "parquet"})
-def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
                  metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
                  golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
                  judge_variance: pl.DataFrame) -> dg.Output[pl.DataFrame]:
@@ -89,28 +108,23 @@ def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, stor
     })
 
 
-def failed_gates(gate_results: pl.DataFrame) -> list[str]:
-    """``"system/metric: reason"`` of every blocking gate row that did not pass (version mismatches included;
-    a document-level gate's metric reads ``metric (doc)``)."""
-    failed = gate_results.filter(pl.col("blocking") & ~pl.col("passed"))
-    return [f"{r['system']}/{r['metric']}{' (doc)' if r.get('level') == 'doc' else ''}: {r['reason']}"
-            for r in failed.iter_rows(named=True)]
-
-
-@dg.asset(group_name="promotion", kinds={"json"})
-def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings,
-                 gate_results: pl.DataFrame) -> dg.Output[dict]:
+def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate_results: pl.DataFrame,
+                 rag_runs: pl.DataFrame | None = None, golden_set: pl.DataFrame | None = None) -> dg.Output[dict]:
     """Whether ``gates.promote`` may become the baseline: the gate table's blocking failures, and the system.
 
     ``promote`` is null when no candidate is configured; ``unchanged_since_promotion`` when the
-    candidate is already the promoted baseline (promotion then keeps the stored one)."""
+    candidate is already the promoted baseline (promotion then keeps the stored one); ``manifest`` what
+    the candidate ran (``core.gates.run_manifest`` of ``rag_runs`` and ``golden_set``), the manifest
+    ``promotion`` stores (null without a candidate or without those tables)."""
     cfg = settings.config
     failures = failed_gates(gate_results)
     promote = cfg.gates.promote
     rows = gate_results.filter(pl.col("system") == promote) if promote else gate_results.clear()
     unchanged = rows.height > 0 and rows["status"].eq("unchanged_since_promotion").any()
+    manifest = run_manifest(rag_runs, golden_set, promote) if promote and rag_runs is not None \
+        and golden_set is not None else None
     verdict = {"promote": promote, "passed": not failures, "blocking_failures": failures,
-               "unchanged_since_promotion": bool(unchanged)}
+               "unchanged_since_promotion": bool(unchanged), "manifest": manifest}
     return dg.Output(verdict, metadata={
         "promote": promote or "none (no candidate configured)", "passed": not failures,
         "blocking_failures": dg.MetadataValue.json(failures),
@@ -118,9 +132,6 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings,
     })
 
 
-@dg.asset_check(asset=gate_verdict, blocking=True, additional_ins={"gate_results": dg.AssetIn()},
-                description="Every blocking gate passes: no regression beyond its threshold that the paired test "
-                            "calls real, no floor breached, no comparison across golden or corpus versions.")
 def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFrame) -> dg.AssetCheckResult:
     failed = failed_gates(gate_results)
     return dg.AssetCheckResult(
@@ -136,11 +147,15 @@ def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFram
     )
 
 
-@dg.asset_check(asset=gate_verdict, blocking=True, additional_ins={"rag_runs": dg.AssetIn()},
-                description="No system's share of errored runs (decision error: a failed call, a timeout, a trace "
-                            "reporting an error) is above gates.max_run_error_share: errors are reported apart from "
-                            "the retrieval and decision rates, and too many of them block promotion.")
-def run_errors_within_share(settings: EvalSettings, gate_verdict: dict, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
+RUN_ERRORS_DESCRIPTION = ("No system's share of errored runs (decision error: a failed call, a timeout, a trace "
+                          "reporting an error) is above gates.max_run_error_share: errors are reported apart from the "
+                          "retrieval and decision rates, and too many of them block promotion.")
+
+
+def run_errors_within_share(settings: EvalSettings, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:
+    """The check ``run_errors_within_share`` (on ``gate_verdict``; :data:`RUN_ERRORS_DESCRIPTION`): passes when
+    no system's share of error rows in ``rag_runs`` is above ``gates.max_run_error_share`` (0..1); metadata:
+    the limit, the systems over it and every system's error counts (``core.systems.error_reasons``)."""
     from rag_eval_pipeline.core.systems.error_reasons import error_counts
 
     limit = settings.config.gates.max_run_error_share
@@ -156,11 +171,13 @@ def run_errors_within_share(settings: EvalSettings, gate_verdict: dict, rag_runs
     )
 
 
-@dg.asset(group_name="promotion")
-def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
               metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
-              golden_set: pl.DataFrame, judge_calibration: pl.DataFrame, gate_verdict: dict) -> dg.Output[dict]:
-    """Store ``gates.promote`` as the promoted baseline. Runs only when every blocking check upstream passed.
+              judge_calibration: pl.DataFrame, gate_verdict: dict,
+              baseline_key: dg.AssetKey | None = None) -> dg.Output[dict]:
+    """Store ``gates.promote`` as the promoted baseline. Runs only when every blocking check upstream passed
+    (``judge_calibration`` is an input so that the calibration check, where it blocks, stops it); a new
+    baseline is reported as a materialisation of the external asset ``baseline_key`` when given.
 
     Nothing is written when no candidate is configured, or when the candidate is the promoted baseline
     itself (the stored one, with its promotion time, stays). Raises ValueError, before writing, when
@@ -170,9 +187,10 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     stored = load_baseline(store)
     if system is None:
         return dg.Output({"promoted": None}, metadata={"promoted_system": "none (no candidate configured)"})
-    manifest = run_manifest(rag_runs, golden_set, system)
-    # the same function the run's decision (and so the report) reads: they cannot disagree on "kept"
-    if stored is not None and unchanged_since_promotion(rag_runs, golden_set, system, stored.manifest):
+    manifest = dict(gate_verdict["manifest"])  # run_manifest(rag_runs, golden_set, system), as gate_verdict recorded it
+    # core.gates.unchanged_since_promotion on this run's tables, the function the run's decision (and so the
+    # report) reads: they cannot disagree on "kept"
+    if stored is not None and same_run_configuration(manifest, stored.manifest):
         context.log.info(f"{system} is already the promoted baseline (unchanged since promotion); kept as stored")
         return dg.Output(dict(stored.manifest), metadata={
             "promoted_system": system, "unchanged_since_promotion": True,
@@ -195,20 +213,17 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
     basis = "no blocking failure" if cfg.thresholds else NO_GATE  # worded as the run's decision words it
     context.log.info(f"promoted {system} as the baseline: {basis}")
+    if baseline_key is not None:  # the external asset promoted_baseline: what it holds now
+        context.log_event(dg.AssetMaterialization(asset_key=baseline_key, metadata={
+            "promoted_system": system, "promoted_at": manifest["promoted_at"], "run_id": context.run_id,
+            "path": dg.MetadataValue.path(str(store.path(BASELINE_DIR).resolve()))}))
     return dg.Output(manifest, metadata={"promoted_system": system, "unchanged_since_promotion": False,
                                          "promoted_because": basis,
                                          "corpus_version": manifest["corpus_version"],
                                          "golden_version": manifest["golden_version"]})
 
 
-#: The columns a regression case keeps across runs: the declared ``regression_cases`` schema without the
-#: two that every run recomputes (``current_value``, ``status``).
-REGRESSION_COLUMNS = {c: t for c, t in tables.SCHEMAS["regression_cases"].items()
-                      if c not in ("current_value", "status")}
-
-
-@dg.asset(group_name="promotion", kinds={"polars", "parquet"})
-def regression_cases(context: dg.AssetExecutionContext, store: TableStore, question_metrics: pl.LazyFrame,
+def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, question_metrics: pl.LazyFrame,
                      gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Questions that flipped worse against the baseline, kept across runs; every run reports their current state.
 
@@ -222,37 +237,47 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableStore, quest
         question_metrics = question_metrics.filter(pl.col("level").fill_null("") != "doc")
     if "level" in gate_results.columns:
         gate_results = gate_results.filter(pl.col("level").fill_null("") != "doc")
-    previous = store.read("regression_cases.parquet")
-    known = pl.DataFrame(schema=REGRESSION_COLUMNS) if previous is None else previous.select(list(REGRESSION_COLUMNS))
-    now = dt.datetime.now(dt.UTC).isoformat()
-    new_rows = []
-    seen = {(r["system"], r["metric"], r["k"], r["question_id"]) for r in known.iter_rows(named=True)}
-    for r in gate_results.iter_rows(named=True):
-        if not r["regressed_questions"]:
-            continue
-        system, metric, k = r["system"], r["metric"], r["k"]
-        per_q = question_metrics.filter(
-            (pl.col("system") == system) & (pl.col("metric") == metric)
-            & (pl.col("k").is_null() if k is None else pl.col("k") == k)
-        )
-        values = dict(per_q.select("question_id", "value").collect(engine="streaming").iter_rows())
-        for q in r["regressed_questions"]:
-            if (system, metric, k, q) not in seen:
-                new_rows.append({"system": system, "metric": metric, "k": k, "question_id": q,
-                                 "value_when_found": values.get(q),
-                                 "first_seen_run": context.run_id, "first_seen_at": now})
-    cases = pl.concat([known, pl.DataFrame(new_rows, schema=REGRESSION_COLUMNS)]) if new_rows else known
-    keys = ["system", "metric", "k", "question_id"]
-    current = (question_metrics.select(*keys, pl.col("value").alias("current_value"))
-               .join(cases.select(keys).lazy(), on=keys, how="semi", nulls_equal=True)  # only the cases' rows
-               .collect(engine="streaming"))
-    cases = cases.join(current, on=keys, how="left", nulls_equal=True)
-    cases = regression_case_status(cases)  # oriented by each metric's direction
+    cases, new = track_regressions(store.read("regression_cases.parquet"), question_metrics, gate_results,
+                                   run_id=context.run_id, now=dt.datetime.now(dt.UTC).isoformat())
     counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}
     still = cases.filter(pl.col("status") == "still_regressed")
     return dg.Output(cases, metadata={
-        "cases": cases.height, "new_cases": len(new_rows), "status": dg.MetadataValue.json(counts),
+        "cases": cases.height, "new_cases": new, "status": dg.MetadataValue.json(counts),
         "still_regressed": dg.MetadataValue.json(
             [f"{r['system']}/{metric_label(r['metric'], r['k'])}: {r['question_id']}"
              for r in still.head(50).iter_rows(named=True)]),
     })
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of ``scope``: ``regression_cases``; in a full evaluation also ``promotion`` and the
+    external asset ``promoted_baseline`` (a quick evaluation reads its suite's and never promotes)."""
+
+    @dg.asset(key=scope.key("regression_cases"), ins=scope.ins("question_metrics", "gate_results"),
+              kinds={"polars", "parquet"}, description=scope.describe(regression_cases.__doc__),
+              required_resource_keys=scope.needs("store"), **scope.asset_args(STAGE))
+    def regressions(context: dg.AssetExecutionContext, question_metrics: pl.LazyFrame,
+                    gate_results: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+        return regression_cases(context, scope.store(context), question_metrics, gate_results)
+
+    if scope.quick:
+        return [regressions], []
+
+    promoted_baseline = dg.AssetSpec(
+        key=scope.key("promoted_baseline"), group_name=scope.group(STAGE), tags={"stage": STAGE},
+        description="The promoted baseline (baseline/ in the suite's folder: manifest, metric_summary, "
+                    "question_metrics, rag_runs of the promoted system). Not an asset of a run: promotion writes it "
+                    "(and reports it here as a materialisation), the next run's gates and report read it.")
+
+    # after the report (see the module docstring): it reads the baseline this step replaces
+    @dg.asset(key=scope.key("promotion"), ins=scope.ins("metric_summary", "question_metrics", "rag_runs",
+                                                        "judge_calibration", "gate_verdict"),
+              deps=[scope.key(REPORT_ASSET)],
+              description=scope.describe(promotion.__doc__), required_resource_keys=scope.needs("settings", "store"),
+              **scope.asset_args(STAGE))
+    def promote(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame,
+                rag_runs: pl.DataFrame, judge_calibration: pl.DataFrame, gate_verdict: dict) -> dg.Output[dict]:
+        return promotion(context, scope.settings(context), scope.store(context), metric_summary, question_metrics,
+                         rag_runs, judge_calibration, gate_verdict, baseline_key=promoted_baseline.key)
+
+    return [regressions, promoted_baseline, promote], []

@@ -7,7 +7,9 @@ metadata (first entries) and to ``decision.json`` beside the tables (the CLI's C
 
 Order of the steps and why the report can state the promotion outcome: the gate table
 (``gate_results``) is upstream; the blocking gate check sits on ``gate_verdict`` below it, and
-``promotion`` runs after that check, from the same gate table and the same calibration. The report does
+``promotion`` runs after that check and after this report (it declares ``evaluation_report`` as a dependency,
+so the report reads the stored baseline before promotion replaces it), from the same gate table and the same
+calibration. The report does
 not wait on the calibration check (a failed blocking check skips everything downstream, and the report
 must be written on exactly such a night): it computes the same calibration table with
 ``defs.calibration.compute_calibration`` and decides it with ``core.metrics.calibration_status``, the
@@ -15,11 +17,15 @@ function the check itself calls. So the report says what the promotion step does
 asset and the CLI record what it did.
 
 The viewer groups (whose access the pages respect: a restricted chunk's text never appears) come from
-the configuration section ``report: {viewer_groups: [...]}`` (default ``["customers"]``). The history is
-read from the table store, not taken as an input, so that the quick job (which leaves
-``metric_history`` out) can still build the report. A full evaluation also keeps its per-question tables
-under ``history/<run_id>/`` so that ``rag-eval compare night:DATE`` can pair a past night question by
-question.
+the configuration section ``report: {viewer_groups: [...]}`` (default ``["customers"]``). Every table it
+reads is a declared input, ``metric_history`` included: in the full job the report runs after
+``metric_history`` and includes this run; a quick evaluation (which never appends to the history) reads
+its suite's full ``metric_history`` (none before the first full run). The promoted baseline's manifest
+and the hand-label file are read from the external assets ``<suite>/promoted_baseline`` and
+``<suite>/calibration_labels``; the calibration history is ``judge_calibration``'s own file, read
+without depending on that asset (so that its check cannot skip the report). A full evaluation also
+keeps its per-question tables under ``history/<run_id>/`` so that ``rag-eval compare night:DATE`` can
+pair a past night question by question. :func:`build` declares the asset for a suite's scope.
 
 Links: with ``RAG_EVAL_REPORT_URL`` set in the process that materialises, the materialisation carries
 ``report_url``; with it set where the code location runs, :func:`link_report_assets` puts
@@ -56,8 +62,10 @@ from rag_eval_pipeline.core.report.markdown import render_markdown
 from rag_eval_pipeline.core.report.questions import CARD_METRICS
 from rag_eval_pipeline.core.storage import write_json_atomic, write_text_atomic
 from rag_eval_pipeline.defs.calibration import HISTORY_FILE, compute_calibration
-from rag_eval_pipeline.defs.io import suite_folder
-from rag_eval_pipeline.defs.resources import REPORT_URL_ENV, EvalSettings, TableStore
+from rag_eval_pipeline.defs.resources import REPORT_URL_ENV, EvalSettings, TableFolder
+from rag_eval_pipeline.defs.scope import QUICK, SuiteScope
+
+STAGE = "reports"
 
 TREND_METRICS = tuple(metric_label(m, k) for m, k in KEY_METRICS)  # the metric registry's key metrics
 REPORT_FILES = ("report.md", "report.html", "trend.html")
@@ -102,8 +110,9 @@ def report_url(base_url: str | None, base_dir: str | Path, path: str | Path) -> 
     return f"{base_url}/{quote(rel.as_posix())}"
 
 
-def link_report_assets(assets: list, base_dir: str, suite_dirs: dict[str, str]) -> list:
-    """``assets`` with the definition metadata ``latest_report`` (a URL) on every ``evaluation_report``.
+def link_report_assets(assets: list, base_dir: str | Path, folder: str | Path) -> list:
+    """One suite's ``assets`` with the definition metadata ``latest_report`` (a URL) on its ``evaluation_report``
+    (and its quick evaluation's). ``base_dir``: the folder ``rag-eval serve`` serves; ``folder``: the suite's.
 
     Read where the code location loads: when ``RAG_EVAL_REPORT_URL`` is set there, each report asset's
     definition links to ``<url>/<suite folder relative to base_dir>/report.html``, the page ``rag-eval
@@ -117,8 +126,8 @@ def link_report_assets(assets: list, base_dir: str, suite_dirs: dict[str, str]) 
     def spec_fn(spec: dg.AssetSpec) -> dg.AssetSpec:
         if spec.key.path[-1] != REPORT_ASSET:
             return spec
-        url = report_url(base_url, base_dir, suite_folder(base_dir, suite_dirs, tuple(spec.key.path[:-1]))
-                         / "report.html")
+        sub = Path(folder, QUICK) if QUICK in spec.key.path[:-1] else Path(folder)
+        url = report_url(base_url, base_dir, sub / "report.html")
         if url is None:
             return spec
         return spec.merge_attributes(metadata={"latest_report": dg.MetadataValue.url(url)})
@@ -135,10 +144,11 @@ def _baseline_words(manifest: dict | None, configured: str | None) -> str:
     return "no baseline: only the absolute floors (min_value) apply"
 
 
-def run_decision(settings: EvalSettings, store: TableStore, gate_results: pl.DataFrame, golden_set: pl.DataFrame,
+def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.DataFrame, golden_set: pl.DataFrame,
                  rag_runs: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                  manifest: dict | None, citation_claims: pl.DataFrame | None = None,
-                 nugget_labels: pl.DataFrame | None = None) -> tuple[Decision, pl.DataFrame | None]:
+                 nugget_labels: pl.DataFrame | None = None,
+                 quick: bool = False) -> tuple[Decision, pl.DataFrame | None]:
     """(the run's :class:`Decision`, the calibration table it used: None when it could not be computed).
 
     The calibration is computed as the ``judge_calibration`` asset computes it (no history written) and
@@ -161,7 +171,7 @@ def run_decision(settings: EvalSettings, store: TableStore, gate_results: pl.Dat
     n_split = split_questions(golden_set, split)
     decision = decide(gate_results, status, split=split, split_questions=n_split,
                       baseline=_baseline_words(manifest, cfg.baseline_system), promote=cfg.gates.promote,
-                      quick=settings.quick, systems=sorted(set(rag_runs["system"].to_list())),
+                      quick=quick, systems=sorted(set(rag_runs["system"].to_list())),
                       stored_baseline=(f"{manifest.get('system')}, promoted {manifest.get('promoted_at', '?')}"
                                        if manifest else None),
                       judge_errors=judge_errors_by_system(judge_labels),
@@ -169,7 +179,7 @@ def run_decision(settings: EvalSettings, store: TableStore, gate_results: pl.Dat
     return decision, table
 
 
-def archive_run(store: TableStore, run_id: str, history: pl.DataFrame | None,
+def archive_run(store: TableFolder, run_id: str, history: pl.DataFrame | None,
                 tables: dict[str, pl.DataFrame | pl.LazyFrame]) -> Path:
     """Keep this run's per-question tables under ``history/<run_id>/`` (with ``run.json``: run id, evaluated
     at, night), for ``rag-eval compare night:DATE``; returns the folder. The night and time are those
@@ -186,27 +196,28 @@ def archive_run(store: TableStore, run_id: str, history: pl.DataFrame | None,
     return store.path(RUN_ARCHIVE, run_id)
 
 
-@dg.asset(
-    group_name="reports",
-    kinds={"html", "markdown"},
-    deps=[dg.AssetKey("metric_history")],
-    description="The run as pages people read: report.md, report.html (self-contained) and trend.html beside the "
-                "Parquet tables, leading with the decision (verdict, promotion, blocking failures, comparison "
-                "split, judge calibration and errors); restricted chunk text is withheld for the configured viewer "
-                "groups.",
-)
-def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableStore,
+DESCRIPTION = ("The run as pages people read: report.md, report.html (self-contained) and trend.html beside the "
+               "Parquet tables, leading with the decision (verdict, promotion, blocking failures, comparison split, "
+               "judge calibration and errors); restricted chunk text is withheld for the configured viewer groups.")
+
+
+def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings, store: TableFolder,
                       metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame, rag_runs: pl.DataFrame,
                       golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                       answer_judgements: pl.DataFrame, judge_variance: pl.DataFrame,
-                      gate_results: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
-                      nugget_labels: pl.DataFrame) -> dg.Output[dict]:
+                      gate_results: pl.DataFrame, metric_history: pl.DataFrame | None = None, *,
+                      citation_claims: pl.DataFrame | None = None, citations: pl.DataFrame | None = None,
+                      nugget_labels: pl.DataFrame | None = None, suite: str | None = None,
+                      quick: bool = False) -> dg.Output[dict]:
     """Write report.md, report.html, trend.html and decision.json with the store; return their paths, the
     decision and the redaction counts. ``question_metrics`` is scanned: the report reads the rows of its question
-    cards' metrics (``CARD_METRICS``), the run archive copies the file."""
+    cards' metrics (``CARD_METRICS``), the run archive copies the file. ``metric_history``: the history the trend
+    shows (None: none yet); ``citation_claims``, ``citations``, ``nugget_labels``: the citation and completeness
+    tables the question cards show (None: none); ``suite``: the suite's name (None for the unprefixed chain);
+    ``quick``: a quick evaluation's report."""
     cfg = settings.config
     groups = viewer_groups(settings)
-    history = store.read("metric_history.parquet")
+    history = metric_history
     try:  # a damaged baseline is reported by the gate (baseline_damaged rows); the report just names none
         promoted = read_baseline(store.path(BASELINE_DIR).parent)
     except BaselineDamaged as exc:
@@ -219,7 +230,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         history = primary_level_rows(history)  # the trend shows one line per (system, metric, k)
     gates, gates_source = gate_results.to_dicts(), "gate_results of this run"
     decision, calibration = run_decision(settings, store, gate_results, golden_set, rag_runs, corpus_snapshot,
-                                         judge_labels, manifest, citation_claims, nugget_labels)
+                                         judge_labels, manifest, citation_claims, nugget_labels, quick=quick)
 
     card_rows = (question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(list(CARD_METRICS)))
                  .collect(engine="streaming"))
@@ -228,19 +239,19 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         calibration=calibration, variance=judge_variance, gates=gates, history=history, viewer_groups=groups,
         baseline_manifest=manifest, generated_at=dt.datetime.now(dt.UTC),
         kappa_floor=cfg.calibration.kappa_floor, decision=decision, gate_split=cfg.gate_split,
-        suite=settings.suite, citation_claims=citation_claims, citations=citations, nugget_labels=nugget_labels,
+        suite=suite, citation_claims=citation_claims, citations=citations, nugget_labels=nugget_labels,
     )
     md_path = write_text_atomic(report.markdown, store.path("report.md"))
     html_path = write_text_atomic(report.html, store.path("report.html"))
     trend_path = trend_plot(history if history is not None else pl.DataFrame(
         schema={"run_id": pl.Utf8, "evaluated_at": pl.Datetime("us", "UTC"), "system": pl.Utf8, "metric": pl.Utf8,
                 "k": pl.Int32, "value": pl.Float64}), TREND_METRICS, store.path("trend.html"))
-    url = report_url(os.environ.get(REPORT_URL_ENV), store.base_dir, html_path)
+    url = report_url(os.environ.get(REPORT_URL_ENV), store.serve_root, html_path)
     decision_path = write_json_atomic(decision.to_dict() | {
-        "run_id": context.run_id, "suite": settings.suite, "report_html": str(html_path.resolve()),
+        "run_id": context.run_id, "suite": suite, "report_html": str(html_path.resolve()),
         "report_url": url}, store.path(DECISION_FILE))
     archived = None
-    if not settings.quick:
+    if not quick:
         archived = archive_run(store, context.run_id, history, {
             "metric_summary": metric_summary, "question_metrics": question_metrics, "rag_runs": rag_runs,
             "judge_labels": judge_labels})
@@ -293,3 +304,31 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         "viewer_groups": list(groups), "withheld_texts": report.withheld,
         "restricted_previews_hidden": report.restricted_chunks, "gates_source": gates_source,
     }, metadata=md)
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of the report for ``scope``. A quick evaluation's report reads its suite's full
+    ``metric_history`` (None before the first full run) and promoted baseline."""
+    ins = scope.ins("metric_summary", "question_metrics", "rag_runs", "golden_set", "corpus_snapshot", "judge_labels",
+                    "answer_judgements", "judge_variance", "gate_results", "citation_claims", "citations",
+                    "nugget_labels")
+    ins["metric_history"] = dg.AssetIn(key=scope.full_key("metric_history"), metadata={"allow_missing": True})
+    deps = [scope.full_key("promoted_baseline")]
+    if scope.calibration_labels:  # the report decides the calibration from the same hand labels
+        deps.append(scope.full_key("calibration_labels"))
+
+    @dg.asset(key=scope.key(REPORT_ASSET), ins=ins, deps=deps, kinds={"html", "markdown"},
+              description=scope.describe(DESCRIPTION), required_resource_keys=scope.needs("settings", "store"),
+              **scope.asset_args(STAGE))
+    def report(context: dg.AssetExecutionContext, metric_summary: pl.DataFrame, question_metrics: pl.LazyFrame,
+               rag_runs: pl.DataFrame, golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame,
+               judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame, judge_variance: pl.DataFrame,
+               gate_results: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
+               nugget_labels: pl.DataFrame, metric_history) -> dg.Output[dict]:
+        return evaluation_report(context, scope.settings(context), scope.store(context), metric_summary,
+                                 question_metrics, rag_runs, golden_set, corpus_snapshot, judge_labels,
+                                 answer_judgements, judge_variance, gate_results, metric_history,
+                                 citation_claims=citation_claims, citations=citations, nugget_labels=nugget_labels,
+                                 suite=scope.suite, quick=scope.quick)
+
+    return [report], []

@@ -1,13 +1,27 @@
-"""rag_runs: every configured system answering every golden question, with its run manifest."""
+"""rag_runs: every configured system answering every golden question, with its run manifest.
 
+The computations are in ``core/systems/runs.py`` (running the systems, the run-row coverage check);
+:func:`build` declares them as one suite's asset and check.
+``rag_runs`` with ``systems: [...]`` in its run config re-runs only those systems and keeps the other
+systems' rows of its own previous materialisation (read from the suite's folder: an asset reading
+what it wrote last time, not another table).
+"""
 
 import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core.systems.runs import rag_runs as run_systems
+from rag_eval_pipeline.core.systems.runs import run_row_coverage
 from rag_eval_pipeline.defs.pools import LIVE_SYSTEMS_POOL
-from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
+from rag_eval_pipeline.defs.scope import SuiteScope
 from rag_eval_pipeline.defs.systems import SystemsResource
+
+STAGE = "runs"
+SYSTEMS_KEY = "systems"  # shared by every suite: the deployment's settings for every system kind (defs/systems.py)
+RUN_ROW_DESCRIPTION = ("Every golden question has exactly one run row per configured system, on this corpus version "
+                       "(with metrics.complete: true a missing question is allowed, counted and scored as an empty "
+                       "retrieval, as trec_eval -c).")
 
 
 class RagRunsConfig(dg.Config):
@@ -16,8 +30,7 @@ class RagRunsConfig(dg.Config):
     systems: list[str] = []
 
 
-@dg.asset(group_name="runs", kinds={"polars", "parquet"}, pool=LIVE_SYSTEMS_POOL)  # defs/pools.py
-def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings: EvalSettings, store: TableStore,
+def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings: EvalSettings, store: TableFolder,
              systems: SystemsResource, corpus_snapshot: pl.DataFrame,
              golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """One row per (system, question): ranked retrieved chunks, decision, answer, citations, manifest.
@@ -51,42 +64,43 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
     })
 
 
-@dg.asset_check(asset=rag_runs, blocking=True,
-                additional_ins={"golden_set": dg.AssetIn(metadata={"columns": ["question_id"]}),
-                                "corpus_snapshot": dg.AssetIn()},
-                description="Every golden question has exactly one run row per configured system, on this corpus "
-                            "version (with metrics.complete: true a missing question is allowed, counted and scored "
-                            "as an empty retrieval, as trec_eval -c).")
 def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
                                  corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
-    from rag_eval_pipeline.core.corpus import corpus_version
-
-    cv = corpus_version(corpus_snapshot)
-    qids = golden_set.select("question_id").unique()
-    counts = rag_runs.group_by("system", "question_id").len()
-    missing, duplicated, stale, missing_count = {}, {}, [], {}
-    for system in settings.config.system_names:  # a handful of systems; no loop over questions
-        have = counts.filter(pl.col("system") == system)
-        gone = qids.join(have, on="question_id", how="anti")["question_id"].sort()
-        if gone.len():
-            missing[system] = gone.head(50).to_list()
-            missing_count[system] = gone.len()
-        dup = have.filter(pl.col("len") > 1)["question_id"].sort()
-        if dup.len():
-            duplicated[system] = dup.head(50).to_list()
-        versions = set(rag_runs.filter(pl.col("system") == system)["corpus_version"].drop_nulls().unique().to_list())
-        if versions - {cv}:
-            stale.append(f"{system}: {sorted(versions - {cv})} != snapshot {cv}")
-    # trec_eval -c: with metrics.complete a question without a run row is scored as an empty retrieval
-    allowed = missing if settings.config.complete else {}
+    """The check of ``rag_runs``: :func:`~rag_eval_pipeline.core.systems.runs.run_row_coverage` of the suite's
+    systems, with what it found in the metadata."""
+    cfg = settings.config
+    cov = run_row_coverage(cfg.system_names, rag_runs, golden_set, corpus_snapshot, complete=cfg.complete)
     return dg.AssetCheckResult(
-        passed=not ((missing and not allowed) or duplicated or stale),
+        passed=cov.passed,
         metadata={
-            "complete": settings.config.complete,
-            "allowed_missing_questions": sum(missing_count.values()) if allowed else 0,
-            "allowed_missing_question_ids": dg.MetadataValue.json(allowed),
-            "missing_question_ids": dg.MetadataValue.json(missing),
-            "duplicate_question_ids": dg.MetadataValue.json(duplicated),
-            "corpus_version_mismatch": dg.MetadataValue.json(stale),
+            "complete": cov.complete,
+            "allowed_missing_questions": sum(cov.missing_count.values()) if cov.allowed else 0,
+            "allowed_missing_question_ids": dg.MetadataValue.json(cov.allowed),
+            "missing_question_ids": dg.MetadataValue.json(cov.missing),
+            "duplicate_question_ids": dg.MetadataValue.json(cov.duplicated),
+            "corpus_version_mismatch": dg.MetadataValue.json(cov.stale),
         },
     )
+
+
+def build(scope: SuiteScope) -> tuple[list, list]:
+    """(assets, checks) of the runs stage for ``scope``: ``rag_runs`` reads ``golden_set`` and ``corpus_snapshot``."""
+
+    @dg.asset(key=scope.key("rag_runs"), ins=scope.ins("corpus_snapshot", "golden_set"), kinds={"polars", "parquet"},
+              description=scope.describe(rag_runs.__doc__), **scope.asset_args(STAGE),
+              pool=LIVE_SYSTEMS_POOL,  # it calls the systems under test: one slot of their pool (defs/pools.py)
+              required_resource_keys=scope.needs("settings", "store") | {SYSTEMS_KEY})
+    def runs(context: dg.AssetExecutionContext, config: RagRunsConfig, corpus_snapshot: pl.DataFrame,
+             golden_set: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+        return rag_runs(context, config, scope.settings(context), scope.store(context),
+                        getattr(context.resources, SYSTEMS_KEY), corpus_snapshot, golden_set)
+
+    @dg.asset_check(asset=runs, name="every_question_has_a_run_row", blocking=True,
+                    required_resource_keys=scope.needs("settings"),
+                    additional_ins=scope.ins("corpus_snapshot", golden_set={"columns": ["question_id"]}),
+                    description=RUN_ROW_DESCRIPTION)
+    def run_rows(context, rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
+                 corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
+        return every_question_has_a_run_row(scope.settings(context), rag_runs, golden_set, corpus_snapshot)
+
+    return [runs], [run_rows]

@@ -15,8 +15,8 @@ import dagster as dg
 from rag_eval_pipeline.core.errors import EvalError
 from rag_eval_pipeline.core.systems.base import Deployment
 from rag_eval_pipeline.core.systems.fingerprints import changed_systems, source_fingerprints, watched_paths
-from rag_eval_pipeline.defs.resources import EvalSettings
 from rag_eval_pipeline.defs.schedules import QUICK_JOB, job_name
+from rag_eval_pipeline.defs.scope import SuiteScope
 
 
 class SystemsResource(dg.ConfigurableResource):
@@ -42,18 +42,22 @@ def has_watched_sources(cfg) -> bool:
     return bool(watched_paths(cfg))
 
 
-def live_sources_sensor(suite: str, tags: dict[str, str]) -> dg.SensorDefinition:
+def live_sources_sensor(scope: SuiteScope, tags: dict[str, str]) -> dg.SensorDefinition:
     """The sensor ``<suite>__live_sources_changed`` (stopped by default): starts the suite's
     ``quick_evaluation`` when the content (sha256) of a file a system's kind watches (a ``logged``
-    system's log, a ``traces`` source) changes; the first tick only records the fingerprints."""
+    system's log, a ``traces`` source) changes; the first tick only records the fingerprints. Reads the
+    suite's configuration through its settings resource (``scope``)."""
+    suite = scope.suite
+    if suite is None:
+        raise ValueError("the live sources sensor belongs to a suite: the unprefixed chain has none")
 
     @dg.sensor(name=f"{suite}__live_sources_changed", job_name=job_name(suite, QUICK_JOB), minimum_interval_seconds=60,
                default_status=dg.DefaultSensorStatus.STOPPED,
                description=f"Starts {suite}'s quick_evaluation when a logged system's log or a traces source "
-                           "changes content.")
-    def live_sources_changed(context: dg.SensorEvaluationContext, settings: EvalSettings):
+                           "changes content.", required_resource_keys=scope.needs("settings"))
+    def live_sources_changed(context: dg.SensorEvaluationContext, **resources):  # the suite's settings, by key
         try:
-            current = source_fingerprints(settings.config_for(suite))
+            current = source_fingerprints(resources[scope.resource_key("settings")].config)
         except EvalError as exc:
             return dg.SkipReason(f"configuration not loaded: {exc}")
         previous = json.loads(context.cursor) if context.cursor else None

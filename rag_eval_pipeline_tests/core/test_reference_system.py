@@ -12,7 +12,8 @@ from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.generation import extractive
 from rag_eval_pipeline.core.generation.extractive import ExtractiveAnswerer, split_sentences
-from rag_eval_pipeline.core.reference_system import resolve_retriever_config, run_reference_system
+from rag_eval_pipeline.core.reference_system import run_reference_system
+from rag_eval_pipeline.core.systems.kinds.reference import resolve_retriever_config
 
 # A small invented Spanish corpus (a fictional shop's handbook).
 CHUNKS = [

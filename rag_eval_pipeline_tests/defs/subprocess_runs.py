@@ -53,6 +53,14 @@ def dagster_home(tmp_path: Path) -> Path:
     return home
 
 
+def ad_hoc_home(home: Path) -> Path:
+    """Where ``rag-eval run --config FILE`` records the runs of a configuration no suites file lists: its own
+    Dagster instance inside DAGSTER_HOME (cli/common.py: dagster_home), which the UI does not read."""
+    from rag_eval_pipeline.cli.common import AD_HOC_HOME
+
+    return home / AD_HOC_HOME
+
+
 def cli_env(home: Path, **extra: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
     env.update({"DAGSTER_HOME": str(home), "PYTHONUNBUFFERED": "1"}, **extra)

@@ -28,6 +28,7 @@ from rag_eval_pipeline.core.locking import LOCK_NAME, OutputLock, OutputLocked, 
 from rag_eval_pipeline.core.storage import SLOW_WRITE_ENV
 from rag_eval_pipeline.defs.judging import JudgeResource
 from rag_eval_pipeline_tests.defs.subprocess_runs import (
+    ad_hoc_home,
     cli_env,
     dagster_home,
     kill,
@@ -104,8 +105,8 @@ def test_a_second_run_on_the_same_folder_fails_clearly(good_out, tmp_path):
         owner = read_owner(out)
         assert owner["run_id"] and f"run_id {owner['run_id']}" in second.stderr
         assert first.poll() is None  # the first run was not disturbed
-        # the second run started no Dagster run at all
-        with dg.DagsterInstance.from_config(str(home)) as instance:
+        # the second run started no Dagster run at all (both are ad-hoc: recorded in their own instance)
+        with dg.DagsterInstance.from_config(str(ad_hoc_home(home))) as instance:
             runs = instance.get_runs()
         assert [r.run_id for r in runs] == [owner["run_id"]]
         # an in-process materialisation (as a run launched from the UI executes) is refused by the IO manager
@@ -184,11 +185,12 @@ def test_kill_during_judging_then_rerun_reuses_the_judge_cache(good_out, tmp_pat
             total = len(cache)
         rerun_bodies = {json.dumps(r["body"], sort_keys=True) for r in server.chat_requests()}
         rerun_calls = len(server.chat_requests())
-    # only the calls not finished before the kill were sent again: as distinct requests, since two steps judging
-    # at the same moment may each send an identical call that neither has cached yet (counted apart, at most a
-    # few here)
+    # only the calls not finished before the kill were sent again, each exactly once: an identical call asked at
+    # the same moment by another thread or step waits for the one in flight (the cache's single flight), and the
+    # killed run's claims (its process is gone) are taken over at once
     assert len(rerun_bodies) == total - cached_at_kill
-    assert rerun_calls - len(rerun_bodies) <= 0.05 * total
+    duplicates = rerun_calls - len(rerun_bodies)
+    assert duplicates == 0, f"{duplicates} duplicate request(s) of {rerun_calls}"
     assert 0 < len(rerun_bodies) < total
     labels = pl.read_parquet(out / "judge_labels.parquet")
     assert labels["judge"].unique().to_list() != rule_based

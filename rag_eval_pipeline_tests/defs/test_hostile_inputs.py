@@ -219,7 +219,8 @@ def step_errors(result) -> dict[str, list[tuple[str, str]]]:
 
 
 def metadata(result, asset: str) -> dict:
-    mats = result.asset_materializations_for_node(asset)
+    """The metadata of ``asset``'s last materialisation in ``result`` (found by key: a stage's step holds several)."""
+    mats = [e.materialization for e in result.get_asset_materialization_events() if e.asset_key.path[-1] == asset]
     assert mats, f"{asset} was not materialised"
     return {k: getattr(v, "value", v) for k, v in mats[-1].metadata.items()}
 

@@ -457,7 +457,9 @@ def test_a_damaged_baseline_blocks_loudly_and_is_never_replaced_quietly(name, go
     assert result.is_node_untouched("promotion")  # nothing promoted against another reference
     after = every_file_hash(out / "baseline", exact=True) if (out / "baseline").exists() else None
     assert after == baseline_before and (out / "promotion.json").read_bytes() == record_before
-    md = result.asset_materializations_for_node("gate_results")[-1].metadata
+    # gate_results is one output of the aggregate step (defs/aggregate.py): its own materialisation, by key
+    [md] = [m.metadata for m in result.asset_materializations_for_node("aggregate")
+            if m.asset_key == dg.AssetKey("gate_results")]
     assert md["baseline_source"].value.startswith("DAMAGED")
 
 

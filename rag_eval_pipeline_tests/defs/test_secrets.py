@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
-from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config
+from rag_eval_pipeline_tests.defs.subprocess_runs import ad_hoc_home, cli_env, dagster_home, sample_config
 from rag_eval_pipeline_tests.servers.fault_server import FaultServer
 
 RESTRICTED = "ZX-INTERNAL-7731"
@@ -108,7 +108,7 @@ def test_restricted_text_never_reaches_metadata_or_reports(judged_run):
     # it is in the data being evaluated (the team's answers), so its absence below means something
     runs = pl.read_parquet(out / "rag_runs.parquet")
     assert runs.filter(pl.col("answer").str.contains(RESTRICTED, literal=True)).height >= 1
-    with dg.DagsterInstance.from_config(str(judged_run["home"])) as instance:
+    with dg.DagsterInstance.from_config(str(ad_hoc_home(judged_run["home"]))) as instance:  # an ad-hoc run
         texts = _metadata_texts(instance, judged_run["run_id"])
         messages = [e.user_message or "" for e in instance.all_logs(judged_run["run_id"])]
     assert len(texts) > 50

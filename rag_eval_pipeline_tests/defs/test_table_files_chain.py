@@ -206,8 +206,8 @@ def test_the_io_manager_migrates_an_older_file_and_refuses_a_newer_one(sample, t
     assert result.success
     warnings = [(e.step_key, e.user_message) for e in instance.all_logs(result.run_id)
                 if "migrated on read" in (e.user_message or "")]
-    # one line per step that loaded it: rag_runs and the check beside it
-    assert sorted(k for k, _ in warnings) == ["rag_runs", "rag_runs_every_question_has_a_run_row"]
+    # one line per step that loaded it: rag_runs and the check beside it (step keys carry the suite, defs/scope.py)
+    assert sorted(k for k, _ in warnings) == ["sample__rag_runs", "sample__rag_runs_every_question_has_a_run_row"]
     v = spec_of("golden_set").version
     assert {m for _, m in warnings} == {
         f"file {golden}: table 'golden_set' has schema version 0, this pipeline reads version {v} (written before "
@@ -218,7 +218,7 @@ def test_the_io_manager_migrates_an_older_file_and_refuses_a_newer_one(sample, t
     assert not result.success
     failure = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"][0]
     error = failure.step_failure_data.error
-    assert 'loading input "golden_set" of step "rag_runs"' in error.message and error.cause.cls_name == \
+    assert 'loading input "golden_set" of step "sample__rag_runs"' in error.message and error.cause.cls_name == \
         "SchemaVersionError"
     assert error.cause.message.strip() == (
         f"rag_eval_pipeline.core.table_files.SchemaVersionError: file {golden}: table 'golden_set' has schema "

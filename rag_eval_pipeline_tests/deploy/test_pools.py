@@ -1,9 +1,9 @@
 """Dagster concurrency pools on the steps that call outside services (``defs/pools.py``).
 
-Which steps: exactly those that use the ``judge`` resource (judge pool) or the ``systems`` resource (live
-systems pool), in every suite and its quick evaluation. Enforced: with the judge pool's one slot held by
-another run, the sample's judge step does not start (the steps before it do); it starts once the slot is
-freed, and the run succeeds.
+Which steps: exactly those that use a suite's judge resource (``<suite>__judge``: judge pool) or the
+``systems`` resource (live systems pool), in every suite and its quick evaluation. Enforced: with the
+judge pool's one slot held by another run, the sample's judge step does not start (the steps before it
+do); it starts once the slot is freed, and the run succeeds.
 """
 
 import threading
@@ -29,14 +29,15 @@ def test_every_step_that_calls_the_judge_or_a_live_system_is_in_its_pool(tmp_pat
     pools = {k.to_user_string(): a.node_def.pool for k, a in assets.items()}
     for key, a in assets.items():
         resources = a.required_resource_keys
-        expected = JUDGE_POOL if "judge" in resources else LIVE_SYSTEMS_POOL if "systems" in resources else None
+        judge = any(r == "judge" or r.endswith("__judge") for r in resources)  # the suite's own judge resource
+        expected = JUDGE_POOL if judge else LIVE_SYSTEMS_POOL if "systems" in resources else None
         assert a.node_def.pool == expected, (key.to_user_string(), sorted(resources))
     # the steps by name, in the suite and in its quick evaluation (independent of the resource rule above)
     for prefix in ("sample/", "sample/quick/"):
         assert [pools[prefix + n] for n in ("judge_labels", "answer_judgements", "answer_quality", "citation_claims",
                                             "citations", "nugget_labels", "rag_runs")] \
             == [JUDGE_POOL] * 6 + [LIVE_SYSTEMS_POOL]
-    # 2 x (judge_answers' 2 outputs, answer_quality, judge_citations' 2 outputs, nugget_labels, rag_runs)
+    # 2 x (the judging step's 3 outputs, the citations step's 3 outputs, rag_runs)
     assert sum(p is not None for p in pools.values()) == 14
 
 
@@ -65,7 +66,7 @@ def test_the_judge_step_waits_for_a_slot_of_the_judge_pool(tmp_path):
 
         def holder():  # in the background: watch the run wait, then free the other run's slot
             try:
-                wait_until("rag_runs to succeed", lambda: "rag_runs" in steps(dg.DagsterEventType.STEP_SUCCESS),
+                wait_until("rag_runs to succeed", lambda: "sample__rag_runs" in steps(dg.DagsterEventType.STEP_SUCCESS),
                            timeout=300, interval=0.2)
                 time.sleep(2.0)  # the judge step has had time to start, were it not waiting for the pool
                 seen["started_while_held"] = steps(dg.DagsterEventType.STEP_START)
@@ -80,10 +81,11 @@ def test_the_judge_step_waits_for_a_slot_of_the_judge_pool(tmp_path):
         watcher.join(timeout=60)
         assert result.success
         (judge_start,) = [e for e in instance.all_logs(result.run_id, of_type=dg.DagsterEventType.STEP_START)
-                          if e.step_key == "judge_answers"]
+                          if e.step_key == "sample__judging"]
         info = storage.get_concurrency_info(JUDGE_POOL)
 
-    assert {"corpus_snapshot", "golden_set", "rag_runs"} <= seen["started_while_held"]
-    assert "judge_answers" not in seen["started_while_held"] and seen["pending"] == 1
+    # step keys carry the suite's prefix (defs/scope.py); the judging stage is one step
+    assert {"sample__corpus_snapshot", "sample__golden_set", "sample__rag_runs"} <= seen["started_while_held"]
+    assert "sample__judging" not in seen["started_while_held"] and seen["pending"] == 1
     assert judge_start.timestamp >= freed_at[0]  # started only after the slot was freed
     assert info.active_slot_count == 0 and info.slot_count == 1  # the run gave its slot back

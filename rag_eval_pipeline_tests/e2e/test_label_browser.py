@@ -250,32 +250,18 @@ def test_label_five_undo_restart_kill_and_calibrate(evaluated, browser, tmp_path
     # the next judge_calibration uses them (its table lists the labeller; every new label is compared)
     import dagster as dg
 
-    from rag_eval_pipeline.defs.calibration import judge_calibration
     from rag_eval_pipeline.defs.io import ParquetIOManager
     from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
+    from rag_eval_pipeline_tests.defs.test_calibration import trust_assets
 
     frame = pl.read_parquet(out / "judge_labels.parquet")
-
-    @dg.asset(name="judge_labels")
-    def judge_labels_from_the_run() -> pl.DataFrame:
-        return frame
-
+    tables = tuple(pl.read_parquet(out / f"{name}.parquet") for name in ("rag_runs", "golden_set", "corpus_snapshot"))
     # the run's citation and nugget tables, as they are (judge_calibration reads them for its family rows)
     families = {name: pl.read_parquet(out / f"{name}.parquet") for name in ("citation_claims", "nugget_labels")}
-
-    @dg.asset(name="citation_claims")
-    def citation_claims_from_the_run() -> pl.DataFrame:
-        return families["citation_claims"]
-
-    @dg.asset(name="nugget_labels")
-    def nugget_labels_from_the_run() -> pl.DataFrame:
-        return families["nugget_labels"]
-
-    result = dg.materialize([judge_labels_from_the_run, citation_claims_from_the_run, nugget_labels_from_the_run,
-                             judge_calibration],
-                            resources={"settings": EvalSettings(config_path=str(config)),
-                                       "store": TableStore(base_dir=str(out)),
-                                       "io_manager": ParquetIOManager(base_dir=str(out))})
+    assets = trust_assets(EvalSettings(config_path=str(config)), TableStore(base_dir=str(out)), frame, tables,
+                          **families)
+    result = dg.materialize(assets, selection=["judge_labels", "judge_calibration"],
+                            resources={"io_manager": ParquetIOManager(base_dir=str(out))})
     assert result.success
     table = pl.read_parquet(out / "judge_calibration.parquet").row(0, named=True)
     old = [json.loads(x) for x in original.decode().splitlines() if x.strip()]

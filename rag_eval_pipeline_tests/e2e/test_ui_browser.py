@@ -36,7 +36,9 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--window-size=1600,1200")
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
+# A run launched from the UI uses Dagster's default executor (jobs name none): a process per step, each loading
+# the code location, so two full runs take minutes on a busy machine.
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(1800)]
 
 
 def _missing(reason: str):
@@ -298,7 +300,7 @@ def _run_job(driver, base: str, location: str, job: str, shots: Path) -> str:
             raise AssertionError(f"run {run_id} of {job} ended as {title}")
         return "[SUCCESS]" in title
 
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + 900
     while True:
         try:
             wait_until(f"run {run_id} to succeed", finished, timeout=20, interval=1.0)

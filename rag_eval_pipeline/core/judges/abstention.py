@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 from rag_eval_pipeline.core.errors import ConfigError
 
@@ -108,7 +109,15 @@ def abstention_phrase(answer: str | None, phrases: Mapping[str, Sequence[str]] |
     padded = " " + _WS.sub(" ", _NON_WORD.sub(" ", first)).strip() + " "
     for lang in sorted(phrases):
         for p in phrases[lang]:
-            pp = _WS.sub(" ", _NON_WORD.sub(" ", p)).strip()
-            if pp and " " + pp + " " in padded:
+            pp = _padded_phrase(p)
+            if pp and pp in padded:
                 return p
     return None
+
+
+@lru_cache(maxsize=4096)
+def _padded_phrase(phrase: str) -> str:
+    """`` phrase `` with non-word runs as single spaces ("" for a phrase with no word): computed once
+    per phrase, not once per phrase and answer."""
+    pp = _WS.sub(" ", _NON_WORD.sub(" ", phrase)).strip()
+    return " " + pp + " " if pp else ""

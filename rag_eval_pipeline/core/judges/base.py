@@ -23,6 +23,9 @@ from rag_eval_pipeline.core.tables import SUPPORT_VERDICTS, VERDICT_FAMILIES, VE
 #: Statuses a judge may return for an answer. ``judge_runs`` adds "clarify" and "run_error"
 #: for runs it never sends to a judge.
 JUDGEMENT_STATUSES = ("judged", "abstained", "no_claims", "no_retrieval", "judge_error")
+#: The levels a judge is calibrated at against people (``calibration.level``): one label per claim, or one per
+#: answer. Declared here, a leaf both the configuration and the calibration mapping import (no import circle).
+CALIBRATION_LEVELS = ("claim", "response")
 
 #: Whole-answer labels and their scores (this pipeline's scoring: YES = 1, PARTIAL = 0.5, NO = 0).
 HOLISTIC_SCORES: dict[str, float] = {"YES": 1.0, "PARTIAL": 0.5, "NO": 0.0}
@@ -54,6 +57,8 @@ __all__ = [
     "ReverseQuestions",
     "JudgesInBatches",
     "judge_concurrency",
+    "judge_batch_size",
+    "SizesBatches",
     "accepts_repeat",
     "judge_stats",
     "holistic_label",
@@ -155,6 +160,14 @@ class Concurrent(Protocol):
 
 
 @runtime_checkable
+class SizesBatches(Protocol):
+    """Says how many answers it judges best in one ``judge_batch`` call (``batch_size``, an int >= 1;
+    see :class:`JudgesInBatches`)."""
+
+    batch_size: int
+
+
+@runtime_checkable
 class AcceptsRepeat(Protocol):
     """``judge(question, answer, contexts, *, repeat=n)`` makes repeat n a fresh judgement (no cache
     read) when ``accepts_repeat`` is True, so repeats measure the judge's noise."""
@@ -251,7 +264,9 @@ class JudgesInBatches(Protocol):
     """Judges many answers in one call, each exactly as ``judge`` would (shared work such as one
     encoder batch for every text, each encoded once): ``judge_batch(items)`` over ``(question,
     answer, contexts)`` tuples returns one AnswerJudgement per item, in order. ``judge_runs`` uses
-    it when present (no repeats, no concurrency of the judge's own)."""
+    it when present (no repeats, no concurrency of the judge's own), in batches of the judge's
+    ``batch_size`` when it is also :class:`SizesBatches` (else
+    :data:`~rag_eval_pipeline.core.judging.BATCH_SIZE`)."""
 
     def judge_batch(self, items: Sequence[Sequence]) -> list[AnswerJudgement]: ...
 
@@ -268,6 +283,16 @@ def judge_concurrency(judge: object) -> int:
     if isinstance(judge, Concurrent):
         return max(1, int(judge.concurrency or 1))
     return 1
+
+
+def judge_batch_size(judge: object, default: int) -> int:
+    """Answers per ``judge_batch`` call for ``judge``: its ``batch_size`` when :class:`SizesBatches`
+    and an int >= 1, else ``default``. Never raises."""
+    if isinstance(judge, SizesBatches):
+        size = judge.batch_size
+        if isinstance(size, int) and not isinstance(size, bool) and size >= 1:
+            return size
+    return default
 
 
 def accepts_repeat(judge: object) -> bool:

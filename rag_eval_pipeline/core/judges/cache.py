@@ -14,6 +14,18 @@ writes it under its own key (the repeat is part of the key). Failed calls are ne
 
 Evaluating a query costs several model calls; caching identical calls is the cheap half of the cost
 control (the other is running a subset).
+
+**Single flight** (:meth:`JudgeCache.single_flight`): two identical calls asked at the same moment
+(two threads of one step, two steps, two processes on one cache file) would both miss the cache and
+both be paid for. The first to ask *claims* the key: in this process through a table of keys in
+flight (threads wait on an event), and across processes through a row of the ``judge_claims`` table
+(``INSERT OR IGNORE`` on the key: SQLite makes exactly one insert win). Every other caller waits
+until the value is stored, then reads it; when the owner fails (nothing stored, claim released) the
+next waiter claims the key and calls. The wait is bounded (``wait_s``): past it the waiter calls on
+its own (a duplicate call, never a lost one). A claim whose owner is gone (a process on this host
+that no longer exists, e.g. a run killed mid-call) or older than its lease is taken over at once.
+The pattern is the "single flight" of Go's ``golang.org/x/sync/singleflight`` (duplicate
+suppression of in-flight calls), made durable across processes with a lease row.
 """
 
 from __future__ import annotations
@@ -21,13 +33,20 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import socket
 import sqlite3
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JudgeCache", "canonical_json", "cache_key"]
+__all__ = ["JudgeCache", "Flight", "canonical_json", "cache_key"]
+
+#: Default bound (seconds) on how long a caller waits for an identical call in flight elsewhere
+#: before calling on its own; the judges pass their own (a whole call's time bound).
+DEFAULT_WAIT_S = 300.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judge_cache (
@@ -39,6 +58,18 @@ CREATE TABLE IF NOT EXISTS judge_cache (
     created_at REAL NOT NULL
 )
 """
+_CLAIMS = """
+CREATE TABLE IF NOT EXISTS judge_claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    claimed_at REAL NOT NULL,
+    lease_s REAL NOT NULL
+)
+"""
+_CLAIM = ("INSERT OR IGNORE INTO judge_claims (key, owner, host, pid, claimed_at, lease_s) "
+          "VALUES (?, ?, ?, ?, ?, ?)")
 
 
 def canonical_json(obj: Any) -> str:
@@ -101,6 +132,7 @@ class JudgeCache:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
+            self._conn.execute(_CLAIMS)
 
     def __repr__(self) -> str:
         return f"JudgeCache({str(self.path)!r})"
@@ -143,6 +175,50 @@ class JudgeCache:
         self.put(key, value, model=model, prompt_sha256=prompt_sha256, repeat=repeat)
         return key
 
+    # -- single flight ------------------------------------------------------------------------
+    def single_flight(self, key: str, wait_s: float = DEFAULT_WAIT_S, poll_s: float = 0.02) -> Flight:
+        """A context manager that makes one caller, of all those asking for ``key`` at the same
+        time (threads, steps, processes on this file), the one that calls (module docstring).
+
+        ``with cache.single_flight(key, wait_s) as flight:`` returns once ``flight.value`` holds
+        the stored value (someone else's call finished: use it) or the caller must call: then it
+        stores the result with :meth:`put` (or :meth:`store`) inside the block, and leaving the
+        block releases the key (an exception releases it too, and the next waiter calls).
+        ``flight.waited_s`` is the time spent waiting, ``flight.owner`` whether this caller held the
+        claim (False after a wait past ``wait_s`` > 0: it calls without one). ``poll_s`` (> 0) is
+        the first interval between checks of the file while another process holds the key
+        (doubling up to 0.5 s). Raises ValueError for a negative ``wait_s`` or a ``poll_s`` <= 0.
+        """
+        if not wait_s >= 0 or not poll_s > 0:
+            raise ValueError(f"wait_s must be >= 0 and poll_s > 0, got {wait_s!r}, {poll_s!r}")
+        return Flight(self, key, float(wait_s), float(poll_s))
+
+    def _try_claim(self, key: str, owner: str, lease_s: float) -> bool:
+        """Insert this caller's claim row for ``key``; take over a claim whose owner is gone or
+        whose lease ran out. Output: True when this caller now holds the claim."""
+        now = time.time()
+        with self._lock:
+            cur = self._conn.execute(_CLAIM, (key, owner, _HOST, os.getpid(), now, lease_s))
+            if cur.rowcount == 1:
+                return True
+            row = self._conn.execute("SELECT owner, host, pid, claimed_at, lease_s FROM judge_claims WHERE key = ?",
+                                     (key,)).fetchone()
+            if row is None:  # released between the two statements: try again at once
+                cur = self._conn.execute(_CLAIM, (key, owner, _HOST, os.getpid(), now, lease_s))
+                return cur.rowcount == 1
+            old, host, pid, claimed_at, lease = row
+            if _owner_gone(host, pid) or now - claimed_at > lease:
+                cur = self._conn.execute(
+                    "UPDATE judge_claims SET owner = ?, host = ?, pid = ?, claimed_at = ?, lease_s = ? "
+                    "WHERE key = ? AND owner = ?", (owner, _HOST, os.getpid(), now, lease_s, key, old))
+                return cur.rowcount == 1
+            return False
+
+    def _release_claim(self, key: str, owner: str) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.execute("DELETE FROM judge_claims WHERE key = ? AND owner = ?", (key, owner))
+
     # -- housekeeping -------------------------------------------------------------------------
     def __len__(self) -> int:
         with self._lock:
@@ -165,3 +241,104 @@ class JudgeCache:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_HOST = socket.gethostname()
+#: Keys in flight in this process, per cache file: (resolved path, key) → the event set when the
+#: owner leaves its block. Guarded by ``_LOCAL_LOCK``.
+_LOCAL: dict[tuple[str, str], threading.Event] = {}
+_LOCAL_LOCK = threading.Lock()
+
+
+def _owner_gone(host: str, pid: int) -> bool:
+    """True when the claim's owner is a process of this host that no longer exists."""
+    if host != _HOST:
+        return False
+    if pid == os.getpid():
+        return False  # this process: its threads release their claims in ``finally``
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):
+        return False
+    return False
+
+
+class Flight:
+    """One caller's turn at a key of a :class:`JudgeCache` (see :meth:`JudgeCache.single_flight`).
+
+    After ``__enter__``: ``value`` (the stored dict, or None when this caller must call),
+    ``owner`` (this caller holds the claim), ``waited_s`` (seconds spent waiting for another)."""
+
+    def __init__(self, cache: JudgeCache, key: str, wait_s: float, poll_s: float):
+        self.cache, self.key, self.wait_s, self.poll_s = cache, key, wait_s, poll_s
+        self.value: dict | None = None
+        self.owner = False
+        self.waited_s = 0.0
+        self._token = uuid.uuid4().hex
+        self._local_key = (str(cache.path.resolve()), key)
+        self._event: threading.Event | None = None
+        self._db_claim = False
+
+    def __enter__(self) -> Flight:
+        start = time.monotonic()
+        deadline = start + self.wait_s
+        lease = max(self.wait_s, 1.0)
+        try:
+            while True:
+                value = self.cache.get(self.key)
+                if value is not None:
+                    self.value = value
+                    return self
+                # 1. this process: one thread per key goes on, the others wait on its event
+                with _LOCAL_LOCK:
+                    other = _LOCAL.get(self._local_key)
+                    if other is None:
+                        self._event = _LOCAL[self._local_key] = threading.Event()
+                if other is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not other.wait(left):
+                        return self  # waited long enough: call without a claim
+                    continue
+                # 2. other processes: the claim row
+                delay = self.poll_s
+                while True:
+                    if self.cache._try_claim(self.key, self._token, lease):  # noqa: SLF001
+                        self._db_claim = True
+                        value = self.cache.get(self.key)  # stored (and released) since our last read
+                        if value is not None:
+                            self.value = value  # nothing to call: the claim is released on return
+                        else:
+                            self.owner = True
+                        return self
+                    value = self.cache.get(self.key)
+                    if value is not None:
+                        self.value = value
+                        return self
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return self  # call without the row; this process's waiters still wait on us
+                    time.sleep(min(delay, left))
+                    delay = min(delay * 2, 0.5)
+        except BaseException:
+            self._leave()
+            raise
+        finally:
+            self.waited_s = time.monotonic() - start
+            if self.value is not None:
+                self._leave()  # nothing to call: release at once
+
+    def _leave(self) -> None:
+        if self._db_claim:
+            self._db_claim = False
+            self.cache._release_claim(self.key, self._token)  # noqa: SLF001
+        if self._event is not None:
+            with _LOCAL_LOCK:
+                if _LOCAL.get(self._local_key) is self._event:
+                    del _LOCAL[self._local_key]
+            self._event.set()
+            self._event = None
+
+    def __exit__(self, *exc) -> None:
+        self._leave()

@@ -118,6 +118,8 @@ _MONTH_NO_MAY = "|".join(sorted(MONTHS, key=len, reverse=True))
 _EN_DATE_MD = re.compile(rf"\b({_MONTH_NO_MAY})\.? (\d{{1,2}})(?:st|nd|rd|th)?\b(?! ?\d)")
 _ES_DATE_DM = re.compile(rf"\b(\d{{1,2}}|primero) de ({_MONTH_NO_MAY})\b(?! de \d)")
 _NUM_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
+#: A month name at the start of a word: the patterns above except the numeric ones all need one.
+_MONTH_HINT = re.compile(rf"\b(?:{_MONTH_ALT})")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 
 
@@ -143,6 +145,8 @@ def normalise_dates(text: str) -> str:
     year or digits. Never raises. Source: RAE *Ortografía* (2010) §9 and ISO 8601 for the order."""
     t = _ISO_DATE.sub(lambda m: _date_token(m[1], int(m[2]), m[3]), text)
     t = _NUM_DATE.sub(lambda m: _date_token(m[3], int(m[2]), m[1]), t)
+    if not _MONTH_HINT.search(t):
+        return t  # every other pattern starts a word with a month name (no replacement writes one)
     t = _ES_DATE.sub(lambda m: _date_token(m[3], _month(m[2]), m[1]), t)
     t = _EN_DATE_MDY.sub(lambda m: _date_token(m[3], _month(m[1]), m[2]), t)
     t = _EN_DATE_DMY.sub(lambda m: _date_token(m[3], _month(m[2]), m[1]), t)
@@ -283,6 +287,45 @@ _SCALED = re.compile(r"(?<![\w.,])(\d+(?:[.,]\d+)*|un|una|a|one) (" + "|".join(
     sorted((k.replace(" ", r"\s+") for k in _SCALES), key=len, reverse=True)) + r")(?![a-z])")
 
 
+_SEP = re.compile(r"[.,]")
+
+
+def canonical_number(tok: str) -> str:
+    """Canonical form of a number token so that "3,5" == "3.5" and "1.000" == "1,000" == "1000".
+
+    Input: digits with optional "." / "," separators (``\\d+([.,]\\d+)*``). Output: a string.
+    Rules: both separators present → the last is the decimal mark, the others group thousands;
+    one separator kind, several times, every later group 3 digits → thousands ("1.234.567" →
+    "1234567"), otherwise an identifier with "." ("1.2.3"); one separator followed by exactly 3
+    digits after a non-zero 1-3 digit group → thousands ("1,000" → "1000"; so "3.500" reads as
+    3500); any other single separator → decimal mark ("3,5" → "3.5"). Trailing zeros of a decimal
+    part are dropped, as they do not change the value ("2,50" → "2.5", "3.0" → "3"); no other
+    rounding, no leading-zero removal: the numbers of a claim must match exactly. Never raises.
+    Source: Real Academia Española, *Ortografía* (2010) §9 and the Unicode CLDR number symbols of
+    ``es`` and ``en`` (decimal mark "," / ".", grouping "." / ",").
+    """
+    seps = _SEP.findall(tok)
+    if not seps:
+        return tok
+    groups = _SEP.split(tok)
+    if len(set(seps)) == 2:
+        return _decimal("".join(groups[:-1]), groups[-1])
+    if len(seps) >= 2:
+        if all(len(g) == 3 for g in groups[1:]):
+            return "".join(groups)
+        return ".".join(groups)
+    a, b = groups
+    if len(b) == 3 and 1 <= len(a) <= 3 and a != "0":
+        return a + b
+    return _decimal(a, b)
+
+
+def _decimal(whole: str, fraction: str) -> str:
+    """``whole.fraction`` without the fraction's trailing zeros (and without the mark when none is left)."""
+    fraction = fraction.rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole
+
+
 def scale_numbers(text: str) -> str:
     """Multiply out a number followed by a scale word (rule 2 of the module docstring) in a folded
     text: "1.2 million" → "1200000", "2,5 millones" → "2500000", "un millon" → "1000000".
@@ -290,8 +333,6 @@ def scale_numbers(text: str) -> str:
     Input: folded text (lower case, no accents). Output: a new string; a decimal result keeps its
     fraction ("0.0005 thousand" → "0.5"). Never raises."""
     from decimal import Decimal
-
-    from rag_eval_pipeline.core.judges.tokens import canonical_number
 
     def value(m: re.Match) -> str:
         num = m.group(1)

@@ -51,7 +51,7 @@ from rag_eval_pipeline.core.judges.base import (
     SupportVerdict,
     holistic_label,
 )
-from rag_eval_pipeline.core.judges.cache import JudgeCache
+from rag_eval_pipeline.core.judges.cache import JudgeCache, cache_key
 from rag_eval_pipeline.core.judges.claims import split_claims
 from rag_eval_pipeline.core.judges.prompt_files import (
     ALL_TASKS,
@@ -139,7 +139,8 @@ class OpenAICompatibleJudge:
     ``stats`` is a snapshot dict: the transport's counters (``calls``, ``prompt_tokens``,
     ``completion_tokens``, ``seconds``, ``errors``, ``failures``, ``retries``, ``response_format``)
     and settings (``timeout_s``, ``max_retries``, ``backoff_s``, ``settings_source``), plus
-    ``cache_hits`` and ``cache_writes``. ``transport`` is the
+    ``cache_hits``, ``cache_writes`` and ``flight_waits`` (calls answered by an identical call in
+    flight elsewhere, also counted as hits). ``transport`` is the
     :class:`~rag_eval_pipeline.core.judges.transport.ChatTransport`.
     """
 
@@ -187,7 +188,7 @@ class OpenAICompatibleJudge:
         self._lock = threading.Lock()
         self._model_seen: str | None = None
         self._models_seen: set[str] = set()
-        self._cache_counts = {"cache_hits": 0, "cache_writes": 0}
+        self._cache_counts = {"cache_hits": 0, "cache_writes": 0, "flight_waits": 0}
 
     # -- identity -------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -477,22 +478,46 @@ class OpenAICompatibleJudge:
 
     def _call(self, task: str, values: dict, repeat: int, validate: Callable[[Any], dict]) -> dict:
         """Run one task: cache read (repeat 0), else the transport's bounded attempts; cache write.
-        Output: the validated reply dict. Raises JudgeCallError (scrubbed) when every attempt fails."""
+        An identical call already in flight (another thread, step or process on the same cache file)
+        is waited for, not sent again (:meth:`JudgeCache.single_flight`, bounded by one whole call's
+        time: ``(1 + max_retries) * timeout_s`` plus a minute). Output: the validated reply dict.
+        Raises JudgeCallError (scrubbed) when every attempt fails."""
         prompt = self._prompts[task]
         inputs = self._inputs(values)
-        secret = self.transport._secret  # noqa: SLF001 - the judge scrubs cache entries with the same key
-        if self.cache is not None:
-            hit = self.cache.lookup(self.requested_model, prompt.sha256, inputs, repeat)
+        if self.cache is None:
+            return self._send(task, prompt, values, inputs, repeat, validate)
+        if repeat > 0:  # a deliberate re-judgement: never read, never waited for
+            return self._send(task, prompt, values, inputs, repeat, validate)
+        hit = self._from_cache(self.cache.lookup(self.requested_model, prompt.sha256, inputs, repeat), validate)
+        if hit is not None:
+            return hit
+        t = self.transport
+        wait_s = (1 + t.max_retries) * t.timeout_s + 60.0
+        with self.cache.single_flight(cache_key(self.requested_model, prompt.sha256, inputs, repeat),
+                                      wait_s=wait_s) as flight:
+            hit = self._from_cache(flight.value, validate)
             if hit is not None:
-                try:
-                    # an entry written before replies were scrubbed may hold the key: scrub it too
-                    out = validate(scrub_reply(hit["output"], secret))
-                except (AttemptError, KeyError, TypeError):
-                    out = None  # an entry this code no longer accepts: ask again
-                if out is not None:
-                    self._note_model(scrub_secret(hit.get("model"), secret) if hit.get("model") else None)
-                    self._count_cache("cache_hits")
-                    return out
+                self._count_cache("flight_waits")
+                return hit
+            return self._send(task, prompt, values, inputs, repeat, validate)
+
+    def _from_cache(self, hit: dict | None, validate: Callable[[Any], dict]) -> dict | None:
+        """The validated reply of a cache entry, or None (absent, or an entry this code no longer accepts)."""
+        if hit is None:
+            return None
+        secret = self.transport._secret  # noqa: SLF001 - the judge scrubs cache entries with the same key
+        try:
+            # an entry written before replies were scrubbed may hold the key: scrub it too
+            out = validate(scrub_reply(hit["output"], secret))
+        except (AttemptError, KeyError, TypeError):
+            return None  # an entry this code no longer accepts: ask again
+        self._note_model(scrub_secret(hit.get("model"), secret) if hit.get("model") else None)
+        self._count_cache("cache_hits")
+        return out
+
+    def _send(self, task: str, prompt, values: dict, inputs: dict, repeat: int,
+              validate: Callable[[Any], dict]) -> dict:
+        """The transport's bounded attempts for one call, then the cache write."""
         messages = [{"role": "user", "content": render_inputs(prompt, values)}]
         obj, out, model = self.transport.complete(task, self.requested_model, messages,
                                                   sized_schema(task, prompt.schema, values), validate,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 _QUOTES = "'\"‘’‚‛“”„‟«»‹›`´′″「」『』＂＇"
 _DASHES = "‐‑‒–—―−﹘﹣－"
@@ -56,4 +57,11 @@ def quote_in_context(quote: str | None, contexts: Iterable[str | None]) -> bool:
     q = normalise_text(quote)
     if not q:
         return False
-    return any(q in normalise_text(c) for c in contexts if c)
+    return any(q in _normalised_context(c) for c in contexts if c)
+
+
+@lru_cache(maxsize=4096)
+def _normalised_context(text: str) -> str:
+    """:func:`normalise_text` of a context, computed once per text: every claim of every answer that
+    retrieved it is checked against it (the judge's candidates, then ``judge_runs`` again)."""
+    return normalise_text(text)

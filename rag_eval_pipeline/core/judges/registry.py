@@ -156,6 +156,13 @@ def resolve_judge(section: Mapping[str, Any] | None, *, path: Path, environ: Map
     return out
 
 
+def judge_config(type: str = "rule_based", **settings: Any) -> JudgeConfig:
+    """A judge configuration built in code (tests, benchmarks): ``settings`` are the shared keys and the
+    type's own keys, as in a ``judge`` section. Checked like a file's section; no environment override.
+    Raises ConfigError / JudgeConfigError as loading would."""
+    return resolve_judge({"type": type, **settings}, path=Path("<code>"), environ={})
+
+
 def where(config: JudgeConfig, name: str) -> str:
     """Where a judge setting came from, for messages: its variable when that overrode the file, else
     ``judge.<name>``."""

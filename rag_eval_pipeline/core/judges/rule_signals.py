@@ -11,6 +11,7 @@ embeddings across claims and answers) and only where the rule's verdict can stil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,6 +40,9 @@ class EncoderSignals:
 
     params: dict
     semantic: bool
+    # the judge's rules on claim text, given by the judge class (rule_based.py): this mixin does not import it
+    fixed_reason: Callable[[str], str | None]
+    matching_text: Callable[[str], str]
 
     if TYPE_CHECKING:
         @property
@@ -56,7 +60,7 @@ class EncoderSignals:
             return
         p_ = self.params
         open_claims = [(p, i) for p in preps for i, c in enumerate(p.claims)
-                       if not _fixed_reason(c) and not any(decide(ev, p_) == "SUPPORTED" for ev in p.rows[i])]
+                       if not self.fixed_reason(c) and not any(decide(ev, p_) == "SUPPORTED" for ev in p.rows[i])]
         for first_only in (True, False):
             pairs: list[tuple[_Prepared, int, int]] = []
             for p, i in open_claims:
@@ -90,7 +94,7 @@ class EncoderSignals:
             return
         margin = int(self.params.get("semantic_span", -1))
         # across languages few words are shared to locate the claim by: the whole sentence
-        passage = [aligned_span(p.sentences[j].text, _matching_text(p.claims[i]), p.sentences[j].tokens.language,
+        passage = [aligned_span(p.sentences[j].text, self.matching_text(p.claims[i]), p.sentences[j].tokens.language,
                                 -1 if p.rows[i][j].cross_lingual else margin) for p, i, j in need]
         claim_texts = list(dict.fromkeys(p.claims[i] for p, i, _ in need))
         sent_texts = list(dict.fromkeys(passage))
@@ -132,7 +136,7 @@ class EncoderSignals:
                 continue
             s = p.sentences[j]
             lang = s.tokens.language
-            text = _matching_text(p.claims[i])
+            text = self.matching_text(p.claims[i])
             csurf, ssurf = stem_surfaces(text, lang), stem_surfaces(s.text, lang)
             allowed = s.tokens.words - tokens(text, lang).words - UNIT_TOKENS
             cseq, sseq = stem_sequence(text, lang), stem_sequence(s.text, lang)
@@ -184,15 +188,3 @@ class EncoderSignals:
 
 def _extra_open(ev) -> bool:
     return bool(ev.extra) and not ev.extra_strict and ev.counterpart is None
-
-
-def _fixed_reason(claim: str):
-    from rag_eval_pipeline.core.judges.rule_based import fixed_reason
-
-    return fixed_reason(claim)
-
-
-def _matching_text(claim: str) -> str:
-    from rag_eval_pipeline.core.judges.rule_based import matching_text
-
-    return matching_text(claim)

@@ -47,8 +47,9 @@ def rule_support(judge, request: SupportRequest) -> list[SupportVerdict]:
     Output: one SupportVerdict per item, in order, ids from ``request.item_ids`` (or "1", "2", ...).
     Never raises for string input (ImportError when the encoder's package is missing).
     """
-    from rag_eval_pipeline.core.judges.rule_based import checkable_claims, context_sentences, fixed_reason
-
+    # the judge's own text rules (its class exposes them: this module never imports rule_based, no import circle)
+    checkable_claims, context_sentences, fixed_reason = (judge.checkable_claims, judge.context_sentences,
+                                                         judge.fixed_reason)
     ids = list(request.item_ids) or [str(i) for i in range(1, len(request.items) + 1)]
     passages = [p or "" for p in request.passages]
     params = judge.params

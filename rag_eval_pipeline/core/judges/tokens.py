@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rag_eval_pipeline.core.judges.numbers import normalise_quantities
+from rag_eval_pipeline.core.judges.numbers import canonical_number, normalise_quantities
 
 #: Entries kept by the per-text caches below (least recently used first out). A cache entry of a whole
 #: context chunk (:func:`surface_words`) weighs ~5 KB, one of a sentence or claim (:func:`tokens`) ~1 KB:
@@ -76,45 +76,6 @@ _TOKEN = re.compile(
 _NOT_ONLY = re.compile(r"\s+(?:only|just|merely|solo|solamente|unicamente)\b")
 _NUMBER_ABBR = re.compile(r"\b(?:no|nº|n°|num|nos)\.\s*(?=\d)")
 _NT = re.compile(r"n['’]t\b")
-_SEP = re.compile(r"[.,]")
-
-
-def canonical_number(tok: str) -> str:
-    """Canonical form of a number token so that "3,5" == "3.5" and "1.000" == "1,000" == "1000".
-
-    Input: digits with optional "." / "," separators (``\\d+([.,]\\d+)*``). Output: a string.
-    Rules: both separators present → the last is the decimal mark, the others group thousands;
-    one separator kind, several times, every later group 3 digits → thousands ("1.234.567" →
-    "1234567"), otherwise an identifier with "." ("1.2.3"); one separator followed by exactly 3
-    digits after a non-zero 1-3 digit group → thousands ("1,000" → "1000"; so "3.500" reads as
-    3500); any other single separator → decimal mark ("3,5" → "3.5"). Trailing zeros of a decimal
-    part are dropped, as they do not change the value ("2,50" → "2.5", "3.0" → "3"); no other
-    rounding, no leading-zero removal: the numbers of a claim must match exactly. Never raises.
-    Source: Real Academia Española, *Ortografía* (2010) §9 and the Unicode CLDR number symbols of
-    ``es`` and ``en`` (decimal mark "," / ".", grouping "." / ",").
-    """
-    seps = _SEP.findall(tok)
-    if not seps:
-        return tok
-    groups = _SEP.split(tok)
-    if len(set(seps)) == 2:
-        return _decimal("".join(groups[:-1]), groups[-1])
-    if len(seps) >= 2:
-        if all(len(g) == 3 for g in groups[1:]):
-            return "".join(groups)
-        return ".".join(groups)
-    a, b = groups
-    if len(b) == 3 and 1 <= len(a) <= 3 and a != "0":
-        return a + b
-    return _decimal(a, b)
-
-
-def _decimal(whole: str, fraction: str) -> str:
-    """``whole.fraction`` without the fraction's trailing zeros (and without the mark when none is left)."""
-    fraction = fraction.rstrip("0")
-    return f"{whole}.{fraction}" if fraction else whole
-
-
 @dataclass(frozen=True)
 class Tokens:
     """Content tokens of one text: ``words`` (stemmed), ``numbers`` (numbers and date tokens),
@@ -137,8 +98,11 @@ class Tokens:
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
 def _fold(text: str) -> str:
-    t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
-    t = "".join(ch for ch in t if not unicodedata.combining(ch))
+    if text.isascii():  # NFKC and NFKD leave ASCII as it is, and it has no combining mark
+        t = text
+    else:
+        t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", text))
+        t = "".join(ch for ch in t if not unicodedata.combining(ch))
     t = _NT.sub(" not", t.casefold())
     return normalise_quantities(_NUMBER_ABBR.sub(" ", t))
 
@@ -250,6 +214,8 @@ def surface_words(text: str) -> frozenset[str]:
 
 
 def _fold_word(w: str) -> str:
+    if w.isascii():  # the same result, without the two normalisations (ASCII is their fixed point)
+        return w.casefold()
     t = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", w).casefold())
     return "".join(ch for ch in t if not unicodedata.combining(ch))
 

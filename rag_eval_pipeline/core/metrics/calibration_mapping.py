@@ -24,13 +24,12 @@ from typing import Any
 
 import polars as pl
 
-from rag_eval_pipeline.core.config_sections import CALIBRATION_LEVELS
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.judges.base import holistic_label
+from rag_eval_pipeline.core.judges.base import CALIBRATION_LEVELS, holistic_label
 
 __all__ = ["DEFAULT_MAPPINGS", "LEVELS", "map_labels", "raw_labels_per_item", "resolve_mapping"]
 
-LEVELS = CALIBRATION_LEVELS  # the levels the configuration accepts, declared there
+LEVELS = CALIBRATION_LEVELS  # the levels the configuration accepts (core.judges.base)
 _RULES = {"claim": ("label",), "response": ("label", "all_supported", "holistic")}
 _CLAIM_VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED")
 

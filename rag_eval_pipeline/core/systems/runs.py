@@ -110,3 +110,58 @@ def rag_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, *, s
     known_q = golden["question_id"].to_list()
     inside = pl.col("question_id").is_in(known_q)
     return RagRuns(runs.filter(inside), runs.filter(~inside), live, cv)
+
+
+@dataclass
+class RunRowCoverage:
+    """Whether ``rag_runs`` has one row per (system, question) on this corpus version.
+
+    ``missing``: system -> its first 50 golden questions without a run row (``missing_count``: how many in
+    all); ``duplicated``: system -> its first 50 questions with more than one row; ``stale``:
+    ``"system: [versions] != snapshot V"`` for each system with a row from another corpus version;
+    ``complete``: whether the configuration allows missing questions (trec_eval ``-c``)."""
+
+    missing: dict[str, list[str]]
+    missing_count: dict[str, int]
+    duplicated: dict[str, list[str]]
+    stale: list[str]
+    complete: bool
+
+    @property
+    def allowed(self) -> dict[str, list[str]]:
+        """The missing questions the configuration allows (all of them with ``complete``, else none)."""
+        return self.missing if self.complete else {}
+
+    @property
+    def passed(self) -> bool:
+        """No disallowed missing question, no duplicate, no row from another corpus version."""
+        return not ((self.missing and not self.complete) or self.duplicated or self.stale)
+
+
+def run_row_coverage(system_names: list[str], rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
+                     corpus_snapshot: pl.DataFrame, *, complete: bool = False) -> RunRowCoverage:
+    """Check that every golden question has exactly one run row per configured system, on this corpus version.
+
+    Inputs: the configured ``system_names``; ``rag_runs`` (system, question_id, corpus_version); ``golden_set``
+    (question_id); ``corpus_snapshot`` (its corpus version is computed); ``complete``: ``metrics.complete``
+    (then a question without a run row is allowed and scored as an empty retrieval, as trec_eval ``-c``).
+    Output: :class:`RunRowCoverage`. Raises polars' ColumnNotFoundError when a table lacks a column."""
+    from rag_eval_pipeline.core.corpus import corpus_version
+
+    cv = corpus_version(corpus_snapshot)
+    qids = golden_set.select("question_id").unique()
+    counts = rag_runs.group_by("system", "question_id").len()
+    missing, missing_count, duplicated, stale = {}, {}, {}, []
+    for system in system_names:  # a handful of systems; no loop over questions
+        have = counts.filter(pl.col("system") == system)
+        gone = qids.join(have, on="question_id", how="anti")["question_id"].sort()
+        if gone.len():
+            missing[system] = gone.head(_LISTED).to_list()
+            missing_count[system] = gone.len()
+        dup = have.filter(pl.col("len") > 1)["question_id"].sort()
+        if dup.len():
+            duplicated[system] = dup.head(_LISTED).to_list()
+        versions = set(rag_runs.filter(pl.col("system") == system)["corpus_version"].drop_nulls().unique().to_list())
+        if versions - {cv}:
+            stale.append(f"{system}: {sorted(versions - {cv})} != snapshot {cv}")
+    return RunRowCoverage(missing, missing_count, duplicated, stale, complete)

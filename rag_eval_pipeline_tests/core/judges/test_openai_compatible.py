@@ -652,10 +652,10 @@ def test_resource_passes_the_configured_transport_settings_and_the_environment_w
     monkeypatch.setenv("RAG_EVAL_JUDGE_API_KEY", KEY)
     for var in ("RAG_EVAL_JUDGE_TIMEOUT_S", "RAG_EVAL_JUDGE_MAX_RETRIES", "RAG_EVAL_JUDGE_BACKOFF_S"):
         monkeypatch.delenv(var, raising=False)
-    from rag_eval_pipeline.core.config import JudgeConfig
+    from rag_eval_pipeline.core.judges.registry import judge_config
 
-    res = dj.select_judge_resource(JudgeConfig.of("openai_compatible", base_url=server.base_url, model="judge-model",
-                                                  timeout_s=5.0, max_retries=1, backoff_s=0.1))
+    res = dj.select_judge_resource(judge_config("openai_compatible", base_url=server.base_url, model="judge-model",
+                                                timeout_s=5.0, max_retries=1, backoff_s=0.1))
     with dg.build_resources({"judge": res}) as built:
         st = built.judge.get_judge().stats
     assert (st["timeout_s"], st["max_retries"], st["backoff_s"]) == (5.0, 1, 0.1)

@@ -18,6 +18,7 @@ from rag_eval_pipeline.core.judges.base import (
     QualityJudge,
     ReportsStats,
     ReverseQuestions,
+    SizesBatches,
     accepts_repeat,
     judge_concurrency,
     judge_stats,
@@ -29,7 +30,7 @@ from rag_eval_pipeline.core.judging import judge_runs
 from rag_eval_pipeline_tests.conftest import REPO_ROOT
 
 CAPABILITIES = (Judge, BindsRuns, ReportsStats, Concurrent, AcceptsRepeat, EstimatesCost, QualityJudge,
-                ReverseQuestions, JudgesSupport, EstimatesSupportCost)
+                ReverseQuestions, JudgesSupport, EstimatesSupportCost, SizesBatches)
 
 
 def capabilities(judge) -> set[str]:
@@ -37,7 +38,7 @@ def capabilities(judge) -> set[str]:
 
 
 def test_each_judge_declares_what_it_offers():
-    assert capabilities(RuleBasedJudge()) == {"Judge", "JudgesSupport"}
+    assert capabilities(RuleBasedJudge()) == {"Judge", "JudgesSupport", "SizesBatches"}
     assert capabilities(HumanLabelJudge([], "0" * 64)) == {"Judge", "BindsRuns", "JudgesSupport"}
     model = OpenAICompatibleJudge("http://127.0.0.1:9/v1", "m", "sk-test")  # no call is made
     assert capabilities(model) == {"Judge", "ReportsStats", "Concurrent", "AcceptsRepeat", "EstimatesCost",

@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 import yaml
 
-from rag_eval_pipeline.core.config import JudgeConfig, JudgeConfigError, load_config
-from rag_eval_pipeline.core.judges.registry import build_judge
+from rag_eval_pipeline.core.config import JudgeConfigError, load_config
+from rag_eval_pipeline.core.judges.registry import build_judge, judge_config
 from rag_eval_pipeline.core.judging import judge_runs
 from rag_eval_pipeline.core.sections import SectionError
 from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
@@ -39,7 +39,7 @@ def failing_judge(claim: str, passages: list[str]) -> dict:
 
 
 def judge_of(fn: str):
-    return build_judge(JudgeConfig.of("python", callable=f"{HERE}:{fn}"))
+    return build_judge(judge_config("python", callable=f"{HERE}:{fn}"))
 
 
 def test_one_call_per_claim_and_the_verdicts_it_returns():
@@ -105,7 +105,7 @@ def test_its_setup_is_checked_at_load(tmp_path):
     assert (cfg.judge.type, cfg.judge.options.callable) == ("python", f"{HERE}:keyword_judge")
     assert set(cfg.judge.from_env) == {"RAG_EVAL_JUDGE", "RAG_EVAL_JUDGE_CALLABLE"}
     with pytest.raises(JudgeConfigError, match=r"cannot import module 'no_such_module'"):
-        build_judge(JudgeConfig.of("python", callable="no_such_module:judge"))
+        build_judge(judge_config("python", callable="no_such_module:judge"))
 
 
 def test_the_dagster_resource_builds_it_through_the_registry(tmp_path):

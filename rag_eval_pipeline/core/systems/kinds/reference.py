@@ -134,6 +134,20 @@ class ReferenceSystem(SystemSpec):
     prompt_version: str = key("none", coerce_text=True, check=check_short_text, doc="stored on every row")
 
 
+def resolve_retriever_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
+    """Fill in the defaults of a retriever configuration (the manifest stored on every row).
+
+    Input: the ``retriever`` mapping (None = all defaults, BM25). Output: a new dict with every key
+    that applies to its type (``RetrieverConfig.resolved``). Raises ConfigError for an unknown
+    type or key, or a bad value.
+    """
+    from pathlib import Path
+
+    from rag_eval_pipeline.core.sections import At, parse_section
+
+    return parse_section(RetrieverConfig, cfg, At(Path("<retriever>"), label="retriever")).resolved()
+
+
 def run(spec: ReferenceSystem, golden: pl.DataFrame, ctx: RunContext, deployment: Deployment) -> SystemRun:
     """Answer every golden question in process (needs ``ctx.snapshot``)."""
     from rag_eval_pipeline.core.reference_system import run_reference_system

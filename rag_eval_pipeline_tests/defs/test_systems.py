@@ -17,11 +17,12 @@ import yaml
 from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources, defs
 from rag_eval_pipeline.defs.resources import EvalSettings
+from rag_eval_pipeline.defs.scope import SuiteScope
 from rag_eval_pipeline.defs.systems import live_sources_sensor
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems import reference_callable
 from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer, ServeReference
-from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config_dict
+from rag_eval_pipeline_tests.defs.subprocess_runs import ad_hoc_home, cli_env, dagster_home, sample_config_dict
 
 LIVE_CONFIG = REPO_ROOT / "data" / "configs" / "live_http.yaml"
 PY_CALLABLE = "rag_eval_pipeline_tests.core.systems.reference_callable:answer"
@@ -104,8 +105,11 @@ def test_a_canary_key_appears_nowhere_but_in_the_request(tmp_path):
     runs = pl.read_parquet(out / "rag_runs.parquet").filter(pl.col("system") == "team_http")
     q01 = runs.filter(pl.col("question_id") == "q01").row(0, named=True)
     assert q01["decision"] == "error" and "HTTP 401" in q01["error"] and "[redacted]" in q01["error"]
-    with dg.DagsterInstance.from_config(str(home)) as instance:  # run tags and config hold no secret either
-        for record in instance.get_run_records():
+    # run tags and config hold no secret either (an ad-hoc configuration: its runs are in their own instance)
+    with dg.DagsterInstance.from_config(str(ad_hoc_home(home))) as instance:
+        records = instance.get_run_records()
+        assert records
+        for record in records:
             assert token not in json.dumps(record.dagster_run.tags) + json.dumps(record.dagster_run.run_config)
 
 
@@ -124,14 +128,14 @@ def test_sensor_starts_quick_evaluation_when_a_source_changes_content(tmp_path):
     config.write_text(yaml.safe_dump(cfg, allow_unicode=True), encoding="utf-8")
     # the code location has one sensor per suite with a logged or traces system: the sample has team_rag
     assert "sample__live_sources_changed" in [s.name for s in defs.sensors]
-    live_sources_changed = live_sources_sensor("alpha", {"rag_eval/suite": "alpha"})
+    live_sources_changed = live_sources_sensor(SuiteScope("alpha"), {"rag_eval/suite": "alpha"})
     assert live_sources_changed.default_status == dg.DefaultSensorStatus.STOPPED
     assert live_sources_changed.job_name == "alpha__quick_evaluation"
     cursor = None
 
     def tick():
         nonlocal cursor
-        resources = {"settings": EvalSettings(suites={"alpha": str(config)})}
+        resources = {"alpha__settings": EvalSettings(config_path=str(config), suite="alpha")}
         with dg.build_sensor_context(cursor=cursor, resources=resources) as ctx:
             result = live_sources_changed(ctx)
             cursor = ctx.cursor

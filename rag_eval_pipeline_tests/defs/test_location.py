@@ -21,6 +21,10 @@ CHAIN = {"corpus_snapshot", "golden_set", "rag_runs", "judge_labels", "answer_ju
          "gate_verdict", "regression_cases", "promotion", "trec_files", "evaluation_report", "citation_claims",
          "citations", "nugget_labels"}
 QUICK_CHAIN = CHAIN - {"promotion", "metric_history"}
+# not assets of a run, declared as external assets: the promoted baseline (every suite) and the hand-label file
+# (a suite whose configuration names one: alpha and gamma, not beta)
+EXTERNAL = {"alpha": {"promoted_baseline", "calibration_labels"}, "beta": {"promoted_baseline"},
+            "gamma": {"promoted_baseline", "calibration_labels"}}
 CHECKS = {("corpus_snapshot", "chunk_ids_unique"), ("golden_set", "golden_consistent_with_snapshot"),
           ("rag_runs", "every_question_has_a_run_row"), ("judge_labels", "verdicts_in_allowed_set"),
           ("judge_labels", "judge_error_share"), ("answer_judgements", "every_answer_has_a_judgement"),
@@ -69,6 +73,7 @@ def test_every_suite_has_its_own_prefixed_assets_checks_and_jobs(location):
     defs, _ = location
     expected = {f"{s}/{a}" for s in ("alpha", "beta", "gamma") for a in CHAIN}
     expected |= {f"{s}/quick/{a}" for s in ("alpha", "beta", "gamma") for a in QUICK_CHAIN}
+    expected |= {f"{s}/{a}" for s, names in EXTERNAL.items() for a in names}
     assert _keys(defs) == expected
     graph = defs.resolve_asset_graph()
     checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
@@ -79,9 +84,12 @@ def test_every_suite_has_its_own_prefixed_assets_checks_and_jobs(location):
     quick = defs.resolve_job_def("alpha__quick_evaluation")
     assert {k.to_user_string() for k in quick.asset_layer.executable_asset_keys} == {
         f"alpha/quick/{a}" for a in QUICK_CHAIN}
-    # the quick report's trend reads the full history: the lineage says so, and the UI says the keys are its own
+    # the quick report's trend reads the full history, its gates the full evaluation's promoted baseline: the
+    # lineage says so, and the UI says the keys are its own
     report = graph.get(dg.AssetKey(["alpha", "quick", "evaluation_report"]))
     assert dg.AssetKey(["alpha", "metric_history"]) in report.parent_keys
+    assert dg.AssetKey(["alpha", "promoted_baseline"]) in graph.get(
+        dg.AssetKey(["alpha", "quick", "gate_results"])).parent_keys
     assert "never writes the full evaluation's tables, history, metadata plots" in report.description
     assert "never writes the full evaluation's history" in quick.description
 

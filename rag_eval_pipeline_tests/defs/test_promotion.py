@@ -112,7 +112,7 @@ def test_a_changed_configuration_under_the_same_name_is_compared_for_real(two_ru
     out = two_runs["out"]
     tables = {name: pl.read_parquet(out / f"{name}.parquet") for name in
               ("metric_summary", "question_metrics", "rag_runs", "golden_set", "corpus_snapshot", "judge_variance")}
-    stored = promotion_defs.load_baseline(promotion_defs.TableStore(base_dir=str(out)))
+    stored = promotion_defs.load_baseline(promotion_defs.TableFolder(out))
     cfg = load_config(SAMPLE_DIR / "config.yaml", environ={})
 
     def verdict(**manifest_changes):

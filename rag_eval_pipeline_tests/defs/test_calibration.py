@@ -1,4 +1,7 @@
-"""judge_calibration, its blocking check and judge_variance, materialised on tiny hand-made inputs."""
+"""judge_calibration, its blocking check and judge_variance, materialised on tiny hand-made inputs.
+
+The tables are computed in the aggregate stage (defs/aggregate.py) from the functions of defs/calibration.py;
+here each function is wrapped in a one-table asset so that it can run on judge labels alone."""
 
 import json
 
@@ -33,8 +36,9 @@ def labels(verdicts, prompt="h", repeats=1, flip_last=False) -> pl.DataFrame:
             rows.append({"system": "sys", "question_id": f"q{i}", "claim_id": f"q{i}:c1", "claim": "x",
                          "verdict": v, "quote": None, "quote_found": v == S, "justification": "",
                          "judge": "rule_based_lexical", "judge_model": "v1", "prompt_sha256": prompt,
-                         "repeat": rep, "error": None})
-    return conform(pl.DataFrame(rows, schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8}),
+                         "repeat": rep, "error": None, "support_score": None})
+    return conform(pl.DataFrame(rows, schema_overrides={"repeat": pl.Int32, "quote": pl.Utf8, "error": pl.Utf8,
+                                                        "support_score": pl.Float64}),
                    "judge_labels")
 
 
@@ -55,31 +59,40 @@ def write_config(tmp_path, calibration=None, gates=None) -> str:
     return str(path)
 
 
-def family_stubs(citation_claims: pl.DataFrame | None = None, nugget_labels: pl.DataFrame | None = None) -> list:
-    """Stub assets for the verdict-family tables judge_calibration reads (empty unless given)."""
-    @dg.asset(name="citation_claims")
-    def citation_claims_stub() -> pl.DataFrame:
-        return empty("citation_claims") if citation_claims is None else citation_claims
+def trust_assets(settings: EvalSettings, store: TableStore, judge_frame: pl.DataFrame, tables: tuple = (),
+                 citation_claims: pl.DataFrame | None = None, nugget_labels: pl.DataFrame | None = None):
+    """judge_labels (a stub), judge_calibration with its check, and judge_variance, as one-table assets calling
+    the functions the aggregate stage calls. ``tables``: (rag_runs, golden_set, corpus_snapshot) or ();
+    ``citation_claims`` / ``nugget_labels``: the verdict-family tables judge_calibration reads (empty unless given)."""
+    tables = tables or (None, None, None)
+    families = {"citation_claims": empty("citation_claims") if citation_claims is None else citation_claims,
+                "nugget_labels": empty("nugget_labels") if nugget_labels is None else nugget_labels}
 
-    @dg.asset(name="nugget_labels")
-    def nugget_labels_stub() -> pl.DataFrame:
-        return empty("nugget_labels") if nugget_labels is None else nugget_labels
-
-    return [citation_claims_stub, nugget_labels_stub]
-
-
-def run(tmp_path, config_path, judge_frame, citation_claims=None, nugget_labels=None):
     @dg.asset(name="judge_labels")
     def judge_labels_stub() -> pl.DataFrame:
         return judge_frame
 
+    @dg.asset(name="judge_calibration")
+    def calibration_asset(context: dg.AssetExecutionContext, judge_labels: pl.DataFrame):
+        return judge_calibration(context, settings, store.folder_for(), judge_labels, *tables, **families)
+
+    @dg.asset_check(asset=calibration_asset, name="judge_calibrated_above_floor", blocking=True)
+    def calibrated(table: pl.DataFrame) -> dg.AssetCheckResult:
+        return judge_calibrated_above_floor(settings, table)
+
+    @dg.asset(name="judge_variance")
+    def variance_asset(context: dg.AssetExecutionContext, judge_labels: pl.DataFrame):
+        return judge_variance(context, judge_labels)
+
+    return [judge_labels_stub, calibration_asset, calibrated, variance_asset]
+
+
+def run(tmp_path, config_path, judge_frame, citation_claims=None, nugget_labels=None):
     out = tmp_path / "out"
     return dg.materialize(
-        [judge_labels_stub, *family_stubs(citation_claims, nugget_labels), judge_calibration,
-         judge_calibrated_above_floor, judge_variance],
-        resources={"settings": EvalSettings(config_path=config_path), "store": TableStore(base_dir=str(out)),
-                   "io_manager": ParquetIOManager(base_dir=str(out))},
-        raise_on_error=False,
+        trust_assets(EvalSettings(config_path=config_path), TableStore(base_dir=str(out)), judge_frame,
+                     citation_claims=citation_claims, nugget_labels=nugget_labels),
+        resources={"io_manager": ParquetIOManager(base_dir=str(out))}, raise_on_error=False,
     ), out
 
 
@@ -238,8 +251,6 @@ def test_stale_hand_labels_are_counted_and_listed(tmp_path):
     runs, golden, snap, judge = tables()
     out = tmp_path / "out"
     out.mkdir()
-    for name, df in (("rag_runs", runs), ("golden_set", golden), ("corpus_snapshot", snap)):
-        df.write_parquet(out / f"{name}.parquet")
     a1 = build_items(runs, golden, snap, judge, "response")[0]
     lines = [{"system": "A", "question_id": "q1", "verdict": "not_attributable", "annotator": "alice",
               "content_sha256": a1.content_sha256},
@@ -253,14 +264,11 @@ def test_stale_hand_labels_are_counted_and_listed(tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
     (tmp_path / "docs").mkdir(exist_ok=True)
 
-    @dg.asset(name="judge_labels")
-    def judge_labels_stub() -> pl.DataFrame:
-        return judge
-
-    result = dg.materialize([judge_labels_stub, *family_stubs(), judge_calibration],
-                            resources={"settings": EvalSettings(config_path=str(tmp_path / "config.yaml")),
-                                       "store": TableStore(base_dir=str(out)),
-                                       "io_manager": ParquetIOManager(base_dir=str(out))})
+    # rag_runs, golden_set and corpus_snapshot are judge_calibration's declared inputs (what each item is now)
+    assets = trust_assets(EvalSettings(config_path=str(tmp_path / "config.yaml")), TableStore(base_dir=str(out)),
+                          judge, (runs, golden, snap))
+    result = dg.materialize(assets, selection=["judge_labels", "judge_calibration"],
+                            resources={"io_manager": ParquetIOManager(base_dir=str(out))})
     row = pl.read_parquet(out / "judge_calibration.parquet").row(0, named=True)
     assert row["n_stale_labels"] == 1 and row["n"] == 2  # A/q1 (hash matches) and B/q1 (no hash)
     [stale] = json.loads(row["stale_labels"])
