@@ -132,11 +132,14 @@ def score(rows: list[dict[str, str]], judge) -> dict:
 
 
 def ranking_auc(labels: pl.DataFrame, qids: list[str], human: list[str]) -> dict[str, float | None]:
-    """ROC AUC of two answer scores for "attributable" (Mann-Whitney U / (n1 n0), ties one half;
-    scipy): the share of SUPPORTED claims and the mean ``support_score`` (the judge's graded
-    support; null scores left out). An answer without claims scores 0. None when a class is empty
+    """ROC AUC of three answer scores for "attributable" (Mann-Whitney U / (n1 n0), ties one half;
+    scipy): the share of SUPPORTED claims, the mean ``support_score`` and the mean of the two weakest
+    claims' ``support_score`` (``answer_support``, the judge's answer-level graded support; null
+    scores left out). An answer without claims scores 0. None when a class is empty
     or the judge gives no score."""
     from scipy.stats import mannwhitneyu
+
+    from rag_eval_pipeline.core.judges.rule_verdict import answer_support
 
     share: dict[str, list[float]] = {}
     graded: dict[str, list[float]] = {}
@@ -145,8 +148,9 @@ def ranking_auc(labels: pl.DataFrame, qids: list[str], human: list[str]) -> dict
         if sc is not None:
             graded.setdefault(qid, []).append(sc)
     out: dict[str, float | None] = {}
-    for name, per in (("share", share), ("graded", graded)):
-        xs = [sum(per[q]) / len(per[q]) if per.get(q) else 0.0 for q in qids]
+    for name, per in (("share", share), ("graded", graded), ("weakest", graded)):
+        xs = [(answer_support(per[q]) if name == "weakest" else sum(per[q]) / len(per[q])) if per.get(q)
+              else 0.0 for q in qids]
         pos = [x for x, h in zip(xs, human) if h == "attributable"]
         neg = [x for x, h in zip(xs, human) if h != "attributable"]
         out[name] = (float(mannwhitneyu(pos, neg).statistic / (len(pos) * len(neg)))
@@ -176,7 +180,8 @@ def print_report(res: dict, generic: int) -> None:
     print(f"speed: {res['n']} answers judged in {res['seconds']:.1f} s = {res['answers_per_s']:.1f} answers/s "
           f"(machine: {os.cpu_count()} CPUs, load average {', '.join(f'{x:.2f}' for x in load)})")
     print(f"ROC AUC for attributable: share of SUPPORTED claims {fmt(res['auc']['share'])}, graded support "
-          f"(mean support_score) {fmt(res['auc']['graded'])}")
+          f"(mean support_score) {fmt(res['auc']['graded'])}, two weakest claims' support_score "
+          f"{fmt(res['auc']['weakest'])}")
     print(f"Cohen's kappa = {fmt(res['kappa'])}")
 
 

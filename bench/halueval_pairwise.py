@@ -6,7 +6,8 @@ string, a faithful ``right_answer`` and a ``hallucinated_answer``. Both answers 
 the pipeline path (``judge_runs`` → ``faithfulness_question_metrics``) against the knowledge; the
 check is how often the right answer gets a strictly higher faithfulness than the hallucinated one
 (ties and reversals printed beside it), and the same by the judge's graded support (the mean of
-its claims' ``support_score``). Nothing is fitted here.
+its claims' ``support_score``, and ``answer_support``: the mean of its two weakest claims'). Nothing
+is fitted here.
 
 Usage: python bench/halueval_pairwise.py [--datasets DIR] [--no-semantic]
 The last line is the number of pairs where the right answer scores higher.
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
+from rag_eval_pipeline.core.judges.rule_verdict import answer_support
 from rag_eval_pipeline.core.judging import judge_runs
 from rag_eval_pipeline.core.metrics.faithfulness import faithfulness_question_metrics
 from rag_eval_pipeline.core.tables import RETRIEVED_HIT
@@ -77,24 +79,29 @@ def main(argv: list[str] | None = None) -> int:
     for system, qid, score in labels.select("system", "question_id", "support_score").iter_rows():
         if score is not None:
             graded.setdefault((system, qid), []).append(score)
-    g_higher = g_tie = g_lower = g_none = 0
-    for i in range(n):
-        a, b = graded.get(("right_answer", f"halu{i:03d}")), graded.get(("hallucinated_answer", f"halu{i:03d}"))
-        if not a or not b:
-            g_none += 1
-        elif sum(a) / len(a) > sum(b) / len(b):
-            g_higher += 1
-        elif sum(a) / len(a) == sum(b) / len(b):
-            g_tie += 1
-        else:
-            g_lower += 1
+    counts = {}
+    for how, agg in (("mean support_score", lambda s: sum(s) / len(s)),
+                     ("two weakest claims' support_score", answer_support)):
+        g_higher = g_tie = g_lower = g_none = 0
+        for i in range(n):
+            a, b = graded.get(("right_answer", f"halu{i:03d}")), graded.get(("hallucinated_answer", f"halu{i:03d}"))
+            if not a or not b:
+                g_none += 1
+            elif agg(a) > agg(b):
+                g_higher += 1
+            elif agg(a) == agg(b):
+                g_tie += 1
+            else:
+                g_lower += 1
+        counts[how] = (g_higher, g_tie, g_lower, g_none)
     print(f"judge {judge.name} / {judge.model}, prompt_sha256 {judge.prompt_sha256}")
     print(f"HaluEval QA: {n} pairs judged in {secs:.1f} s ({2 * n / secs:.1f} answers/s; "
           f"load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}, {os.cpu_count()} CPUs)")
     print(f"faithfulness: right > hallucinated {higher} ({higher / n:.1%}), tie {tie} ({tie / n:.1%}), "
           f"right < hallucinated {lower} ({lower / n:.1%}), not comparable {incomparable}")
-    print(f"graded support (mean support_score): right > hallucinated {g_higher} ({g_higher / n:.1%}), tie "
-          f"{g_tie}, right < hallucinated {g_lower}, not comparable {g_none}")
+    for how, (g_higher, g_tie, g_lower, g_none) in counts.items():
+        print(f"graded support ({how}): right > hallucinated {g_higher} ({g_higher / n:.1%}), tie "
+              f"{g_tie}, right < hallucinated {g_lower}, not comparable {g_none}")
     for system in ("right_answer", "hallucinated_answer"):
         c = Counter(labels.filter(pl.col("system") == system)["verdict"].to_list())
         st = Counter(answers.filter(pl.col("system") == system)["status"].to_list())

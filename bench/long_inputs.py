@@ -28,10 +28,13 @@ with a fixed seed, so a run is reproducible. Five case sets:
 Scores. The judge's unfaithfulness is 1 - faithfulness (share of the answer's claims judged
 SUPPORTED; the pipeline path ``judge_runs``, so a SUPPORTED quote is verified in code); an answer
 with no checkable claim scores 0.5 and is counted. Its decision: unfaithful when any claim is not
-SUPPORTED. The judge's own graded score (*score*): 1 - the mean of its claims' ``support_score``
-(CONTRADICTED 0, NOT_MENTIONED 0.5 x the claim's recall in its best passage, SUPPORTED 0.5 + 0.5 x
-its quoted sentence's recall; docs/judges.md, graded support), with its balanced accuracy at the
-threshold that maximises it (as the baseline's, optimistic alike). Beside it, a *graded*
+SUPPORTED. The judge's own graded score (*score*): 1 - its answer-level graded support, the mean
+``support_score`` of its two weakest claims (``answer_support``; CONTRADICTED 0, NOT_MENTIONED 0.5 x the claim's recall
+in its best passage, SUPPORTED 0.5 + 0.5 x its quoted sentence's recall; docs/judges.md, graded
+support), with its balanced accuracy at the threshold that maximises it (as the baseline's,
+optimistic alike); beside it *min*, 1 - the weakest claim's ``support_score``, and *mean*, 1 - the
+mean of the claims' ``support_score`` (the score of rule version 5's round, which dilutes one
+unsupported claim in a long answer). Beside it, a *graded*
 unfaithfulness from the same verdicts (added after the first
 results: with one claim per answer the verdict share is 0 or 1, so its ROC AUC is its balanced
 accuracy): the mean over claims of 0 (SUPPORTED), 1 (CONTRADICTED) or, for NOT_MENTIONED, 0.5 + 0.5
@@ -64,6 +67,7 @@ from scipy.stats import mannwhitneyu
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fit_rule_based import overlap  # noqa: E402
 
+from rag_eval_pipeline.core.judges.rule_verdict import answer_support  # noqa: E402
 from rag_eval_pipeline.core.judging import judge_runs  # noqa: E402
 from rag_eval_pipeline.core.tables import RETRIEVED_HIT  # noqa: E402
 
@@ -194,9 +198,10 @@ def _sentence(s: str) -> str:
     return s if s[-1:] in ".!?" else s + "."
 
 
-def judge_scores(cases, judge) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, float]:
-    """(unfaithfulness in [0, 1], decision 0/1, graded unfaithfulness, 1 - the mean of the judge's
-    ``support_score``, answers without claims, seconds) of the judge."""
+def judge_scores(cases, judge):
+    """(unfaithfulness in [0, 1], decision 0/1, graded unfaithfulness, 1 - ``answer_support`` of the
+    claims' ``support_score``, 1 - their minimum, 1 - their mean, answers without claims, seconds) of
+    the judge."""
     chunks, runs = {}, []
     for i, (answer, ctx, _) in enumerate(cases):
         qid = f"q{i:05d}"
@@ -215,7 +220,7 @@ def judge_scores(cases, judge) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     sup: dict[str, list[int]] = {}
     for qid, verdict in labels.select("question_id", "verdict").iter_rows():
         sup.setdefault(qid, []).append(verdict == "SUPPORTED")
-    unf, dec, graded, scored, empty = [], [], [], [], 0
+    unf, dec, graded, scored, minned, meaned, empty = [], [], [], [], [], [], 0
     per_claim: dict[str, list[float]] = {}
     score_of: dict[str, list[float]] = {}
     for qid, claim, verdict, score in labels.select("question_id", "claim", "verdict", "support_score").iter_rows():
@@ -228,13 +233,18 @@ def judge_scores(cases, judge) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
             unf.append(0.5)
             graded.append(0.5)
             scored.append(0.5)
+            meaned.append(0.5)
+            minned.append(0.5)
             dec.append(1)
             continue
         unf.append(1.0 - sum(v) / len(v))
         graded.append(float(np.mean(per_claim[f"q{i:05d}"])))
-        scored.append(1.0 - float(np.mean(score_of[f"q{i:05d}"])))
+        scored.append(1.0 - float(answer_support(score_of[f"q{i:05d}"])))
+        meaned.append(1.0 - float(np.mean(score_of[f"q{i:05d}"])))
+        minned.append(1.0 - float(min(score_of[f"q{i:05d}"])))
         dec.append(int(not all(v)))
-    return np.array(unf), np.array(dec), np.array(graded), np.array(scored), empty, secs
+    return (np.array(unf), np.array(dec), np.array(graded), np.array(scored), np.array(minned), np.array(meaned),
+            empty, secs)
 
 
 def _claim_unfaithfulness(claim: str, verdict: str, chunks: list[str]) -> float:
@@ -299,23 +309,29 @@ def main(argv: list[str] | None = None) -> int:
     judge = RuleBasedJudge(semantic=not args.no_semantic)
     print(f"judge {judge.name} / {judge.model}, prompt_sha256 {judge.prompt_sha256}; {N_CHUNKS} chunks per "
           f"answer; seed {args.seed}")
-    print(f"{'set':30s} {'n (0/1)':>11s} {'AUC judge':>9s} {'score':>6s} {'graded':>6s} {'AUC base':>8s} "
+    print(f"{'set':30s} {'n (0/1)':>11s} {'AUC judge':>9s} {'score':>6s} {'min':>6s} {'mean':>6s} {'graded':>6s} "
+          f"{'AUC base':>8s} "
           f"{'BA judge':>8s} {'BA score':>8s} {'BA base':>7s} {'no claim':>8s} {'answers/s':>9s}")
-    aucs_j, aucs_s, aucs_g, aucs_b = [], [], [], []
+    aucs_j, aucs_s, aucs_n, aucs_m, aucs_g, aucs_b = [], [], [], [], [], []
     for name, cases in sets.items():
         y = np.array([c[2] for c in cases])
         base = np.array([1.0 - overlap(a, " ".join(ctx)) for a, ctx, _ in cases])
         load = os.getloadavg()[0]
-        unf, dec, graded, scored, empty, secs = judge_scores(cases, judge)
-        aj, as_, ag, ab = auc(unf, y), auc(scored, y), auc(graded, y), auc(base, y)
+        unf, dec, graded, scored, minned, meaned, empty, secs = judge_scores(cases, judge)
+        an = auc(minned, y)
+        aucs_n.append(an)
+        aj, as_, am, ag, ab = auc(unf, y), auc(scored, y), auc(meaned, y), auc(graded, y), auc(base, y)
+        aucs_m.append(am)
         aucs_j.append(aj)
         aucs_s.append(as_)
         aucs_g.append(ag)
         aucs_b.append(ab)
-        print(f"{name:30s} {len(y):4d} ({int((y == 0).sum())}/{int((y == 1).sum())}) {aj:9.3f} {as_:6.3f} {ag:6.3f} "
+        print(f"{name:30s} {len(y):4d} ({int((y == 0).sum())}/{int((y == 1).sum())}) {aj:9.3f} {as_:6.3f} "
+              f"{an:6.3f} {am:6.3f} {ag:6.3f} "
               f"{ab:8.3f} {balanced_accuracy(dec, y):8.3f} {best_threshold_ba(scored, y):8.3f} "
               f"{best_threshold_ba(base, y):7.3f} {empty:8d} {len(y) / secs:9.1f}  (load {load:.2f})")
-    print(f"mean over sets: AUC judge {np.mean(aucs_j):.3f}, score {np.mean(aucs_s):.3f}, graded "
+    print(f"mean over sets: AUC judge {np.mean(aucs_j):.3f}, score {np.mean(aucs_s):.3f}, min {np.mean(aucs_n):.3f}, "
+          f"mean {np.mean(aucs_m):.3f}, graded "
           f"{np.mean(aucs_g):.3f}, baseline {np.mean(aucs_b):.3f}; load average "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"auc judge {np.mean(aucs_j):.3f} score {np.mean(aucs_s):.3f} graded {np.mean(aucs_g):.3f} "

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from rag_eval_pipeline.core.judges.direction import polarity
 from rag_eval_pipeline.core.judges.numbers import UNITS
 from rag_eval_pipeline.core.judges.tokens import Tokens
 
@@ -96,6 +97,9 @@ class Evidence:
     extra_strict: int = 0
     counterpart: tuple[float, ...] | None = None
     direction_flipped: str | None = None
+    #: The sides disagree on negation, but the negation denies a word the other side does not state
+    #: (its head): no contradiction, and no support either.
+    negation_unanchored: bool = False
 
 
 def opposed(ev: Evidence) -> bool:
@@ -225,25 +229,41 @@ def evidence(claim: Tokens, sentence: Tokens, *, entities_ok: bool = True, cross
     as a flip ("Lumo does not refund duties" / "duties are not refunded by Lumo"): they disagree when
     the claim has a negated token and the sentence no negation word at all, or when a token the
     sentence shares with the claim is negated and the claim has no negation word at all (the tokens
-    shown are that side's). ``entities_ok``, ``cross_lingual``, ``extra``, ``extra_strict`` are
-    stored as given."""
+    shown are that side's), and the negated side's *head* (the first content token of a negation
+    scope, what it denies: "benefit" in "shows no benefit for poisoning") is stated by the other
+    side, or is a direction word — a negation of something the other side does not speak of
+    contradicts nothing it says, and supports nothing either (``negation_unanchored``; NegEx's
+    scope, Chapman et al. 2001, read from its first term).
+    ``entities_ok``, ``cross_lingual``, ``extra``, ``extra_strict`` are stored as given."""
     content = claim.content
     shared = content & sentence.content
     lexical = len(shared) / len(content) if content else 0.0
     word = len(claim.words & sentence.words) / len(claim.words) if claim.words else 0.0
     if claim.negated and not sentence.has_negation:
         flipped = (claim.negated & shared) or claim.negated
+        heads, other = claim.negation_heads, sentence.content
     elif sentence.negated & shared and not claim.has_negation:
         flipped = sentence.negated & shared
+        heads, other = sentence.negation_heads, content
     else:
+        flipped, heads, other = frozenset(), frozenset(), frozenset()
+    unanchored = bool(flipped) and not _denies_stated(heads, other)
+    if unanchored:
         flipped = frozenset()
     return Evidence(
         lexical=lexical, word=word, semantic=None,
         numbers_ok=claim.numbers <= sentence.numbers,
         number_conflict=bool(claim.numbers - sentence.numbers) and bool(sentence.numbers - claim.numbers),
         negation_flipped=frozenset(flipped), entities_ok=entities_ok, cross_lingual=cross_lingual,
-        extra=extra, extra_strict=extra_strict,
+        extra=extra, extra_strict=extra_strict, negation_unanchored=unanchored,
     )
+
+
+def _denies_stated(heads: frozenset[str], other: frozenset[str]) -> bool:
+    """True when a negation denies something the other side speaks of: one of its heads is among
+    the other side's content tokens, or is a direction word (the direction rule compares it with
+    the other side's: "did not increase" / "reduced")."""
+    return bool(heads & other) or any(polarity(h) for h in heads)
 
 
 def matches(recall: float, ev: Evidence, params: dict) -> bool:
@@ -275,7 +295,7 @@ def extras_left(ev: Evidence, params: dict) -> int:
 
 
 def _supported_but_extras(ev: Evidence, params: dict) -> bool:
-    return ev.numbers_ok and not opposed(ev) and matches(ev.lexical, ev, params)
+    return ev.numbers_ok and not opposed(ev) and not ev.negation_unanchored and matches(ev.lexical, ev, params)
 
 
 def decide(ev: Evidence, params: dict) -> str:

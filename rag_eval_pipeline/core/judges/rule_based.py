@@ -34,7 +34,9 @@ no context can support it.
   clause punctuation (NegEx, Chapman et al. 2001; "not only" / "no solo" do not negate); the
   claim is negated when it has a negated token, the sentence when a token it shares with the claim
   is negated; they disagree when exactly one side is negated (so the passive "are not refunded by
-  Lumo" agrees with "Lumo does not refund").
+  Lumo" agrees with "Lumo does not refund") and the negation's head (the first content word of its
+  scope, what it denies) is stated by the other side or is a direction word; a negation whose head
+  the other side does not state is neither contradiction nor support.
 - *semantic*: cosine of the two texts' multilingual-e5-small embeddings
   (:mod:`~rag_eval_pipeline.core.judges.semantic`; claim as query, sentence as passage),
   computed only where it can change the verdict.
@@ -51,8 +53,9 @@ batches (:mod:`~rag_eval_pipeline.core.judges.rule_signals`).
 **Graded support**: each verdict carries ``support_score`` in [0, 1]
 (:func:`~rag_eval_pipeline.core.judges.evidence.support_score`: CONTRADICTED 0, NOT_MENTIONED
 0.5 x the claim's recall in its best passage, :func:`passage_recall`, SUPPORTED 0.5 + 0.5 x the
-quoted sentence's lexical recall); its mean over an answer's claims is the judge's graded
-faithfulness, which tells apart answers with the same verdicts.
+quoted sentence's lexical recall); an answer's graded support is the mean of its two weakest claims'
+(:func:`~rag_eval_pipeline.core.judges.rule_verdict.answer_support`: one unsupported claim makes an
+answer unfaithful, and a long answer does not dilute it), which tells apart answers with the same verdicts.
 
 Whole answer (docs/METRICS.md, ``faithfulness_holistic``): YES if every claim is SUPPORTED, NO if any is
 CONTRADICTED or none is SUPPORTED, PARTIAL otherwise.
@@ -70,14 +73,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
-import unicodedata
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
-from rag_eval_pipeline.core.judges.claims import sentence_spans, split_claims
 from rag_eval_pipeline.core.judges.direction import direction_flip
 from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported: the rule's pieces
     OPTIONAL_KEYS,
@@ -99,8 +98,25 @@ from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported
     with_semantic,
 )
 from rag_eval_pipeline.core.judges.number_kinds import kinds_conflict
-from rag_eval_pipeline.core.judges.quotes import quote_in_context
+from rag_eval_pipeline.core.judges.rule_claims import (  # noqa: F401 - re-exported (moved there)
+    checkable_claims,
+    first_person,
+    fixed_reason,
+    is_question,
+    matching_text,
+)
+from rag_eval_pipeline.core.judges.rule_context import (  # noqa: F401 - re-exported (moved there)
+    ContextSentence,
+    _Sentence,
+    acronyms,
+    chunk_name_stems,
+    context_sentences,
+    passage_recall,
+)
+from rag_eval_pipeline.core.judges.rule_params import PARAMS_FILE, read_params
+from rag_eval_pipeline.core.judges.rule_params import check_params as _check_params
 from rag_eval_pipeline.core.judges.rule_signals import EncoderSignals
+from rag_eval_pipeline.core.judges.rule_verdict import answer_support, claim_verdict  # noqa: F401 - re-exported
 from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: the judge's vocabulary
     CHUNK_CACHE_SIZE,
     NEGATION_SCOPE,
@@ -121,77 +137,16 @@ JUDGE_NAME = "rule_based"
 #: The version of the rule *code* (tokens, claim splitting, evidence, decision): part of the judge's
 #: identity (``prompt_sha256``), so labels and calibrations made by older code are not reused. Bump
 #: it in every change that can change a verdict with the same parameter file.
-RULE_VERSION = 5
-#: The fitted parameters, versioned with the package; their sha256 is the judge's prompt_sha256.
-PARAMS_FILE = Path(__file__).with_name("params") / "rule_based_v3.json"
-#: A claim in the first person singular speaks of the speaker ("I like it", "creo que"): no
-#: retrieved context can support it.
-#: A word joined to another by a hyphen ("RIG-I", "type-I") is part of a name, not a pronoun.
-_FIRST_PERSON = re.compile(r"(?<![\w'])(?<!\w-)"
-                           r"(i|i'm|i've|i'd|i'll|me|my|myself|yo|creo que|me gusta|me encanta)"
-                           r"(?![\w'])(?!-\w)(?!\.\w)", re.IGNORECASE)  # "i.c.r.": an abbreviation
-_FIRST_PERSON_I = re.compile(r"(?:^|[^\w'])i\s+'(?:m|ve|d|ll)\b", re.IGNORECASE)  # tokenised "I 'm"
-#: Quoted spans (titles: "I Will Always Love You", «Yo, Claudio»): not the speaker's words.
-_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|‘[^’]*’")
-
-
-def is_question(claim: str) -> bool:
-    """True when ``claim`` (str) ends with a question mark, closing quotes and brackets aside: a
-    question states no fact (FActScore counts only declarative atomic facts). Never raises."""
-    return claim.rstrip(" \"'»”)").endswith("?")
-
-
-def checkable_claims(answer: str | None) -> list[str]:
-    """The claims of ``answer`` to judge: :func:`split_claims` minus claims with neither a content
-    word nor a first-person pronoun ("Yes.", "Sí.", "Absolutely!"), which state nothing. Questions
-    stay: they are judged NOT_MENTIONED (a question states no fact the context could support)."""
-    return [c for c in split_claims(answer) if tokens(c).content or first_person(c)]
-
-
-def first_person(claim: str) -> bool:
-    """True when ``claim`` speaks in the first person singular ("I think", "my", "creo que"). Not
-    first person: words inside quotes (a title, "I Found You"); a capitalised "Me", "My", "Yo" inside
-    the sentence (a title or a name: "Show Me Love", "Yo Gotti"); "I" after a capitalised word (a
-    numeral: "World War I", "Elizabeth I")."""
-    t = _QUOTED.sub(" ", unicodedata.normalize("NFKC", claim).replace("’", "'"))
-    if _FIRST_PERSON_I.search(t):
-        return True
-    for m in _FIRST_PERSON.finditer(t):
-        word = m.group(1)
-        start = m.start(1)
-        before = t[:start].rstrip()
-        sentence_start = not before or before[-1] in ".!?¿¡:;(\"'«“-"
-        prev = re.findall(r"[^\W\d_]+", before)[-1:] if before else []
-        if word[0] == "I" and word[:1] == "I" and (len(word) == 1 or word[1] == "'"):
-            if prev and prev[0][:1].isupper() and not sentence_start:
-                continue  # "World War I": a numeral
-            return True
-        if word[:1].isupper() and not sentence_start:
-            continue  # "Show Me Love", "Yo Gotti": a title or a name
-        return True
-    return False
-
-
-def fixed_reason(claim: str) -> str | None:
-    """Why ``claim`` is NOT_MENTIONED whatever the evidence: a one-line reason for a question
-    (:func:`is_question`) or a first-person claim (:func:`first_person`), else None. Never raises."""
-    if is_question(claim):
-        return "a question states no fact the context could support"
-    if first_person(claim):
-        return ("the claim speaks of the speaker (first person singular): no retrieved context can "
-                "support it")
-    return None
+RULE_VERSION = 6
 
 
 def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:
-    """The fitted parameters and the sha256 of the file's bytes.
+    """The fitted parameters and the judge's identity hash of the file's bytes.
 
-    Output: (dict with at least :data:`PARAM_KEYS`, hex sha256). Raises FileNotFoundError, or
-    ValueError naming the file and key when a parameter is missing or outside its range.
-    """
-    raw = path.read_bytes()
-    params = json.loads(raw.decode("utf-8"))
-    _check_params(params, str(path))
+    Output: (dict with at least :data:`PARAM_KEYS`, :func:`identity_sha256` of the bytes). Raises
+    FileNotFoundError, or ValueError naming the file and key when a parameter is missing or outside
+    its range (:func:`~rag_eval_pipeline.core.judges.rule_params.check_params`)."""
+    params, raw = read_params(path)
     return params, identity_sha256(raw)
 
 
@@ -206,65 +161,6 @@ def identity_sha256(params_bytes: bytes, rule_version: int | None = None) -> str
     return hashlib.sha256(f"rule_version={version}\n".encode("ascii") + params_bytes).hexdigest()
 
 
-def _check_params(params: dict, where: str) -> None:
-    for key in PARAM_KEYS + tuple(k for k in OPTIONAL_KEYS if k in params):
-        v = params.get(key)
-        low = -1.0 if key in ("support_semantic", "word_counterpart") else 0.0
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= float(v) <= 1.0:
-            raise ValueError(f"{where}: parameter {key!r} must be a number in [{low:g}, 1], got {v!r}")
-    if params["support_lexical"] <= 0:
-        raise ValueError(f"{where}: parameter 'support_lexical' must be > 0")
-    for key, low in (("counterpart_window", 0), ("semantic_span", -1)):
-        v = params.get(key, low)
-        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 50:
-            raise ValueError(f"{where}: parameter {key!r} must be a whole number in [{low}, 50], got {v!r}")
-    if params.get("extra_scope", "passage") not in ("passage", "neighbours"):
-        raise ValueError(f"{where}: parameter 'extra_scope' must be 'passage' or 'neighbours', "
-                         f"got {params['extra_scope']!r}")
-
-
-@dataclass(frozen=True)
-class _Sentence:
-    context: int
-    index: int
-    text: str
-    tokens: Tokens
-    chunk: str = ""  # the whole context the sentence comes from (names are looked up there)
-    around: frozenset[str] = frozenset()  # words the sentence may leave implicit (context_sentences)
-
-
-def context_sentences(contexts: list[str], window: int = 1, scope: str = "passage") -> list[_Sentence]:
-    """Candidate evidence spans: every sentence of every context and, with ``window`` = 2, every
-    pair of adjacent sentences of one context (an exact substring too, so it can be quoted). Each
-    carries ``around``, the words a sentence may leave implicit: with ``scope`` "passage" every word
-    of its chunk (the passage is the evidence); with "neighbours" the words of the chunk's first
-    sentence and of the sentence before it. Split and tokenised once per chunk text."""
-    out = []
-    for ci, ctx in enumerate(contexts or []):
-        if not ctx:
-            continue
-        for si, text, toks, near, whole in _chunk_sentences(ctx, window):
-            out.append(_Sentence(ci, si, text, toks, ctx, whole if scope == "passage" else near))
-    return out
-
-
-@lru_cache(maxsize=CHUNK_CACHE_SIZE)  # one entry per context chunk: bounded as tokens.py explains
-def _chunk_sentences(ctx: str, window: int):
-    spans = sentence_spans(ctx)
-    lang = language_of(ctx)  # a sentence without function words takes its chunk's language
-    toks = [tokens(ctx[s:e], language_of(ctx[s:e]) or lang) for s, e in spans]
-    first = toks[0].words if toks else frozenset()
-    whole = frozenset().union(*(t.words for t in toks)) if toks else frozenset()
-    out = [(si, ctx[s:e], toks[si], first | (toks[si - 1].words if si else frozenset()), whole)
-           for si, (s, e) in enumerate(spans)]
-    if window >= 2:
-        for si in range(len(spans) - 1):
-            s, e = spans[si][0], spans[si + 1][1]
-            out.append((si, ctx[s:e], tokens(ctx[s:e], language_of(ctx[s:e]) or lang),
-                        first | (toks[si - 1].words if si else frozenset()), whole))
-    return tuple(out)
-
-
 @dataclass
 class _Prepared:
     """One answer being judged: its claims, candidate sentences, contexts and evidence rows."""
@@ -276,11 +172,6 @@ class _Prepared:
 
 
 _EMPTY = Evidence(0.0, 0.0, None, False, False, frozenset())
-#: The splitter's own connective when it separates a period's start ("... se cuenta desde X", "...
-#: counts from X"): a word the answer did not write, so it is not matched against the context.
-_SPLITTER_CONNECTIVE = re.compile(r"\s(?:se cuenta|counts)\s(?=(?:desde|a partir de|from|after)\s)", re.IGNORECASE)
-
-
 
 
 def available_cores() -> int:
@@ -290,53 +181,6 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
-
-
-@lru_cache(maxsize=50_000)
-def acronyms(text: str) -> frozenset[str]:
-    """Initials (folded) of every run of two or more capitalised words of ``text``: "United Kingdom"
-    states the name "UK", "Unión Europea" the name "UE"."""
-    out = set()
-    for run in re.findall(r"(?:[A-ZÁÉÍÓÚÑ][^\W\d_]+(?:\s+(?:of|de|del|the)\s+|\s+)){1,5}[A-ZÁÉÍÓÚÑ][^\W\d_]+", text):
-        caps = [w for w in re.findall(r"[^\W\d_]+", run) if w[:1].isupper()]
-        if len(caps) >= 2:
-            out.add("".join(w[0] for w in caps).casefold())
-    return frozenset(out)
-
-
-@lru_cache(maxsize=50_000)
-def chunk_name_stems(chunk: str, language: str) -> frozenset[str]:
-    """Stems (``language``) of the names of ``chunk`` (:func:`entities`: capitalised words after its
-    first word, acronyms, letter-digit codes). Output: a frozenset of stems; never raises."""
-    return frozenset(stem_word(n, language) for n in entities(chunk))
-
-
-def matching_text(claim: str) -> str:
-    """The claim text compared with the context: ``claim`` without the connective the claim splitter
-    adds when it separates a period's start ("... se cuenta desde X", "... counts from X"), a word
-    the answer did not write. Output: str; never raises."""
-    return _SPLITTER_CONNECTIVE.sub(" ", claim)
-
-
-def passage_recall(claim: str, sentences: list[_Sentence]) -> float:
-    """The share of ``claim``'s content tokens (stemmed words, numbers, dates) that its best passage
-    states: the highest, over the context chunks, of |claim tokens ∩ chunk tokens| / |claim tokens|,
-    the claim tokenised in the chunk's language. A passage, not the pool of every chunk: with many
-    chunks the pool states most words of any claim by chance. Input: the claim and the candidate
-    sentences (:func:`context_sentences`). Output: a float in [0, 1], 0.0 for a claim with no
-    content token or no sentence. Never raises. Source: ROUGE-1 recall (Lin, 2004) of the claim
-    against one passage."""
-    by_chunk: dict[int, tuple[str, set[str]]] = {}
-    for s in sentences:
-        lang, toks = by_chunk.setdefault(s.context, (s.tokens.language, set()))
-        toks |= s.tokens.content
-    text = matching_text(claim)
-    best = 0.0
-    for lang, toks in by_chunk.values():
-        ct = tokens(text, lang).content
-        if ct:
-            best = max(best, len(ct & toks) / len(ct))
-    return best
 
 
 class RuleBasedJudge(EncoderSignals):
@@ -577,64 +421,4 @@ class RuleBasedJudge(EncoderSignals):
 
     def _verdict(self, cid: str, claim: str, row: list[Evidence], sentences: list[_Sentence],
                  contexts: list[str]) -> ClaimVerdict:
-        p = self.params
-        reason = fixed_reason(claim)
-        best_recall = passage_recall(claim, sentences)
-        if reason:
-            return ClaimVerdict(cid, claim, "NOT_MENTIONED", None, False, reason,
-                                support_score=support_score("NOT_MENTIONED", best_recall))
-        ranked = sorted(range(len(row)), key=lambda j: (-row[j].lexical, -(row[j].semantic or -2.0), j))
-        for want in ("SUPPORTED", "CONTRADICTED"):
-            for j in ranked:
-                ev, s = row[j], sentences[j]
-                if decide(ev, p) != want:
-                    continue
-                if want == "SUPPORTED" and not quote_in_context(s.text, contexts):
-                    continue
-                where = f"context {s.context + 1}, sentence {s.index + 1}"
-                sem = "n/a" if ev.semantic is None else f"{ev.semantic:.3f}"
-                if want == "SUPPORTED":
-                    how = (f"lexical {ev.lexical:.2f} >= {p['support_lexical']:g}" if ev.lexical >= p["support_lexical"]
-                           else f"cross-lingual paraphrase: semantic {sem} >= {p['support_semantic']:g}, names "
-                                f"present" if ev.cross_lingual
-                           else f"paraphrase: semantic {sem} >= {p['support_semantic']:g} with lexical "
-                                f"{ev.lexical:.2f} >= {p['lexical_floor']:g}, names present")
-                    return ClaimVerdict(cid, claim, "SUPPORTED", s.text, True,
-                                        f"{how} in {where}; numbers and negation agree",
-                                        support_score=support_score("SUPPORTED", ev.lexical))
-                why = []
-                if ev.number_conflict:
-                    ct = tokens(matching_text(claim), s.tokens.language)
-                    why.append(f"numbers differ (claim {sorted(ct.numbers - s.tokens.numbers)}, "
-                               f"context {sorted(s.tokens.numbers - ct.numbers)})")
-                if ev.negation_flipped and opposed(ev):
-                    why.append(f"negation differs on {sorted(ev.negation_flipped)}")
-                if ev.direction_flipped and opposed(ev):
-                    why.append(f"direction differs ({ev.direction_flipped})")
-                return ClaimVerdict(cid, claim, "CONTRADICTED", s.text, quote_in_context(s.text, contexts),
-                                    f"same topic in {where} (word recall {ev.word:.2f}, semantic {sem}), but "
-                                    + " and ".join(why), support_score=support_score("CONTRADICTED", 0.0))
-        j = ranked[0]
-        ev, s = row[j], sentences[j]
-        sem = "n/a" if ev.semantic is None else f"{ev.semantic:.3f}"
-        where = f"context {s.context + 1}, sentence {s.index + 1}"
-        blocked = [k for k, e in enumerate(row) if decide(replace(e, extra=()), p) == "SUPPORTED"]
-        if blocked:  # a sentence says it all but for details the claim adds
-            e, t = row[blocked[0]], sentences[blocked[0]]
-            left = extras_left(e, p)
-            words = ", ".join(e.extra[:8])
-            return ClaimVerdict(
-                cid, claim, "NOT_MENTIONED", None, False,
-                f"extra detail: context {t.context + 1}, sentence {t.index + 1} matches the claim but does "
-                f"not state {left} of its words ({words}); an added word needs a counterpart in the "
-                f"sentence (word similarity >= {p.get('word_counterpart', 1.01):g}), a unit or name must "
-                f"be there", support_score=support_score("NOT_MENTIONED", best_recall))
-        missing = sorted(tokens(matching_text(claim), s.tokens.language).content - s.tokens.content)
-        shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
-        return ClaimVerdict(
-            cid, claim, "NOT_MENTIONED", None, False,
-            f"best lexical {ev.lexical:.2f}, semantic {sem} ({where}); support needs lexical "
-            f"{p['support_lexical']:g}, or semantic {p['support_semantic']:g} with lexical "
-            f"{p['lexical_floor']:g}, all numbers, the same negation and no extra detail; missing: "
-            f"{shown or 'none'}", support_score=support_score("NOT_MENTIONED", best_recall),
-        )
+        return claim_verdict(cid, claim, row, sentences, contexts, self.params)

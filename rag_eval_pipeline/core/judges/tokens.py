@@ -79,13 +79,16 @@ _NT = re.compile(r"n['’]t\b")
 @dataclass(frozen=True)
 class Tokens:
     """Content tokens of one text: ``words`` (stemmed), ``numbers`` (numbers and date tokens),
-    ``negated`` (content tokens found only inside a negation scope)."""
+    ``negated`` (content tokens found only inside a negation scope), ``negation_heads`` (the first
+    content token of each negation scope: what the negation denies, "benefit" in "shows no benefit
+    for poisoning")."""
 
     words: frozenset[str]
     numbers: frozenset[str]
     negated: frozenset[str]
     language: str = "english"
     has_negation: bool = False
+    negation_heads: frozenset[str] = frozenset()
 
     @property
     def content(self) -> frozenset[str]:
@@ -140,9 +143,12 @@ def _tokens(text: str, language: str) -> Tokens:
     out_scope: set[str] = set()
     scope = 0
     has_negation = False
+    heads: set[str] = set()
+    want_head = False  # the next content token inside a fresh negation scope is its head
     for m in matches:
         if m.group("punct") is not None:
             scope = 0
+            want_head = False
             continue
         if m.group("date") is not None:
             tok = m.group("date")
@@ -167,6 +173,7 @@ def _tokens(text: str, language: str) -> Tokens:
                 if not _NOT_ONLY.match(nxt):  # "not only X but Y", "no solo X sino Y" assert X
                     scope = NEGATION_SCOPE
                     has_negation = True
+                    want_head = True
                 continue
             if len(w) < 2 or w in STOPWORDS:
                 scope = max(scope - 1, 0)
@@ -174,8 +181,12 @@ def _tokens(text: str, language: str) -> Tokens:
             tok = stem(w)
             words.add(tok)
         (in_scope if scope > 0 else out_scope).add(tok)
+        if want_head and scope > 0:
+            heads.add(tok)
+        want_head = False
         scope = max(scope - 1, 0)
-    return Tokens(frozenset(words), frozenset(numbers), frozenset(in_scope - out_scope), language, has_negation)
+    return Tokens(frozenset(words), frozenset(numbers), frozenset(in_scope - out_scope), language, has_negation,
+                  frozenset(heads))
 
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)

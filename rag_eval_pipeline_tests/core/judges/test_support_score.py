@@ -1,6 +1,7 @@
 """The embedded judge's graded support (core/judges/evidence.py ``support_score``, rule_based.py
-``passage_recall``) and its answer-level mean: a long answer with one unsupported sentence scores
-between the all-supported and the all-unsupported answers. Values worked out by hand."""
+``passage_recall``), its answer-level mean and weakest claim (rule_verdict.py ``answer_support``): a
+long answer with one unsupported sentence scores between the all-supported and the all-unsupported
+answers by the mean, and as low as a short one by the weakest claim. Values worked out by hand."""
 
 from __future__ import annotations
 
@@ -108,3 +109,35 @@ def test_judge_runs_stores_the_score(judge):
     labels, _ = judge_runs(runs, snapshot, _BadQuote())
     assert labels["verdict"].to_list() == ["NOT_MENTIONED"]
     assert labels["support_score"].to_list() == [0.5]
+
+
+def test_answer_support_is_the_mean_of_the_weakest_claims():
+    from rag_eval_pipeline.core.judges.rule_verdict import WEAKEST_CLAIMS, answer_support
+
+    assert WEAKEST_CLAIMS == 2
+    # the two lowest of (0.9, 0.25, 0.7) are 0.25 and 0.7: mean 0.475; with k = 1 the minimum 0.25
+    assert answer_support([0.9, 0.25, 0.7]) == pytest.approx(0.475)
+    assert answer_support([0.9, 0.25, 0.7], k=1) == pytest.approx(0.25)
+    # fewer claims than k: the mean of all; a claim without a score is skipped; nothing scored -> None
+    assert answer_support([None, 0.6]) == pytest.approx(0.6)
+    assert answer_support([]) is None
+    assert answer_support([None]) is None
+    assert answer_support([0.0, 1.0, 1.0, 1.0], k=1) == 0.0  # a CONTRADICTED claim sinks the answer
+    with pytest.raises(ValueError, match="k must be"):
+        answer_support([0.5], k=0)
+
+
+def test_one_unsupported_claim_weighs_the_same_in_a_long_and_a_short_answer(judge):
+    from rag_eval_pipeline.core.judges.rule_verdict import answer_support
+
+    # the same unrelated sentence (NOT_MENTIONED, recall 0 -> 0.0) beside 1 or 4 verbatim sentences
+    # (SUPPORTED, 1.0 each): the mean is 1/2 = 0.5 in the short answer and 4/5 = 0.8 in the long one
+    # (the long answer looks more faithful); the two weakest claims are (0.0, 1.0) in both: 0.5
+    short = judge.judge("", " ".join(CTX[:1] + UNRELATED[:1]), CTX)
+    long = judge.judge("", " ".join(CTX[:4] + UNRELATED[:1]), CTX)
+    assert _mean(short) == pytest.approx(0.5) and _mean(long) == pytest.approx(0.8)
+    assert answer_support(c.support_score for c in short.claims) == pytest.approx(0.5)
+    assert answer_support(c.support_score for c in long.claims) == pytest.approx(0.5)
+    # the added detail (0.375, worked above) and one 1.0 are the two weakest: (0.375 + 1) / 2
+    answer = " ".join(CTX[:3] + ["The archive keeps maps of Lisbon."] + CTX[4:])
+    assert answer_support(c.support_score for c in judge.judge("", answer, CTX).claims) == pytest.approx(0.6875)
