@@ -27,6 +27,7 @@ from rag_eval_pipeline_tests.e2e.polling import wait_until
 pytestmark = pytest.mark.slow
 NIGHTLY = "nightly_full_evaluation"
 RUN_TIMEOUT_S = 900
+JUDGE_STEP = "sample__judging"  # the judging step of the sample suite (answers, claims and verdicts)
 
 
 @pytest.fixture(scope="module")
@@ -111,9 +112,9 @@ def test_the_nightly_schedule_runs_the_sample_on_two_celery_workers_and_survives
 
     def judging_worker():  # the longest step of the sample: the judge
         with _instance(dep) as instance:
-            hits = [w for s, w in _celery_engine_events(instance, run.run_id) if s == "judge_answers"]
+            hits = [w for s, w in _celery_engine_events(instance, run.run_id) if s == JUDGE_STEP]
         return hits[0] if hits else None
-    worker = wait_until("a worker to pick up judge_answers", judging_worker, timeout=RUN_TIMEOUT_S, interval=0.2)
+    worker = wait_until("a worker to pick up the judge step", judging_worker, timeout=RUN_TIMEOUT_S, interval=0.2)
     killed = worker.split("@")[0]
     time.sleep(1.0)  # inside the step: resources up, inputs being read or the judge at work
     dep.kill_worker(killed)
@@ -131,11 +132,11 @@ def test_the_nightly_schedule_runs_the_sample_on_two_celery_workers_and_survives
         started_steps = {e.step_key for r in chain
                          for e in instance.all_logs(r.run_id, of_type=dg.DagsterEventType.STEP_START)}
         judge_starts = [e for r in chain for e in instance.all_logs(r.run_id, of_type=dg.DagsterEventType.STEP_START)
-                        if e.step_key == "judge_answers"]
+                        if e.step_key == JUDGE_STEP]
         pools = {p: instance.event_log_storage.get_concurrency_info(p) for p in (JUDGE_POOL, LIVE_SYSTEMS_POOL)}
     assert {w for _, w in picked} == {"w1", "w2"}  # both workers ran steps
     assert {s for s, _ in picked} == started_steps and len(started_steps) >= 20  # every step went through Celery
-    judged_by = [w for s, w in picked if s == "judge_answers"]
+    judged_by = [w for s, w in picked if s == JUDGE_STEP]
     assert judged_by[0] == killed and judged_by[-1] != killed  # started on the killed worker, finished on the other
     assert len(judge_starts) >= 2
     # the steps that call the judge or a system claimed slots of their pools in Postgres (set to the instance's
