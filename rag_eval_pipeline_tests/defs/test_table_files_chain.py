@@ -230,15 +230,16 @@ def test_rag_eval_label_refuses_a_table_of_another_version_in_one_line(sample, t
     folder, _, _ = sample
     out = tmp_path / "sample"
     shutil.copytree(folder, out)
-    _rewrite(out / "judge_labels.parquet", schema_version="3")
+    v = spec_of("judge_labels").version
+    _rewrite(out / "judge_labels.parquet", schema_version=str(v + 1))
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "label", "--suite", "sample", "--output",
                            str(out), "--labeller", "t", "--port", "1"], cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"rag-eval label: file {out / 'judge_labels.parquet'}: table 'judge_labels' has schema version 3, this "
-        "pipeline reads version 1: written by a newer release (0.1.0); read it with that release or re-run the "
+        f"rag-eval label: file {out / 'judge_labels.parquet'}: table 'judge_labels' has schema version {v + 1}, "
+        f"this pipeline reads version {v}: written by a newer release (0.1.0); read it with that release or re-run the "
         "evaluation"]
 
 
