@@ -23,7 +23,7 @@ requested size found there (``--report`` prints it without running anything).
 
 Usage:  python bench/bench_scale.py --workdir DIR --questions 10000        (one size; then 40000, 100000)
         python bench/bench_scale.py --workdir DIR --questions 10000,40000,100000 --report
-        python bench/bench_scale.py --workdir DIR --questions 10000 --profile judge_answers  (cProfile, one asset)
+        python bench/bench_scale.py --workdir DIR --questions 10000 --profile judging  (cProfile, one asset node)
 """
 
 import argparse
