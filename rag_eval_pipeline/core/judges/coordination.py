@@ -67,15 +67,19 @@ from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal
     _LANG,
     _cap,
     _conjunct_kind,
+    _impersonal,
     _join_vp,
+    _lower_first,
     _object_index,
     _own_subject,
     _spanish,
     _spans,
+    _subject_only,
     _subject_prefix,
     _top_commas,
     _top_level,
     _verb_group_start,
+    _verb_then_infinitive,
     _words,
     looks_verbal,
 )
@@ -102,6 +106,7 @@ _OPENING_SUBORDINATOR = re.compile(
 _BLOCKERS = re.compile(
     r"\b(?:si|salvo|excepto|porque|cuando|a menos que|siempre que|if|unless|except|because(?! of)|provided|"
     r"as long as|when|whenever)\b|(?<!,)\s(?:while|mientras)\b", re.IGNORECASE)
+_CONSEQUENCE = frozenset(("asi que", "por lo que", "so"))
 _CONTRAST = re.compile(r",?\s+(pero|but|aunque|although|though|mientras que|whereas|yet)\s+|"
                        r",\s+(while|así que|asi que|por lo que|so)\s+", re.IGNORECASE)
 _COORD = re.compile(r",?\s+(y|e|ni|and)\s+", re.IGNORECASE)
@@ -169,15 +174,17 @@ def _split_contrast(text: str) -> list[str] | None:
         left, right = text[: m.start()], text[m.end():]
         if not left.strip() or not right.strip():
             continue
-        got = _two_parts(left, right)
+        consequence = fold(m.group(m.lastindex or 1)) in _CONSEQUENCE
+        got = _two_parts(left, right, consequence=consequence)
         if got is not None:
             return got
     return None
 
 
-def _two_parts(left: str, right: str, negate: bool = False) -> list[str] | None:
+def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = False) -> list[str] | None:
     """[left, right made self-contained] when ``left`` has a verb and ``right`` is a clause or verb
-    phrase; else None."""
+    phrase; else None. ``consequence``: ``right`` follows "así que", "por lo que", "so", where a
+    verb governing an infinitive is impersonal ("conviene salir")."""
     pre = _subject_prefix(left)
     if pre is None:
         return None
@@ -187,13 +194,16 @@ def _two_parts(left: str, right: str, negate: bool = False) -> list[str] | None:
     prefix, lvi, lwords = pre
     if kind == "CLAUSE":
         return [left, _own_subject(right, prefix)]
+    if _impersonal(right, strength == "fronted") or consequence and _verb_then_infinitive(right):
+        return [left, right]
     if strength == "fronted":
         spans = _spans(right)
         words = [s.group() for s in spans]
         gs = _verb_group_start(words, vi, _spanish(words))
-        if not prefix:
+        subject = _subject_only(prefix)
+        if not subject:
             return [left, right]
-        return [left, right[: spans[gs].start()] + prefix + " " + right[spans[gs].start():]]
+        return [left, right[: spans[gs].start()] + _lower_first(subject) + " " + right[spans[gs].start():]]
     if not _vp_ok(lwords, lvi, right, strength):
         return None
     return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]

@@ -57,7 +57,10 @@ once until provided""".split())
 ADVERBS = frozenset("""ahora siempre nunca jamás antes después luego entonces ya aún todavía también tampoco
 solo sólo además incluso bastante muy más menos pronto hoy ayer aquí allí ahí bien mal casi apenas
 now then also only still just often always never already later soon even again usually sometimes
-recently currently once first finally really""".split())
+recently currently once first finally really yesterday today tomorrow tonight""".split())
+#: Adverbs that focus the phrase after them ("solo los socios", "only members"): part of a subject.
+FOCUS_ADVERBS = frozenset("""solo sólo incluso también tampoco además casi apenas muy más menos bastante
+only also even just too almost nearly""".split())
 NEGATIONS = frozenset("no not never nunca jamás tampoco".split())
 AUX_EN = frozenset("""is are was were be been being am has have had do does did can could will would shall
 should may might must cannot isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't
