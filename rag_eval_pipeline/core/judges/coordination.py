@@ -291,7 +291,9 @@ def _shared_prefix(left: str, prefix: str, lwords: list[str], lvi: int, right: s
 
 
 def _split_coordination(text: str) -> list[str] | None:
-    for m in _COORD.finditer(text):
+    # ", y" / ", and" first: the comma marks the higher boundary ("vende pan y bollos, y reparte ...")
+    matches = sorted(_COORD.finditer(text), key=lambda m: (not m.group().startswith(","), m.start()))
+    for m in matches:
         if not _top_level(text, m.start()) or _blocked(text, m.start()):
             continue
         left, right = text[: m.start()], text[m.end():]
@@ -303,6 +305,8 @@ def _split_coordination(text: str) -> list[str] | None:
         if len(_words(left)) < 2:
             continue  # "Ana y Luis trabajan": a subject pair
         segs = _top_commas(left)
+        if len(segs) == 1 and _object_pair(left, right):
+            continue  # "vende pan y leche", "sells bread and cakes": two objects of one verb
         if len(segs) >= 2 and _conjunct_kind(right)[0] != "CLAUSE" and (
                 _conjunct_kind(segs[-1])[0] == "NP" or _list_like(segs[0], segs[1:] + [right])):
             continue  # "contiene el altavoz, el cable y la funda": a list (rule 4)
@@ -315,6 +319,23 @@ def _split_coordination(text: str) -> list[str] | None:
         if got is not None:
             return got
     return None
+
+
+def _object_pair(left: str, right: str) -> bool:
+    """A one-word conjunct that only a weak verb reading would make a verb phrase ("leche",
+    "cakes"), after a first conjunct whose verb already has its object: the two are objects of
+    that verb. A strong form ("cerró", "closed") stays a verb phrase."""
+    rw = _words(right)
+    if len(rw) != 1:
+        return False
+    kind, strength, _ = _conjunct_kind(right)
+    if kind != "VP" or strength not in ("weak", "bare", "bare-weak"):
+        return False
+    pre = _subject_prefix(left)
+    if pre is None:
+        return False
+    _, lvi, lwords = pre
+    return _object_index(lwords, lvi) < len(lwords)
 
 
 def _list_like(first: str, rights: list[str], max_words: int = 4) -> bool:

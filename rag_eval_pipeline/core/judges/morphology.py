@@ -107,7 +107,10 @@ FUNCTION_EN = DET_EN | PREP_EN | CONJ | ADVERBS | NEGATIONS | SUBORDINATORS | SU
     | frozenset("what which who how why where there here yes so as up down out off away back".split())
 
 _ACCENTED = "áéíóú"
-_ES_STRONG = re.compile(r"(?:ó|ió|aron|ieron|aba|aban|ará|erá|irá|arán|erán|irán|arían|erían|irían)$")
+_ES_STRONG = re.compile(r"(?:ó|ió|aron|ieron|aba|aban|ará|erá|irá|arán|erán|irán|aría|iría|arían|erían|irían)$")
+#: First person singular preterite, "-é" ("compré", "viajé") and "-í" ("viví", "recibí"): weak, since
+#: a few nouns end so too ("café", "esquí"); after a determiner they are read as nouns.
+_ES_FIRST_PRETERITE = re.compile(r"[^aeiouáéíóú][éí]$")
 #: "-ía/-ían" (imperfect, conditional) are also the endings of "batería", "garantía", "cafetería".
 _ES_MID = re.compile(r"(?:ía|ían)$")
 _ES_SECOND_PERSON = re.compile(r"(?:as|es)$")
@@ -166,6 +169,8 @@ def es_form(word: str) -> str | None:
     if _ES_MID.search(w):
         return "mid"
     if _ES_WEAK.search(w) and len(w) > 2:
+        return "weak"
+    if _ES_FIRST_PRETERITE.search(w) and len(w) > 3:
         return "weak"
     if w.endswith(("amos", "emos", "imos")) and len(w) > 5:
         return "weak"  # first person plural: "enviamos", "ofrecemos"
