@@ -65,6 +65,7 @@ import re
 from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal re-exported
     _INTERJECTION,
     _LANG,
+    DETERMINERS,
     _cap,
     _conjunct_kind,
     _impersonal,
@@ -91,8 +92,10 @@ from rag_eval_pipeline.core.judges.morphology import (
     MODALS_EN,
     NUMBER_WORDS,
     PREP_EN,
+    PREP_ES,
     en_form,
     es_form,
+    finite_at,
     fold,
     is_name,
     is_spanish,
@@ -209,9 +212,11 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
     return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]
 
 
-def _vp_ok(lwords: list[str], lvi: int, right: str, strength: str | None) -> bool:
-    """Agreement checks of rule 3: a bare word after a copula is an adjective; an English bare form
-    after a third-person verb needs a shared modal chain."""
+def _vp_ok(lwords: list[str], lvi: int, right: str, strength: str | None, participles: bool = False) -> bool:
+    """Agreement checks of rule 3: a bare word after a copula is an adjective, unless it stands in a
+    series of participles (``participles``: "is washed, peeled and cut into cubes", where "cut" is an
+    irregular participle); an English bare form after a third-person verb needs a shared modal
+    chain."""
     spanish = _spanish(lwords)
     rwords = _words(right)
     v1 = lwords[lvi].casefold()
@@ -224,7 +229,8 @@ def _vp_ok(lwords: list[str], lvi: int, right: str, strength: str | None) -> boo
     if strength in ("bare", "bare-weak"):
         rw = _words(right)
         nxt = rw[1].casefold() if len(rw) > 1 else ""
-        if v1 in BE_EN and (not nxt or nxt in PREP_EN):
+        if v1 in BE_EN and (not nxt or nxt in PREP_EN) and not (
+                participles and _chain_index(lwords, lvi, "bare") is not None):
             return False  # "is closed on Mondays but open on holidays": a predicate adjective
         if _chain_index(lwords, lvi, "bare") is not None:
             return True
@@ -313,11 +319,64 @@ def _split_coordination(text: str) -> list[str] | None:
         series = _series(left, right, negate)
         if series is not None:
             return series
+        gapped = _gapped(left, right) if not negate and len(segs) == 1 else None
+        if gapped is not None:
+            return gapped
         if not negate and _list_like(left, [right], max_words=2):
             continue
         got = _two_parts(left, right, negate)
         if got is not None:
             return got
+    return None
+
+
+def _gapped(left: str, right: str) -> list[str] | None:
+    """Gapping: a verbless conjunct "NP + prepositional phrase" whose preposition heads a phrase of
+    the first conjunct's predicate repeats that predicate with its own NP and phrase ("Los alumnos
+    de primero tienen clase por la mañana y los de segundo por la tarde" → "Los de segundo tienen
+    clase por la tarde"; Quirk et al. 1985, §13.92). The NP replaces the subject when it shares the
+    subject's determiner or head word, the object when it shares the object's; otherwise None."""
+    pre = _subject_prefix(left)
+    if pre is None or not pre[0]:
+        return None
+    prefix, lvi, lwords = pre
+    rspans = _spans(right)
+    rwords = [m.group() for m in rspans]
+    spanish = _spanish(lwords)
+    preps = (PREP_ES if spanish else PREP_EN) - {"de", "of"}
+    cut = next((i for i, w in enumerate(rwords) if i > 0 and w.casefold() in preps), None)
+    if cut is None or len(rwords) - cut > 6 or looks_verbal(right[rspans[cut].start():]):
+        return None
+    # the NP before the phrase holds no verb; an English plural noun ("students") reads as a weak
+    # "-s" verb in isolation: as the NP's last word, right before the preposition (no object
+    # between), it is the head noun
+    if any(finite_at(rwords, i, spanish) == "strong" for i in range(cut)) or spanish and looks_verbal(
+            right[: rspans[cut].start()]) or not spanish and any(
+            finite_at(rwords, i, False) is not None and (en_form(rwords[i]) != "s" or i < cut - 1)
+            for i in range(cut)):
+        return None
+    prep = rwords[cut].casefold()
+    lspans = _spans(left)
+    gs = _verb_group_start(lwords, lvi, spanish)
+    at = [i for i in range(lvi + 1, len(lwords)) if lwords[i].casefold() == prep]
+    if not at:
+        return None
+    pp = at[-1]
+    np_, phrase = right[: rspans[cut].start()].strip(), right[rspans[cut].start():].strip()
+    npw = _words(np_)
+    subj = _words(_subject_only(prefix))
+    oi = _object_index(lwords, lvi)
+
+    def parallel(words: list[str]) -> bool:
+        return bool(words) and (fold(words[0]) == fold(npw[0]) and fold(words[0]) in DETERMINERS
+                                or fold(words[-1]) == fold(npw[-1]))
+
+    if parallel(subj):
+        verb_phrase = left[lspans[gs].start(): lspans[pp].start()].strip()
+        return [left, f"{np_} {verb_phrase} {phrase}"]
+    if oi < pp and parallel(lwords[oi:pp]):
+        head = left[: lspans[oi].start()].strip()
+        return [left, f"{head} {np_} {phrase}"]
     return None
 
 
@@ -382,7 +441,9 @@ def _series(left: str, right: str, negate: bool) -> list[str] | None:
             continue
         if _list_like(first, rights):
             return None
-        if any(kd == "VP" and not _vp_ok(lwords, lvi, r, st) for r, (kd, st, _) in zip(rights, kinds)):
+        participles = not _spanish(lwords) and any(
+            kd == "VP" and st == "strong" and en_form(_words(r)[0]) == "ed" for r, (kd, st, _) in zip(rights, kinds))
+        if any(kd == "VP" and not _vp_ok(lwords, lvi, r, st, participles) for r, (kd, st, _) in zip(rights, kinds)):
             continue
         out = [first]
         for i, (r, (kd, st, _)) in enumerate(zip(rights, kinds)):
