@@ -349,10 +349,13 @@ def _gapped(left: str, right: str) -> list[str] | None:
         return None
     # the NP before the phrase holds no verb; an English plural noun ("students") reads as a weak
     # "-s" verb in isolation: as the NP's last word, right before the preposition (no object
-    # between), it is the head noun
+    # between), it is the head noun when it parallels a plural subject ("First-year students ...
+    # and second-year students in ..."; not "The store opens ..., and the warehouse opens at 7")
+    subj_head = _words(_subject_only(prefix))[-1:]
+    plural_subject = bool(subj_head) and en_form(subj_head[0]) == "s"
     if any(finite_at(rwords, i, spanish) == "strong" for i in range(cut)) or spanish and looks_verbal(
             right[: rspans[cut].start()]) or not spanish and any(
-            finite_at(rwords, i, False) is not None and (en_form(rwords[i]) != "s" or i < cut - 1)
+            finite_at(rwords, i, False) is not None and (en_form(rwords[i]) != "s" or i < cut - 1 or not plural_subject)
             for i in range(cut)):
         return None
     prep = rwords[cut].casefold()
