@@ -315,8 +315,24 @@ def first_verb(words: list[str], spanish: bool) -> int | None:
             nxt = finite_at(words, i + 1, spanish)
             if nxt == "strong":
                 continue
+            if spanish and nxt is not None and _agreeing_adjective(words, i):
+                continue
         return i
     return None
+
+
+def _agreeing_adjective(words: list[str], i: int) -> bool:
+    """Spanish "determiner + noun + W + verb + complement": W, ending as the noun ends ("-a", "-o",
+    "-as", "-os": gender and number agreement), is the noun's adjective and the next word the verb,
+    when a determiner or a number follows that word ("La tarifa plana cuesta 20 euros", "El coche
+    nuevo consume 5 litros"; RAE *Nueva gramática* §13: the adjective agrees with its noun)."""
+    if i < 2 or i + 2 >= len(words) or words[i - 2].casefold() not in DET_ES or _function(words[i - 1], True):
+        return False
+    after = fold(words[i + 2])
+    if not (after in DET_ES and after not in ("al", "del") or is_number(words[i + 2])):
+        return False
+    noun, adj = fold(words[i - 1]), fold(words[i])
+    return any(noun.endswith(e) and adj.endswith(e) for e in ("as", "os", "a", "o"))
 
 
 def is_spanish(words: list[str]) -> bool:

@@ -31,10 +31,11 @@ from rag_eval_pipeline.core.judges.morphology import (
 )
 
 _RELATIVE = re.compile(r",\s+(which|who|que|quien|quienes|lo cual|where|donde)\s+", re.IGNORECASE)
-#: A relative introduced by a preposition: ", en la que", ", a los cuales", ", in which", ", to whom".
+#: A Spanish relative introduced by a preposition: ", en la que", ", a los cuales", ", al que". (English
+#: ", in which" is left whole: its antecedent is often not the last noun phrase.)
 _PREP_RELATIVE = re.compile(
-    r",\s+(?P<prep>en|a|de|con|por|para|sobre|desde|hacia|bajo|tras|in|at|on|to|from|with|for|by|through|under)"
-    r"\s+(?:(?:el|la|los|las)\s+(?:que|cual|cuales)|quien|quienes|which|whom)\s+"
+    r",\s+(?P<prep>en|a|de|con|por|para|sobre|desde|hacia|bajo|tras)"
+    r"\s+(?:(?:el|la|los|las)\s+(?:que|cual|cuales)|quien|quienes)\s+"
     r"|,\s+(?P<contracted>al|del)\s+(?:que|cual)\s+", re.IGNORECASE)
 _TRAILING_DATE_PP = re.compile(r"\s+(?:en|in|on|de)\s+\d[\d.,]*\s*$", re.IGNORECASE)
 _PERIOD_UNITS = r"(?:días|dias|semanas|meses|años|anos|horas|minutos|days|weeks|months|years|hours|minutes)"
