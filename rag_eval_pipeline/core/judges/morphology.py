@@ -110,7 +110,7 @@ _ACCENTED = "áéíóú"
 _ES_STRONG = re.compile(r"(?:ó|ió|aron|ieron|aba|aban|ará|erá|irá|arán|erán|irán|aría|iría|arían|erían|irían)$")
 #: First person singular preterite, "-é" ("compré", "viajé") and "-í" ("viví", "recibí"): weak, since
 #: a few nouns end so too ("café", "esquí"); after a determiner they are read as nouns.
-_ES_FIRST_PRETERITE = re.compile(r"[^aeiouáéíóú][éí]$")
+_ES_FIRST_PRETERITE = re.compile(r"(?:[^aeiouáéíóú]|[gq]u|e)[éí]$")  # "compré", "pagué", "leí"
 #: "-ía/-ían" (imperfect, conditional) are also the endings of "batería", "garantía", "cafetería".
 _ES_MID = re.compile(r"(?:ía|ían)$")
 _ES_SECOND_PERSON = re.compile(r"(?:as|es)$")
@@ -170,7 +170,7 @@ def es_form(word: str) -> str | None:
         return "mid"
     if _ES_WEAK.search(w) and len(w) > 2:
         return "weak"
-    if _ES_FIRST_PRETERITE.search(w) and len(w) > 3:
+    if _ES_FIRST_PRETERITE.search(w) and len(w) > 2:
         return "weak"
     if w.endswith(("amos", "emos", "imos")) and len(w) > 5:
         return "weak"  # first person plural: "enviamos", "ofrecemos"
