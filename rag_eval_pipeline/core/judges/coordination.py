@@ -15,7 +15,9 @@ recursively, the first rule that fits:
    cual"): the relative becomes a claim about its antecedent, the noun phrase that ends the left side
    from its last determiner (an indefinite article becomes definite; a trailing "en 1937" / "in 1889"
    is not part of it; a noun phrase that starts with a number gets a definite article); "donde" /
-   "where" put "en" / "in" + antecedent at the end; "lo cual" becomes "Esto". A relative between
+   "where" put "en" / "in" + antecedent at the end; "lo cual" becomes "Esto"; a Spanish relative after
+   a preposition (", en la que", ", al que") puts the preposition and the last noun phrase in front
+   ("…, del que salen ferris" → "Del puerto salen ferris"). A relative between
    two commas before the main verb ("Sevilla, que fue sede ..., tiene ...") is taken out of the main
    clause the same way.
 3. **Coordination** ("y", "e", "ni", "and", with or without a comma, and a series "A, B y C"):
@@ -31,7 +33,15 @@ recursively, the first rule that fits:
    third-person "-s" verb unless a modal chain is shared ("lets you check ... and make ...").
    "ni" carries the negation ("no imprime ... ni escanea" → "no escanea"). English "nor" is not a
    split point: its clause is inverted ("nor was any placebo given") or pairs with "neither"
-   ("neither A nor B changed"), so a split part would lose the negation.
+   ("neither A nor B changed"), so a split part would lose the negation. ", y" / ", and" is tried
+   before a bare "y" / "and": the comma marks the higher boundary ("vende pan y bollos, y reparte
+   ..."). A one-word conjunct that only a weak verb reading would make a verb phrase, after a first
+   conjunct whose verb has its object, is a second object ("vende pan y leche", "sells bread and
+   cakes"). In a series of participles after "be", a bare form is an irregular participle ("are
+   sorted, stamped and sent"). **Gapping** (Quirk et al. 1985, §13.92): a verbless conjunct "NP +
+   prepositional phrase" whose preposition heads a phrase of the first predicate repeats that
+   predicate ("Los turistas llegan en mayo y los pájaros en abril" → "Los pájaros llegan en
+   abril"), the NP replacing the subject or the object whose determiner or head word it shares.
 4. **Lists** of three or more short items (at most four words, no strong verb) ending the sentence,
    joined by commas and a final "y" / "e" / "o" / "u" / "and" / "or": each item becomes a claim with
    the words before the list, which must hold a verb ("Incluye el cable, la correa y la guía").
@@ -47,7 +57,14 @@ clause pieces they share (first verb, subject, a conjunct's kind) in
 **Self-contained claims.** A clause whose subject is a pronoun ("it", "she", "él") gets the first
 conjunct's subject in its place; a possessive at the start of its subject ("its", "their", "su",
 "sus") becomes the subject's genitive ("its battery" → "the speaker's battery"; "su batería" → "la
-batería del altavoz", the article chosen from the noun's ending).
+batería del altavoz", the article chosen from the noun's ending). What is carried is the subject
+without the first conjunct's fronted phrases when the second conjunct has its own ("En enero el
+museo abre ..., y en julio abre ..." → "En julio el museo abre ..."; "Yesterday it ..." gives "it").
+Nothing is carried into a clause with no subject to take: existential "hay"; after a fronted
+phrase, a passive "se" whose subject follows the verb ("y desde 2024 se ofrecen funciones"); after
+"así que" / "por lo que" / "so", a full verb governing an infinitive ("conviene reservar"); an
+extraposed "it" ("it is wise to drive slowly", but not "it is easy to fold", whose infinitive has
+no object of its own). A pronoun after a preposition ("en ella", "with it") is not a subject.
 
 **Kept whole.** A sentence that starts with a condition or concession ("Si", "Cuando", "If",
 "Unless", "Aunque", ...); coordination after a condition, exception or cause in the same clause

@@ -11,8 +11,12 @@ preterite changes stem), as any grammar of the two languages lists them.
 **Spanish** (Real Academia Española, *Nueva gramática de la lengua española*, 2009: §4 verb
 morphology, §16 clitics). A finite third-person form ends in a vowel or "-n": present "-a/-an",
 "-e/-en"; preterite "-ó/-ió/-aron/-ieron"; imperfect "-aba/-ía"; future "-rá/-rán"; conditional
-"-ría/-rían". Accented endings ("-ó", "-rá", "-aron", "-aba") are *strong* evidence; a bare
-"-a/-e/-an/-en" is *weak* (nouns and adjectives end so too) and needs context. Not a finite verb: a
+"-ría/-rían" ("-aría", "-iría" strong; "-ería" also ends nouns: "panadería"); first person
+preterite "-é/-í" ("compré", "pagué", "leí": weak, as "café" ends so too). Accented endings ("-ó",
+"-rá", "-aron", "-aba") are *strong* evidence; a bare "-a/-e/-an/-en" is *weak* (nouns and
+adjectives end so too) and needs context: of two weak candidates after "determiner + noun", the
+first is the noun's adjective when it agrees with the noun ("-a/-o/-as/-os") and a determiner or
+number follows the second ("La tarifa plana cuesta 20 euros"). Not a finite verb: a
 word after a determiner, preposition or number; a word accented before its last syllable
 ("eléctrica", "técnico": finite forms are never so stressed, except "-ía/-úa" hiatus); "-mente"
 adverbs; "-ción/-sión/-dad" nouns; a capitalised word inside the sentence (a name). After a clitic
