@@ -66,7 +66,7 @@ phrase, a passive "se" whose subject follows the verb ("y desde 2024 se ofrecen 
 extraposed "it" ("it is wise to drive slowly", but not "it is easy to fold", whose infinitive has
 no object of its own). A pronoun after a preposition ("en ella", "with it") is not a subject.
 
-**Kept whole.** A sentence that starts with a condition or concession ("Si", "Cuando", "If",
+**Kept whole.** A question; a sentence that starts with a condition or concession ("Si", "Cuando", "If",
 "Unless", "Aunque", ...); coordination after a condition, exception or cause in the same clause
 ("salvo", "excepto", "si", "porque", "a menos que", "siempre que", "unless", "except", "if",
 "because", "provided", "as long as", "when", "while" without a comma), which stays with the fact it
@@ -156,8 +156,8 @@ def split_coordinated(sentence: str) -> list[str]:
     m = _END.search(sentence)
     end = sentence[m.start():].strip() if m else ""
     body = sentence[: m.start()] if m else sentence
-    if not body.strip():
-        return [sentence]
+    if not body.strip() or "?" in end:
+        return [sentence]  # a question states no fact: it stays one claim (judged as a question)
     _LANG.append(is_spanish(_words(body)))
     try:
         if _OPENING_SUBORDINATOR.match(body):
