@@ -225,8 +225,30 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
             return [left, right]
         return [left, right[: spans[gs].start()] + _lower_first(subject) + " " + right[spans[gs].start():]]
     if not _vp_ok(lwords, lvi, right, strength):
-        return None
+        plural = _plural_subject_reading(left, lwords, lvi, strength)
+        if plural is None or not _vp_ok(lwords, plural[1], right, strength):
+            return None
+        prefix, lvi = plural
     return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]
+
+
+def _plural_subject_reading(left: str, lwords: list[str], lvi: int, strength: str | None) -> tuple[str, int] | None:
+    """English agreement: a bare verb conjunct cannot share a third-person "-s" verb, so when the
+    first conjunct's "-s" word is followed by a bare word that opens a complement ("Summer hours
+    start in June"), the "-s" word is the plural subject's head and the bare word the verb (Quirk et
+    al. 1985, §10.34, subject-verb concord). Returns (prefix, verb index) of that reading, or None."""
+    if _spanish(lwords) or strength not in ("bare", "bare-weak") or en_form(lwords[lvi]) != "s" \
+            or lvi + 2 >= len(lwords):
+        return None
+    verb, nxt = lwords[lvi + 1], lwords[lvi + 2].casefold()
+    if en_form(verb) != "bare" or verb[:1].isupper() or not (
+            nxt in PREP_EN or nxt in DETERMINERS or nxt[:1].isdigit() or nxt in NUMBER_WORDS or nxt in ADVERBS):
+        return None
+    stripped = _INTERJECTION.sub("", left)
+    spans = _spans(stripped)
+    if len(spans) != len(lwords):
+        return None
+    return stripped[: spans[lvi + 1].start()].strip(" ,"), lvi + 1
 
 
 def _vp_ok(lwords: list[str], lvi: int, right: str, strength: str | None, participles: bool = False) -> bool:
@@ -464,7 +486,12 @@ def _series(left: str, right: str, negate: bool) -> list[str] | None:
         participles = not _spanish(lwords) and any(
             kd == "VP" and st == "strong" and en_form(_words(r)[0]) == "ed" for r, (kd, st, _) in zip(rights, kinds))
         if any(kd == "VP" and not _vp_ok(lwords, lvi, r, st, participles) for r, (kd, st, _) in zip(rights, kinds)):
-            continue
+            bare = next((st for kd, st, _ in kinds if kd == "VP" and st in ("bare", "bare-weak")), None)
+            plural = _plural_subject_reading(first, lwords, lvi, bare)
+            if plural is None or any(kd == "VP" and not _vp_ok(lwords, plural[1], r, st, participles)
+                                     for r, (kd, st, _) in zip(rights, kinds)):
+                continue
+            prefix, lvi = plural
         out = [first]
         for i, (r, (kd, st, _)) in enumerate(zip(rights, kinds)):
             if kd == "CLAUSE":
