@@ -38,10 +38,13 @@ recursively, the first rule that fits:
    ..."). A one-word conjunct that only a weak verb reading would make a verb phrase, after a first
    conjunct whose verb has its object, is a second object ("vende pan y leche", "sells bread and
    cakes"). In a series of participles after "be", a bare form is an irregular participle ("are
-   sorted, stamped and sent"). **Gapping** (Quirk et al. 1985, §13.92): a verbless conjunct "NP +
-   prepositional phrase" whose preposition heads a phrase of the first predicate repeats that
-   predicate ("Los turistas llegan en mayo y los pájaros en abril" → "Los pájaros llegan en
-   abril"), the NP replacing the subject or the object whose determiner or head word it shares.
+   sorted, stamped and sent"). English agreement: a bare verb conjunct cannot share a third-person
+   "-s" verb, so an "-s" word followed by a bare word opening a complement is then the plural
+   subject's head ("Summer hours start in June and end in September"). **Gapping** (Quirk et al.
+   1985, §13.92): a verbless conjunct "NP + prepositional phrase" whose preposition heads a phrase
+   of the first predicate repeats that predicate ("Los turistas llegan en mayo y los pájaros en
+   abril" → "Los pájaros llegan en abril"), the NP replacing the subject or the object whose
+   determiner or head word it shares.
 4. **Lists** of three or more short items (at most four words, no strong verb) ending the sentence,
    joined by commas and a final "y" / "e" / "o" / "u" / "and" / "or": each item becomes a claim with
    the words before the list, which must hold a verb ("Incluye el cable, la correa y la guía").
