@@ -11,9 +11,12 @@ import re
 
 from rag_eval_pipeline.core.judges.morphology import (
     ADVERBS,
+    BE_EN,
     CLITICS_ES,
     DET_EN,
     DET_ES,
+    FOCUS_ADVERBS,
+    FUNCTION_ES,
     MODALS_EN,
     NEGATIONS,
     PREP_EN,
@@ -30,6 +33,7 @@ from rag_eval_pipeline.core.judges.morphology import (
 
 DETERMINERS = DET_ES | DET_EN
 _INDEFINITE = {"un": "el", "una": "la", "unos": "los", "unas": "las", "a": "the", "an": "the", "some": "the"}
+_NOT_BEFORE_SUBJECT = PREP_ES | PREP_EN | DET_ES | DET_EN | frozenset(("y", "e", "o", "u", "ni", "and", "or", "nor"))
 _POSSESSIVES = frozenset({"its", "their", "his", "her", "su", "sus"})
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _INTERJECTION = re.compile(r"^\s*(?:yes|yeah|no|well|oh|so|sí|si|bueno|pues|vale|claro)\s*,\s*", re.IGNORECASE)
@@ -126,6 +130,41 @@ def _subject_prefix(left: str) -> tuple[str, int, list[str]] | None:
     return left[offset:offset + len(prefix)] if offset else prefix, vi, words
 
 
+def _subject_only(prefix: str) -> str:
+    """The subject of a prefix from :func:`_subject_prefix`, its fronted adverbials left out: "En
+    verano la oficina" → "la oficina", "Yesterday it" → "it", "That year the harvest" → "the
+    harvest", "Outside the EU, claims" → "claims"; "" when the prefix holds no subject ("Ayer", "a
+    partir de entonces"). Two noun phrases side by side before the verb are an adverbial and the
+    subject: a new one starts at a determiner, subject pronoun or name right after a content word, a
+    number or a time adverb (not after a preposition, determiner or conjunction: "el precio de la luz"
+    is one phrase; nor after a focus adverb: "solo los socios"), never at the prefix's last word (a
+    doubled clitic: "Los gastos de envío los")."""
+    spans = _spans(prefix)
+    words = [m.group() for m in spans]
+    if not words:
+        return ""
+    spanish = _spanish(words)
+    if not _has_subject(words, len(words), spanish):
+        return ""
+    start = 0
+    comma = prefix.rfind(",")
+    if comma > 0 and _top_level(prefix, comma):
+        after = [i for i, m in enumerate(spans) if m.start() > comma]
+        if after and _has_subject(words[after[0]:], len(words) - after[0], spanish):
+            start = after[0]
+    for i in range(start + 1, len(words)):
+        w, prev = fold(words[i]), fold(words[i - 1])
+        pron = (w in SUBJECT_PRONOUNS or w in ("i", "we", "you", "there", "yo", "nosotros")) \
+            and prev not in PREP_ES | PREP_EN
+        if not pron and (prev in _NOT_BEFORE_SUBJECT or prev in FOCUS_ADVERBS):
+            continue
+        det = w in DETERMINERS and w not in ("al", "del") and i < len(words) - 1
+        name = is_name(words, i) and (words[i - 1][:1].isdigit() or prev in ADVERBS)
+        if (det or pron or name) and _has_subject(words[i:], len(words) - i, spanish):
+            start = i
+    return prefix[spans[start].start():] if start else prefix
+
+
 def _conjunct_kind(text: str) -> tuple[str, str | None, int]:
     """Kind of a conjunct after a conjunction: ("VP", strength, verb index) when it starts with a
     verb (after negation, clitics and function adverbs; strength "strong", "weak", "infinitive",
@@ -208,16 +247,23 @@ def _has_subject(words: list[str], gs: int, spanish: bool) -> bool:
         if w in preps:
             after_prep = True
             continue
-        if w in SUBJECT_PRONOUNS or w in ("i", "we", "you", "yo", "nosotros", "ustedes", "usted"):
-            return True
+        prev = words[i - 1].casefold() if i > 0 else ""
+        if w in SUBJECT_PRONOUNS or w in ("i", "we", "you", "yo", "nosotros", "ustedes", "usted", "there"):
+            if not (after_prep and prev in preps):
+                return True  # "after that she"; not "en ella", "with it": a preposition's object
+            seen_content = True
+            continue
         if w in ADVERBS or w in NEGATIONS:
             continue
         if w in DETERMINERS:
-            if not after_prep or (i > 0 and words[i - 1].casefold() not in preps and seen_content):
+            if not after_prep or (i > 0 and prev not in preps and seen_content):
                 return True
             continue
         if not after_prep:
             return True
+        if seen_content and is_name(words, i) and (prev[:1].isdigit() or not words[i - 1][:1].isupper()) \
+                and prev not in preps and prev not in DETERMINERS:
+            return True  # "en 1925 Frida Kahlo": a name after the fronted phrase
         seen_content = True
     return False
 
@@ -243,9 +289,68 @@ def _spanish_article(noun: str, plural: bool) -> str:
     return "la" if feminine else "el"
 
 
+def _expletive_it(words: list[str], i: int) -> bool:
+    """True when "it" at ``i`` is the expletive subject of an extraposed clause (Quirk et al. 1985,
+    §18.33): "it" + a form of "be" + (adjective or noun phrase) + "to" + a verb with its own object,
+    or + "that" ("it is better to take a detour", "it is clear that ..."); not "it is easy to carry",
+    where the infinitive's object is "it" itself."""
+    if i + 1 >= len(words) or words[i + 1].casefold() not in BE_EN:
+        return False
+    for k in range(i + 2, min(len(words), i + 6)):
+        w = words[k].casefold()
+        if w == "that":
+            return True
+        if w == "to" and k + 2 < len(words):
+            nxt = words[k + 2].casefold()
+            return nxt not in PREP_EN
+    return False
+
+
+def _impersonal(text: str, fronted: bool) -> bool:
+    """True when the clause ``text`` has no subject to take from a conjunct: existential "haber"
+    ("hay columpios", "había niebla"; RAE *Nueva gramática* §41.4), or, after a fronted phrase
+    (``fronted``), a passive or impersonal "se" whose subject follows the verb ("en algunas zonas
+    nunca se ha registrado lluvia", "en ella se incluyen las llamadas"; §41.6)."""
+    words = _words(text)
+    spanish = _spanish(words)
+    if not spanish:
+        return False
+    vi = first_verb(words, True)
+    if vi is None:
+        return False
+    v = words[vi].casefold()
+    nxt = words[vi + 1] if vi + 1 < len(words) else ""
+    if v == "hay" or v in ("había", "habrá", "hubo", "habría", "haya") and es_form(nxt) != "participle":
+        return True
+    if not fronted or _verb_group_start(words, vi, True) == vi or "se" not in \
+            [w.casefold() for w in words[_verb_group_start(words, vi, True):vi]]:
+        return False
+    k = vi + 1
+    while k < len(words) and (es_form(words[k]) == "participle" or words[k].casefold() in ADVERBS):
+        k += 1
+    if k >= len(words):
+        return False
+    w = fold(words[k])
+    return (w in DET_ES and w not in ("al", "del")) or (w not in FUNCTION_ES and es_form(words[k]) not in (
+        "infinitive", "gerund") and not words[k][:1].isdigit())
+
+
+def _verb_then_infinitive(text: str) -> bool:
+    """True when the clause's first verb, a full verb (not an auxiliary or modal), governs an
+    infinitive right after it: "conviene salir", "no se recomienda conducir" (the infinitive is the
+    subject; after a consequence, the clause is impersonal)."""
+    words = _words(text)
+    spanish = _spanish(words)
+    vi = first_verb(words, spanish)
+    if vi is None or vi + 1 >= len(words) or not spanish:
+        return False
+    return es_form(words[vi]) != "aux" and es_form(words[vi + 1]) == "infinitive"
+
+
 def _own_subject(right: str, left_subject: str) -> str:
     """A clause's pronoun or possessive subject replaced by the first conjunct's subject (module
     docstring, "Self-contained claims")."""
+    left_subject = _subject_only(left_subject)
     if not left_subject:
         return right
     lw = _words(left_subject)
@@ -262,7 +367,9 @@ def _own_subject(right: str, left_subject: str) -> str:
     in_pp = pp_noun = False
     for i in range(gs):
         w = words[i].casefold()
-        if w in SUBJECT_PRONOUNS:
+        if w in SUBJECT_PRONOUNS and not (i > 0 and words[i - 1].casefold() in preps):
+            if w == "it" and _expletive_it(words, i):
+                return right
             subj = left_subject if i == 0 else left_subject[:1].lower() + left_subject[1:] \
                 if fold(lw[0]) in DETERMINERS else left_subject
             return right[: spans[i].start()] + subj + right[spans[i].end():]

@@ -15,7 +15,9 @@ recursively, the first rule that fits:
    cual"): the relative becomes a claim about its antecedent, the noun phrase that ends the left side
    from its last determiner (an indefinite article becomes definite; a trailing "en 1937" / "in 1889"
    is not part of it; a noun phrase that starts with a number gets a definite article); "donde" /
-   "where" put "en" / "in" + antecedent at the end; "lo cual" becomes "Esto". A relative between
+   "where" put "en" / "in" + antecedent at the end; "lo cual" becomes "Esto"; a Spanish relative after
+   a preposition (", en la que", ", al que") puts the preposition and the last noun phrase in front
+   ("…, del que salen ferris" → "Del puerto salen ferris"). A relative between
    two commas before the main verb ("Sevilla, que fue sede ..., tiene ...") is taken out of the main
    clause the same way.
 3. **Coordination** ("y", "e", "ni", "and", with or without a comma, and a series "A, B y C"):
@@ -31,7 +33,18 @@ recursively, the first rule that fits:
    third-person "-s" verb unless a modal chain is shared ("lets you check ... and make ...").
    "ni" carries the negation ("no imprime ... ni escanea" → "no escanea"). English "nor" is not a
    split point: its clause is inverted ("nor was any placebo given") or pairs with "neither"
-   ("neither A nor B changed"), so a split part would lose the negation.
+   ("neither A nor B changed"), so a split part would lose the negation. ", y" / ", and" is tried
+   before a bare "y" / "and": the comma marks the higher boundary ("vende pan y bollos, y reparte
+   ..."). A one-word conjunct that only a weak verb reading would make a verb phrase, after a first
+   conjunct whose verb has its object, is a second object ("vende pan y leche", "sells bread and
+   cakes"). In a series of participles after "be", a bare form is an irregular participle ("are
+   sorted, stamped and sent"). English agreement: a bare verb conjunct cannot share a third-person
+   "-s" verb, so an "-s" word followed by a bare word opening a complement is then the plural
+   subject's head ("Summer hours start in June and end in September"). **Gapping** (Quirk et al.
+   1985, §13.92): a verbless conjunct "NP + prepositional phrase" whose preposition heads a phrase
+   of the first predicate repeats that predicate ("Los turistas llegan en mayo y los pájaros en
+   abril" → "Los pájaros llegan en abril"), the NP replacing the subject or the object whose
+   determiner or head word it shares.
 4. **Lists** of three or more short items (at most four words, no strong verb) ending the sentence,
    joined by commas and a final "y" / "e" / "o" / "u" / "and" / "or": each item becomes a claim with
    the words before the list, which must hold a verb ("Incluye el cable, la correa y la guía").
@@ -47,9 +60,16 @@ clause pieces they share (first verb, subject, a conjunct's kind) in
 **Self-contained claims.** A clause whose subject is a pronoun ("it", "she", "él") gets the first
 conjunct's subject in its place; a possessive at the start of its subject ("its", "their", "su",
 "sus") becomes the subject's genitive ("its battery" → "the speaker's battery"; "su batería" → "la
-batería del altavoz", the article chosen from the noun's ending).
+batería del altavoz", the article chosen from the noun's ending). What is carried is the subject
+without the first conjunct's fronted phrases when the second conjunct has its own ("En enero el
+museo abre ..., y en julio abre ..." → "En julio el museo abre ..."; "Yesterday it ..." gives "it").
+Nothing is carried into a clause with no subject to take: existential "hay"; after a fronted
+phrase, a passive "se" whose subject follows the verb ("y desde 2024 se ofrecen funciones"); after
+"así que" / "por lo que" / "so", a full verb governing an infinitive ("conviene reservar"); an
+extraposed "it" ("it is wise to drive slowly", but not "it is easy to fold", whose infinitive has
+no object of its own). A pronoun after a preposition ("en ella", "with it") is not a subject.
 
-**Kept whole.** A sentence that starts with a condition or concession ("Si", "Cuando", "If",
+**Kept whole.** A question; a sentence that starts with a condition or concession ("Si", "Cuando", "If",
 "Unless", "Aunque", ...); coordination after a condition, exception or cause in the same clause
 ("salvo", "excepto", "si", "porque", "a menos que", "siempre que", "unless", "except", "if",
 "because", "provided", "as long as", "when", "while" without a comma), which stays with the fact it
@@ -65,17 +85,22 @@ import re
 from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal re-exported
     _INTERJECTION,
     _LANG,
+    DETERMINERS,
     _cap,
     _conjunct_kind,
+    _impersonal,
     _join_vp,
+    _lower_first,
     _object_index,
     _own_subject,
     _spanish,
     _spans,
+    _subject_only,
     _subject_prefix,
     _top_commas,
     _top_level,
     _verb_group_start,
+    _verb_then_infinitive,
     _words,
     looks_verbal,
 )
@@ -87,8 +112,10 @@ from rag_eval_pipeline.core.judges.morphology import (
     MODALS_EN,
     NUMBER_WORDS,
     PREP_EN,
+    PREP_ES,
     en_form,
     es_form,
+    finite_at,
     fold,
     is_name,
     is_spanish,
@@ -102,6 +129,7 @@ _OPENING_SUBORDINATOR = re.compile(
 _BLOCKERS = re.compile(
     r"\b(?:si|salvo|excepto|porque|cuando|a menos que|siempre que|if|unless|except|because(?! of)|provided|"
     r"as long as|when|whenever)\b|(?<!,)\s(?:while|mientras)\b", re.IGNORECASE)
+_CONSEQUENCE = frozenset(("asi que", "por lo que", "so"))
 _CONTRAST = re.compile(r",?\s+(pero|but|aunque|although|though|mientras que|whereas|yet)\s+|"
                        r",\s+(while|así que|asi que|por lo que|so)\s+", re.IGNORECASE)
 _COORD = re.compile(r",?\s+(y|e|ni|and)\s+", re.IGNORECASE)
@@ -131,8 +159,8 @@ def split_coordinated(sentence: str) -> list[str]:
     m = _END.search(sentence)
     end = sentence[m.start():].strip() if m else ""
     body = sentence[: m.start()] if m else sentence
-    if not body.strip():
-        return [sentence]
+    if not body.strip() or "?" in end:
+        return [sentence]  # a question states no fact: it stays one claim (judged as a question)
     _LANG.append(is_spanish(_words(body)))
     try:
         if _OPENING_SUBORDINATOR.match(body):
@@ -169,15 +197,17 @@ def _split_contrast(text: str) -> list[str] | None:
         left, right = text[: m.start()], text[m.end():]
         if not left.strip() or not right.strip():
             continue
-        got = _two_parts(left, right)
+        consequence = fold(m.group(m.lastindex or 1)) in _CONSEQUENCE
+        got = _two_parts(left, right, consequence=consequence)
         if got is not None:
             return got
     return None
 
 
-def _two_parts(left: str, right: str, negate: bool = False) -> list[str] | None:
+def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = False) -> list[str] | None:
     """[left, right made self-contained] when ``left`` has a verb and ``right`` is a clause or verb
-    phrase; else None."""
+    phrase; else None. ``consequence``: ``right`` follows "así que", "por lo que", "so", where a
+    verb governing an infinitive is impersonal ("conviene salir")."""
     pre = _subject_prefix(left)
     if pre is None:
         return None
@@ -187,21 +217,48 @@ def _two_parts(left: str, right: str, negate: bool = False) -> list[str] | None:
     prefix, lvi, lwords = pre
     if kind == "CLAUSE":
         return [left, _own_subject(right, prefix)]
+    if _impersonal(right, strength == "fronted") or consequence and _verb_then_infinitive(right):
+        return [left, right]
     if strength == "fronted":
         spans = _spans(right)
         words = [s.group() for s in spans]
         gs = _verb_group_start(words, vi, _spanish(words))
-        if not prefix:
+        subject = _subject_only(prefix)
+        if not subject:
             return [left, right]
-        return [left, right[: spans[gs].start()] + prefix + " " + right[spans[gs].start():]]
+        return [left, right[: spans[gs].start()] + _lower_first(subject) + " " + right[spans[gs].start():]]
     if not _vp_ok(lwords, lvi, right, strength):
-        return None
+        plural = _plural_subject_reading(left, lwords, lvi, strength)
+        if plural is None or not _vp_ok(lwords, plural[1], right, strength):
+            return None
+        prefix, lvi = plural
     return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]
 
 
-def _vp_ok(lwords: list[str], lvi: int, right: str, strength: str | None) -> bool:
-    """Agreement checks of rule 3: a bare word after a copula is an adjective; an English bare form
-    after a third-person verb needs a shared modal chain."""
+def _plural_subject_reading(left: str, lwords: list[str], lvi: int, strength: str | None) -> tuple[str, int] | None:
+    """English agreement: a bare verb conjunct cannot share a third-person "-s" verb, so when the
+    first conjunct's "-s" word is followed by a bare word that opens a complement ("Summer hours
+    start in June"), the "-s" word is the plural subject's head and the bare word the verb (Quirk et
+    al. 1985, §10.34, subject-verb concord). Returns (prefix, verb index) of that reading, or None."""
+    if _spanish(lwords) or strength not in ("bare", "bare-weak") or en_form(lwords[lvi]) != "s" \
+            or lvi + 2 >= len(lwords):
+        return None
+    verb, nxt = lwords[lvi + 1], lwords[lvi + 2].casefold()
+    if en_form(verb) != "bare" or verb[:1].isupper() or not (
+            nxt in PREP_EN or nxt in DETERMINERS or nxt[:1].isdigit() or nxt in NUMBER_WORDS or nxt in ADVERBS):
+        return None
+    stripped = _INTERJECTION.sub("", left)
+    spans = _spans(stripped)
+    if len(spans) != len(lwords):
+        return None
+    return stripped[: spans[lvi + 1].start()].strip(" ,"), lvi + 1
+
+
+def _vp_ok(lwords: list[str], lvi: int, right: str, strength: str | None, participles: bool = False) -> bool:
+    """Agreement checks of rule 3: a bare word after a copula is an adjective, unless it stands in a
+    series of participles (``participles``: "is washed, peeled and cut into cubes", where "cut" is an
+    irregular participle); an English bare form after a third-person verb needs a shared modal
+    chain."""
     spanish = _spanish(lwords)
     rwords = _words(right)
     v1 = lwords[lvi].casefold()
@@ -214,7 +271,8 @@ def _vp_ok(lwords: list[str], lvi: int, right: str, strength: str | None) -> boo
     if strength in ("bare", "bare-weak"):
         rw = _words(right)
         nxt = rw[1].casefold() if len(rw) > 1 else ""
-        if v1 in BE_EN and (not nxt or nxt in PREP_EN):
+        if v1 in BE_EN and (not nxt or nxt in PREP_EN) and not (
+                participles and _chain_index(lwords, lvi, "bare") is not None):
             return False  # "is closed on Mondays but open on holidays": a predicate adjective
         if _chain_index(lwords, lvi, "bare") is not None:
             return True
@@ -281,7 +339,9 @@ def _shared_prefix(left: str, prefix: str, lwords: list[str], lvi: int, right: s
 
 
 def _split_coordination(text: str) -> list[str] | None:
-    for m in _COORD.finditer(text):
+    # ", y" / ", and" first: the comma marks the higher boundary ("vende pan y bollos, y reparte ...")
+    matches = sorted(_COORD.finditer(text), key=lambda m: (not m.group().startswith(","), m.start()))
+    for m in matches:
         if not _top_level(text, m.start()) or _blocked(text, m.start()):
             continue
         left, right = text[: m.start()], text[m.end():]
@@ -293,18 +353,93 @@ def _split_coordination(text: str) -> list[str] | None:
         if len(_words(left)) < 2:
             continue  # "Ana y Luis trabajan": a subject pair
         segs = _top_commas(left)
+        if len(segs) == 1 and _object_pair(left, right):
+            continue  # "vende pan y leche", "sells bread and cakes": two objects of one verb
         if len(segs) >= 2 and _conjunct_kind(right)[0] != "CLAUSE" and (
                 _conjunct_kind(segs[-1])[0] == "NP" or _list_like(segs[0], segs[1:] + [right])):
             continue  # "contiene el altavoz, el cable y la funda": a list (rule 4)
         series = _series(left, right, negate)
         if series is not None:
             return series
+        gapped = _gapped(left, right) if not negate and len(segs) == 1 else None
+        if gapped is not None:
+            return gapped
         if not negate and _list_like(left, [right], max_words=2):
             continue
         got = _two_parts(left, right, negate)
         if got is not None:
             return got
     return None
+
+
+def _gapped(left: str, right: str) -> list[str] | None:
+    """Gapping: a verbless conjunct "NP + prepositional phrase" whose preposition heads a phrase of
+    the first conjunct's predicate repeats that predicate with its own NP and phrase ("Los alumnos
+    de primero tienen clase por la mañana y los de segundo por la tarde" → "Los de segundo tienen
+    clase por la tarde"; Quirk et al. 1985, §13.92). The NP replaces the subject when it shares the
+    subject's determiner or head word, the object when it shares the object's; otherwise None."""
+    pre = _subject_prefix(left)
+    if pre is None or not pre[0]:
+        return None
+    prefix, lvi, lwords = pre
+    rspans = _spans(right)
+    rwords = [m.group() for m in rspans]
+    spanish = _spanish(lwords)
+    preps = (PREP_ES if spanish else PREP_EN) - {"de", "of"}
+    cut = next((i for i, w in enumerate(rwords) if i > 0 and w.casefold() in preps), None)
+    if cut is None or len(rwords) - cut > 6 or looks_verbal(right[rspans[cut].start():]):
+        return None
+    # the NP before the phrase holds no verb; an English plural noun ("students") reads as a weak
+    # "-s" verb in isolation: as the NP's last word, right before the preposition (no object
+    # between), it is the head noun when it parallels a plural subject ("First-year students ...
+    # and second-year students in ..."; not "The store opens ..., and the warehouse opens at 7")
+    subj_head = _words(_subject_only(prefix))[-1:]
+    plural_subject = bool(subj_head) and en_form(subj_head[0]) == "s"
+    if any(finite_at(rwords, i, spanish) == "strong" for i in range(cut)) or spanish and looks_verbal(
+            right[: rspans[cut].start()]) or not spanish and any(
+            finite_at(rwords, i, False) is not None and (en_form(rwords[i]) != "s" or i < cut - 1 or not plural_subject)
+            for i in range(cut)):
+        return None
+    prep = rwords[cut].casefold()
+    lspans = _spans(left)
+    gs = _verb_group_start(lwords, lvi, spanish)
+    at = [i for i in range(lvi + 1, len(lwords)) if lwords[i].casefold() == prep]
+    if not at:
+        return None
+    pp = at[-1]
+    np_, phrase = right[: rspans[cut].start()].strip(), right[rspans[cut].start():].strip()
+    npw = _words(np_)
+    subj = _words(_subject_only(prefix))
+    oi = _object_index(lwords, lvi)
+
+    def parallel(words: list[str]) -> bool:
+        return bool(words) and (fold(words[0]) == fold(npw[0]) and fold(words[0]) in DETERMINERS
+                                or fold(words[-1]) == fold(npw[-1]))
+
+    if parallel(subj):
+        verb_phrase = left[lspans[gs].start(): lspans[pp].start()].strip()
+        return [left, f"{np_} {verb_phrase} {phrase}"]
+    if oi < pp and parallel(lwords[oi:pp]):
+        head = left[: lspans[oi].start()].strip()
+        return [left, f"{head} {np_} {phrase}"]
+    return None
+
+
+def _object_pair(left: str, right: str) -> bool:
+    """A one-word conjunct that only a weak verb reading would make a verb phrase ("leche",
+    "cakes"), after a first conjunct whose verb already has its object: the two are objects of
+    that verb. A strong form ("cerró", "closed") stays a verb phrase."""
+    rw = _words(right)
+    if len(rw) != 1:
+        return False
+    kind, strength, _ = _conjunct_kind(right)
+    if kind != "VP" or strength not in ("weak", "bare", "bare-weak"):
+        return False
+    pre = _subject_prefix(left)
+    if pre is None:
+        return False
+    _, lvi, lwords = pre
+    return _object_index(lwords, lvi) < len(lwords)
 
 
 def _list_like(first: str, rights: list[str], max_words: int = 4) -> bool:
@@ -351,8 +486,15 @@ def _series(left: str, right: str, negate: bool) -> list[str] | None:
             continue
         if _list_like(first, rights):
             return None
-        if any(kd == "VP" and not _vp_ok(lwords, lvi, r, st) for r, (kd, st, _) in zip(rights, kinds)):
-            continue
+        participles = not _spanish(lwords) and any(
+            kd == "VP" and st == "strong" and en_form(_words(r)[0]) == "ed" for r, (kd, st, _) in zip(rights, kinds))
+        if any(kd == "VP" and not _vp_ok(lwords, lvi, r, st, participles) for r, (kd, st, _) in zip(rights, kinds)):
+            bare = next((st for kd, st, _ in kinds if kd == "VP" and st in ("bare", "bare-weak")), None)
+            plural = _plural_subject_reading(first, lwords, lvi, bare)
+            if plural is None or any(kd == "VP" and not _vp_ok(lwords, plural[1], r, st, participles)
+                                     for r, (kd, st, _) in zip(rights, kinds)):
+                continue
+            prefix, lvi = plural
         out = [first]
         for i, (r, (kd, st, _)) in enumerate(zip(rights, kinds)):
             if kd == "CLAUSE":

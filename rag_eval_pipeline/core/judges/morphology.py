@@ -11,8 +11,12 @@ preterite changes stem), as any grammar of the two languages lists them.
 **Spanish** (Real Academia Española, *Nueva gramática de la lengua española*, 2009: §4 verb
 morphology, §16 clitics). A finite third-person form ends in a vowel or "-n": present "-a/-an",
 "-e/-en"; preterite "-ó/-ió/-aron/-ieron"; imperfect "-aba/-ía"; future "-rá/-rán"; conditional
-"-ría/-rían". Accented endings ("-ó", "-rá", "-aron", "-aba") are *strong* evidence; a bare
-"-a/-e/-an/-en" is *weak* (nouns and adjectives end so too) and needs context. Not a finite verb: a
+"-ría/-rían" ("-aría", "-iría" strong; "-ería" also ends nouns: "panadería"); first person
+preterite "-é/-í" ("compré", "pagué", "leí": weak, as "café" ends so too). Accented endings ("-ó",
+"-rá", "-aron", "-aba") are *strong* evidence; a bare "-a/-e/-an/-en" is *weak* (nouns and
+adjectives end so too) and needs context: of two weak candidates after "determiner + noun", the
+first is the noun's adjective when it agrees with the noun ("-a/-o/-as/-os") and a determiner or
+number follows the second ("La tarifa plana cuesta 20 euros"). Not a finite verb: a
 word after a determiner, preposition or number; a word accented before its last syllable
 ("eléctrica", "técnico": finite forms are never so stressed, except "-ía/-úa" hiatus); "-mente"
 adverbs; "-ción/-sión/-dad" nouns; a capitalised word inside the sentence (a name). After a clitic
@@ -57,7 +61,10 @@ once until provided""".split())
 ADVERBS = frozenset("""ahora siempre nunca jamás antes después luego entonces ya aún todavía también tampoco
 solo sólo además incluso bastante muy más menos pronto hoy ayer aquí allí ahí bien mal casi apenas
 now then also only still just often always never already later soon even again usually sometimes
-recently currently once first finally really""".split())
+recently currently once first finally really yesterday today tomorrow tonight""".split())
+#: Adverbs that focus the phrase after them ("solo los socios", "only members"): part of a subject.
+FOCUS_ADVERBS = frozenset("""solo sólo incluso también tampoco además casi apenas muy más menos bastante
+only also even just too almost nearly""".split())
 NEGATIONS = frozenset("no not never nunca jamás tampoco".split())
 AUX_EN = frozenset("""is are was were be been being am has have had do does did can could will would shall
 should may might must cannot isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't
@@ -104,7 +111,10 @@ FUNCTION_EN = DET_EN | PREP_EN | CONJ | ADVERBS | NEGATIONS | SUBORDINATORS | SU
     | frozenset("what which who how why where there here yes so as up down out off away back".split())
 
 _ACCENTED = "áéíóú"
-_ES_STRONG = re.compile(r"(?:ó|ió|aron|ieron|aba|aban|ará|erá|irá|arán|erán|irán|arían|erían|irían)$")
+_ES_STRONG = re.compile(r"(?:ó|ió|aron|ieron|aba|aban|ará|erá|irá|arán|erán|irán|aría|iría|arían|erían|irían)$")
+#: First person singular preterite, "-é" ("compré", "viajé") and "-í" ("viví", "recibí"): weak, since
+#: a few nouns end so too ("café", "esquí"); after a determiner they are read as nouns.
+_ES_FIRST_PRETERITE = re.compile(r"(?:[^aeiouáéíóú]|[gq]u|e)[éí]$")  # "compré", "pagué", "leí"
 #: "-ía/-ían" (imperfect, conditional) are also the endings of "batería", "garantía", "cafetería".
 _ES_MID = re.compile(r"(?:ía|ían)$")
 _ES_SECOND_PERSON = re.compile(r"(?:as|es)$")
@@ -163,6 +173,8 @@ def es_form(word: str) -> str | None:
     if _ES_MID.search(w):
         return "mid"
     if _ES_WEAK.search(w) and len(w) > 2:
+        return "weak"
+    if _ES_FIRST_PRETERITE.search(w) and len(w) > 2:
         return "weak"
     if w.endswith(("amos", "emos", "imos")) and len(w) > 5:
         return "weak"  # first person plural: "enviamos", "ofrecemos"
@@ -307,8 +319,24 @@ def first_verb(words: list[str], spanish: bool) -> int | None:
             nxt = finite_at(words, i + 1, spanish)
             if nxt == "strong":
                 continue
+            if spanish and nxt is not None and _agreeing_adjective(words, i):
+                continue
         return i
     return None
+
+
+def _agreeing_adjective(words: list[str], i: int) -> bool:
+    """Spanish "determiner + noun + W + verb + complement": W, ending as the noun ends ("-a", "-o",
+    "-as", "-os": gender and number agreement), is the noun's adjective and the next word the verb,
+    when a determiner or a number follows that word ("La tarifa plana cuesta 20 euros", "El coche
+    nuevo consume 5 litros"; RAE *Nueva gramática* §13: the adjective agrees with its noun)."""
+    if i < 2 or i + 2 >= len(words) or words[i - 2].casefold() not in DET_ES or _function(words[i - 1], True):
+        return False
+    after = fold(words[i + 2])
+    if not (after in DET_ES and after not in ("al", "del") or is_number(words[i + 2])):
+        return False
+    noun, adj = fold(words[i - 1]), fold(words[i])
+    return any(noun.endswith(e) and adj.endswith(e) for e in ("as", "os", "a", "o"))
 
 
 def is_spanish(words: list[str]) -> bool:

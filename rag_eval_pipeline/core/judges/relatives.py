@@ -31,6 +31,12 @@ from rag_eval_pipeline.core.judges.morphology import (
 )
 
 _RELATIVE = re.compile(r",\s+(which|who|que|quien|quienes|lo cual|where|donde)\s+", re.IGNORECASE)
+#: A Spanish relative introduced by a preposition: ", en la que", ", a los cuales", ", al que". (English
+#: ", in which" is left whole: its antecedent is often not the last noun phrase.)
+_PREP_RELATIVE = re.compile(
+    r",\s+(?P<prep>en|a|de|con|por|para|sobre|desde|hacia|bajo|tras)"
+    r"\s+(?:(?:el|la|los|las)\s+(?:que|cual|cuales)|quien|quienes)\s+"
+    r"|,\s+(?P<contracted>al|del)\s+(?:que|cual)\s+", re.IGNORECASE)
 _TRAILING_DATE_PP = re.compile(r"\s+(?:en|in|on|de)\s+\d[\d.,]*\s*$", re.IGNORECASE)
 _PERIOD_UNITS = r"(?:días|dias|semanas|meses|años|anos|horas|minutos|days|weeks|months|years|hours|minutes)"
 _ORIGIN = re.compile(
@@ -44,11 +50,12 @@ _ORIGIN = re.compile(
 # --- rule 2: relative clauses ----------------------------------------------------------------------
 
 
-def _antecedent(left: str) -> str | None:
+def _antecedent(left: str, last_phrase: bool = False) -> str | None:
     """The noun phrase that ends ``left``: the longest suffix of at most 8 words that starts with
-    a determiner and holds no verb and no comma (a trailing "en 1937" removed; a number-initial
-    phrase gets a definite article); else a trailing capitalised name or the phrase after the last
-    preposition."""
+    a determiner and holds no verb and no comma (with ``last_phrase``, none that crosses a
+    preposition: "el jueves en la sala 3" → "la sala 3"); a trailing "en 1937" removed; a
+    number-initial phrase gets a definite article; else a trailing capitalised name or the phrase
+    after the last preposition."""
     left = _TRAILING_DATE_PP.sub("", left)
     spans = _spans(left)
     words = [m.group() for m in spans]
@@ -61,6 +68,8 @@ def _antecedent(left: str) -> str | None:
         if "," in tail or fv is not None and (fv > 0 or finite_at(tw, 0, spanish) == "strong"):
             break
         w = fold(words[i])
+        if last_phrase and best is not None and w in (PREP_ES | PREP_EN) - {"de", "of"}:
+            break  # a preposition's relative: its antecedent is the last phrase ("en la sala 3")
         if w in DETERMINERS:
             best = i
         if w in (PREP_ES | PREP_EN) - {"de", "of"} and best is None and i + 1 < len(words):
@@ -96,7 +105,30 @@ def _antecedent(left: str) -> str | None:
     return None
 
 
+def _split_prep_relative(text: str) -> list[str] | None:
+    """", en la que hay columpios" → "En la zona de juegos hay columpios": the preposition and the
+    antecedent take the relative's place at the front of its clause."""
+    for m in _PREP_RELATIVE.finditer(text):
+        if not _top_level(text, m.start()):
+            continue
+        left, right = text[: m.start()], text[m.end():]
+        if not right.strip() or not looks_verbal(left) or _conjunct_kind(right)[0] == "NP":
+            continue
+        ante = _antecedent(left, last_phrase=True)
+        if ante is None:
+            continue
+        prep = (m.group("prep") or m.group("contracted")[:-1]).casefold()  # "al que" → "a", "del que" → "de"
+        aw = _words(ante)
+        if prep in ("a", "de") and aw and aw[0].casefold() == "el":
+            return [left, f"{'al' if prep == 'a' else 'del'} {ante[len(aw[0]):].strip()} {right}"]
+        return [left, f"{prep} {ante} {right}"]
+    return None
+
+
 def _split_relative(text: str) -> list[str] | None:
+    got = _split_prep_relative(text)
+    if got is not None:
+        return got
     for m in _RELATIVE.finditer(text):
         if not _top_level(text, m.start()):
             continue

@@ -487,6 +487,102 @@ ENGLISH: list[tuple[str, list[str]]] = [
 ]
 
 
+#: Development sentences added for issue 26 (the structural splitter): written by hand with their
+#: expected claims, under the conventions above, before the splitter was run on them; unlike the lists
+#: above, the splitter was then developed against them. They exercise structure the first lists hold
+#: few of: a fronted adverbial in the second conjunct, a verbless contrast, an impersonal clause after
+#: a consequence, first-person and conditional verb forms, "-s" nouns before a bare verb, a pair of
+#: nouns inside a coordinated verb phrase, prepositional relatives.
+SPANISH_EXTRA: list[tuple[str, list[str]]] = [
+    ("La panadería vende pan y bollos, y reparte a domicilio los sábados.",
+     ["La panadería vende pan y bollos.", "La panadería reparte a domicilio los sábados."]),
+    ("En verano la oficina abre a las ocho, y en invierno abre a las nueve.",
+     ["En verano la oficina abre a las ocho.", "En invierno la oficina abre a las nueve."]),
+    ("El club presta raquetas, pero solo a los socios.", ["El club presta raquetas, pero solo a los socios."]),
+    ("El hotel tiene un spa, que cierra los lunes.", ["El hotel tiene un spa.", "El spa cierra los lunes."]),
+    ("La carretera está cortada, así que hay que dar un rodeo.",
+     ["La carretera está cortada.", "Hay que dar un rodeo."]),
+    ("El tren llegó tarde, por lo que se recomienda reservar con margen.",
+     ["El tren llegó tarde.", "Se recomienda reservar con margen."]),
+    ("Compré la lavadora en enero y me la instalaron al día siguiente.",
+     ["Compré la lavadora en enero.", "Me la instalaron al día siguiente."]),
+    ("Sin el puente, los vecinos tardarían una hora más en llegar al centro.",
+     ["Sin el puente, los vecinos tardarían una hora más en llegar al centro."]),
+    ("El río nace en la sierra, cruza tres provincias y desemboca en el Atlántico.",
+     ["El río nace en la sierra.", "El río cruza tres provincias.", "El río desemboca en el Atlántico."]),
+    ("Ayer hizo calor en el sur y llovió en Galicia.", ["Ayer hizo calor en el sur.", "Ayer llovió en Galicia."]),
+    ("La tienda, que abrió en 2015, vende productos ecológicos.",
+     ["La tienda vende productos ecológicos.", "La tienda abrió en 2015."]),
+    ("El museo expone cerámica, tapices y monedas antiguas.",
+     ["El museo expone cerámica.", "El museo expone tapices.", "El museo expone monedas antiguas."]),
+    ("Viajé a Roma en mayo y visité el Coliseo.", ["Viajé a Roma en mayo.", "Visité el Coliseo."]),
+    ("La empresa subiría los sueldos y contrataría a diez personas.",
+     ["La empresa subiría los sueldos.", "La empresa contrataría a diez personas."]),
+    ("El parque tiene una zona de juegos, en la que hay columpios.",
+     ["El parque tiene una zona de juegos.", "En la zona de juegos hay columpios."]),
+    ("La clínica atiende urgencias y hace análisis, aunque no opera.",
+     ["La clínica atiende urgencias.", "La clínica hace análisis.", "La clínica no opera."]),
+    ("El bizcocho se hornea 40 minutos y se deja enfriar en el molde.",
+     ["El bizcocho se hornea 40 minutos.", "El bizcocho se deja enfriar en el molde."]),
+    ("La tarifa plana cuesta 20 euros al mes, y en ella se incluyen las llamadas.",
+     ["La tarifa plana cuesta 20 euros al mes.", "En ella se incluyen las llamadas."]),
+    ("Los vecinos protestaron y el ayuntamiento retiró la propuesta.",
+     ["Los vecinos protestaron.", "El ayuntamiento retiró la propuesta."]),
+    ("El estadio tiene 60.000 asientos y su techo es retráctil.",
+     ["El estadio tiene 60.000 asientos.", "El techo del estadio es retráctil."]),
+    ("La película se estrenó en Cannes, ganó dos premios y recaudó 40 millones.",
+     ["La película se estrenó en Cannes.", "La película ganó dos premios.", "La película recaudó 40 millones."]),
+    ("El horario de verano empieza en junio y termina en septiembre.",
+     ["El horario de verano empieza en junio.", "El horario de verano termina en septiembre."]),
+    ("Los conductores noveles pagan más y deben llevar una L.",
+     ["Los conductores noveles pagan más.", "Los conductores noveles deben llevar una L."]),
+]
+
+ENGLISH_EXTRA: list[tuple[str, list[str]]] = [
+    ("The bakery sells bread and cakes, and delivers on Saturdays.",
+     ["The bakery sells bread and cakes.", "The bakery delivers on Saturdays."]),
+    ("In summer the office opens at eight, and in winter it opens at nine.",
+     ["In summer the office opens at eight.", "In winter the office opens at nine."]),
+    ("The club lends rackets, but only to members.", ["The club lends rackets, but only to members."]),
+    ("The hotel has a spa, which is closed on Mondays.", ["The hotel has a spa.", "The spa is closed on Mondays."]),
+    ("The road is closed, so it is better to take a detour.",
+     ["The road is closed.", "It is better to take a detour."]),
+    ("She was born in Lyon, grew up in Paris and died in Nice.",
+     ["She was born in Lyon.", "She grew up in Paris.", "She died in Nice."]),
+    ("The vegetables are washed, chopped and boiled for ten minutes.",
+     ["The vegetables are washed.", "The vegetables are chopped.", "The vegetables are boiled for ten minutes."]),
+    ("The river rises in the mountains, crosses three counties and flows into the Atlantic.",
+     ["The river rises in the mountains.", "The river crosses three counties.", "The river flows into the Atlantic."]),
+    ("Yesterday it was hot in the south and it rained in the north.",
+     ["Yesterday it was hot in the south.", "It rained in the north."]),
+    ("The shop, which opened in 2015, sells organic food.", ["The shop sells organic food.", "The shop opened in 2015."]),
+    ("The museum displays pottery, tapestries and old coins.",
+     ["The museum displays pottery.", "The museum displays tapestries.", "The museum displays old coins."]),
+    ("I travelled to Rome in May and visited the Colosseum.",
+     ["I travelled to Rome in May.", "I visited the Colosseum."]),
+    ("The clinic treats emergencies and runs tests, although it does not operate.",
+     ["The clinic treats emergencies.", "The clinic runs tests.", "The clinic does not operate."]),
+    ("The cake is baked for 40 minutes and left to cool in the tin.",
+     ["The cake is baked for 40 minutes.", "The cake is left to cool in the tin."]),
+    ("Residents protested and the council withdrew the plan.",
+     ["Residents protested.", "The council withdrew the plan."]),
+    ("The stadium has 60,000 seats and its roof is retractable.",
+     ["The stadium has 60,000 seats.", "The stadium's roof is retractable."]),
+    ("The film premiered in Cannes, won two awards and grossed 40 million.",
+     ["The film premiered in Cannes.", "The film won two awards.", "The film grossed 40 million."]),
+    ("Summer hours start in June and end in September.",
+     ["Summer hours start in June.", "Summer hours end in September."]),
+    ("Young drivers pay more and must carry a green sticker.",
+     ["Young drivers pay more.", "Young drivers must carry a green sticker."]),
+    ("The trail is 12 km long and takes about four hours.",
+     ["The trail is 12 km long.", "The trail takes about four hours."]),
+    ("Without the bridge, residents would need an extra hour to reach the centre.",
+     ["Without the bridge, residents would need an extra hour to reach the centre."]),
+    ("The museum holds 300 paintings, and its café overlooks the river.",
+     ["The museum holds 300 paintings.", "The museum's café overlooks the river."]),
+]
+
+
 def normalise_claim(claim: str) -> str:
     """The comparison form of a claim (convention 4): trimmed, spaces collapsed, final punctuation
     removed, case folded."""
