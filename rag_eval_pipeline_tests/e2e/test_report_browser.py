@@ -21,15 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from rag_eval_pipeline_tests.e2e.conftest import RESTRICTED_MARKER
 from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
 from rag_eval_pipeline_tests.e2e.test_ui_browser import (
-    CHROMIUM_FLAGS,
-    RESTRICTED_MARKER,
     _http_up,
     _location_name,
     _start,
     _stop,
-    _tools,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -37,9 +35,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
-def cli_run(tmp_path_factory):
+def cli_run(chromium_tools, tmp_path_factory):
     """(env, output root, suites file) after ``rag-eval run`` of suite alpha (the sample) from the CLI."""
-    _tools()
     tmp = tmp_path_factory.mktemp("report_e2e")
     home = tmp / "dagster_home"
     home.mkdir()
@@ -75,25 +72,6 @@ def report_server(cli_run):
         yield url
     finally:
         _stop(proc)
-
-
-@pytest.fixture
-def browser(tmp_path):
-    chromium, chromedriver = _tools()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    options.binary_location = chromium
-    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _shots(tmp_path: Path) -> Path:

@@ -28,37 +28,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rag_eval_pipeline_tests.e2e.conftest import RESTRICTED_MARKER
 from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RESTRICTED_MARKER = "ZX-INTERNAL-7731"  # in a support-staff chunk of the sample corpus; customers must never see it
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1600,1200")
-
 # A run launched from the UI uses Dagster's default executor (jobs name none): a process per step, each loading
 # the code location, so two full runs take minutes on a busy machine.
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1800)]
-
-
-def _missing(reason: str):
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {reason}")
-    pytest.skip(reason)
-
-
-def _tools() -> tuple[str, str]:
-    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
-                   None)
-    driver = shutil.which("chromedriver")
-    if not browser or not driver:
-        _missing("chromium and chromedriver are not installed (apt-get install -y chromium chromium-driver)")
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        _missing("the Python package selenium is not installed (pip install selenium)")
-    return browser, driver
-
 
 
 def _graphql(base: str, query: str, variables: dict | None = None) -> dict:
@@ -83,12 +59,6 @@ def _location_name(base: str) -> str:
         return ok[0] if ok else None
 
     return wait_until("the code location to load", loaded, timeout=180, interval=1.0)
-
-
-@pytest.fixture
-def chromium_tools() -> tuple[str, str]:
-    """(chromium, chromedriver) paths; skips (fails under CI) before anything is started when one is missing."""
-    return _tools()
 
 
 def _start(cmd: list[str], env: dict, log_path: Path) -> subprocess.Popen:
@@ -184,25 +154,6 @@ def dagster_ui(chromium_tools, tmp_path):
     finally:
         _stop(server)
         _stop(proc)
-
-
-@pytest.fixture
-def browser(chromium_tools, tmp_path):
-    chromium, chromedriver = chromium_tools
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    options.binary_location = chromium
-    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def _shots(tmp_path: Path) -> Path:
