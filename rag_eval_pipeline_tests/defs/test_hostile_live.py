@@ -35,7 +35,7 @@ from rag_eval_pipeline.core.report.access import skeleton
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems import reference_callable
-from rag_eval_pipeline_tests.core.systems.live_servers import ServeReference, free_port
+from rag_eval_pipeline_tests.core.systems.live_servers import ServeReference
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config_dict
 from rag_eval_pipeline_tests.defs.test_hostile_inputs import (
     CASES,
@@ -45,6 +45,7 @@ from rag_eval_pipeline_tests.defs.test_hostile_inputs import (
     step_errors,
 )
 from rag_eval_pipeline_tests.servers.hostile_rag import HostileRagServer, gzip_bomb, u_escaped
+from rag_eval_pipeline_tests.servers.local import free_port
 
 TARGETS = ("live_http", "live_python", "traces", "traces_size", "traces_values", "traces_line", "cli", "server",
            "baseline", "label", "acl")

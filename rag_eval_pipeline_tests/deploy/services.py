@@ -29,7 +29,8 @@ import yaml
 
 from rag_eval_pipeline_tests.conftest import REPO_ROOT
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env
-from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
+from rag_eval_pipeline_tests.e2e.polling import wait_until
+from rag_eval_pipeline_tests.servers.local import free_port
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 DEPLOY = REPO_ROOT / "deploy"

@@ -19,8 +19,9 @@ import pytest
 
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import ad_hoc_home, cli_env, dagster_home, sample_config
-from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
+from rag_eval_pipeline_tests.e2e.polling import wait_until
 from rag_eval_pipeline_tests.e2e.test_ui_browser import _graphql, _location_name
+from rag_eval_pipeline_tests.servers.local import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

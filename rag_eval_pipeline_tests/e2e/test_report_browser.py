@@ -22,13 +22,14 @@ from pathlib import Path
 import pytest
 
 from rag_eval_pipeline_tests.e2e.conftest import RESTRICTED_MARKER
-from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
+from rag_eval_pipeline_tests.e2e.polling import wait_until
 from rag_eval_pipeline_tests.e2e.test_ui_browser import (
     _http_up,
     _location_name,
     _start,
     _stop,
 )
+from rag_eval_pipeline_tests.servers.local import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]

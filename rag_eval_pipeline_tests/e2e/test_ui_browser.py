@@ -29,7 +29,8 @@ import pytest
 import yaml
 
 from rag_eval_pipeline_tests.e2e.conftest import RESTRICTED_MARKER
-from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
+from rag_eval_pipeline_tests.e2e.polling import wait_until
+from rag_eval_pipeline_tests.servers.local import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # A run launched from the UI uses Dagster's default executor (jobs name none): a process per step, each loading
