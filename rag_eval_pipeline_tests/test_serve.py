@@ -1,7 +1,6 @@
 """``rag-eval serve``, started for real on 127.0.0.1: it serves the report pages and refuses everything else."""
 
 import http.client
-import os
 import signal
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import pytest
 from rag_eval_pipeline_tests.conftest import REPO_ROOT
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home
 from rag_eval_pipeline_tests.servers.local import busy_port, free_port
+from rag_eval_pipeline_tests.servers.processes import stop_group
 
 
 def _request(port: int, method: str, path: str, body: bytes | None = None,
@@ -59,13 +59,7 @@ def served(tmp_path):
             time.sleep(0.2)
         yield port, root, tmp_path, proc
     finally:
-        if proc.poll() is None:  # a test may have stopped it already
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop_group(proc, term_wait_s=20)  # a test may have stopped it already
 
 
 def test_sigterm_stops_serve_cleanly_with_status_0(served):

@@ -22,14 +22,10 @@ from pathlib import Path
 import pytest
 
 from rag_eval_pipeline_tests.e2e.conftest import RESTRICTED_MARKER
+from rag_eval_pipeline_tests.e2e.dagster_web import location_name
 from rag_eval_pipeline_tests.e2e.polling import wait_until
-from rag_eval_pipeline_tests.e2e.test_ui_browser import (
-    _http_up,
-    _location_name,
-    _start,
-    _stop,
-)
 from rag_eval_pipeline_tests.servers.local import free_port
+from rag_eval_pipeline_tests.servers.processes import http_up, start_logged, stop_group
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
@@ -65,14 +61,14 @@ def report_server(cli_run):
     env, out, tmp = cli_run
     port = free_port()
     log = tmp / "serve.log"
-    proc = _start([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--dir", str(out), "--port", str(port)],
-                  env, log)
+    proc = start_logged([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--dir", str(out), "--port",
+                         str(port)], env, log)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until("rag-eval serve to answer HTTP", _http_up(f"{url}/", proc, log), timeout=60)
+        wait_until("rag-eval serve to answer HTTP", http_up(f"{url}/", proc, log), timeout=60)
         yield url
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 def _shots(tmp_path: Path) -> Path:
@@ -182,14 +178,14 @@ def dagster_ui(cli_run, report_server, tmp_path):
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "dagster"]
     cmd += ["dev", "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"]
     log = tmp_path / "dagster_dev.log"
-    proc = _start(cmd, ui_env, log)
+    proc = start_logged(cmd, ui_env, log)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until("dagster dev to answer HTTP", _http_up(f"{base}/server_info", proc, log), timeout=240,
+        wait_until("dagster dev to answer HTTP", http_up(f"{base}/server_info", proc, log), timeout=240,
                    interval=1.0)
-        yield base, _location_name(base)
+        yield base, location_name(base)
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 def _click_past_overlays(d, element, tries: int = 10) -> None:
