@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -285,7 +286,7 @@ def _nfc(s: str) -> str:
 
 
 def _read_group(content: str, fullwidth: bool, fmt: CitationFormat, retrieved: list[str],
-                citations: list[str], chunks: set[str], docs: set[str]
+                citations: list[str], chunks: AbstractSet[str], docs: AbstractSet[str]
                 ) -> tuple[str, tuple[Reference, ...]] | None:
     """(syntax, references) when the bracket group is a marker under ``fmt``, else None."""
     numbers_on = ("fullwidth" if fullwidth else "brackets") in fmt.markers
@@ -337,7 +338,8 @@ def _number(token: str, fmt: CitationFormat, retrieved: list[str], citations: li
     return Reference(token, None, problem="out_of_range")
 
 
-def _identifier(token: str, retrieved: list[str], chunks: set[str], docs: set[str]) -> list[Reference]:
+def _identifier(token: str, retrieved: list[str], chunks: AbstractSet[str], docs: AbstractSet[str]
+                ) -> list[Reference]:
     if _CHUNK_ID.search(token) or token in chunks:
         return [Reference(token, token)]
     hits = [c for c in retrieved if c.rsplit("#", 1)[0] == token]
