@@ -12,8 +12,9 @@ import yaml
 
 from rag_eval_pipeline.cli import main
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
-from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer, closed_port
+from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer
 from rag_eval_pipeline_tests.defs.subprocess_runs import dagster_home, sample_config_dict
+from rag_eval_pipeline_tests.servers.local import closed_port
 from rag_eval_pipeline_tests.test_check_catalogue import recorded_runs
 
 

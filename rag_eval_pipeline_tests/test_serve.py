@@ -1,9 +1,7 @@
 """``rag-eval serve``, started for real on 127.0.0.1: it serves the report pages and refuses everything else."""
 
 import http.client
-import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,12 +10,8 @@ import pytest
 
 from rag_eval_pipeline_tests.conftest import REPO_ROOT
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from rag_eval_pipeline_tests.servers.local import busy_port, free_port
+from rag_eval_pipeline_tests.servers.processes import stop_group
 
 
 def _request(port: int, method: str, path: str, body: bytes | None = None,
@@ -48,7 +42,7 @@ def served(tmp_path):
     outside.mkdir()
     (outside / "report.html").write_text("OUTSIDE-SECRET", encoding="utf-8")
     (root / "link").symlink_to(outside, target_is_directory=True)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--dir", str(root),
                              "--port", str(port)], cwd=REPO_ROOT, env=cli_env(dagster_home(tmp_path)),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -65,13 +59,7 @@ def served(tmp_path):
             time.sleep(0.2)
         yield port, root, tmp_path, proc
     finally:
-        if proc.poll() is None:  # a test may have stopped it already
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop_group(proc, term_wait_s=20)  # a test may have stopped it already
 
 
 def test_sigterm_stops_serve_cleanly_with_status_0(served):
@@ -119,10 +107,7 @@ def test_serve_of_a_missing_folder_is_one_line_and_exit_2(tmp_path):
 
 
 def test_serve_on_a_port_in_use_is_one_line_and_exit_2(tmp_path):
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    with busy_port() as port:
         proc = subprocess.run([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--dir", str(tmp_path),
                                "--port", str(port)], cwd=REPO_ROOT, env=cli_env(dagster_home(tmp_path)),
                               capture_output=True, text=True, timeout=60)

@@ -17,7 +17,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -35,7 +34,7 @@ from rag_eval_pipeline.core.report.access import skeleton
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems import reference_callable
-from rag_eval_pipeline_tests.core.systems.live_servers import ServeReference, free_port
+from rag_eval_pipeline_tests.core.systems.live_servers import ServeReference
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config_dict
 from rag_eval_pipeline_tests.defs.test_hostile_inputs import (
     CASES,
@@ -45,6 +44,8 @@ from rag_eval_pipeline_tests.defs.test_hostile_inputs import (
     step_errors,
 )
 from rag_eval_pipeline_tests.servers.hostile_rag import HostileRagServer, gzip_bomb, u_escaped
+from rag_eval_pipeline_tests.servers.local import free_port
+from rag_eval_pipeline_tests.servers.processes import stop_group
 
 TARGETS = ("live_http", "live_python", "traces", "traces_size", "traces_values", "traces_line", "cli", "server",
            "baseline", "label", "acl")
@@ -551,18 +552,8 @@ def start_serve(folder: Path, tmp_path: Path) -> tuple[subprocess.Popen, int]:
                 return proc, port
         except OSError:
             time.sleep(0.2)
-    stop(proc)
+    stop_group(proc, term_wait_s=20)
     raise AssertionError("rag-eval serve did not start")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 @pytest.mark.timeout(180)
@@ -620,7 +611,7 @@ def test_local_servers_refuse_foreign_hosts_cross_site_posts_and_linked_pages(na
                 status, data = _http(port, "GET", path, {"Host": f"127.0.0.1:{port}"})
                 assert status == expect["status"] and b"OUTSIDE-SECRET" not in data, path
     finally:
-        stop(proc)
+        stop_group(proc, term_wait_s=20)
 
 
 # ---------------------------------------------------------------------------------------- label files
@@ -677,7 +668,7 @@ def test_label_files_that_used_to_crash_or_block_saving(name, good_chain, tmp_pa
         status, reply = _http(port, "POST", "/api/label", {**here, "Content-Type": "application/json"}, body)
         assert status == expect["status"], reply
     finally:
-        stop(proc)
+        stop_group(proc, term_wait_s=20)
     text = labels.read_text(encoding="utf-8")
     assert text.startswith(before.decode()) and text.endswith("\n")
     rows = [strict_json(x) for x in text.splitlines()]  # every line whole: the old last one and the new one

@@ -2,8 +2,6 @@
 decision rates (never scored as empty retrievals), and blocking promotion above ``gates.max_run_error_share``."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import dagster as dg
 import polars as pl
@@ -15,47 +13,27 @@ from rag_eval_pipeline.core.systems.error_reasons import error_counts, error_rea
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
+from rag_eval_pipeline_tests.servers.local import JsonPostServer, send_json
 
 TEAM_LOG = SAMPLE_DIR / "runs" / "team_rag.jsonl"
 
 
-class PostRefused:
+class PostRefused(JsonPostServer):
     """An endpoint that refuses POST with 405 for every question but the ``allowed`` ones, which get the sample
     team's logged answer (a server configured for GET only, the mistake of the issue)."""
 
     def __init__(self, allowed: set[str]):
-        records = {json.loads(x)["question_id"]: json.loads(x) for x in
-                   TEAM_LOG.read_text(encoding="utf-8").splitlines() if x.strip()}
+        self.allowed = allowed
+        self.records = {json.loads(x)["question_id"]: json.loads(x) for x in
+                        TEAM_LOG.read_text(encoding="utf-8").splitlines() if x.strip()}
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                qid = body.get("question_id")
-                if qid in allowed:
-                    status, payload = 200, json.dumps(records[qid]).encode()
-                else:
-                    status, payload = 405, b'{"detail": "Method Not Allowed"}'
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}/answer"
-
-    def __enter__(self):
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
+    def handle(self, h, body: dict) -> None:
+        qid = body.get("question_id")
+        if qid in self.allowed:
+            send_json(h, 200, json.dumps(self.records[qid]).encode())
+        else:
+            send_json(h, 405, b'{"detail": "Method Not Allowed"}')
 
 
 @pytest.mark.parametrize("text, reason", [

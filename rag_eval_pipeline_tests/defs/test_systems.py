@@ -5,7 +5,6 @@ the sensor and ``rag-eval estimate``."""
 import json
 import re
 import secrets
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems import reference_callable
 from rag_eval_pipeline_tests.core.systems.live_servers import RagFaultServer, ServeReference
 from rag_eval_pipeline_tests.defs.subprocess_runs import ad_hoc_home, cli_env, dagster_home, sample_config_dict
+from rag_eval_pipeline_tests.servers.local import busy_port
 
 LIVE_CONFIG = REPO_ROOT / "data" / "configs" / "live_http.yaml"
 PY_CALLABLE = "rag_eval_pipeline_tests.core.systems.reference_callable:answer"
@@ -182,10 +182,7 @@ def test_serve_reference_refuses_a_system_it_cannot_serve(capsys, tmp_path):
     assert len(err) == 1 and "kind 'http'" in err[0]
     assert main(["serve-reference", "--config", str(tmp_path / "missing.yaml"), "--system", "bm25_k5"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    with busy_port() as port:
         assert main(["serve-reference", "--config", str(SAMPLE_DIR / "config.yaml"), "--system", "bm25_k5",
                      "--port", str(port)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

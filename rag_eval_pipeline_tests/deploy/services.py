@@ -11,7 +11,6 @@ teardown stops exactly the processes this deployment started (and their children
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -19,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +27,10 @@ import yaml
 
 from rag_eval_pipeline_tests.conftest import REPO_ROOT
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env
-from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
+from rag_eval_pipeline_tests.e2e.dagster_web import graphql
+from rag_eval_pipeline_tests.e2e.polling import wait_until
+from rag_eval_pipeline_tests.servers.local import free_port
+from rag_eval_pipeline_tests.servers.processes import start_logged
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 DEPLOY = REPO_ROOT / "deploy"
@@ -77,16 +78,6 @@ def _as_postgres(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
 
 
-def _graphql(base: str, query: str, variables: dict | None = None) -> dict:
-    body = json.dumps({"query": query, "variables": variables or {}}).encode()
-    req = urllib.request.Request(f"{base}/graphql", data=body, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        out = json.loads(resp.read())
-    if out.get("errors"):
-        raise AssertionError(f"GraphQL errors: {out['errors']}")
-    return out["data"]
-
-
 @dataclass
 class Deployment:
     """One deployment's folders, ports and processes. ``start()`` / ``stop()``; ``env`` is what every
@@ -122,15 +113,7 @@ class Deployment:
                         "dagster"], check=True, capture_output=True, timeout=60)
 
     def _start(self, name: str, cmd: list[str], env: dict | None = None) -> subprocess.Popen:
-        log = (self.logs / f"{name}.log").open("wb")
-
-        def default_signals():  # an ignored SIGINT would be copied onto SIGTERM by Dagster (TECH-NOTES)
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-        proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env or self.env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=default_signals)
-        log.close()
+        proc = start_logged(cmd, env or self.env, self.logs / f"{name}.log")
         self.procs[name] = proc
         return proc
 
@@ -191,8 +174,8 @@ class Deployment:
     def _location_loaded(self) -> str | None:
         self._alive("webserver")
         try:
-            data = _graphql(self.webserver_url, "{ workspaceOrError { ... on Workspace { locationEntries { name "
-                                                "loadStatus locationOrLoadError { __typename } } } } }")
+            data = graphql(self.webserver_url, "{ workspaceOrError { ... on Workspace { locationEntries { name "
+                                               "loadStatus locationOrLoadError { __typename } } } } }")
         except OSError:
             return None
         entries = data["workspaceOrError"].get("locationEntries") or []
@@ -202,7 +185,7 @@ class Deployment:
         return self.location
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
-        return _graphql(self.webserver_url, query, variables)
+        return graphql(self.webserver_url, query, variables)
 
     # --- stopping -------------------------------------------------------------------------------------
 

@@ -1,14 +1,6 @@
-"""Helpers the browser tests share: a free local port, and polling until a condition holds."""
+"""Polling until a condition holds, for the tests that start real servers (ports: servers/local.py)."""
 
-import socket
 import time
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_until(what: str, fn, timeout: float, interval: float = 0.5):

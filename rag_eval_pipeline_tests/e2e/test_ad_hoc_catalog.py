@@ -8,8 +8,6 @@ in the catalog, and the UI's run list holds only the sample's run. Before, each 
 assets without a definition in the catalog.
 """
 
-import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +17,10 @@ import pytest
 
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import ad_hoc_home, cli_env, dagster_home, sample_config
-from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
-from rag_eval_pipeline_tests.e2e.test_ui_browser import _graphql, _location_name
+from rag_eval_pipeline_tests.e2e.dagster_web import graphql, location_name
+from rag_eval_pipeline_tests.e2e.polling import wait_until
+from rag_eval_pipeline_tests.servers.local import free_port
+from rag_eval_pipeline_tests.servers.processes import start_logged, stop_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -49,27 +49,7 @@ def _webserver(env: dict, port: int, log: Path) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("dagster-webserver")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "dagster_webserver"]
     cmd += ["-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"]
-
-    def default_signals():  # an ignored SIGINT would be copied onto SIGTERM by Dagster
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-    with log.open("wb") as out:
-        return subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, preexec_fn=default_signals)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    return start_logged(cmd, env, log)
 
 
 def test_ad_hoc_runs_are_not_listed_among_the_ui_groups(tmp_path):
@@ -102,22 +82,22 @@ def test_ad_hoc_runs_are_not_listed_among_the_ui_groups(tmp_path):
         def up():
             if server.poll() is not None:
                 raise RuntimeError(f"dagster-webserver exited: {log.read_text(errors='replace')[-3000:]}")
-            return _graphql(base, "{ version }")
+            return graphql(base, "{ version }")
         wait_until("dagster-webserver to answer GraphQL", up, timeout=180, interval=1.0)
-        location = _location_name(base)
+        location = location_name(base)
         selector = {"groupName": "sample", "repositoryName": "__repository__", "repositoryLocationName": location}
-        nodes = _graphql(base, GROUP_NODES, {"selector": selector})["assetNodes"]
+        nodes = graphql(base, GROUP_NODES, {"selector": selector})["assetNodes"]
         keys = {tuple(n["assetKey"]["path"]) for n in nodes}
         assert keys == {("sample", a) for a in SAMPLE_ASSETS}
-        catalog = _graphql(base, CATALOG)["assetsOrError"]["nodes"]
+        catalog = graphql(base, CATALOG)["assetsOrError"]["nodes"]
         listed = {tuple(n["key"]["path"]) for n in catalog}
         assert ("sample", "quick", "metric_summary") in listed  # the catalog is read
         assert not [k for k in listed if k[0].startswith("adhoc_")]
-        groups = _graphql(base, GROUPS, {"selector": {"repositoryName": "__repository__",
-                                                      "repositoryLocationName": location}})
+        groups = graphql(base, GROUPS, {"selector": {"repositoryName": "__repository__",
+                                                     "repositoryLocationName": location}})
         names = {g["groupName"] for g in groups["repositoryOrError"]["assetGroups"]}
         assert names == {"sample", "sample_quick"}
-        runs = _graphql(base, RUNS)["runsOrError"]["results"]
+        runs = graphql(base, RUNS)["runsOrError"]["results"]
         assert [r["runId"] for r in runs] == [sample_run]
     finally:
-        _stop(server)
+        stop_group(server)

@@ -23,39 +23,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
+from rag_eval_pipeline_tests.e2e.conftest import RESTRICTED_MARKER
+from rag_eval_pipeline_tests.e2e.polling import wait_until
+from rag_eval_pipeline_tests.servers.local import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RESTRICTED_MARKER = "ZX-INTERNAL-7731"  # in a support-staff chunk of the sample corpus; customers must never see it
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1400,1000")
 LABELLER = "alice"
 N = 6
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
-
-
-def _tools() -> tuple[str, str]:
-    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
-                   None)
-    driver = shutil.which("chromedriver")
-    missing = None
-    if not browser or not driver:
-        missing = "chromium and chromedriver are not installed (apt-get install -y chromium chromium-driver)"
-    else:
-        try:
-            import selenium  # noqa: F401
-        except ImportError:
-            missing = "the Python package selenium is not installed (pip install selenium)"
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {missing}")
-        pytest.skip(missing)
-    return browser, driver
-
-
-
 
 
 def _env(tmp_path: Path) -> dict:
@@ -74,9 +50,14 @@ def _rag_eval() -> list[str]:
 
 
 @pytest.fixture
-def evaluated(tmp_path):
+def browser_window() -> str:
+    """The labelling page's layout checks are written for a 1400 x 1000 window."""
+    return "1400,1000"
+
+
+@pytest.fixture
+def evaluated(chromium_tools, tmp_path):
     """(config path, output folder, label file) of the sample evaluated into tmp_path."""
-    _tools()
     data = tmp_path / "sample"
     shutil.copytree(REPO_ROOT / "data" / "sample", data)
     out = tmp_path / "out"
@@ -119,25 +100,6 @@ class LabelServer:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
-
-
-@pytest.fixture
-def browser(tmp_path):
-    chromium, chromedriver = _tools()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    options.binary_location = chromium
-    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    driver.set_page_load_timeout(30)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def expected_sha(out: Path, system: str, question_id: str) -> str:

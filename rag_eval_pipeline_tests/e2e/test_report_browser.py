@@ -21,25 +21,19 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
-from rag_eval_pipeline_tests.e2e.test_ui_browser import (
-    CHROMIUM_FLAGS,
-    RESTRICTED_MARKER,
-    _http_up,
-    _location_name,
-    _start,
-    _stop,
-    _tools,
-)
+from rag_eval_pipeline_tests.e2e.conftest import RESTRICTED_MARKER
+from rag_eval_pipeline_tests.e2e.dagster_web import location_name
+from rag_eval_pipeline_tests.e2e.polling import wait_until
+from rag_eval_pipeline_tests.servers.local import free_port
+from rag_eval_pipeline_tests.servers.processes import http_up, start_logged, stop_group
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")
-def cli_run(tmp_path_factory):
+def cli_run(chromium_tools, tmp_path_factory):
     """(env, output root, suites file) after ``rag-eval run`` of suite alpha (the sample) from the CLI."""
-    _tools()
     tmp = tmp_path_factory.mktemp("report_e2e")
     home = tmp / "dagster_home"
     home.mkdir()
@@ -67,33 +61,14 @@ def report_server(cli_run):
     env, out, tmp = cli_run
     port = free_port()
     log = tmp / "serve.log"
-    proc = _start([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--dir", str(out), "--port", str(port)],
-                  env, log)
+    proc = start_logged([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--dir", str(out), "--port",
+                         str(port)], env, log)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until("rag-eval serve to answer HTTP", _http_up(f"{url}/", proc, log), timeout=60)
+        wait_until("rag-eval serve to answer HTTP", http_up(f"{url}/", proc, log), timeout=60)
         yield url
     finally:
-        _stop(proc)
-
-
-@pytest.fixture
-def browser(tmp_path):
-    chromium, chromedriver = _tools()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    options.binary_location = chromium
-    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+        stop_group(proc)
 
 
 def _shots(tmp_path: Path) -> Path:
@@ -203,14 +178,14 @@ def dagster_ui(cli_run, report_server, tmp_path):
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "dagster"]
     cmd += ["dev", "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"]
     log = tmp_path / "dagster_dev.log"
-    proc = _start(cmd, ui_env, log)
+    proc = start_logged(cmd, ui_env, log)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until("dagster dev to answer HTTP", _http_up(f"{base}/server_info", proc, log), timeout=240,
+        wait_until("dagster dev to answer HTTP", http_up(f"{base}/server_info", proc, log), timeout=240,
                    interval=1.0)
-        yield base, _location_name(base)
+        yield base, location_name(base)
     finally:
-        _stop(proc)
+        stop_group(proc)
 
 
 def _click_past_overlays(d, element, tries: int = 10) -> None:

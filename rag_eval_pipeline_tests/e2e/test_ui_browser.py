@@ -17,117 +17,23 @@ import hashlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
-from rag_eval_pipeline_tests.e2e.polling import free_port, wait_until
+from rag_eval_pipeline_tests.e2e.conftest import RESTRICTED_MARKER
+from rag_eval_pipeline_tests.e2e.dagster_web import graphql, location_name
+from rag_eval_pipeline_tests.e2e.polling import wait_until
+from rag_eval_pipeline_tests.servers.local import free_port
+from rag_eval_pipeline_tests.servers.processes import http_up, start_logged, stop_group
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RESTRICTED_MARKER = "ZX-INTERNAL-7731"  # in a support-staff chunk of the sample corpus; customers must never see it
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--window-size=1600,1200")
-
 # A run launched from the UI uses Dagster's default executor (jobs name none): a process per step, each loading
 # the code location, so two full runs take minutes on a busy machine.
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1800)]
-
-
-def _missing(reason: str):
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {reason}")
-    pytest.skip(reason)
-
-
-def _tools() -> tuple[str, str]:
-    browser = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)),
-                   None)
-    driver = shutil.which("chromedriver")
-    if not browser or not driver:
-        _missing("chromium and chromedriver are not installed (apt-get install -y chromium chromium-driver)")
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        _missing("the Python package selenium is not installed (pip install selenium)")
-    return browser, driver
-
-
-
-def _graphql(base: str, query: str, variables: dict | None = None) -> dict:
-    body = json.dumps({"query": query, "variables": variables or {}}).encode()
-    req = urllib.request.Request(f"{base}/graphql", data=body, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        out = json.loads(resp.read())
-    if out.get("errors"):
-        raise AssertionError(f"GraphQL errors: {out['errors']}")
-    return out["data"]
-
-
-
-
-def _location_name(base: str) -> str:
-    def loaded():
-        data = _graphql(base, "{ workspaceOrError { __typename ... on Workspace { locationEntries { name loadStatus "
-                              "locationOrLoadError { __typename } } } } }")
-        entries = data["workspaceOrError"].get("locationEntries") or []
-        ok = [e["name"] for e in entries
-              if e["loadStatus"] == "LOADED" and e["locationOrLoadError"]["__typename"] == "RepositoryLocation"]
-        return ok[0] if ok else None
-
-    return wait_until("the code location to load", loaded, timeout=180, interval=1.0)
-
-
-@pytest.fixture
-def chromium_tools() -> tuple[str, str]:
-    """(chromium, chromedriver) paths; skips (fails under CI) before anything is started when one is missing."""
-    return _tools()
-
-
-def _start(cmd: list[str], env: dict, log_path: Path) -> subprocess.Popen:
-    log = log_path.open("wb")
-
-    def default_signals():  # an ignored SIGINT would be copied onto SIGTERM by Dagster (TECH-NOTES)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True, preexec_fn=default_signals)
-    log.close()
-    return proc
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    for sig, wait_s in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _http_up(url: str, proc: subprocess.Popen, log_path: Path):
-    def up():
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[:3]} exited with {proc.returncode}: "
-                               + log_path.read_text(errors="replace")[-3000:])
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                return r.status == 200
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return False
-    return up
 
 
 def _two_suites(tmp_path: Path) -> Path:
@@ -173,36 +79,18 @@ def dagster_ui(chromium_tools, tmp_path):
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "dagster"]
     cmd += ["dev", "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"]
     ui_log, serve_log = tmp_path / "dagster_dev.log", tmp_path / "serve.log"
-    proc = _start(cmd, env, ui_log)
-    server = _start([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--port", str(serve_port)], env, serve_log)
+    proc = start_logged(cmd, env, ui_log)
+    server = start_logged([sys.executable, "-m", "rag_eval_pipeline.cli", "serve", "--port", str(serve_port)], env,
+                          serve_log)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until("rag-eval serve to answer HTTP", _http_up(f"{reports}/", server, serve_log), timeout=60)
-        wait_until("dagster dev to answer HTTP", _http_up(f"{base}/server_info", proc, ui_log), timeout=180,
+        wait_until("rag-eval serve to answer HTTP", http_up(f"{reports}/", server, serve_log), timeout=60)
+        wait_until("dagster dev to answer HTTP", http_up(f"{base}/server_info", proc, ui_log), timeout=180,
                    interval=1.0)
-        yield base, out, _location_name(base), reports
+        yield base, out, location_name(base), reports
     finally:
-        _stop(server)
-        _stop(proc)
-
-
-@pytest.fixture
-def browser(chromium_tools, tmp_path):
-    chromium, chromedriver = chromium_tools
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    options.binary_location = chromium
-    driver = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    driver.set_page_load_timeout(60)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+        stop_group(server)
+        stop_group(proc)
 
 
 def _shots(tmp_path: Path) -> Path:
@@ -239,7 +127,7 @@ def _dismiss_dialogs(driver) -> None:
 
 
 def _run_ids(base: str) -> set[str]:
-    data = _graphql(base, "{ runsOrError(limit: 50) { __typename ... on Runs { results { runId } } } }")
+    data = graphql(base, "{ runsOrError(limit: 50) { __typename ... on Runs { results { runId } } } }")
     return {r["runId"] for r in data["runsOrError"].get("results") or []}
 
 
@@ -269,7 +157,7 @@ def _launch_from_ui(driver, base: str, location: str, job: str, shots: Path) -> 
 
 
 def _launch_with_graphql(base: str, location: str, job: str) -> str:
-    data = _graphql(base, """
+    data = graphql(base, """
         mutation Launch($params: ExecutionParams!) {
           launchRun(executionParams: $params) {
             __typename
@@ -309,7 +197,7 @@ def _run_job(driver, base: str, location: str, job: str, shots: Path) -> str:
             if "ended as" in str(exc) or time.monotonic() > deadline:
                 raise
             driver.refresh()
-    status = _graphql(base, "query R($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }", {"id": run_id})
+    status = graphql(base, "query R($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }", {"id": run_id})
     assert status["runOrError"]["status"] == "SUCCESS"
     return run_id
 
@@ -328,7 +216,7 @@ def _suite_state(base: str, suite: str) -> dict:
     and each check's latest execution (run id, status, severity)."""
     state = {}
     for asset in SUITE_ASSETS:
-        node = _graphql(base, ASSET_STATE, {"key": {"path": [suite, asset]}})["assetNodeOrError"]
+        node = graphql(base, ASSET_STATE, {"key": {"path": [suite, asset]}})["assetNodeOrError"]
         mats = node["assetMaterializations"]
         checks = (node.get("assetChecksOrError") or {}).get("checks") or []
         state[asset] = {
@@ -369,8 +257,8 @@ def test_two_suites_side_by_side_in_the_ui_and_the_report_opens_from_the_asset_p
     assert {v["run"] for v in alpha_state.values()} == {alpha_run}
 
     # the run list shows which suite, configuration and output folder each run is
-    tags = _graphql(base, "query R($id: ID!) { runOrError(runId: $id) { ... on Run { tags { key value } } } }",
-                    {"id": alpha_run})["runOrError"]["tags"]
+    tags = graphql(base, "query R($id: ID!) { runOrError(runId: $id) { ... on Run { tags { key value } } } }",
+                   {"id": alpha_run})["runOrError"]["tags"]
     tags = {t["key"]: t["value"] for t in tags}
     config = tmp_path / "suites" / "alpha.yaml"
     assert tags["rag_eval/suite"] == "alpha" and tags["rag_eval/config_path"] == str(config)

@@ -5,7 +5,6 @@ blindness, access control, refusals and the end page on a tiny hand-made evaluat
 """
 
 import json
-import socket
 import subprocess
 import threading
 import time
@@ -21,12 +20,7 @@ from rag_eval_pipeline.core.storage import write_parquet_atomic
 from rag_eval_pipeline.labelling.app import build_app
 from rag_eval_pipeline.labelling.session import LabellingSession
 from rag_eval_pipeline_tests.core.test_labelling import SECRET, tables
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from rag_eval_pipeline_tests.servers.local import busy_port, free_port
 
 
 def evaluation(tmp_path, level="claim"):
@@ -48,7 +42,7 @@ def serve():
     servers = []
 
     def start(session):
-        port = _free_port()
+        port = free_port()
         server = uvicorn.Server(uvicorn.Config(build_app(session), host="127.0.0.1", port=port, log_level="warning"))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
@@ -146,10 +140,7 @@ def test_rag_eval_label_mistakes_are_one_line(tmp_path, capsys):
     assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a"]) == 1  # data: a bad label
     err = capsys.readouterr().err.strip()
     assert "line 1" in err and "'verdict'" in err and str(tmp_path / "x" / "labels.jsonl") in err
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
-        busy.listen()
-        port = busy.getsockname()[1]
+    with busy_port() as port:
         (tmp_path / "x" / "labels.jsonl").unlink()
         assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a",
                      "--port", str(port)]) == 2  # usage: a port in use
@@ -163,13 +154,6 @@ def test_rag_eval_label_mistakes_are_one_line(tmp_path, capsys):
         (tmp_path / "x" / "config.yaml").read_text()), "calibration": None}), encoding="utf-8")
     assert main(["label", "--config", str(cfg.path), "--output", str(out), "--labeller", "a"]) == 2  # configuration
     assert "calibration" in capsys.readouterr().err
-
-
-def _busy_port():
-    busy = socket.socket()
-    busy.bind(("127.0.0.1", 0))
-    busy.listen()
-    return busy
 
 
 def test_label_finds_the_tables_where_rag_eval_run_writes_them(tmp_path, capsys, monkeypatch):
@@ -189,8 +173,8 @@ def test_label_finds_the_tables_where_rag_eval_run_writes_them(tmp_path, capsys,
     assert f"file {suite_dir / 'rag_runs.parquet'}" in err
     assert f"rag-eval run --config {cfg.path} --output {suite_dir}" in err  # the command that writes them there
     out.rename(suite_dir.parent.mkdir(parents=True) or suite_dir)
-    with _busy_port() as busy:
-        port = str(busy.getsockname()[1])
+    with busy_port() as number:
+        port = str(number)
         assert main(["label", "--config", str(cfg.path), "--labeller", "a", "--port", port]) == 2
         assert "is in use" in capsys.readouterr().err
         # a listed suite: its own folder under the root

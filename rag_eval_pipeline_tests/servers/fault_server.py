@@ -42,6 +42,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from rag_eval_pipeline_tests.servers.local import send_json
+
 DEFAULT_MODEL = "fault-model-2024-05-13"
 _SENT = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"\w{3,}", re.UNICODE)
@@ -77,6 +79,18 @@ def _claims(prompt: str) -> list[str]:
     return re.findall(r'<claim id="\d+">(.*?)</claim>', prompt, re.DOTALL)
 
 
+def _best_sentence(claim: str, chunks: list[str]) -> tuple[str, float]:
+    """The chunk sentence holding the largest share of ``claim``'s words, and that share ("", 0.0 for none)."""
+    cw = _words(claim)
+    best, best_score = "", 0.0
+    for ch in chunks:
+        for sent in _sentences(ch):
+            sc = len(cw & _words(sent)) / len(cw) if cw else 0.0
+            if sc > best_score:
+                best, best_score = sent, sc
+    return best, best_score
+
+
 def detect_task(body: dict, prompt: str) -> str:
     """Which judge task a request is (json_schema name, else the prompt's JSON example)."""
     rf = body.get("response_format") or {}
@@ -101,13 +115,7 @@ def ok_reply(task: str, prompt: str, mode: str = "ok") -> dict:
     if task == "claim_verification":
         chunks, out = _chunks(prompt), []
         for i, claim in enumerate(_claims(prompt), start=1):
-            cw = _words(claim)
-            best, best_score = "", 0.0
-            for ch in chunks:
-                for sent in _sentences(ch):
-                    sc = len(cw & _words(sent)) / len(cw) if cw else 0.0
-                    if sc > best_score:
-                        best, best_score = sent, sc
+            best, best_score = _best_sentence(claim, chunks)
             if mode == "bad_quote":
                 out.append({"id": i, "quote": "A sentence that no chunk contains.",
                             "justification": "made up", "verdict": "SUPPORTED"})
@@ -122,13 +130,7 @@ def ok_reply(task: str, prompt: str, mode: str = "ok") -> dict:
         # SUPPORTED when half the item's words are in one passage sentence (quoted), PARTIAL from a quarter
         chunks, out = _chunks(prompt), []
         for i, claim in enumerate(_claims(prompt), start=1):
-            cw = _words(claim)
-            best, best_score = "", 0.0
-            for ch in chunks:
-                for sent in _sentences(ch):
-                    sc = len(cw & _words(sent)) / len(cw) if cw else 0.0
-                    if sc > best_score:
-                        best, best_score = sent, sc
+            best, best_score = _best_sentence(claim, chunks)
             if mode == "bad_quote":
                 out.append({"id": i, "quote": "A sentence that no passage contains.", "justification": "made up",
                             "verdict": "SUPPORTED"})
@@ -346,17 +348,7 @@ def _echo_into_justifications(obj: Any, text: str) -> Any:
 
 
 def _send(h: BaseHTTPRequestHandler, code: int, obj: dict, headers: dict | None = None) -> None:
-    data = json.dumps(obj, ensure_ascii=False).encode("utf-8")
-    try:
-        h.send_response(code)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
+    send_json(h, code, json.dumps(obj, ensure_ascii=False).encode("utf-8"), headers)
 
 
 class _Handler(BaseHTTPRequestHandler):

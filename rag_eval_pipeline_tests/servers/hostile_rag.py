@@ -36,11 +36,12 @@ from __future__ import annotations
 import base64
 import json
 import select
-import threading
 import time
 import zlib
 from functools import lru_cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
+
+from rag_eval_pipeline_tests.servers.local import JsonPostServer, send_json
 
 BOMB_INFLATED = 1 << 30
 ABOUT_TOKENS = ('Send the header "Authorization: Bearer <token>" with every call; the api_key: value field '
@@ -58,6 +59,14 @@ def gzip_bomb() -> bytes:
     return b"".join(parts)
 
 
+def encoded_forms(auth: str) -> list[str]:
+    """The Authorization value ``auth`` as a careless server might quote it: base64, hex, its token
+    URL-encoded twice (``%2561...``), the token upper-cased, and the token's first 14 characters + "..."."""
+    token = auth.partition(" ")[2]
+    return [base64.b64encode(auth.encode()).decode(), auth.encode().hex(),
+            "".join(f"%25{b:02x}" for b in token.encode()), token.upper(), token[:14] + "..."]
+
+
 def u_escaped(text: str) -> str:
     """Every character of ``text`` as a JSON ``\\uXXXX`` escape."""
     return "".join(f"\\u{ord(c):04x}" for c in text)
@@ -71,51 +80,16 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class HostileRagServer:
+class HostileRagServer(JsonPostServer):
+    server_class = _QuietServer
+
     def __init__(self, answer, faults: dict[str, str] | None = None, *, slow_s: float = 2.0,
                  huge_bytes: int = 200 * 10**6, version: str = "hostile-v1", trickle_s: float = 0.1):
         self.answer, self.faults = answer, dict(faults or {})
         self.slow_s, self.huge_bytes, self.version = slow_s, huge_bytes, version
         self.trickle_s = trickle_s
         self.requests: list[dict] = []
-        self.in_flight = self.max_in_flight = 0
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with server._lock:
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    server._handle(self, body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.port = self._httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/answer"
-
-    @staticmethod
-    def _send(h, status: int, body: bytes, headers: dict | None = None) -> None:
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(body)
+        super().__init__()
 
     @staticmethod
     def _client_gone(h, wait_s: float) -> bool:
@@ -129,7 +103,7 @@ class HostileRagServer:
         except OSError:
             return True
 
-    def _handle(self, h, body: dict) -> None:
+    def handle(self, h, body: dict) -> None:
         qid, question = body.get("question_id"), body.get("question")
         fault = self.faults.get(qid)
         auth = h.headers.get("Authorization", "")
@@ -169,24 +143,21 @@ class HostileRagServer:
             h.close_connection = True
             return
         elif fault == "gzip_bomb":
-            return self._send(h, 200, gzip_bomb(), {"Content-Encoding": "gzip"})
+            return send_json(h, 200, gzip_bomb(), {"Content-Encoding": "gzip"})
         elif fault == "deep_json":
-            return self._send(h, 200, b"[" * 100_000 + b"]" * 100_000)
+            return send_json(h, 200, b"[" * 100_000 + b"]" * 100_000)
         elif fault == "repeated_key":
             reply = self.answer(qid, question, body.get("user_groups", []))
             text = json.dumps(reply)
-            return self._send(h, 200, ('{"decision": "error", ' + text[1:]).encode())
+            return send_json(h, 200, ('{"decision": "error", ' + text[1:]).encode())
         elif fault == "echo_key_encoded":
-            token = auth.partition(" ")[2]
-            forms = [base64.b64encode(auth.encode()).decode(), auth.encode().hex(),
-                     "".join(f"%25{b:02x}" for b in token.encode()), token.upper(), token[:14] + "..."]
-            return self._send(h, 401, json.dumps({"error": "got " + " / ".join(forms)}).encode())
+            return send_json(h, 401, json.dumps({"error": "got " + " / ".join(encoded_forms(auth))}).encode())
         elif fault == "about_tokens":
-            return self._send(h, 200, json.dumps({"retrieved": [], "decision": "answer",
+            return send_json(h, 200, json.dumps({"retrieved": [], "decision": "answer",
                                                   "answer": ABOUT_TOKENS}).encode())
         elif fault == "echo_key_error":
             html = "".join(f"&#{ord(c)};" for c in auth)
-            return self._send(h, 401, ('{"error": "invalid credentials ' + html + " / " + u_escaped(auth)
+            return send_json(h, 401, ('{"error": "invalid credentials ' + html + " / " + u_escaped(auth)
                                        + '"}').encode())
         reply = self.answer(qid, question, body.get("user_groups", []))
         headers = {"X-Model-Version": self.version}
@@ -200,14 +171,5 @@ class HostileRagServer:
             answer = (reply.get("answer") or "") + " (you sent " + u_escaped(auth) + ")"
             model = "".join(f"%{b:02X}" for b in auth.encode())
             extra = f', "answer": "{answer}", "model": "{model}"'
-            return self._send(h, 200, (text[:-1] + extra + "}").encode(), headers)
-        self._send(h, 200, json.dumps(reply).encode(), headers)
-
-    def __enter__(self) -> HostileRagServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+            return send_json(h, 200, (text[:-1] + extra + "}").encode(), headers)
+        send_json(h, 200, json.dumps(reply).encode(), headers)

@@ -107,14 +107,12 @@ from rag_eval_pipeline.core.judges.rule_claims import (  # noqa: F401 - re-expor
 )
 from rag_eval_pipeline.core.judges.rule_context import (  # noqa: F401 - re-exported (moved there)
     ContextSentence,
-    _Sentence,
     acronyms,
     chunk_name_stems,
     context_sentences,
     passage_recall,
 )
-from rag_eval_pipeline.core.judges.rule_params import PARAMS_FILE, read_params
-from rag_eval_pipeline.core.judges.rule_params import check_params as _check_params
+from rag_eval_pipeline.core.judges.rule_params import PARAMS_FILE, check_params, read_params
 from rag_eval_pipeline.core.judges.rule_signals import EncoderSignals
 from rag_eval_pipeline.core.judges.rule_verdict import answer_support, claim_verdict  # noqa: F401 - re-exported
 from rag_eval_pipeline.core.judges.tokens import (  # noqa: F401 - re-exported: the judge's vocabulary
@@ -166,7 +164,7 @@ class _Prepared:
     """One answer being judged: its claims, candidate sentences, contexts and evidence rows."""
 
     claims: list[str]
-    sentences: list[_Sentence]
+    sentences: list[ContextSentence]
     contexts: list[str]
     rows: list[list[Evidence]]
 
@@ -224,7 +222,7 @@ class RuleBasedJudge(EncoderSignals):
         self.semantic = bool(semantic)
         if not self.semantic:
             self.params["semantic"] = False
-        _check_params(self.params, "RuleBasedJudge parameters")
+        check_params(self.params, "RuleBasedJudge parameters")
         if self.params == file_params:
             self.prompt_sha256 = file_sha
         else:
@@ -331,7 +329,7 @@ class RuleBasedJudge(EncoderSignals):
         self._fill_counterparts([p], everywhere=True)
         return [(c, fixed_reason(c), row) for c, row in zip(p.claims, p.rows)]
 
-    def evidence_table(self, claims: list[str], sentences: list[_Sentence], *,
+    def evidence_table(self, claims: list[str], sentences: list[ContextSentence], *,
                        all_semantic: bool = False) -> list[list[Evidence]]:
         """Evidence of every claim (rows) against every sentence (columns). The semantic score and
         word counterparts are filled where they can change the verdict (:func:`needs_semantic`,
@@ -354,7 +352,7 @@ class RuleBasedJudge(EncoderSignals):
             return AnswerJudgement("no_retrieval", [], None)
         return _Prepared(claims, sentences, list(contexts), [self._row(c, sentences) for c in claims])
 
-    def _row(self, claim: str, sentences: list[_Sentence], floor: float | None = None) -> list[Evidence]:
+    def _row(self, claim: str, sentences: list[ContextSentence], floor: float | None = None) -> list[Evidence]:
         """Lexical, numeric, negation and extra-detail evidence of one claim against every sentence.
         A sentence that shares no token with the claim (same language) gets the empty evidence
         without further work: nothing in it can support or contradict the claim. Extra words are
@@ -415,10 +413,10 @@ class RuleBasedJudge(EncoderSignals):
             row.append(ev)
         return row
 
-    def _sentences(self, contexts: list[str]) -> list[_Sentence]:
+    def _sentences(self, contexts: list[str]) -> list[ContextSentence]:
         return context_sentences(contexts, int(self.params.get("sentence_window", 1)),
                                  str(self.params.get("extra_scope", "passage")))
 
-    def _verdict(self, cid: str, claim: str, row: list[Evidence], sentences: list[_Sentence],
+    def _verdict(self, cid: str, claim: str, row: list[Evidence], sentences: list[ContextSentence],
                  contexts: list[str]) -> ClaimVerdict:
         return claim_verdict(cid, claim, row, sentences, contexts, self.params)

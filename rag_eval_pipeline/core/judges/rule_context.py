@@ -68,9 +68,6 @@ def _chunk_sentences(ctx: str, window: int):
     return tuple(out)
 
 
-_Sentence = ContextSentence  # the name used before the split
-
-
 @lru_cache(maxsize=50_000)
 def acronyms(text: str) -> frozenset[str]:
     """Initials (folded) of every run of two or more capitalised words of ``text``: "United Kingdom"

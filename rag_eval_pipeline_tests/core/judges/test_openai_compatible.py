@@ -29,6 +29,7 @@ from rag_eval_pipeline.core.judges.openai_compatible import (
 from rag_eval_pipeline.core.judges.transport import transport_settings
 from rag_eval_pipeline.core.tables import SCHEMAS
 from rag_eval_pipeline_tests.servers.fault_server import DEFAULT_MODEL, FaultServer
+from rag_eval_pipeline_tests.servers.local import closed_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -291,13 +292,8 @@ def test_settings_in_use_are_in_the_stats(server, monkeypatch):
 
 
 def test_connection_refused_is_connection_error():
-    import socket
-
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens on this port now
-    j = OpenAICompatibleJudge(f"http://127.0.0.1:{port}/v1", "m", KEY, timeout_s=1, max_retries=1, backoff_s=0.01)
+    j = OpenAICompatibleJudge(f"http://127.0.0.1:{closed_port()}/v1", "m", KEY, timeout_s=1, max_retries=1,
+                              backoff_s=0.01)
     res = j.judge(QUESTION, ANSWER, CTX)
     assert res.status == "judge_error" and res.claims[0].error.startswith("connection_error:")
     assert j.stats["errors"] == {"connection_error": 2}

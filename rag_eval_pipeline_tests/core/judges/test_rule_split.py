@@ -15,8 +15,8 @@ def test_moved_names_are_the_same_objects():
     for mod, names in ((rule_claims, ("checkable_claims", "first_person", "fixed_reason", "is_question",
                                       "matching_text")),
                        (rule_context, ("context_sentences", "passage_recall", "acronyms", "chunk_name_stems",
-                                       "ContextSentence", "_Sentence")),
-                       (rule_params, ("PARAMS_FILE",)),
+                                       "ContextSentence")),
+                       (rule_params, ("PARAMS_FILE", "check_params")),
                        (rule_verdict, ("answer_support",))):
         for name in names:
             assert getattr(rule_based, name) is getattr(mod, name), name

@@ -30,29 +30,16 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from rag_eval_pipeline_tests.servers.hostile_rag import ABOUT_TOKENS, encoded_forms
+from rag_eval_pipeline_tests.servers.local import JsonPostServer, free_port, send_json
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
-ABOUT_TOKENS = ('Send the header "Authorization: Bearer <token>" with every call; the api_key: value field '
-                "holds the key; install sk-learn-tools first.")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def closed_port() -> int:
-    """A port nothing listens on (bound, then released): connections to it are refused."""
-    return free_port()
 
 
 class ServeReference:
@@ -94,55 +81,17 @@ class ServeReference:
             self.proc.stdout.close()
 
 
-class RagFaultServer:
+class RagFaultServer(JsonPostServer):
     def __init__(self, answer, faults: dict[str, str] | None = None, *, slow_s: float = 3.0, retry_after: str = "1",
                  latency_s: float = 0.0, version: str = "fault-v1"):
         self.answer, self.faults = answer, dict(faults or {})
         self.slow_s, self.retry_after, self.latency_s, self.version = slow_s, retry_after, latency_s, version
         self.requests: list[dict] = []
         self._seen: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self.in_flight = 0
-        self.max_in_flight = 0
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # quiet
-                pass
-
-            def _send(self, status: int, body: bytes, headers: dict | None = None):
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                try:
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
-                with server._lock:
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    server._handle(self, body)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.port = self._httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/answer"
+        super().__init__()
         self.custom_url = f"http://127.0.0.1:{self.port}/custom"
 
-    def _handle(self, h, body: dict) -> None:
+    def handle(self, h, body: dict) -> None:
         custom = h.path == "/custom"
         qid = body.get("id") if custom else body.get("question_id")
         question = body["input"]["q"] if custom else body.get("question")
@@ -159,9 +108,9 @@ class RagFaultServer:
         if fault == "slow":
             time.sleep(self.slow_s)
         elif fault in ("429", "429_once"):
-            return h._send(429, b'{"error": "slow down"}', {"Retry-After": self.retry_after})
+            return send_json(h, 429, b'{"error": "slow down"}', {"Retry-After": self.retry_after})
         elif fault in ("500", "500_once"):
-            return h._send(500, b'{"error": "internal error"}')
+            return send_json(h, 500, b'{"error": "internal error"}')
         elif fault == "trickle":  # headers at once, then the body one byte at a time, slowly
             payload = json.dumps(self.answer(qid, question, body.get("user_groups", []))).encode()
             h.send_response(200)
@@ -177,19 +126,17 @@ class RagFaultServer:
                 pass
             return
         elif fault == "malformed":
-            return h._send(200, b'{"retrieved": [ this is not json')
+            return send_json(h, 200, b'{"retrieved": [ this is not json')
         elif fault == "echo_auth":
-            return h._send(401, json.dumps({"error": f"invalid credentials: {auth}"}).encode())
+            return send_json(h, 401, json.dumps({"error": f"invalid credentials: {auth}"}).encode())
         elif fault == "echo_auth_encoded":
-            token = auth.partition(" ")[2]
-            forms = [base64.b64encode(auth.encode()).decode(), auth.encode().hex(),
-                     "".join(f"%25{b:02x}" for b in token.encode()), token.upper(), token[:14] + "..."]
-            return h._send(401, json.dumps({"error": "got " + " / ".join(forms)}).encode())
+            return send_json(h, 401, json.dumps({"error": "got " + " / ".join(encoded_forms(auth))}).encode())
         elif fault == "echo_basic_decoded":
             decoded = base64.b64decode(auth.partition(" ")[2]).decode()
-            return h._send(401, f"bad credentials for {decoded}".encode())
+            return send_json(h, 401, f"bad credentials for {decoded}".encode())
         elif fault == "about_tokens":
-            return h._send(200, json.dumps({"retrieved": [], "decision": "answer", "answer": ABOUT_TOKENS}).encode())
+            return send_json(h, 200, json.dumps({"retrieved": [], "decision": "answer",
+                                                 "answer": ABOUT_TOKENS}).encode())
         reply = self.answer(qid, question, body.get("user_groups", []))
         if fault == "missing_decision":
             reply = {k: v for k, v in reply.items() if k != "decision"}
@@ -202,16 +149,7 @@ class RagFaultServer:
         if custom:
             reply = {"data": {"hits": [{"id": r["chunk_id"], "relevance": r["score"]} for r in reply["retrieved"]]},
                      "output": {"text": reply.get("answer"), "label": reply["decision"]}}
-        h._send(200, json.dumps(reply).encode(), {"X-Model-Version": self.version})
+        send_json(h, 200, json.dumps(reply).encode(), {"X-Model-Version": self.version})
 
     def attempts(self, qid: str) -> list[dict]:
         return [r for r in self.requests if r["question_id"] == qid]
-
-    def __enter__(self) -> RagFaultServer:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()

@@ -19,8 +19,8 @@ from rag_eval_pipeline_tests.core.systems.live_servers import (
     ABOUT_TOKENS,
     RagFaultServer,
     ServeReference,
-    closed_port,
 )
+from rag_eval_pipeline_tests.servers.local import closed_port
 
 COMPARED = [c for c in tables.SCHEMAS["rag_runs"] if c not in ("system",) + tables.RAG_RUNS_OPTIONAL]
 
