@@ -90,6 +90,8 @@ def direction_flip(claim: str, sentence: str, language: str) -> str | None:
     the words before it; otherwise the sentence says nothing about that direction (no flip).
     Output: str or None; never raises."""
     cseq = _sequence(claim, language)
+    if not any(p for _, p in cseq):  # no direction word in the claim: nothing to flip (the sentence is not read)
+        return None
     sseq = _sequence(sentence, language)
     sdirs = [(j, p) for j, (_, p) in enumerate(sseq) if p]
     if not sdirs:
