@@ -22,6 +22,11 @@ fork (measured by ``bench/bench_startup.py``):
   only one or two steps need (scipy for the statistics, bm25s, an encoder, a model client) is left to them:
   the forkserver would pay it before the first step.
 
+The mechanism is Python's ``forkserver`` start method with its preload list
+(https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods,
+``multiprocessing.set_forkserver_preload``), as Dagster's ``multiprocess_executor`` exposes it in its
+``start_method`` config (https://docs.dagster.io/api/dagster/execution).
+
 Nothing is opened here (no database connection, no file handle): a connection made before the fork would be
 shared by every child. Without ``DAGSTER_HOME`` (an ephemeral instance, where the multiprocess executor does
 not run) only the code location is loaded.
