@@ -3,7 +3,8 @@ Celery workers (1, then 2) on the tested deployment (Postgres storage, Redis bro
 
 1. ``rag-eval run`` (every step in one process).
 2. ``dagster job execute`` with the multiprocess executor, ``max_concurrent: 2``, steps forked from a
-   forkserver that preloaded the code location (Dagster's default, ``spawn``, imports it in every step).
+   forkserver that preloaded the code location and the instance's storages (``rag_eval_pipeline.defs.preload``;
+   Dagster's default, ``spawn``, imports them in every step).
 3. The deployment of ``rag_eval_pipeline_tests/deploy/services.py`` (Postgres 15, Redis, Celery workers of
    one step at a time, the daemon and the webserver, on 127.0.0.1), ``dagster job execute`` with
    ``RAG_EVAL_EXECUTOR=celery``: first one worker, then a second one started beside it. The output folder
@@ -90,7 +91,7 @@ def main() -> None:
         home = dagster_home(tmp / "b")
         conf = tmp / "multiprocess.yaml"
         conf.write_text("execution:\n  config:\n    multiprocess:\n      max_concurrent: 2\n      start_method:\n"
-                        "        forkserver:\n          preload_modules: [rag_eval_pipeline.definitions]\n",
+                        "        forkserver:\n          preload_modules: [rag_eval_pipeline.defs.preload]\n",
                         encoding="utf-8")
         env = cli_env(home, PYTHONPATH=str(ROOT), RAG_EVAL_SUITES=str(sample_suites_file(tmp)),
                       RAG_EVAL_OUTPUT_DIR=str(tmp / "mp"))

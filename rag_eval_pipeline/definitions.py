@@ -9,7 +9,9 @@ RAG_EVAL_JUDGE (rule_based | openai_compatible | human) and the judge's own vari
 Each suite is built by the asset factory ``defs/factory.py`` with its own resources (its judge
 included). ``ASSETS`` and ``CHECKS`` are the unprefixed chain of one configuration (keys without a
 suite prefix, resources under the plain keys ``settings``, ``store``, ``io_manager``, ``judge``): tests
-materialise it with :func:`build_resources`.
+materialise it with :func:`build_resources`. They are built on first access (``from
+rag_eval_pipeline.definitions import ASSETS``), not at import: the code location (``defs``) does not use them,
+and every step process imports this module.
 """
 
 import dagster as dg  # noqa: F401 - `dagster dev -m rag_eval_pipeline.definitions` finds `defs` here
@@ -20,6 +22,15 @@ from rag_eval_pipeline.defs.scope import SuiteScope
 
 __all__ = ["ASSETS", "CHECKS", "PROJECT_ROOT", "build_definitions", "build_resources", "defs"]
 
-ASSETS, CHECKS = chain(SuiteScope())
+ASSETS: list  # built on first access, by __getattr__ below
+CHECKS: list
 
 defs = load_code_location()
+
+
+def __getattr__(name: str) -> list:
+    """``ASSETS`` and ``CHECKS``, built once on first access (PEP 562)."""
+    if name in ("ASSETS", "CHECKS"):
+        globals()["ASSETS"], globals()["CHECKS"] = chain(SuiteScope())
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -87,8 +87,7 @@ class TableSpec:
     @cached_property
     def polars(self) -> pl.Schema:
         """The polars schema of the table (what :func:`conform` checks a frame against)."""
-        # an Arrow table converts to a DataFrame (from_arrow gives a Series only for an Arrow array)
-        return pl.Schema(cast(pl.DataFrame, pl.from_arrow(self.schema.empty_table())).schema)
+        return pl.Schema(_empty_frame(self.schema).schema)
 
     @property
     def metric_table(self) -> bool:
@@ -192,7 +191,16 @@ def conform_columns(df: pl.DataFrame, schema: pl.Schema, what: str) -> pl.DataFr
 def polars_type(arrow_type: pa.DataType) -> pl.DataType:
     """The polars dtype of an Arrow type as polars reads it (``large_string`` -> ``String``, a struct field by
     field): one declaration, two type systems."""
-    return cast(pl.DataFrame, pl.from_arrow(pa.table({"x": pa.array([], arrow_type)}))).schema["x"]
+    return _empty_frame(pa.schema([pa.field("x", arrow_type)])).schema["x"]
+
+
+def _empty_frame(schema: pa.Schema) -> pl.DataFrame:
+    """An empty polars frame of an Arrow ``schema``. Built from ``pa.nulls(0, type)`` columns: pyarrow's
+    ``Schema.empty_table`` and ``pa.array`` import pandas (0.3 s of the code location's import) to check
+    for pandas objects; the declarations need no pandas."""
+    table = pa.Table.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
+    # an Arrow table converts to a DataFrame (from_arrow gives a Series only for an Arrow array)
+    return cast(pl.DataFrame, pl.from_arrow(table))
 
 
 def check_values(df: pl.DataFrame, table: str) -> None:

@@ -77,18 +77,23 @@ def scopes(suite: Suite, config: EvalConfig) -> tuple[SuiteScope, SuiteScope]:
     return full, SuiteScope(**{**full.__dict__, "quick": True})
 
 
-def suite_resources(suite: Suite, folder: str | Path, *, judge=None, serve_root: str | Path | None = None) -> dict:
+def suite_resources(suite: Suite, folder: str | Path, *, judge=None, serve_root: str | Path | None = None,
+                    config: EvalConfig | None = None) -> dict:
     """The suite's own resources, under its own keys (see :class:`SuiteScope`). ``judge``: the judge
     resource (default: :func:`~rag_eval_pipeline.defs.judging.select_judge_resource` of the suite's
-    configuration; raises JudgeConfigError when that is misconfigured)."""
+    configuration; raises JudgeConfigError when that is misconfigured). ``config``: the suite's configuration
+    when the caller has loaded it already (its judge settings are used; otherwise the file is loaded again)."""
     scope, folder = SuiteScope(suite=suite.name), str(folder)
+    if judge is None:
+        judge = judging.select_judge_resource(None if config is None else config.judge,
+                                              config_path=str(suite.config_path))
     return {
         scope.resource_key("settings"): EvalSettings(config_path=str(suite.config_path), suite=suite.name,
                                                      output_dir=folder),
         scope.resource_key("store"): TableStore(base_dir=folder, suite=suite.name,
                                                 serve_root=str(serve_root or Path(folder).parent)),
         scope.resource_key("io_manager"): ParquetIOManager(base_dir=folder, suite=suite.name),
-        scope.resource_key("judge"): judge or judging.select_judge_resource(config_path=str(suite.config_path)),
+        scope.resource_key("judge"): judge,
     }
 
 
@@ -108,7 +113,7 @@ def suite_definitions(suite: Suite, config: EvalConfig, folder: str | Path, *, j
     full, quick = scopes(suite, config)
     full_assets, full_checks = chain(full)
     quick_assets, quick_checks = chain(quick)
-    resources = suite_resources(suite, folder, judge=judge, serve_root=serve_root)
+    resources = suite_resources(suite, folder, judge=judge, serve_root=serve_root, config=config)
     tags = resources[full.resource_key("settings")].run_tags()
     jobs = schedules.suite_jobs(suite.name, full.group(""), quick.group(""), tags, config.quick_subset_size,
                                 suite.description,

@@ -141,7 +141,8 @@ def load_code_location() -> dg.Definitions:
     for suite in configured_suites():
         try:
             ls = check_suite(suite)
-            select_judge_resource(config_path=str(suite.config_path))  # a misconfigured judge skips its suite
+            # a misconfigured judge skips its suite (the configuration just loaded holds the judge settings)
+            select_judge_resource(ls.config.judge, config_path=str(suite.config_path))
             loaded.append(ls)
         except ConfigError as exc:
             skipped[suite.name] = str(exc)

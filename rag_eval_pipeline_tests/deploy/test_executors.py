@@ -63,16 +63,16 @@ def test_the_sample_under_the_multiprocess_executor_writes_the_in_process_tables
     """``rag-eval run`` (in process) and ``dagster job execute`` with the multiprocess executor, both on the sample:
     every Parquet table equal, row by row, except the run-specific columns named in ``tables.py``.
 
-    The steps' processes are forked from a forkserver that imported the code location once
-    (``start_method: forkserver`` with ``preload_modules``, as docs/scale-out.md recommends): each step is
-    still a process of its own, without paying the imports again (Dagster's default, ``spawn``, pays them
-    in every step)."""
+    The steps' processes are forked from a forkserver that imported the code location and the instance's
+    storages once (``start_method: forkserver`` with ``preload_modules: [rag_eval_pipeline.defs.preload]``, as
+    docs/scale-out.md recommends): each step is still a process of its own, without paying the imports again
+    (Dagster's default, ``spawn``, pays them in every step)."""
     inproc_out, inproc_home = inprocess_sample
     home = dagster_home(tmp_path)
     env = cli_env(home, RAG_EVAL_SUITES=str(sample_suites_file(tmp_path)), RAG_EVAL_OUTPUT_DIR=str(tmp_path / "mp"))
     run_config = tmp_path / "multiprocess.yaml"
     run_config.write_text("execution:\n  config:\n    multiprocess:\n      max_concurrent: 2\n      start_method:\n"
-                          "        forkserver:\n          preload_modules: [rag_eval_pipeline.definitions]\n",
+                          "        forkserver:\n          preload_modules: [rag_eval_pipeline.defs.preload]\n",
                           encoding="utf-8")
     mp = subprocess.run([DAGSTER, "job", "execute", "-m", "rag_eval_pipeline.definitions",
                          "-j", "sample__full_evaluation", "-c", str(run_config)],

