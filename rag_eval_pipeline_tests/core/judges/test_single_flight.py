@@ -99,7 +99,8 @@ print(json.dumps({"status": res.status, "verdicts": [c.verdict for c in res.clai
 
 def _judge_in_two_processes(srv: FaultServer, paths: list[Path]) -> list[dict]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    start_at = time.time() + 10.0  # both processes imported and waiting (imports take >4 s under load): they ask at once
+    # Both processes imported and waiting (imports take >4 s under load), so they ask at once:
+    start_at = time.time() + 10.0
     procs = [subprocess.Popen([sys.executable, "-c", CHILD, srv.base_url, str(p), str(start_at)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
              for p in paths]
