@@ -242,11 +242,11 @@ def _check_system(cfg: EvalConfig, spec, snapshot, golden, version: str, report:
             load_run_log(cfg.resolve(spec.path), name, "", "")
         return
     from rag_eval_pipeline.core.pipeline import build_runs
+    from rag_eval_pipeline.core.systems.runs import run_files
 
     info: dict[str, Any] = {}
     runs = build_runs(cfg, snapshot, golden, version, [name], info=info)
-    files = [str(cfg.resolve(p)) for p in desc.watches(spec)]  # the run file(s) a missing row is missing from
-    _run_rows(cfg, name, runs, golden, report, where, every_question, files)
+    _run_rows(cfg, name, runs, golden, report, where, every_question, run_files(cfg, name))
     mapping = info.get(name, {}).get("id_mapping") or {}
     done = {k: v for k, v in mapping.items() if k not in ("ids_as_is", "unmatched_examples") and v}
     if done:
