@@ -74,15 +74,18 @@ def test_a_failed_blocking_check_is_fail_and_not_promoted_in_the_cli_report_and_
     assert "Verdict: FAIL — 1 blocking failure(s)." in report
     assert "Promotion: not promoted: 1 blocking failure(s) stop mine; the stored baseline (none yet) stays." in report
     assert f"| blocking failure | check run_errors_within_share: {REASON} |" in report
-    for wrong in ("no gate configured", "INCONCLUSIVE", "Promotion: promotes"):
-        assert wrong not in report and wrong not in (out / "report.html").read_text(encoding="utf-8"), wrong
+    # the gate section says why no gate row exists (a threshold is configured), not "No gate configured."
+    assert "No gate evaluated: 1 threshold(s) configured, none could be compared in this run" in report
+    html = (out / "report.html").read_text(encoding="utf-8")
+    for wrong in ("no gate configured", "No gate configured", "INCONCLUSIVE", "Promotion: promotes"):
+        assert wrong not in report and wrong not in html, wrong
     assert not (out / "baseline").exists()
 
     # stdout: one verdict line, the same verdict and failure; the gates line counts, it does not judge
     verdicts = re.findall(r"^(?:\w+ )?verdict: .*$", std.out, flags=re.M)  # "verdict: ..." or "gate verdict: ..."
     assert len(verdicts) == 1 and verdicts[0].startswith("verdict: FAIL — 1 blocking failure(s)"), verdicts
     assert f"  blocking failure: check run_errors_within_share: {REASON}" in std.out.splitlines()
-    assert "gates: none evaluated (1 threshold(s) configured; a drop threshold needs a baseline" in std.out
+    assert "gates: no gate evaluated: 1 threshold(s) configured, none could be compared in this run" in std.out
     assert "promotion: not promoted" in std.out
 
     # stderr: no stack trace for an expected failure, and one line naming the check that blocked

@@ -158,8 +158,8 @@ def check_lines(result, job) -> list[str]:
 def gate_lines(out: Path, rewritten: bool, thresholds: int | None = None, listed: bool = False) -> list[str]:
     """The gates of this run's gate_results table: how many, how many failed blocking; not a verdict of their own
     (the ``verdict:`` line is the run's one). Every failing gate's reason in full, unless ``listed`` (the verdict
-    line already lists them as blocking failures). No gate row: "none configured" when ``thresholds`` (the count
-    of ``gates.thresholds``) is 0 or None, else "none evaluated" and why."""
+    line already lists them as blocking failures). No gate row: the decision's words for it
+    (:func:`core.report.decision.no_gate_words` of ``thresholds``, the count of ``gates.thresholds``)."""
     import polars as pl
 
     from rag_eval_pipeline.core.storage import read_table
@@ -170,9 +170,9 @@ def gate_lines(out: Path, rewritten: bool, thresholds: int | None = None, listed
     gates = read_table(path, "gate_results")
     failed = gates.filter(pl.col("blocking") & ~pl.col("passed"))
     if gates.height == 0:
-        return [f"gates: none evaluated ({thresholds} threshold(s) configured; a drop threshold needs a baseline: "
-                "gates.baseline_system or a promoted one)" if thresholds else
-                "gates: none configured (gates.thresholds is empty)"]
+        from rag_eval_pipeline.core.report.decision import no_gate_words
+
+        return [f"gates: {no_gate_words(thresholds)}"]
     head = (f"gates: {gates.height} gate(s), {failed.height} blocking failure(s) (every gate in {path} and in the "
             "report)")
     if listed:

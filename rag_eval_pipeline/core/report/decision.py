@@ -12,7 +12,8 @@ Verdict (definitions in ``docs/gates-and-reports.md``, "The first screen: the de
   above ``gates.max_run_error_share``);
 - **inconclusive**: nothing failed outright, but the run cannot say the change is safe: a gate whose
   drop the paired test cannot tell from chance (blocking by default: then promotion does not happen),
-  a non-blocking gate that could not be evaluated, no gate configured, or every gated candidate is the
+  a non-blocking gate that could not be evaluated, no gate configured, no gate evaluated (thresholds
+  configured, none comparable in this run: no baseline yet for a drop), or every gated candidate is the
   promoted baseline itself (nothing was compared);
 - **pass**: no blocking failure: every blocking gate passed (or stayed within the judge's noise) and the
   calibration does not block. The reason says "every gate passed" only when every gate did; otherwise it
@@ -80,7 +81,8 @@ class Decision:
     ``promote`` (the configured candidate or None); ``split`` and ``split_questions`` (the held-out split
     every gate compares on, and its golden question count); ``baseline`` (what the candidates were compared
     with, in words); ``gates`` / ``gates_failed`` (rows of the gate table, blocking failures among them);
-    ``calibration`` (:class:`CalibrationStatus`); ``judge_errors`` per system; ``quick`` (the quick evaluation).
+    ``calibration`` (:class:`CalibrationStatus`); ``judge_errors`` per system; ``quick`` (the quick evaluation);
+    ``thresholds`` (how many ``gates.thresholds`` are configured; None: unknown).
     """
 
     verdict: str
@@ -98,6 +100,7 @@ class Decision:
     calibration: CalibrationStatus
     judge_errors: list[JudgeErrors] = field(default_factory=list)
     quick: bool = False
+    thresholds: int | None = None
 
     @property
     def judge_error_total(self) -> tuple[int, int]:
@@ -163,6 +166,16 @@ def judge_errors_by_system(judge_labels: pl.DataFrame) -> list[JudgeErrors]:
     return [JudgeErrors(r["system"], int(r["errors"]), int(r["labels"])) for r in counts.iter_rows(named=True)]
 
 
+def no_gate_words(thresholds: int | None) -> str:
+    """What a run with no gate row says, in the decision, the report's gate section and the CLI alike: with
+    ``thresholds`` (the count of ``gates.thresholds``) configured, that none could be compared in this run and
+    why; else that none is configured. Raises nothing."""
+    if thresholds:
+        return (f"no gate evaluated: {thresholds} threshold(s) configured, none could be compared in this run (a drop "
+                "threshold needs a baseline: gates.baseline_system or a promoted one; min_value floors need none)")
+    return "no gate configured (gates.thresholds is empty)"
+
+
 def promotion_basis(gate_rows: int, thresholds: int | None) -> str:
     """Why a candidate may be promoted, in the decision's and the ``promotion`` step's words: ``no blocking
     failure`` when gate rows were evaluated, else :data:`NO_GATE_EVALUATED` when ``thresholds`` (the count of
@@ -226,9 +239,7 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     elif any(r["status"] == "not_evaluable" for r in rows):
         verdict, why = "inconclusive", "a non-blocking gate could not be evaluated (a null value)"
     elif not rows and thresholds:
-        verdict = "inconclusive"
-        why = (f"no gate evaluated: {thresholds} threshold(s) configured, none could be compared in this run (a drop "
-               "threshold needs a baseline: gates.baseline_system or a promoted one; min_value floors need none)")
+        verdict, why = "inconclusive", no_gate_words(thresholds)
     elif not rows:
         verdict, why = "inconclusive", "no gate configured: nothing decides whether a change is safe"
     elif not compared:
@@ -251,7 +262,7 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     return Decision(verdict=verdict, why=why, blocking_failures=failures, warnings=warnings,
                     promotion_action=action, promotion=promotion, promote=promote, split=split,
                     split_questions=split_questions, baseline=baseline, gates=len(rows), gates_failed=len(blocking),
-                    calibration=calibration, judge_errors=list(judge_errors), quick=quick)
+                    calibration=calibration, judge_errors=list(judge_errors), quick=quick, thresholds=thresholds)
 
 
 def _promotion(n_blocking, basis, promote, quick, systems, stored_baseline, unchanged) -> tuple[str, str]:
