@@ -92,3 +92,23 @@ def test_a_failed_blocking_check_is_fail_and_not_promoted_in_the_cli_report_and_
     assert "Traceback" not in std.err and "Stack Trace" not in std.err and "DagsterAssetCheckFailedError" not in std.err
     named = [line for line in std.err.splitlines() if "Blocking check" in line]
     assert len(named) == 1 and "/gate_verdict:run_errors_within_share failed: promotion stops" in named[0], named
+
+
+def test_blocked_checks_reads_every_check_dagster_names_and_nothing_else():
+    """Dagster's DagsterAssetCheckFailedError lists the failed checks one asset a line (``<asset>: <c1>,<c2>``);
+    a chain without it is not a blocked check (None), so a real bug keeps its stack trace."""
+    from dagster._utils.error import SerializableErrorInfo
+
+    from rag_eval_pipeline.defs.schedules import blocked_checks
+
+    blocked = SerializableErrorInfo(
+        "dagster._core.errors.DagsterAssetCheckFailedError: 3 blocking asset checks failed with ERROR severity:\n"
+        "s/gate_verdict: no_regression_against_baseline,run_errors_within_share\ns/judge_labels: judge_error_share\n",
+        [], "DagsterAssetCheckFailedError")
+    assert blocked_checks(blocked) == ["s/gate_verdict:no_regression_against_baseline",
+                                       "s/gate_verdict:run_errors_within_share", "s/judge_labels:judge_error_share"]
+    wrapped = SerializableErrorInfo("Error occurred while executing op", [], "DagsterExecutionStepExecutionError",
+                                    cause=blocked)
+    assert blocked_checks(wrapped) == blocked_checks(blocked)
+    bug = SerializableErrorInfo("KeyError: 'x'", [], "KeyError")
+    assert blocked_checks(bug) is None
