@@ -52,6 +52,7 @@ from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
 from rag_eval_pipeline.core.metrics.names import KEY_METRICS, metric_label
 from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
 from rag_eval_pipeline.core.report.decision import (
+    DECISION_FILE,
     RUN_ERRORS_CHECK,
     Decision,
     decide,
@@ -59,10 +60,11 @@ from rag_eval_pipeline.core.report.decision import (
     judge_errors_by_system,
     split_questions,
     verdict_word,
+    write_decision,
 )
 from rag_eval_pipeline.core.report.markdown import render_markdown
 from rag_eval_pipeline.core.report.questions import CARD_METRICS
-from rag_eval_pipeline.core.storage import write_json_atomic, write_text_atomic
+from rag_eval_pipeline.core.storage import write_text_atomic
 from rag_eval_pipeline.core.systems.error_reasons import error_share_failures
 from rag_eval_pipeline.defs.calibration import HISTORY_FILE, compute_calibration
 from rag_eval_pipeline.defs.resources import REPORT_URL_ENV, EvalSettings, TableFolder
@@ -72,7 +74,6 @@ STAGE = "reports"
 
 TREND_METRICS = tuple(metric_label(m, k) for m, k in KEY_METRICS)  # the metric registry's key metrics
 REPORT_FILES = ("report.md", "report.html", "trend.html")
-DECISION_FILE = "decision.json"
 #: Where a full evaluation keeps its per-question tables, one folder per run id (for ``rag-eval compare``).
 RUN_ARCHIVE = storage.RUN_ARCHIVE
 ARCHIVED_TABLES = ("metric_summary", "question_metrics", "rag_runs", "judge_labels")
@@ -138,7 +139,29 @@ def link_report_assets(assets: list, base_dir: str | Path, folder: str | Path) -
     return list(dg.map_asset_specs(spec_fn, assets))
 
 
-def _baseline_words(manifest: dict | None, configured: str | None) -> str:
+def decision_inputs(settings: EvalSettings, golden_set: pl.DataFrame | None = None,
+                    rag_runs: pl.DataFrame | None = None) -> dict:
+    """What a decision was decided on, for ``decision.json``'s ``inputs``: ``config_path`` and ``config_sha256``
+    (the configuration file's bytes now; "unreadable" when it cannot be read), ``golden_version`` (the golden
+    set's) and ``corpus_version`` (the run rows' corpus versions: one string, a sorted list when they differ);
+    None for a table not given (a run that stopped before reading it). Raises nothing."""
+    from rag_eval_pipeline.core.suites import file_sha256
+
+    try:
+        sha = file_sha256(settings.config_path)
+    except OSError:
+        sha = "unreadable"
+    golden = (str(golden_set["golden_version"][0]) if golden_set is not None and golden_set.height
+              and "golden_version" in golden_set.columns else None)
+    corpus: str | list[str] | None = None
+    if rag_runs is not None and "corpus_version" in rag_runs.columns:
+        versions = sorted({str(v) for v in rag_runs["corpus_version"].to_list() if v is not None})
+        corpus = versions[0] if len(versions) == 1 else (versions or None)
+    return {"config_path": settings.config_path, "config_sha256": sha, "golden_version": golden,
+            "corpus_version": corpus}
+
+
+def baseline_words(manifest: dict | None, configured: str | None) -> str:
     if manifest:
         return (f"{manifest.get('system')}, the promoted baseline (promoted {manifest.get('promoted_at', '?')}, "
                 f"run {manifest.get('run_id', '?')})")
@@ -177,7 +200,7 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     split = cfg.gate_split
     n_split = split_questions(golden_set, split)
     decision = decide(gate_results, status, split=split, split_questions=n_split,
-                      baseline=_baseline_words(manifest, cfg.baseline_system), promote=cfg.gates.promote,
+                      baseline=baseline_words(manifest, cfg.baseline_system), promote=cfg.gates.promote,
                       quick=quick, systems=sorted(set(rag_runs["system"].to_list())),
                       stored_baseline=(f"{manifest.get('system')}, promoted {manifest.get('promoted_at', '?')}"
                                        if manifest else None),
@@ -255,9 +278,9 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         schema={"run_id": pl.Utf8, "evaluated_at": pl.Datetime("us", "UTC"), "system": pl.Utf8, "metric": pl.Utf8,
                 "k": pl.Int32, "value": pl.Float64}), TREND_METRICS, store.path("trend.html"))
     url = report_url(os.environ.get(REPORT_URL_ENV), store.serve_root, html_path)
-    decision_path = write_json_atomic(decision.to_dict() | {
-        "run_id": context.run_id, "suite": suite, "report_html": str(html_path.resolve()),
-        "report_url": url}, store.path(DECISION_FILE))
+    decision_path = write_decision(decision, store.path(DECISION_FILE), run_id=context.run_id, suite=suite,
+                                   inputs=decision_inputs(settings, golden_set, rag_runs),
+                                   report_html=str(html_path.resolve()), report_url=url)
     archived = None
     if not quick:
         archived = archive_run(store, context.run_id, history, {

@@ -23,7 +23,11 @@ The blocking checks that stop ``promotion`` without stopping the report (:data:`
 check, the calibration check and the run-error check) are decided here from the same functions the checks
 call, so a candidate a check blocks is "fail" and "blocked" in the report, ``decision.json`` and the CLI
 alike, each failing check named with its reason in ``blocking_failures``. The other blocking checks guard
-tables the report reads: when one fails, Dagster skips the report, and the CLI says the run was not decided.
+tables the report reads: when one fails (or any step upstream of the report fails), Dagster skips the report;
+the run then writes a *stopped* decision instead (:func:`stopped_decision`, written by the failure hook of
+``defs/stopped.py``): verdict "fail", promotion "blocked", the failed checks and steps named, the previous
+report set aside under ``previous/``. Every ``decision.json`` names the Dagster run it was decided in
+(``run_id``) and the inputs it was decided on (``inputs``), written by :func:`write_decision` alone.
 
 The promotion outcome is decided by the ``promotion`` step, which runs after the report, from the same
 gate table and calibration: :func:`decide` states what that step does with them (promote, keep the stored
@@ -38,13 +42,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from rag_eval_pipeline.core.metrics.calibration_status import CalibrationStatus
+from rag_eval_pipeline.core.metrics.calibration_status import NOT_EVALUATED, CalibrationStatus
 from rag_eval_pipeline.core.metrics.names import trec_name
 from rag_eval_pipeline.core.report.blocks import Block, Cell, heading
+from rag_eval_pipeline.core.storage import write_json_atomic
 
 VERDICTS = ("pass", "fail", "inconclusive")
 #: The blocking checks (Dagster check names) that stop ``promotion`` but not the report, whose outcome the
@@ -61,6 +67,10 @@ NO_GATE = "no gate is configured, so nothing checked it"
 NO_GATE_EVALUATED = "no gate was evaluated (a drop threshold needs a baseline), so nothing checked it"
 #: What the promotion step does: writes the candidate, keeps the stored baseline, is blocked, or has nothing to do.
 PROMOTION_ACTIONS = ("promote", "keep", "blocked", "none")
+#: ``decision.json``'s file name, beside the suite's tables; :data:`PREVIOUS_DIR`: where the last decided run's
+#: report and decision are kept when a later run stops before its report.
+DECISION_FILE = "decision.json"
+PREVIOUS_DIR = "previous"
 
 
 @dataclass(frozen=True)
@@ -82,7 +92,8 @@ class Decision:
     every gate compares on, and its golden question count); ``baseline`` (what the candidates were compared
     with, in words); ``gates`` / ``gates_failed`` (rows of the gate table, blocking failures among them);
     ``calibration`` (:class:`CalibrationStatus`); ``judge_errors`` per system; ``quick`` (the quick evaluation);
-    ``thresholds`` (how many ``gates.thresholds`` are configured; None: unknown).
+    ``thresholds`` (how many ``gates.thresholds`` are configured; None: unknown); ``stopped_before_report``
+    (True: the run stopped before its report; only ``blocking_failures`` and the promotion were decided).
     """
 
     verdict: str
@@ -101,6 +112,7 @@ class Decision:
     judge_errors: list[JudgeErrors] = field(default_factory=list)
     quick: bool = False
     thresholds: int | None = None
+    stopped_before_report: bool = False
 
     @property
     def judge_error_total(self) -> tuple[int, int]:
@@ -120,6 +132,8 @@ class Decision:
     def calibration_line(self) -> str:
         """``passed: κ 0.518 ≥ floor 0.4 (n 34, response level)`` or the state and its reason."""
         c = self.calibration
+        if c.state == NOT_EVALUATED:
+            return c.state_words
         if c.passed:
             return f"passed: {c.figures()}"
         word = "FAILED (blocks promotion)" if c.blocks else "warning (blocks nothing: no judge-based gate)"
@@ -189,7 +203,8 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
            split_questions: int | None, baseline: str, promote: str | None, quick: bool = False,
            systems: Sequence[str] | None = None, stored_baseline: str | None = None,
            judge_errors: Sequence[JudgeErrors] = (), unchanged: bool = False, thresholds: int | None = None,
-           failed_checks: Mapping[str, Sequence[str]] | None = None) -> Decision:
+           failed_checks: Mapping[str, Sequence[str]] | None = None,
+           stopped: Sequence[str] | None = None) -> Decision:
     """The decision of one run.
 
     Inputs: ``gates`` (the ``gate_results`` table or its rows: system, metric, k, status, reason,
@@ -203,7 +218,9 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     ``gates.thresholds`` are configured: with none evaluated the reason says so, not "no gate configured"; None:
     unknown), ``failed_checks`` (blocking check name -> one line per failure, [] when it passed: the checks of
     :data:`DECIDED_CHECKS` beyond the gate table and the calibration; each failure is a blocking failure
-    ``check NAME: line``, making the verdict "fail" and the promotion "blocked"). Output: a :class:`Decision`
+    ``check NAME: line``, making the verdict "fail" and the promotion "blocked"), ``stopped`` (None, or the run
+    stopped before its report: one line per blocking check or step that stopped it, each a blocking failure as
+    given; see :func:`stopped_decision`). Output: a :class:`Decision`
     by the rules of the module docstring; the promotion line says what the promotion step does with this
     gate table and calibration (with no gate evaluated the candidate is promoted, and the line says that
     nothing checked it: :func:`promotion_basis`). Raises ValueError for a gate
@@ -223,12 +240,17 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     if calibration.blocks:
         failures.append(f"judge calibration: {'; '.join(calibration.failures) or calibration.state}")
     checked = [f"check {name}: {line}" for name, lines in (failed_checks or {}).items() for line in lines]
+    checked += list(stopped or ())
     failures += checked
-    if not calibration.blocks and not calibration.passed:
+    if not calibration.blocks and not calibration.passed and calibration.state != NOT_EVALUATED:
         warnings.append(f"judge calibration (not blocking: no judge-based gate): "
                         f"{'; '.join(calibration.failures) or calibration.state}")
     compared = [r for r in rows if r["status"] not in ("unchanged_since_promotion",)]
-    if hard or calibration.blocks or checked:
+    if stopped is not None:
+        verdict = "fail"
+        why = (f"the run stopped before its report: {len(failures)} blocking failure(s); no gate and no judge "
+               "calibration was evaluated")
+    elif hard or calibration.blocks or checked:
         verdict = "fail"
         why = f"{len(failures)} blocking failure(s)"
     elif blocking or any(r["status"] == "inconclusive" for r in rows):
@@ -256,13 +278,41 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
             why = f"every gate passed on split {split} ({len(rows)} gate(s))"
         if not calibration.passed:
             why += "; the judge's calibration only warns (no gate is judge-based)"
-    n_blocking = len(blocking) + (1 if calibration.blocks else 0) + len(checked)
+    n_blocking = max(len(blocking) + (1 if calibration.blocks else 0) + len(checked), 1 if stopped is not None else 0)
     action, promotion = _promotion(n_blocking, promotion_basis(len(rows), thresholds), promote, quick, systems,
                                    stored_baseline, unchanged)
     return Decision(verdict=verdict, why=why, blocking_failures=failures, warnings=warnings,
                     promotion_action=action, promotion=promotion, promote=promote, split=split,
                     split_questions=split_questions, baseline=baseline, gates=len(rows), gates_failed=len(blocking),
-                    calibration=calibration, judge_errors=list(judge_errors), quick=quick, thresholds=thresholds)
+                    calibration=calibration, judge_errors=list(judge_errors), quick=quick, thresholds=thresholds,
+                    stopped_before_report=stopped is not None)
+
+
+def stopped_decision(stopped: Sequence[str], *, split: str, baseline: str, promote: str | None, quick: bool = False,
+                     stored_baseline: str | None = None, thresholds: int | None = None,
+                     kappa_floor: float = 0.0) -> Decision:
+    """The decision of a run that stopped before its report (a blocking check on a table the report reads
+    failed, or a step upstream of it failed): :func:`decide` with no gate row, the calibration "not evaluated"
+    and ``stopped`` (one line per failed check or step, e.g. ``check s/rag_runs:every_question_has_a_run_row:
+    <reason>``; an empty list still stops) as its blocking failures. Output: verdict "fail", promotion "blocked"
+    (or "none" for a quick evaluation or with no candidate), ``stopped_before_report`` True. Other inputs as
+    :func:`decide`. Raises nothing. Source: a blocking asset check stops its downstream steps (Dagster,
+    "Asset checks", blocking checks); a consumer that cannot read a decision for the run must not ship it.
+    """
+    status = CalibrationStatus(state=NOT_EVALUATED, passed=False, blocks=False, floor=kappa_floor)
+    return decide([], status, split=split, split_questions=None, baseline=baseline, promote=promote, quick=quick,
+                  stored_baseline=stored_baseline, thresholds=thresholds, stopped=list(stopped))
+
+
+def write_decision(decision: Decision, path: Path, *, run_id: str, suite: str | None, inputs: Mapping[str, Any],
+                   report_html: str | None = None, report_url: str | None = None) -> Path:
+    """Write ``decision.json`` (the only writer): :meth:`Decision.to_dict` plus ``run_id`` (the Dagster run it was
+    decided in), ``suite``, ``inputs`` (what it was decided on: ``config_sha256``, ``golden_version``,
+    ``corpus_version``; None where the run never read it), ``report_html`` / ``report_url`` (None when the run
+    wrote no report). Atomic (``core.storage.write_json_atomic``): a reader sees the old file or the new one.
+    Output: ``path``. Raises OSError when the folder is not writable."""
+    return write_json_atomic(decision.to_dict() | {"run_id": run_id, "suite": suite, "inputs": dict(inputs),
+                                                   "report_html": report_html, "report_url": report_url}, path)
 
 
 def _promotion(n_blocking, basis, promote, quick, systems, stored_baseline, unchanged) -> tuple[str, str]:
