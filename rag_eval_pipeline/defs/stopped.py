@@ -99,6 +99,24 @@ def failure_lines(context: dg.HookContext) -> list[str]:
     return [f"step {context.step_key}: {error}"]
 
 
+def selects_report(context: dg.HookContext, report_key: dg.AssetKey) -> bool:
+    """Whether this hook's run materialises ``report_key``: in the run's asset selection when it has one (a UI
+    selection, the nightly schedule), else among the steps of its execution plan (a job, ``execute_in_process``,
+    ``dg.materialize``). True when neither can be read (the cautious answer: the run may have meant to decide).
+    Raises only what the instance raises."""
+    run = context.instance.get_run_by_id(context.run_id)
+    if run is None:
+        return True
+    if run.asset_selection:
+        return report_key in run.asset_selection
+    snap = (context.instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id)
+            if run.execution_plan_snapshot_id else None)
+    if snap is None:
+        return True
+    keys = snap.step_keys_to_execute or [step.key for step in snap.steps]
+    return "__".join(report_key.path) in keys  # an asset's step key: its key's parts joined by "__"
+
+
 def write_stopped(context: dg.HookContext, scope: SuiteScope, report_key: dg.AssetKey) -> Path | None:
     """The hook's work (see the module docstring). Output: the path of the stopped ``decision.json``, or None
     when this run does not select the report or already wrote its decision. Raises OSError on an unwritable
@@ -106,9 +124,7 @@ def write_stopped(context: dg.HookContext, scope: SuiteScope, report_key: dg.Ass
     from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
     from rag_eval_pipeline.defs.report import baseline_words, decision_inputs
 
-    run = context.instance.get_run_by_id(context.run_id)
-    selection = run.asset_selection if run is not None else None
-    if selection and report_key not in selection:  # None or empty: the whole job (execute_in_process: empty)
+    if not selects_report(context, report_key):
         return None
     store = scope.store(context)
     folder = store.folder()
