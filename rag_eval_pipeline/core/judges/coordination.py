@@ -109,7 +109,9 @@ from rag_eval_pipeline.core.judges.morphology import (
     BE_EN,
     BE_ES,
     CLITICS_ES,
+    FUNCTION_ES,
     MODALS_EN,
+    NEGATIONS,
     NUMBER_WORDS,
     PREP_EN,
     PREP_ES,
@@ -118,6 +120,7 @@ from rag_eval_pipeline.core.judges.morphology import (
     finite_at,
     fold,
     is_name,
+    is_number,
     is_spanish,
 )
 from rag_eval_pipeline.core.judges.relatives import _split_list, _split_origin, _split_relative
@@ -204,10 +207,14 @@ def _split_contrast(text: str) -> list[str] | None:
     return None
 
 
-def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = False) -> list[str] | None:
+def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = False,
+               participles: bool = False) -> list[str] | None:
     """[left, right made self-contained] when ``left`` has a verb and ``right`` is a clause or verb
     phrase; else None. ``consequence``: ``right`` follows "así que", "por lo que", "so", where a
-    verb governing an infinitive is impersonal ("conviene salir")."""
+    verb governing an infinitive is impersonal ("conviene salir"). ``participles``: ``right`` follows
+    "and" / "y", where a bare form after a passive ("is sliced by hand and sold in bags") is an
+    irregular participle (after "but" it is a predicate adjective: "is closed on Mondays but open
+    on holidays")."""
     pre = _subject_prefix(left)
     if pre is None:
         return None
@@ -227,24 +234,50 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
         if not subject:
             return [left, right]
         return [left, right[: spans[gs].start()] + _lower_first(subject) + " " + right[spans[gs].start():]]
-    if not _vp_ok(lwords, lvi, right, strength):
+    if not _vp_ok(lwords, lvi, right, strength, participles):
         plural = _plural_subject_reading(left, lwords, lvi, strength)
         if plural is None or not _vp_ok(lwords, plural[1], right, strength):
             return None
         prefix, lvi = plural
+    elif (plural := _plural_subject_reading(left, lwords, lvi, _agreement(right))) is not None:
+        prefix, lvi = plural
     return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]
+
+
+def _agreement(right: str) -> str | None:
+    """What an English verb-phrase conjunct's first verb says of its subject's number: "plural"
+    ("are", "were", "have", "do"), "neutral" (a modal or a past form: "must carry", "moved"), or
+    None (a singular form, or no verb first)."""
+    words = [w for w in _words(right) if w.casefold() not in NEGATIONS and w.casefold() not in ADVERBS]
+    if not words or _spanish(words):
+        return None
+    w = words[0].casefold().replace("’", "'")
+    if w in ("are", "were", "have", "do", "aren't", "weren't", "haven't", "don't"):
+        return "plural"
+    return "neutral" if en_form(w) in ("modal", "ed") else None
 
 
 def _plural_subject_reading(left: str, lwords: list[str], lvi: int, strength: str | None) -> tuple[str, int] | None:
     """English agreement: a bare verb conjunct cannot share a third-person "-s" verb, so when the
     first conjunct's "-s" word is followed by a bare word that opens a complement ("Summer hours
     start in June"), the "-s" word is the plural subject's head and the bare word the verb (Quirk et
-    al. 1985, §10.34, subject-verb concord). Returns (prefix, verb index) of that reading, or None."""
-    if _spanish(lwords) or strength not in ("bare", "bare-weak") or en_form(lwords[lvi]) != "s" \
-            or lvi + 2 >= len(lwords):
+    al. 1985, §10.34, subject-verb concord); so too, whatever follows the bare word, before a plural
+    auxiliary ("Senior citizens travel free and were given ...": strength "plural"). A conjunct that
+    shows no number (strength "neutral": a modal, a past form) leaves the choice to the first
+    conjunct: the plural reading is taken when the "-s" word has only a
+    determinerless prefix before it (a bare noun phrase: "Young drivers") and the bare word is
+    followed by a determiner, number or object pronoun (its object: "pay more", "charge a fee"; a
+    preposition after it is read as a noun's: "lowers fever in children"). Returns (prefix, verb
+    index) of that reading, or None."""
+    if _spanish(lwords) or strength not in ("bare", "bare-weak", "plural", "neutral") \
+            or en_form(lwords[lvi]) != "s" or lvi + 2 >= len(lwords):
         return None
     verb, nxt = lwords[lvi + 1], lwords[lvi + 2].casefold()
-    if en_form(verb) != "bare" or verb[:1].isupper() or not (
+    if strength == "neutral":
+        if any(fold(w) in DETERMINERS or is_name(lwords, k) for k, w in enumerate(lwords[:lvi])) or not (
+                nxt in DETERMINERS or is_number(nxt) or nxt in ("it", "them", "him", "her", "us", "me", "you")):
+            return None
+    if en_form(verb) != "bare" or verb[:1].isupper() or strength != "plural" and not (
             nxt in PREP_EN or nxt in DETERMINERS or nxt[:1].isdigit() or nxt in NUMBER_WORDS or nxt in ADVERBS):
         return None
     stripped = _INTERJECTION.sub("", left)
@@ -366,7 +399,8 @@ def _split_coordination(text: str) -> list[str] | None:
             return gapped
         if not negate and _list_like(left, [right], max_words=2):
             continue
-        got = _two_parts(left, right, negate)
+        # a bare form after "and" in a passive ("is sliced ... and sold ...") is an irregular participle
+        got = _two_parts(left, right, negate, participles=True)
         if got is not None:
             return got
     return None
@@ -464,9 +498,31 @@ def _list_like(first: str, rights: list[str], max_words: int = 4) -> bool:
         rw = _words(r)
         if kind != "VP" or strength not in ("weak", "bare-weak", "bare") or len(rw) > max_words:
             return False
-        if (es_form(rw[vi]) if spanish else en_form(rw[vi])) != o1_form:
+        if (es_form(rw[vi]) if spanish else en_form(rw[vi])) != o1_form or _verb_and_object(rw, vi, spanish):
             return False
     return True
+
+
+def _verb_and_object(words: list[str], vi: int, spanish: bool) -> bool:
+    """True when the candidate ``words[vi]`` and the word after it cannot be one noun phrase, so the
+    candidate is a verb with its object ("runs tests", "hace bollos"): a determiner or number after
+    it; in English, an open-class word after an "-s" form (a premodifying noun is singular: "test
+    runs", not "runs tests"; Quirk et al. 1985, §17.104); in Spanish, an open-class word that does
+    not agree with it in number, as an adjective after its noun would ("fundas nuevas", but "hace
+    bollos"; RAE *Nueva gramática* §13)."""
+    if vi + 1 >= len(words):
+        return False
+    nxt = words[vi + 1]
+    low = fold(nxt)
+    if nxt[:1].isupper() or low in ("al", "del"):
+        return False
+    if low in DETERMINERS or is_number(nxt):
+        return True
+    if spanish:
+        if low in FUNCTION_ES:
+            return False
+        return fold(words[vi]).endswith("s") != low.endswith("s")
+    return en_form(words[vi]) == "s" and en_form(nxt) in ("s", "bare")
 
 
 def _series(left: str, right: str, negate: bool) -> list[str] | None:

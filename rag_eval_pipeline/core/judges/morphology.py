@@ -43,7 +43,7 @@ aquellos aquellas su sus mi mis tu tus nuestro nuestra nuestros nuestras vuestro
 todos todas al del otro otra otros otras mucho mucha muchos muchas poco poca pocos pocas varios varias
 algún alguna algunos algunas ningún ninguna cualquier ambos ambas dicho dicha mismo misma""".split())
 DET_EN = frozenset("""the a an this that these those its their his her our my your each every all some any
-no both either neither another other such many much few several most""".split())
+no both either neither another other such many much few several most more less fewer""".split())
 PREP_ES = frozenset("""a ante bajo con contra de desde durante en entre hacia hasta mediante para por según
 sin sobre tras""".split())
 PREP_EN = frozenset("""of in on at for with from to by about into over under after before between through
