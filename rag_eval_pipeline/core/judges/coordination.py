@@ -85,6 +85,7 @@ import re
 from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal re-exported
     _INTERJECTION,
     _LANG,
+    _SENTENCE,
     DETERMINERS,
     _cap,
     _conjunct_kind,
@@ -152,10 +153,12 @@ def _finish(s: str, end: str) -> str:
     return s + end if s and s[-1] not in ".!?…" else s
 
 
-def split_coordinated(sentence: str) -> list[str]:
+def split_coordinated(sentence: str, context: str | None = None) -> list[str]:
     """Claims of one sentence (rules in the module docstring), in text order.
 
-    Input: one sentence (a claim of :func:`~rag_eval_pipeline.core.judges.claims.split_claims`).
+    Input: one sentence (a claim of :func:`~rag_eval_pipeline.core.judges.claims.split_claims`);
+    ``context``, the text it comes from (default: the sentence), where the gender of a Spanish noun
+    is looked for ("la torre" in another sentence gives "su torre" the article "la").
     Output: a non-empty list of strings; each starts with a capital letter and keeps the
     sentence's final punctuation; ``[sentence]`` when no rule applies. Never raises.
     """
@@ -165,6 +168,7 @@ def split_coordinated(sentence: str) -> list[str]:
     if not body.strip() or "?" in end:
         return [sentence]  # a question states no fact: it stays one claim (judged as a question)
     _LANG.append(is_spanish(_words(body)))
+    _SENTENCE.append(body if context is None else context)
     try:
         if _OPENING_SUBORDINATOR.match(body):
             parts = [body]
@@ -172,6 +176,7 @@ def split_coordinated(sentence: str) -> list[str]:
             parts = _split(body, depth=0)
     finally:
         _LANG.pop()
+        _SENTENCE.pop()
     if len(parts) <= 1:
         return [sentence]
     return [_finish(p, end or "") for p in parts if p.strip()]
