@@ -12,10 +12,10 @@ import re
 from rag_eval_pipeline.core.judges.morphology import (
     ADVERBS,
     BE_EN,
+    BE_ES,
     CLITICS_ES,
     DET_EN,
     DET_ES,
-    BE_ES,
     FOCUS_ADVERBS,
     FUNCTION_ES,
     MODALS_EN,
@@ -333,7 +333,7 @@ def _agreement_gender(noun: str, after: list[str]) -> bool | None:
     return None
 
 
-def _spanish_article(noun: str, plural: bool, after: list[str] = ()) -> str:  # type: ignore[assignment]
+def _spanish_article(noun: str, plural: bool, after: list[str] | tuple[str, ...] = ()) -> str:
     """The definite article for a Spanish noun: its gender by agreement (:func:`_agreement_gender`),
     else by the endings that are reliably feminine ("-a", "-ión", "-dad", "-tad", "-tud", "-umbre"),
     else masculine, the gender of most nouns in "-e", consonants and "-o"."""
