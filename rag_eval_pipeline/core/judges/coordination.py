@@ -236,7 +236,7 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
         words = [s.group() for s in spans]
         gs = _verb_group_start(words, vi, _spanish(words))
         subject = _subject_only(prefix)
-        if not subject:
+        if not subject or _inverted_subject(words, vi, subject):
             return [left, right]
         return [left, right[: spans[gs].start()] + _lower_first(subject) + " " + right[spans[gs].start():]]
     if not _vp_ok(lwords, lvi, right, strength, participles):
@@ -247,6 +247,30 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
     elif (plural := _plural_subject_reading(left, lwords, lvi, _agreement(right))) is not None:
         prefix, lvi = plural
     return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]
+
+
+_PLURAL_DET_ES = frozenset(w for w in DETERMINERS if w.endswith("s") and w not in ("mas", "más"))
+
+
+def _inverted_subject(words: list[str], vi: int, subject: str) -> bool:
+    """Spanish verb-subject order after a fronted phrase ("y en él viven truchas", "y en verano
+    crecen tomates"; RAE *Nueva gramática* §40.3): the verb disagrees in number with the subject
+    that would be carried (a plural form ends in "-n") and a noun phrase follows it, its own
+    subject; nothing is carried."""
+    if not _spanish(words) or vi + 1 >= len(words):
+        return False
+    nxt = words[vi + 1]
+    if fold(nxt) in PREP_ES or fold(nxt) in FUNCTION_ES and fold(nxt) not in DETERMINERS or is_number(nxt):
+        return False
+    sw = _words(subject)
+    if not sw:
+        return False
+    if fold(sw[0]) in DETERMINERS:
+        plural_subject = fold(sw[0]) in _PLURAL_DET_ES
+    else:
+        head = next((w for w in sw if fold(w) in ("de", "del")), None)
+        plural_subject = fold(sw[sw.index(head) - 1] if head and sw.index(head) > 0 else sw[-1]).endswith("s")
+    return fold(words[vi]).endswith("n") != plural_subject
 
 
 def _agreement(right: str) -> str | None:

@@ -268,7 +268,7 @@ def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool =
             # a sentence-initial verb ("Incluye el cable") has a complement; a name ("Ana y Luis",
             # "Sevilla, que ...", "Marta estudió") does not take one
             return "weak" if nxt and nxt not in CONJ and finite_at(words, 1, True) is None else None
-        if _function(words[p], True) and prev not in ("que",):
+        if _function(words[p], True) and prev not in ("que",) and prev not in SUBJECT_PRONOUNS:
             return None
         return "weak"
     form = en_form(w)
