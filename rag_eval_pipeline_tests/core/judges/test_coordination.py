@@ -10,7 +10,12 @@ import pytest
 
 from rag_eval_pipeline.core.judges.claims import split_claims
 from rag_eval_pipeline.core.judges.coordination import looks_verbal, split_coordinated
-from rag_eval_pipeline_tests.core.judges import claim_split_heldout2, claim_split_holdout, claim_split_set
+from rag_eval_pipeline_tests.core.judges import (
+    claim_split_heldout2,
+    claim_split_heldout3,
+    claim_split_holdout,
+    claim_split_set,
+)
 
 SPANISH = [
     # the issue's example: two facts joined by ", y"; the exception stays with its fact. Changed: a
@@ -234,15 +239,17 @@ def test_public_set_exact_split_rate_per_language():
 
 def test_extra_development_sentences_exact_split_rate():
     # claim_split_set.SPANISH_EXTRA / ENGLISH_EXTRA: written before their first run, then developed
-    # against. Measured es 23/23, en 19/22 (before issue 26's rules: 16/23 and 14/22).
+    # against. Measured es 23/23, en 22/22 under rule version 8 (rule version 7: 23/23 and 19/22;
+    # before issue 26's rules: 16/23 and 14/22).
     assert _rate(claim_split_set.SPANISH_EXTRA) >= 0.9
-    assert _rate(claim_split_set.ENGLISH_EXTRA) >= 0.75
+    assert _rate(claim_split_set.ENGLISH_EXTRA) >= 0.86
 
 
 def test_held_out_set_exact_split_rate_per_language():
     # claim_split_holdout.py was committed before the splitter was run on it and is never tuned on:
     # measured es 35/40 = 0.875, en 35/40 = 0.875 (right number of claims 37/40 and 38/40), the same
-    # before and after issue 26's structural rules
+    # before and after issue 26's structural rules; rule version 8: en 37/40 (its two rises are
+    # sentences of the known misses named in docs/judges.md, so not blind)
     assert _rate(claim_split_holdout.SPANISH) >= 0.85
     assert _rate(claim_split_holdout.ENGLISH) >= 0.85
 
@@ -254,6 +261,16 @@ def test_third_held_out_set_exact_split_rate_per_language():
     assert len(claim_split_heldout2.SPANISH) == 40 and len(claim_split_heldout2.ENGLISH) == 40
     assert _rate(claim_split_heldout2.SPANISH) >= 0.85
     assert _rate(claim_split_heldout2.ENGLISH) >= 0.80
+
+
+def test_fourth_held_out_set_exact_split_rate_per_language():
+    # claim_split_heldout3.py (manuals, legal terms, medicine leaflets, sports, recipes, travel) was
+    # committed on its own before the splitter was first run on it, and never tuned on. Measured
+    # blind (rule version 7): exact es 42/49 = 0.857, en 46/49 = 0.939; right number of claims 48/49
+    # and 49/49. Rule version 8: the same. Guard one sentence below.
+    assert len(claim_split_heldout3.SPANISH) == 49 and len(claim_split_heldout3.ENGLISH) == 49
+    assert _rate(claim_split_heldout3.SPANISH) >= 41 / 49
+    assert _rate(claim_split_heldout3.ENGLISH) >= 45 / 49
 
 
 def test_the_guides_compound_sentence_is_three_claims():
@@ -395,4 +412,83 @@ def test_spanish_verb_forms_and_relatives(sentence, expected):
     ("Anna teaches music in Leeds and plays in a band.", ["Anna teaches music in Leeds.", "Anna plays in a band."]),
 ])
 def test_coordination_boundaries(sentence, expected):
+    assert split_claims(sentence) == expected
+
+
+# --- rule version 8: the known misses of rule version 7 (expected claims written by hand before the
+# rules; development sentences, not a held-out set) ------------------------------------------------
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    # the article of a Spanish noun in "-e" comes from what agrees with it, not from its ending
+    ("La casa tiene jardín y su llave está rota.", ["La casa tiene jardín.", "La llave de la casa está rota."]),
+    ("El castillo es del siglo XII y su torre, restaurada en 1990, es la más alta.",
+     ["El castillo es del siglo XII.", "La torre del castillo, restaurada en 1990, es la más alta."]),
+    ("El barrio tiene la calle más estrecha de la ciudad, y su calle principal está cerrada al tráfico.",
+     ["El barrio tiene la calle más estrecha de la ciudad.", "La calle principal del barrio está cerrada al tráfico."]),
+    ("El puerto tiene un faro y su puente es levadizo.",
+     ["El puerto tiene un faro.", "El puente del puerto es levadizo."]),
+    # another sentence of the same text says "La torre"
+    ("La catedral tiene tres naves, y su torre mide 90 metros. La torre se ve desde el río.",
+     ["La catedral tiene tres naves.", "La torre de la catedral mide 90 metros.", "La torre se ve desde el río."]),
+    # no agreement anywhere: the ending decides (masculine for "-e"), a known miss for "torre"
+    ("La catedral tiene tres naves, y su torre mide 90 metros.",
+     ["La catedral tiene tres naves.", "El torre de la catedral mide 90 metros."]),
+])
+def test_spanish_possessive_takes_the_nouns_agreeing_gender(sentence, expected):
+    assert split_claims(sentence) == expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    # a bare plural subject before a conjunct that shows no number (a modal) or a plural one ("were")
+    ("Young drivers pay more and must carry a green sticker.",
+     ["Young drivers pay more.", "Young drivers must carry a green sticker."]),
+    ("Local shops charge a fee and can refuse returns.",
+     ["Local shops charge a fee.", "Local shops can refuse returns."]),
+    ("Senior citizens travel free and were given new cards in May.",
+     ["Senior citizens travel free.", "Senior citizens were given new cards in May."]),
+    # a preposition after the bare word: it is the object noun's ("fever in children"), the "-s" word the verb
+    ("Ibuprofen lowers fever in children and can cause nausea.",
+     ["Ibuprofen lowers fever in children.", "Ibuprofen can cause nausea."]),
+    ("Anna teaches music in Leeds and can play the harp.", ["Anna teaches music in Leeds.", "Anna can play the harp."]),
+])
+def test_english_plural_subject_without_a_bare_second_verb(sentence, expected):
+    assert split_claims(sentence) == expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    # an "-s" word followed by its object is a verb, not a second object
+    ("The clinic treats emergencies and runs tests.", ["The clinic treats emergencies.", "The clinic runs tests."]),
+    ("The bakery sells cakes and makes bread.", ["The bakery sells cakes.", "The bakery makes bread."]),
+    ("The school offers courses and organises trips.", ["The school offers courses.", "The school organises trips."]),
+    ("La panadería vende pan y hace bollos.", ["La panadería vende pan.", "La panadería hace bollos."]),
+    # one word after "and" stays a second object
+    ("The kiosk sells maps and postcards.", ["The kiosk sells maps and postcards."]),
+    ("La tienda vende pan y leche.", ["La tienda vende pan y leche."]),
+    # an irregular participle after a passive and "and"; after "but" a bare word is an adjective
+    ("The bread is sliced by hand and sold in paper bags.",
+     ["The bread is sliced by hand.", "The bread is sold in paper bags."]),
+    ("The cake is baked for 40 minutes and left to cool in the tin.",
+     ["The cake is baked for 40 minutes.", "The cake is left to cool in the tin."]),
+    ("The restaurant is closed on Mondays but open on holidays.",
+     ["The restaurant is closed on Mondays but open on holidays."]),
+])
+def test_verb_and_object_after_and(sentence, expected):
+    assert split_claims(sentence) == expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    # verb-subject order after a fronted phrase: the verb agrees with the noun phrase after it
+    ("El lago es profundo, y en él viven truchas.", ["El lago es profundo.", "En él viven truchas."]),
+    ("Los bosques cubren el norte, y en ellos vive el oso pardo.",
+     ["Los bosques cubren el norte.", "En ellos vive el oso pardo."]),
+    ("La finca tiene un huerto, y en verano crecen tomates.",
+     ["La finca tiene un huerto.", "En verano crecen tomates."]),
+    # the verb agrees with the first subject: it is carried
+    ("Los bares cierran a la una, y en verano cierran a las tres.",
+     ["Los bares cierran a la una.", "En verano los bares cierran a las tres."]),
+    ("Los socios pagan 20 euros, y desde enero pagan 25.",
+     ["Los socios pagan 20 euros.", "Desde enero los socios pagan 25."]),
+])
+def test_spanish_subject_after_its_verb(sentence, expected):
     assert split_claims(sentence) == expected
