@@ -239,6 +239,9 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
         if not subject or _inverted_subject(words, vi, subject):
             return [left, right]
         return [left, right[: spans[gs].start()] + _lower_first(subject) + " " + right[spans[gs].start():]]
+    if participles and not _spanish(lwords):
+        k = _chain_index(lwords, lvi, "bare")
+        participles = k is not None and en_form(lwords[k]) == "ed"  # a passive: "is sliced", not "are smaller"
     if not _vp_ok(lwords, lvi, right, strength, participles):
         plural = _plural_subject_reading(left, lwords, lvi, strength)
         if plural is None or not _vp_ok(lwords, plural[1], right, strength):

@@ -472,6 +472,9 @@ def test_english_plural_subject_without_a_bare_second_verb(sentence, expected):
      ["The cake is baked for 40 minutes.", "The cake is left to cool in the tin."]),
     ("The restaurant is closed on Mondays but open on holidays.",
      ["The restaurant is closed on Mondays but open on holidays."]),
+    # no passive before "and": two predicate adjectives stay one claim (a BEGIN response)
+    ("They are also smaller and heavier than those used in candlepin bowling.",
+     ["They are also smaller and heavier than those used in candlepin bowling."]),
 ])
 def test_verb_and_object_after_and(sentence, expected):
     assert split_claims(sentence) == expected
