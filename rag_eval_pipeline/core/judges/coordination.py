@@ -443,7 +443,10 @@ def _gapped(left: str, right: str) -> list[str] | None:
     the first conjunct's predicate repeats that predicate with its own NP and phrase ("Los alumnos
     de primero tienen clase por la mañana y los de segundo por la tarde" → "Los de segundo tienen
     clase por la tarde"; Quirk et al. 1985, §13.92). The NP replaces the subject when it shares the
-    subject's determiner or head word, the object when it shares the object's; otherwise None."""
+    subject's determiner or head word, the object when it shares the object's; a name replaces the
+    object when the object is a name ("Ana visitó Roma en mayo y París en junio" → "Ana visitó París
+    en junio"), else the subject when that is a name ("Acme was founded in 1985 and Globex in 1990"
+    → "Globex was founded in 1990"); otherwise None."""
     pre = _subject_prefix(left)
     if pre is None or not pre[0]:
         return None
@@ -482,10 +485,14 @@ def _gapped(left: str, right: str) -> list[str] | None:
         return bool(words) and (fold(words[0]) == fold(npw[0]) and fold(words[0]) in DETERMINERS
                                 or fold(words[-1]) == fold(npw[-1]))
 
-    if parallel(subj):
+    def names(words: list[str]) -> bool:  # "Roma", "París", "Real Madrid": a name stands for a name
+        return bool(words) and all(w[:1].isupper() or fold(w) in ("de", "of", "del") for w in words)
+
+    obj = lwords[oi:pp] if oi < pp else []
+    if parallel(subj) or names(npw) and names(subj) and not names(obj):
         verb_phrase = left[lspans[gs].start(): lspans[pp].start()].strip()
         return [left, f"{np_} {verb_phrase} {phrase}"]
-    if oi < pp and parallel(lwords[oi:pp]):
+    if obj and (parallel(obj) or names(npw) and names(obj)):
         head = left[: lspans[oi].start()].strip()
         return [left, f"{head} {np_} {phrase}"]
     return None

@@ -495,3 +495,19 @@ def test_verb_and_object_after_and(sentence, expected):
 ])
 def test_spanish_subject_after_its_verb(sentence, expected):
     assert split_claims(sentence) == expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    # gapping with a name as the remnant: it stands for the object when the object is a name, else
+    # for the subject when that is one
+    ("Ana visitó Roma en mayo y París en junio.", ["Ana visitó Roma en mayo.", "Ana visitó París en junio."]),
+    ("The band played Madrid in May and Paris in June.",
+     ["The band played Madrid in May.", "The band played Paris in June."]),
+    ("Ana llegó en mayo y Luis en junio.", ["Ana llegó en mayo.", "Luis llegó en junio."]),
+    ("Acme was founded in 1985 and Globex in 1990.", ["Acme was founded in 1985.", "Globex was founded in 1990."]),
+    # a remnant that is not a name and shares nothing stays (a known miss)
+    ("La empresa abrió una tienda en Madrid en 2010 y otra en París en 2015.",
+     ["La empresa abrió una tienda en Madrid en 2010 y otra en París en 2015."]),
+])
+def test_gapping_with_names(sentence, expected):
+    assert split_claims(sentence) == expected
