@@ -77,6 +77,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
+from rag_eval_pipeline.core.judges.binding import swapped
 from rag_eval_pipeline.core.judges.direction import direction_flip
 from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported: the rule's pieces
     OPTIONAL_KEYS,
@@ -385,6 +386,8 @@ class RuleBasedJudge(EncoderSignals):
                     ev = replace(ev, direction_flipped=flip)
                 if ev.number_conflict and not kinds_conflict(text, s.text, lang, ct.numbers, s.tokens.numbers):
                     ev = replace(ev, number_conflict=False)  # the differing numbers count different things
+                if ev.numbers_ok and len(s.tokens.numbers) > 1 and swapped(text, ct.numbers, s.text, lang):
+                    ev = replace(ev, numbers_ok=False, number_conflict=True)  # another fact's number
             if cross or max(ev.lexical, ev.word) >= floor:
                 chunk_names = frozenset(stem_word(n, lang) for n in names if n in stated)
                 missing = ct.words - s.tokens.words
