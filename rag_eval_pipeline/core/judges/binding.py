@@ -19,9 +19,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from rag_eval_pipeline.core.judges.number_kinds import number_kinds
 from rag_eval_pipeline.core.judges.tokens import STOPWORDS, TEXT_CACHE_SIZE, surface_words, tokens
 
 _WORD = re.compile(r"[^\W_]+")
+#: A fact with more numbers than this is a statistic ("1.82; 95% CI, 1.07-3.08"), whose numbers
+#: a claim quotes in pieces: such a sentence is not checked.
+MAX_FACT_NUMBERS = 2
 
 
 @lru_cache(maxsize=TEXT_CACHE_SIZE)
@@ -33,6 +37,10 @@ def sentence_facts(text: str, language: str) -> tuple[tuple[frozenset[str], froz
     from rag_eval_pipeline.core.judges.coordination import split_coordinated
 
     return tuple((tokens(p, language).numbers, surface_words(p)) for p in split_coordinated(text))
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split()).strip(" .;,!?…").casefold()
 
 
 def capitalised(text: str) -> frozenset[str]:
@@ -47,15 +55,19 @@ def swapped(claim_text: str, claim_numbers: frozenset[str], sentence_text: str, 
     """True when the context sentence states the claim's numbers and names but no one of its facts
     states them together, and a fact that names them all gives another number (module docstring).
     Input: the claim's text and canonical numbers, the sentence's text and language. Output: bool;
-    False when the claim has no number or no name of the sentence, or the sentence is one fact."""
-    if not claim_numbers:
-        return False
+    False when the claim has no number but a name's ("IL-1"; :mod:`number_kinds`), no name of the
+    sentence, is a verbatim part of the sentence (a quote cut at a semicolon may span two of its
+    facts), or the sentence is one fact."""
+    kinds = number_kinds(claim_text, language)
+    claim_numbers = frozenset(n for n in claim_numbers if kinds.get(n) != frozenset({"name"}))
+    if not claim_numbers or _flat(claim_text) in _flat(sentence_text):
+        return False  # a name's number ("IL-1") binds nothing; a verbatim quote swaps nothing
     names = surface_words(claim_text) & capitalised(sentence_text)
     if not names:
         return False
     facts = sentence_facts(sentence_text, language)
-    if len(facts) < 2:
-        return False
+    if len(facts) < 2 or any(len(nums) > MAX_FACT_NUMBERS for nums, _ in facts):
+        return False  # one fact, or a fact of statistics (estimates, intervals, p-values): not bound
     if any(claim_numbers <= nums and names <= words for nums, words in facts):
         return False
     return any(names <= words and not claim_numbers <= nums and nums - claim_numbers for nums, words in facts)

@@ -53,3 +53,17 @@ def test_no_binding_without_names_numbers_or_two_facts():
                        "english")
     # no name of the sentence in the claim (common nouns are not bound)
     assert not swapped("The shop opens at 1990.", n1990, "The shop opens at 1985 and closes at 1990.", "english")
+
+
+def test_statistics_quotes_and_name_numbers_are_not_bound():
+    # a fact with three or more numbers is a statistic: a claim quoting part of it is not checked
+    # (by hand: the second fact "…, 2.05; 95% CI, 1.15-3.64" holds 2.05, 95, 1.15, 3.64)
+    stat = ("Risk rose in Spain (ratio 1.8) and it doubled in Italy (ratio 2.05; 95% CI, 1.15-3.64).")
+    assert not swapped("Risk rose in Italy (ratio 1.8).", tokens("1.8", "english").numbers, stat, "english")
+    # a verbatim part of the sentence swaps nothing, whatever facts the splitter makes of it
+    s = "Acme was founded in 1985 and Globex in 1990."
+    assert not swapped("Acme was founded in 1985 and Globex in 1990", tokens("1985 1990", "english").numbers, s,
+                       "english")
+    # "IL-1": the 1 is the name's, not a quantity to bind
+    s = "IL-10 blocks PD-1 and IL-6 blocks PD-2."
+    assert not swapped("IL-1 blocks PD.", tokens("1", "english").numbers, s, "english")
