@@ -111,6 +111,7 @@ from rag_eval_pipeline.core.judges.rule_context import (  # noqa: F401 - re-expo
     acronyms,
     chunk_name_stems,
     context_sentences,
+    open_question,
     passage_recall,
 )
 from rag_eval_pipeline.core.judges.rule_params import PARAMS_FILE, check_params, read_params
@@ -386,6 +387,9 @@ class RuleBasedJudge(EncoderSignals):
                     ev = replace(ev, direction_flipped=flip)
                 if ev.number_conflict and not kinds_conflict(text, s.text, lang, ct.numbers, s.tokens.numbers):
                     ev = replace(ev, number_conflict=False)  # the differing numbers count different things
+                if (ev.negation_flipped or ev.direction_flipped) and open_question(s.text):
+                    # a question or a study's aim states neither polarity: no contradiction, no support
+                    ev = replace(ev, negation_flipped=frozenset(), direction_flipped=None, negation_unanchored=True)
                 if ev.numbers_ok and len(s.tokens.numbers) > 1 and swapped(text, ct.numbers, s.text, lang):
                     ev = replace(ev, numbers_ok=False, number_conflict=True)  # another fact's number
             if cross or max(ev.lexical, ev.word) >= floor:
