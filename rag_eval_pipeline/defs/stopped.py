@@ -12,7 +12,8 @@ materialised from the UI (Dagster's implicit asset job) and the nightly schedule
 in a run that selects the report, the hook, in the failed step's process, before the run ends:
 
 1. moves the last decided run's ``report.md``, ``report.html`` and ``decision.json`` into ``previous/``
-   (``os.replace``: nothing is deleted; ``previous/`` always holds the last run that wrote a report);
+   (``os.replace``: nothing is deleted; a second stopped run in a row finds no report to move and only
+   replaces the stopped ``decision.json``, so ``previous/`` keeps the last decided run's);
 2. writes ``decision.json`` with :func:`core.report.decision.stopped_decision`, by the one writer
    (:func:`core.report.decision.write_decision`): verdict ``fail``, ``promotion_action`` ``blocked``,
    ``stopped_before_report: true``, the failed checks (with their reasons) and steps in
@@ -38,7 +39,7 @@ from rag_eval_pipeline.core.report.decision import (
     stopped_decision,
     write_decision,
 )
-from rag_eval_pipeline.defs.scope import SuiteScope
+from rag_eval_pipeline.defs.scope import SHARDS, SuiteScope
 
 #: The files a stopped run sets aside (``previous/``) before writing its stopped decision.
 SET_ASIDE = ("report.md", "report.html", DECISION_FILE)
@@ -117,14 +118,17 @@ def selects_report(context: dg.HookContext, report_key: dg.AssetKey) -> bool:
     return "__".join(report_key.path) in keys  # an asset's step key: its key's parts joined by "__"
 
 
-def write_stopped(context: dg.HookContext, scope: SuiteScope, report_key: dg.AssetKey) -> Path | None:
+def write_stopped(context: dg.HookContext, scope: SuiteScope, report_key: dg.AssetKey,
+                  in_shard: bool = False) -> Path | None:
     """The hook's work (see the module docstring). Output: the path of the stopped ``decision.json``, or None
-    when this run does not select the report or already wrote its decision. Raises OSError on an unwritable
+    when this run does not select the report or already wrote its decision. ``in_shard``: the step is a question
+    shard's (``<suite>__question_shards``): its run never holds the report, but is always the first part of a
+    full evaluation that now cannot be decided, so it writes the stopped decision too. Raises OSError on an unwritable
     folder, ConfigError on a configuration that no longer loads (the hook's failure is logged by Dagster)."""
     from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
     from rag_eval_pipeline.defs.report import baseline_words, decision_inputs
 
-    if not selects_report(context, report_key):
+    if not in_shard and not selects_report(context, report_key):
         return None
     store = scope.store(context)
     folder = store.folder()
@@ -158,13 +162,14 @@ def write_stopped(context: dg.HookContext, scope: SuiteScope, report_key: dg.Ass
     return written
 
 
-def stopped_hook(scope: SuiteScope, report_key: dg.AssetKey) -> dg.HookDefinition:
-    """The failure hook of ``scope``'s steps upstream of its report (see the module docstring); it needs the
-    suite's settings and store resources."""
+def stopped_hook(scope: SuiteScope, report_key: dg.AssetKey, in_shard: bool = False) -> dg.HookDefinition:
+    """The failure hook of ``scope``'s steps upstream of its report (see the module docstring); ``in_shard``: the
+    hook of its question shards' steps (:func:`write_stopped`). It needs the suite's settings and store resources."""
+    name = scope.op("stopped_before_report") + ("__in_shard" if in_shard else "")
 
-    @dg.failure_hook(name=scope.op("stopped_before_report"), required_resource_keys=scope.needs("settings", "store"))
+    @dg.failure_hook(name=name, required_resource_keys=scope.needs("settings", "store"))
     def stopped_before_report(context: dg.HookContext) -> None:
-        write_stopped(context, scope, report_key)
+        write_stopped(context, scope, report_key, in_shard=in_shard)
 
     return stopped_before_report
 
@@ -183,7 +188,11 @@ def guard(scope: SuiteScope, assets: list, checks: list, report_key: dg.AssetKey
         if key not in upstream and key in deps:
             upstream.add(key)
             todo.extend(deps[key])
-    hook = {stopped_hook(scope, report_key)}
+    hooks = {False: {stopped_hook(scope, report_key)}, True: {stopped_hook(scope, report_key, in_shard=True)}}
+    depth = len(scope.prefix)
+
+    def in_shard(keys) -> bool:  # a question shard's step: <suite>/shards/<table>
+        return any(len(k.path) > depth and k.path[depth] == SHARDS for k in keys)
 
     def guarded(d) -> bool:
         return isinstance(d, dg.AssetsDefinition) and bool(set(d.keys) & upstream)
@@ -191,5 +200,6 @@ def guard(scope: SuiteScope, assets: list, checks: list, report_key: dg.AssetKey
     def guarded_check(c) -> bool:
         return any(spec.blocking and spec.asset_key in upstream for spec in c.check_specs)
 
-    return ([a.with_hooks(hook) if guarded(a) else a for a in assets],
-            [c.with_hooks(hook) if guarded_check(c) else c for c in checks])
+    return ([a.with_hooks(hooks[in_shard(a.keys)]) if guarded(a) else a for a in assets],
+            [c.with_hooks(hooks[in_shard([s.asset_key for s in c.check_specs])]) if guarded_check(c) else c
+             for c in checks])

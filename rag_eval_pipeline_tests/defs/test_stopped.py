@@ -95,6 +95,11 @@ def test_a_selection_with_the_report_that_fails_upstream_leaves_a_stopped_decisi
     assert (out / PREVIOUS_DIR / "report.md").read_text(encoding="utf-8") == "# the earlier run's report\n"
     assert not (out / "report.md").exists() and not (out / "report.html").exists()
 
+    # a second stopped run in a row: its own stopped decision; previous/ still holds the last decided run's
+    again = _materialize(config, out, dg.AssetSelection.assets("evaluation_report").upstream())
+    assert json.loads((out / DECISION_FILE).read_text(encoding="utf-8"))["run_id"] == again.run_id != result.run_id
+    assert json.loads((out / PREVIOUS_DIR / DECISION_FILE).read_text(encoding="utf-8")) == decided
+
 
 def test_a_selection_without_the_report_leaves_the_decision_alone(folder_with_a_decided_run):
     config, out, decided = folder_with_a_decided_run
