@@ -59,6 +59,8 @@ def test_a_run_stopped_before_its_report_leaves_a_blocked_decision_and_keeps_the
     assert decided["stopped_before_report"] is False
     assert decided["inputs"]["config_sha256"] and decided["inputs"]["golden_version"]
     first_report = (out / "report.md").read_text(encoding="utf-8")
+    assert f"| Dagster run | {first_id} |" in first_report  # the report names the run it describes
+    assert f"| configuration sha256 | {decided['inputs']['config_sha256']} |" in first_report
 
     # the second run: every claim label JUDGE_ERROR -> share 1.0 > judge.max_error_share 0.05 (the default)
     cfg = yaml.safe_load(config.read_text(encoding="utf-8"))

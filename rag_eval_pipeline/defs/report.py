@@ -263,6 +263,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     decision, calibration = run_decision(settings, store, gate_results, golden_set, rag_runs, corpus_snapshot,
                                          judge_labels, manifest, citation_claims, nugget_labels, quick=quick)
 
+    inputs = decision_inputs(settings, golden_set, rag_runs)
     card_rows = (question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(list(CARD_METRICS)))
                  .collect(engine="streaming"))
     report = build_report(
@@ -271,6 +272,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         baseline_manifest=manifest, generated_at=dt.datetime.now(dt.UTC),
         kappa_floor=cfg.calibration.kappa_floor, decision=decision, gate_split=cfg.gate_split,
         suite=suite, citation_claims=citation_claims, citations=citations, nugget_labels=nugget_labels,
+        run={"run_id": context.run_id, "config_sha256": inputs["config_sha256"]},
     )
     md_path = write_text_atomic(report.markdown, store.path("report.md"))
     html_path = write_text_atomic(report.html, store.path("report.html"))
@@ -279,7 +281,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
                 "k": pl.Int32, "value": pl.Float64}), TREND_METRICS, store.path("trend.html"))
     url = report_url(os.environ.get(REPORT_URL_ENV), store.serve_root, html_path)
     decision_path = write_decision(decision, store.path(DECISION_FILE), run_id=context.run_id, suite=suite,
-                                   inputs=decision_inputs(settings, golden_set, rag_runs),
+                                   inputs=inputs,
                                    report_html=str(html_path.resolve()), report_url=url)
     archived = None
     if not quick:
