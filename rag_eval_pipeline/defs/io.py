@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dagster as dg
-import polars as pl
 from pydantic import PrivateAttr
 
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import (
     WriteContext,
@@ -38,6 +38,11 @@ from rag_eval_pipeline.core.storage import (
     write_parquet_atomic,
 )
 from rag_eval_pipeline.core.suites import claim_output_folder
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 #: Run tag naming one evaluation made of several runs (a sharded suite's shard runs and the run that merges
 #: them, ``defs/shards.py``): its runs hold the output folder together, as the steps of one run do. The runs of
