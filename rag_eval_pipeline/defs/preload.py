@@ -18,7 +18,8 @@ fork (measured by ``bench/bench_startup.py``):
   (``$DAGSTER_HOME``: SQLite by default, ``dagster_postgres`` in the Postgres deployment), with SQLAlchemy,
   Alembic and universal-pathlib (:data:`STEP_MODULES`): a step process opens the instance before anything
   else, and these imports were most of its start-up;
-* imports the pyarrow modules that every step writing or reading a table uses (:data:`TABLE_MODULES`). What
+* imports polars and the pyarrow modules that every step writing or reading a table uses (:data:`TABLE_MODULES`;
+  the code location itself imports neither, ``core/lazy.py``). What
   only one or two steps need (scipy for the statistics, bm25s, an encoder, a model client) is left to them:
   the forkserver would pay it before the first step.
 
@@ -51,7 +52,7 @@ STEP_MODULES = ("dagster._core.execution.api", "dagster._core.execution.plan.exe
                 "dagster._core.system_config.composite_descent", "dagster._utils.test.definitions",
                 "sqlalchemy", "alembic", "upath.core")
 #: Imported by every step that writes or reads a table (``core/table_files.py``, ``core/storage.py``).
-TABLE_MODULES = ("pyarrow.compute", "pyarrow.parquet")
+TABLE_MODULES = ("polars", "pyarrow.compute", "pyarrow.parquet")
 
 
 def instance_modules(dagster_home: str | None) -> list[str]:
