@@ -18,8 +18,9 @@ Until then the module is not in ``sys.modules`` (``rag_eval_pipeline_tests/test_
 built (``def step(rag_runs: pl.DataFrame) -> dg.Output[pl.DataFrame]``: ``typing.get_type_hints``, then
 one ``PythonObjectDagsterType`` per class, checking ``isinstance``). Before the import they are stand-in
 classes of the same name whose ``isinstance``/``issubclass`` checks, calls and attributes are the real
-class's, imported then; after it, the stand-in is still what the annotation resolved to, so a Dagster type's
-``typing_type`` is compared with the same ``pl.LazyFrame`` (``defs/io.py``).
+class's, imported then; after it, the stand-in is still what the annotation resolved to, and
+``issubclass(t, pl.LazyFrame)`` holds for the stand-in and for polars's class alike (``defs/io.py`` reads a table
+annotated either way as a scan).
 
 Mechanism: PEP 562-style attribute look-up on a module object (``types.ModuleType.__getattr__``) and
 ``importlib.import_module`` (https://docs.python.org/3/library/importlib.html#importlib.import_module); the
@@ -49,7 +50,7 @@ class _StandIn(type):
         return isinstance(obj, cls.real())
 
     def __subclasscheck__(cls, sub: type) -> bool:
-        return issubclass(sub, cls.real())
+        return sub is cls or issubclass(sub, cls.real())
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         return cls.real()(*args, **kwargs)

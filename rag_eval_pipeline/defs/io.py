@@ -187,7 +187,9 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
             columns = metadata.get("columns")
             columns = list(columns) if columns else None
             on_migrate = context.log.warning if context.log is not None else None
-            if lazy or getattr(context.dagster_type, "typing_type", None) is pl.LazyFrame:  # annotated LazyFrame
+            typing_type = getattr(context.dagster_type, "typing_type", None)
+            # annotated LazyFrame: polars's class, or its stand-in that the project's annotations resolve to
+            if lazy or (isinstance(typing_type, type) and issubclass(typing_type, pl.LazyFrame)):
                 return scan_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
             return read_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
         if as_json.exists():

@@ -29,6 +29,7 @@ import dagster as dg
 
 from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.metrics.names import level_label
+from rag_eval_pipeline.core.storage import BASELINE_DIR  # the suite folder's names are declared there
 from rag_eval_pipeline.defs.report import REPORT_ASSET
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
@@ -49,7 +50,7 @@ def load_baseline(store: TableFolder) -> "PromotedBaseline | None":
     """The promoted baseline (manifest, metric_summary, question_metrics), or None before the first promotion.
 
     Raises BaselineDamaged when it was promoted but is now missing, edited or unreadable (``core/baseline.py``)."""
-    from rag_eval_pipeline.core.baseline import BASELINE_DIR, read_baseline
+    from rag_eval_pipeline.core.baseline import read_baseline
     return read_baseline(store.path(BASELINE_DIR).parent)
 
 
@@ -187,7 +188,7 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     Nothing is written when no candidate is configured, or when the candidate is the promoted baseline
     itself (the stored one, with its promotion time, stays). Raises ValueError, before writing, when
     the system has no row in this run's tables (an empty baseline would fail every later gate)."""
-    from rag_eval_pipeline.core.baseline import BASELINE_DIR, with_file_hashes
+    from rag_eval_pipeline.core.baseline import with_file_hashes
     from rag_eval_pipeline.core.gates import same_run_configuration
     from rag_eval_pipeline.core.report.decision import NO_GATE
     cfg = settings.config

@@ -73,6 +73,7 @@ def test_a_stand_in_class_is_the_real_class_for_isinstance_calls_and_attributes(
     assert isinstance(made, frame_class) and isinstance(real(), frame_class)
     assert not isinstance(sys.modules[probe].Other(), frame_class) and not isinstance(3, frame_class)
     assert issubclass(real, frame_class) and not issubclass(sys.modules[probe].Other, frame_class)
+    assert issubclass(frame_class, frame_class)  # a Dagster type's typing_type, compared as defs/io.py does
     assert frame_class.KIND == "frame" and type(frame_class.empty()) is real
     assert mod.Frame is frame_class  # what annotations resolved to stays the same object
 
