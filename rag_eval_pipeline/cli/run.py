@@ -134,9 +134,11 @@ def run(args: argparse.Namespace) -> int:
     gates_path = out / "gate_results.parquet"
     decision_path = out / "decision.json"
     decision_rewritten = decision_path.exists() and not stale(decision_path)
-    print("\n" + verdict_line(decision_path if decision_rewritten else None, extra_failures(checks, failed_steps),
-                              stopped_by(failed_steps, checks)))
-    print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path))))
+    extra = extra_failures(checks, failed_steps, decision_rewritten)
+    print("\n" + verdict_line(decision_path if decision_rewritten else None, extra, stopped_by(failed_steps, checks)))
+    # the gate counts (not a second verdict); failing gates are listed under the verdict when it was decided
+    print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path), len(loaded.config.thresholds),
+                               listed=decision_rewritten)))
     promotion = promotion_line(result, suite.name, quick)
     print(promotion)
     report = out / "report.html"
@@ -168,7 +170,7 @@ def add(sub) -> None:
 
     p = sub.add_parser(NAME, help="materialise one suite's job and print the summary, checks, gates, promotion",
                        description="Materialise one suite's job in process and print the summary, one line per check, "
-                                   "the gate verdict, whether promotion happened and where report.html is.",
+                                   "the run's verdict, the gates, whether promotion happened and where report.html is.",
                        epilog=epilog(NAME), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_suite_options(p)
     p.add_argument("--job", default=FULL, choices=[FULL, QUICK_JOB],

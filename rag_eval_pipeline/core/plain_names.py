@@ -14,6 +14,10 @@ FULL, QUICK_JOB = "full_evaluation", "quick_evaluation"
 GATE_SPLITS = ("dev", "test", "all")
 #: How ``rag-eval compare`` names a side.
 COMPARE_SIDE_SYNTAX = "system:NAME | baseline | night:YYYY-MM-DD[:NAME] | run:RUN_ID[:NAME] | dir:PATH[:NAME]"
+#: The blocking checks (Dagster check names) the run's decision states (``core.report.decision``).
+GATE_CHECK = "no_regression_against_baseline"
+CALIBRATION_CHECK = "judge_calibrated_above_floor"
+RUN_ERRORS_CHECK = "run_errors_within_share"
 #: How a corpus is cut into chunks (``core.corpus``).
 CHUNKING_STRATEGIES = ("paragraphs", "document")
 
@@ -30,6 +34,6 @@ CHUNK_STATUS = ("active", "withdrawn", "replaced")
 SPLITS = ("dev", "test")
 LEVELS = ("chunk", "doc")  # what a retrieval metric row was scored against (core/metrics/doc_level.py)
 
-__all__ = ["ANSWERABILITY", "CHUNKING_STRATEGIES", "CHUNK_STATUS", "COMPARE_SIDE_SYNTAX", "DECISIONS", "FULL",
-           "GATE_SPLITS", "LEVELS", "NUGGET_IMPORTANCE", "QUICK_JOB", "SPLITS", "SUPPORT_VERDICTS", "VERDICTS",
-           "VERDICT_FAMILIES"]
+__all__ = ["ANSWERABILITY", "CALIBRATION_CHECK", "CHUNKING_STRATEGIES", "CHUNK_STATUS", "COMPARE_SIDE_SYNTAX",
+           "DECISIONS", "FULL", "GATE_CHECK", "GATE_SPLITS", "LEVELS", "NUGGET_IMPORTANCE", "QUICK_JOB",
+           "RUN_ERRORS_CHECK", "SPLITS", "SUPPORT_VERDICTS", "VERDICTS", "VERDICT_FAMILIES"]

@@ -17,6 +17,9 @@ the report reads the stored baseline before promotion replaces it, so the report
 baseline as the gates and states what promotion then does (promote, keep, blocked), which is what the CLI
 prints. The report cannot come after ``promotion`` instead: ``promotion`` hangs below the blocking checks,
 and the report must be written on the very night they fail.
+The checks on ``gate_verdict`` fail in the UI while the report is still written; the report decides them
+with the same functions (``defs/report.py``: ``run_decision``), so it names each failing check as a blocking
+failure and never says "promote" for a candidate they block.
 ``regression_cases`` adds to its own previous materialisation (read from the suite's folder); what it computes
 is ``core/regressions.py``.
 """
@@ -118,7 +121,7 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate
     ``promote`` is null when no candidate is configured; ``unchanged_since_promotion`` when the
     candidate is already the promoted baseline (promotion then keeps the stored one); ``manifest`` what
     the candidate ran (``core.gates.run_manifest`` of ``rag_runs`` and ``golden_set``), the manifest
-    ``promotion`` stores (null without a candidate or without those tables)."""
+    ``promotion`` stores (null without a candidate or without those tables); ``gates`` the gate rows evaluated."""
     from rag_eval_pipeline.core.gates import run_manifest
     from rag_eval_pipeline.core.regressions import failed_gates
     cfg = settings.config
@@ -129,7 +132,7 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate
     manifest = run_manifest(rag_runs, golden_set, promote) if promote and rag_runs is not None \
         and golden_set is not None else None
     verdict = {"promote": promote, "passed": not failures, "blocking_failures": failures,
-               "unchanged_since_promotion": bool(unchanged), "manifest": manifest}
+               "unchanged_since_promotion": bool(unchanged), "manifest": manifest, "gates": gate_results.height}
     return dg.Output(verdict, metadata={
         "promote": promote or "none (no candidate configured)", "passed": not failures,
         "blocking_failures": dg.MetadataValue.json(failures),
@@ -162,14 +165,16 @@ def run_errors_within_share(settings: EvalSettings, rag_runs: pl.DataFrame) -> d
     """The check ``run_errors_within_share`` (on ``gate_verdict``; :data:`RUN_ERRORS_DESCRIPTION`): passes when
     no system's share of error rows in ``rag_runs`` is above ``gates.max_run_error_share`` (0..1); metadata:
     the limit, the systems over it and every system's error counts (``core.systems.error_reasons``)."""
-    from rag_eval_pipeline.core.systems.error_reasons import error_counts
+    from rag_eval_pipeline.core.systems.error_reasons import error_counts, error_share_failures
 
     limit = settings.config.gates.max_run_error_share
     counts = error_counts(rag_runs)
     over = {s: c for s, c in counts.items() if c["share"] > limit}
+    failures = error_share_failures(rag_runs, limit)  # the run's decision (the report) states the same lines
     return dg.AssetCheckResult(
-        passed=not over,
+        passed=not failures,
         metadata={
+            "reason": "; ".join(failures) if failures else f"every system's share of errored runs is within {limit:g}",
             "limit": limit,
             "over_limit": dg.MetadataValue.json(sorted(over)),
             "errors_by_system": dg.MetadataValue.json(counts),
@@ -190,7 +195,7 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     the system has no row in this run's tables (an empty baseline would fail every later gate)."""
     from rag_eval_pipeline.core.baseline import with_file_hashes
     from rag_eval_pipeline.core.gates import same_run_configuration
-    from rag_eval_pipeline.core.report.decision import NO_GATE
+    from rag_eval_pipeline.core.report.decision import promotion_basis
     cfg = settings.config
     system = gate_verdict.get("promote")
     stored = load_baseline(store)
@@ -220,7 +225,7 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     # the tables' content hashes, checked whenever the baseline is read (core/baseline.py)
     manifest = with_file_hashes(manifest, store.path(BASELINE_DIR).parent)
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
-    basis = "no blocking failure" if cfg.thresholds else NO_GATE  # worded as the run's decision words it
+    basis = promotion_basis(int(gate_verdict.get("gates") or 0), len(cfg.thresholds))  # as the decision words it
     context.log.info(f"promoted {system} as the baseline: {basis}")
     if baseline_key is not None:  # the external asset promoted_baseline: what it holds now
         context.log_event(dg.AssetMaterialization(asset_key=baseline_key, metadata={

@@ -10,11 +10,12 @@ Order of the steps and why the report can state the promotion outcome: the gate 
 ``promotion`` runs after that check and after this report (it declares ``evaluation_report`` as a dependency,
 so the report reads the stored baseline before promotion replaces it), from the same gate table and the same
 calibration. The report does
-not wait on the calibration check (a failed blocking check skips everything downstream, and the report
-must be written on exactly such a night): it computes the same calibration table with
-``defs.calibration.compute_calibration`` and decides it with ``core.metrics.calibration_status``, the
-function the check itself calls. So the report says what the promotion step does; the ``promotion``
-asset and the CLI record what it did.
+not wait on the calibration check or the checks on ``gate_verdict`` (a failed blocking check skips everything
+downstream, and the report must be written on exactly such a night): it computes the same calibration table
+with ``defs.calibration.compute_calibration`` and decides it with ``core.metrics.calibration_status``, and
+the run-error share with ``core.systems.error_reasons.error_share_failures``, the functions the checks
+themselves call. So a check that fails in the UI fails in the report too (named in its blocking failures),
+the report says what the promotion step does, and the ``promotion`` asset and the CLI record what it did.
 
 The viewer groups (whose access the pages respect: a restricted chunk's text never appears) come from
 the configuration section ``report: {viewer_groups: [...]}`` (default ``["customers"]``). Every table it
@@ -46,6 +47,7 @@ from rag_eval_pipeline.core import storage
 from rag_eval_pipeline.core.errors import EvalError
 from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.metrics.names import KEY_METRICS, metric_label
+from rag_eval_pipeline.core.storage import write_json_atomic, write_text_atomic
 from rag_eval_pipeline.defs.calibration import HISTORY_FILE, compute_calibration
 from rag_eval_pipeline.defs.resources import REPORT_URL_ENV, EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import QUICK, SuiteScope
@@ -147,11 +149,14 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     The calibration is computed as the ``judge_calibration`` asset computes it (no history written) and
     decided by ``core.metrics.calibration_status`` as the calibration check decides it; a label file that
     cannot be read makes the calibration state "error" (blocking where a gate is judge-based), not a
-    failed report."""
+    failed report. The run-error check (``run_errors_within_share``) is decided by
+    ``core.systems.error_reasons.error_share_failures``, the function the check calls: a candidate that check
+    blocks is "fail" / "blocked" here too, the check named in ``blocking_failures``."""
     from rag_eval_pipeline.core.gates import unchanged_since_promotion
     from rag_eval_pipeline.core.labelling import current_content_hashes
     from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
-    from rag_eval_pipeline.core.report.decision import decide, judge_errors_by_system, split_questions
+    from rag_eval_pipeline.core.report.decision import RUN_ERRORS_CHECK, decide, judge_errors_by_system, split_questions
+    from rag_eval_pipeline.core.systems.error_reasons import error_share_failures
     cfg = settings.config
     section = cfg.calibration
     error = None
@@ -164,6 +169,8 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
         table, error = None, str(exc)
     status = calibration_status(table, configured=section.configured, kappa_floor=section.kappa_floor,
                                 gated_metrics=[t.metric for t in cfg.thresholds], error=error)
+    # the run-error check on gate_verdict stops promotion, not the report: decided here by the function it calls
+    failed_checks = {RUN_ERRORS_CHECK: error_share_failures(rag_runs, cfg.gates.max_run_error_share)}
     split = cfg.gate_split
     n_split = split_questions(golden_set, split)
     decision = decide(gate_results, status, split=split, split_questions=n_split,
@@ -172,7 +179,8 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
                       stored_baseline=(f"{manifest.get('system')}, promoted {manifest.get('promoted_at', '?')}"
                                        if manifest else None),
                       judge_errors=judge_errors_by_system(judge_labels),
-                      unchanged=unchanged_since_promotion(rag_runs, golden_set, cfg.gates.promote, manifest))
+                      unchanged=unchanged_since_promotion(rag_runs, golden_set, cfg.gates.promote, manifest),
+                      thresholds=len(cfg.thresholds), failed_checks=failed_checks)
     return decision, table
 
 
@@ -217,7 +225,6 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     from rag_eval_pipeline.core.report.decision import decision_blocks, verdict_word
     from rag_eval_pipeline.core.report.markdown import render_markdown
     from rag_eval_pipeline.core.report.questions import CARD_METRICS
-    from rag_eval_pipeline.core.storage import write_json_atomic, write_text_atomic
     cfg = settings.config
     groups = viewer_groups(settings)
     history = metric_history

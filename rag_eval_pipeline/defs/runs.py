@@ -80,9 +80,11 @@ def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame,
     from rag_eval_pipeline.core.systems.runs import run_row_coverage
     cfg = settings.config
     cov = run_row_coverage(cfg.system_names, rag_runs, golden_set, corpus_snapshot, complete=cfg.complete)
+    missing = cov.missing_lines(cfg)  # each names the run file the rows are missing from
     return dg.AssetCheckResult(
         passed=cov.passed,
         metadata={
+            **({"reason": "; ".join(missing)} if missing else {}),
             "complete": cov.complete,
             "allowed_missing_questions": sum(cov.missing_count.values()) if cov.allowed else 0,
             "allowed_missing_question_ids": dg.MetadataValue.json(cov.allowed),

@@ -627,5 +627,8 @@ def test_run_row_check_catches_missing_duplicate_and_stale_rows(good_run):
     md = {k: v.value for k, v in check.metadata.items()}
     assert not check.passed
     assert md["missing_question_ids"] == {TEAM: ["q01", "q02"]}
+    # the check's reason (what the CLI and the UI show first) names the run file beside the question ids
+    assert md["reason"] == (f"system {TEAM}: 2 golden question(s) have no run row in "
+                            f"{(SAMPLE_DIR / 'runs' / 'team_rag.jsonl').resolve()}: ['q01', 'q02']")
     assert md["duplicate_question_ids"] == {TEAM: ["q03"]}
     assert len(md["corpus_version_mismatch"]) == 1 and md["corpus_version_mismatch"][0].startswith("bm25_k5: ['000")

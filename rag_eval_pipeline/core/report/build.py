@@ -48,7 +48,7 @@ from rag_eval_pipeline.core.report.blocks import (
     value_cell,
 )
 from rag_eval_pipeline.core.report.context import EvidenceRank, evidence_ranks
-from rag_eval_pipeline.core.report.decision import Decision, decision_blocks, split_questions
+from rag_eval_pipeline.core.report.decision import Decision, decision_blocks, no_gate_words, split_questions
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html, toc
 from rag_eval_pipeline.core.report.markdown import render_markdown
 from rag_eval_pipeline.core.report.questions import WORST_N, regressed_questions, worst_questions
@@ -225,7 +225,7 @@ def build_report(
     blocks += headline_blocks
     blocks += _decisions(summary, systems, ranks)
     citations_at = len(blocks)  # "Citations and completeness" goes here, once the texts are checked for leaks
-    blocks += _gates(gates, baseline_manifest, summary, split, golden)
+    blocks += _gates(gates, baseline_manifest, summary, split, golden, decision.thresholds if decision else None)
     blocks += _judge_trust(calibration, variance, calibrated, why_not)
     blocks += _segments(summary, systems)
     blocks += _history(history, trend_metrics, trend_href)
@@ -517,7 +517,7 @@ def _gate_judge_errors(summary: pl.DataFrame, system: str, metric: str, k: int |
 
 
 def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary: pl.DataFrame, split: str,
-           golden: pl.DataFrame) -> list[Block]:
+           golden: pl.DataFrame, thresholds: int | None = None) -> list[Block]:
     n_split = split_questions(golden, split)
     blocks = [heading(f"Comparison with the baseline (split {split})", 2),
               Block("note", text=f"Every gate compares on split {split} ({n_split} golden questions), not on all "
@@ -530,7 +530,8 @@ def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary
         blocks.append(para("No gate results given."))
         return blocks
     if not gates:
-        blocks.append(para("No gate configured."))
+        words = no_gate_words(thresholds)  # "no gate configured" only when gates.thresholds is empty
+        blocks.append(para(words[0].upper() + words[1:] + "."))
         return blocks
     rows = []
     for g in gates:
