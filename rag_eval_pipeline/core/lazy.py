@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import importlib
 import types
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["lazy_module"]
 
@@ -41,10 +41,13 @@ class _StandIn(type):
     """Metaclass of a class that stands for ``<module>.<name>`` until that module is imported."""
 
     _lazy_module: str
+    _real: type | None = None
 
     def real(cls) -> type:
-        """The class it stands for (imports its module the first time)."""
-        return getattr(importlib.import_module(cls._lazy_module), cls.__name__)
+        """The class it stands for (imports its module the first time; remembered after)."""
+        if cls._real is None:
+            type.__setattr__(cls, "_real", getattr(importlib.import_module(cls._lazy_module), cls.__name__))
+        return cast(type, cls._real)
 
     def __instancecheck__(cls, obj: object) -> bool:
         return isinstance(obj, cls.real())

@@ -14,6 +14,7 @@ import dagster as dg
 
 from rag_eval_pipeline.core.errors import EvalError
 from rag_eval_pipeline.core.systems.base import Deployment
+from rag_eval_pipeline.core.systems.fingerprints import changed_systems, source_fingerprints, watched_paths
 from rag_eval_pipeline.defs.schedules import QUICK_JOB, job_name
 from rag_eval_pipeline.defs.scope import SuiteScope
 
@@ -38,7 +39,6 @@ def system_resources() -> dict:
 
 def has_watched_sources(cfg) -> bool:
     """Whether a configuration has a system whose kind watches files (the sensor's sources)."""
-    from rag_eval_pipeline.core.systems.fingerprints import watched_paths
     return bool(watched_paths(cfg))
 
 
@@ -56,7 +56,6 @@ def live_sources_sensor(scope: SuiteScope, tags: dict[str, str]) -> dg.SensorDef
                description=f"Starts {suite}'s quick_evaluation when a logged system's log or a traces source "
                            "changes content.", required_resource_keys=scope.needs("settings"))
     def live_sources_changed(context: dg.SensorEvaluationContext, **resources):  # the suite's settings, by key
-        from rag_eval_pipeline.core.systems.fingerprints import changed_systems, source_fingerprints
         try:
             current = source_fingerprints(resources[scope.resource_key("settings")].config)
         except EvalError as exc:
