@@ -19,12 +19,19 @@ The checks beside these tables (``denominators_consistent``, ``judge_calibrated_
 variance it needs without writing them.
 """
 
-import dagster as dg
-import polars as pl
+from typing import TYPE_CHECKING
 
-from rag_eval_pipeline.core.report.decision import CALIBRATION_CHECK, GATE_CHECK, RUN_ERRORS_CHECK
+import dagster as dg
+
+from rag_eval_pipeline.core.lazy import lazy_module
+from rag_eval_pipeline.core.plain_names import CALIBRATION_CHECK, GATE_CHECK, RUN_ERRORS_CHECK
 from rag_eval_pipeline.defs import calibration, metrics, promotion
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 STAGE = "aggregate"
 TABLES = ("metric_summary", "judge_variance", "judge_calibration", "gate_results", "gate_verdict")

@@ -65,10 +65,11 @@ def chain(scope: SuiteScope) -> tuple[list, list]:
 
 
 def calibration_blocks(config: EvalConfig) -> bool:
-    """Whether a gate of ``config`` is on a judge-based metric (then the calibration check blocks)."""
-    from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
+    """Whether a gate of ``config`` is on a judge-based metric (then the calibration check blocks): as
+    ``core.metrics.calibration.judge_based_metrics``, from the metric registry, without importing polars."""
+    from rag_eval_pipeline.core.metrics.names import is_judge_based
 
-    return bool(judge_based_metrics(t.metric for t in config.thresholds))
+    return any(is_judge_based(t.metric) for t in config.thresholds)
 
 
 def scopes(suite: Suite, config: EvalConfig) -> tuple[SuiteScope, SuiteScope]:

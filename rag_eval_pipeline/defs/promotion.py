@@ -26,41 +26,41 @@ is ``core/regressions.py``.
 
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import polars as pl
 
-from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline, with_file_hashes
-from rag_eval_pipeline.core.gates import (
-    GateVerdict,
-    PromotedBaseline,
-    compute_gate_verdict,
-    run_manifest,
-    same_run_configuration,
-)
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.metrics.names import level_label
-from rag_eval_pipeline.core.regressions import failed_gates, track_regressions
-from rag_eval_pipeline.core.report.decision import promotion_basis
-from rag_eval_pipeline.core.report.markdown import markdown_table
+from rag_eval_pipeline.core.storage import BASELINE_DIR  # the suite folder's names are declared there
 from rag_eval_pipeline.defs.report import REPORT_ASSET
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from rag_eval_pipeline.core.gates import GateVerdict, PromotedBaseline
+else:
+    pl = lazy_module("polars")
 
 STAGE = "promotion"
 NO_REGRESSION_DESCRIPTION = ("Every blocking gate passes: no regression beyond its threshold that the paired test "
                              "calls real, no floor breached, no comparison across golden or corpus versions.")
 
 
-def load_baseline(store: TableFolder) -> PromotedBaseline | None:
+def load_baseline(store: TableFolder) -> "PromotedBaseline | None":
     """The promoted baseline (manifest, metric_summary, question_metrics), or None before the first promotion.
 
     Raises BaselineDamaged when it was promoted but is now missing, edited or unreadable (``core/baseline.py``)."""
+    from rag_eval_pipeline.core.baseline import read_baseline
     return read_baseline(store.path(BASELINE_DIR).parent)
 
 
-def damaged_verdict(cfg, reason: str) -> GateVerdict:
+def damaged_verdict(cfg, reason: str) -> "GateVerdict":
     """The verdict when the promoted baseline is damaged: one blocking ``baseline_damaged`` row per candidate
     (or for the system to promote), no comparison at all, so nothing can be promoted against another reference."""
+    from rag_eval_pipeline.core.gates import GateVerdict
     systems = list(cfg.candidate_systems) or [cfg.gates.promote or "baseline"]
     return GateVerdict(results=[], errors=[f"{s}: the promoted baseline is damaged: {reason}" for s in systems],
                        baseline=None, baseline_source="damaged", noise={}, promote=cfg.gates.promote,
@@ -70,6 +70,7 @@ def damaged_verdict(cfg, reason: str) -> GateVerdict:
 def gates_markdown(gates: pl.DataFrame) -> str:
     """A Markdown table of gate results: candidate, baseline, difference, p-value, wins/ties/losses, status."""
     from rag_eval_pipeline.core.metrics.names import level_label
+    from rag_eval_pipeline.core.report.markdown import markdown_table
 
     f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
     return markdown_table(["system", "metric", "candidate", "baseline", "diff", "95% CI", "p", "W/T/L", "status"], [
@@ -87,6 +88,8 @@ def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, stor
 
     Computed once per run; ``gate_verdict`` (promotion), ``regression_cases`` and ``evaluation_report`` read it.
     ``question_metrics`` is scanned: only the gated metrics' rows are read."""
+    from rag_eval_pipeline.core.baseline import BaselineDamaged
+    from rag_eval_pipeline.core.gates import compute_gate_verdict
     cfg = settings.config
     try:
         promoted = load_baseline(store)
@@ -119,6 +122,8 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate
     candidate is already the promoted baseline (promotion then keeps the stored one); ``manifest`` what
     the candidate ran (``core.gates.run_manifest`` of ``rag_runs`` and ``golden_set``), the manifest
     ``promotion`` stores (null without a candidate or without those tables); ``gates`` the gate rows evaluated."""
+    from rag_eval_pipeline.core.gates import run_manifest
+    from rag_eval_pipeline.core.regressions import failed_gates
     cfg = settings.config
     failures = failed_gates(gate_results)
     promote = cfg.gates.promote
@@ -136,6 +141,7 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate
 
 
 def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFrame) -> dg.AssetCheckResult:
+    from rag_eval_pipeline.core.regressions import failed_gates
     failed = failed_gates(gate_results)
     return dg.AssetCheckResult(
         passed=not failed,
@@ -187,6 +193,9 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     Nothing is written when no candidate is configured, or when the candidate is the promoted baseline
     itself (the stored one, with its promotion time, stays). Raises ValueError, before writing, when
     the system has no row in this run's tables (an empty baseline would fail every later gate)."""
+    from rag_eval_pipeline.core.baseline import with_file_hashes
+    from rag_eval_pipeline.core.gates import same_run_configuration
+    from rag_eval_pipeline.core.report.decision import promotion_basis
     cfg = settings.config
     system = gate_verdict.get("promote")
     stored = load_baseline(store)
@@ -238,6 +247,7 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, ques
     (``core.gates.regression_case_status``). Cases are kept per level: a document-level gate's regressed
     questions (relevance judged per document) are cases of their own (``level`` doc).
     """
+    from rag_eval_pipeline.core.regressions import track_regressions
     cases, new = track_regressions(store.read("regression_cases.parquet"), question_metrics, gate_results,
                                    run_id=context.run_id, now=dt.datetime.now(dt.UTC).isoformat())
     counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}

@@ -38,37 +38,26 @@ links to it whoever launched the run (the CLI included).
 import datetime as dt
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import dagster as dg
-import polars as pl
 
 from rag_eval_pipeline.core import storage
-from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline
 from rag_eval_pipeline.core.errors import EvalError
-from rag_eval_pipeline.core.gates import unchanged_since_promotion
-from rag_eval_pipeline.core.labelling import current_content_hashes
-from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.metrics.names import KEY_METRICS, metric_label
-from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
-from rag_eval_pipeline.core.report.decision import (
-    DECISION_FILE,
-    RUN_ERRORS_CHECK,
-    Decision,
-    decide,
-    decision_blocks,
-    judge_errors_by_system,
-    split_questions,
-    verdict_word,
-    write_decision,
-)
-from rag_eval_pipeline.core.report.markdown import render_markdown
-from rag_eval_pipeline.core.report.questions import CARD_METRICS
 from rag_eval_pipeline.core.storage import write_text_atomic
-from rag_eval_pipeline.core.systems.error_reasons import error_share_failures
 from rag_eval_pipeline.defs.calibration import HISTORY_FILE, compute_calibration
 from rag_eval_pipeline.defs.resources import REPORT_URL_ENV, EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import QUICK, SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from rag_eval_pipeline.core.report.decision import Decision
+else:
+    pl = lazy_module("polars")
 
 STAGE = "reports"
 
@@ -89,6 +78,7 @@ def viewer_groups(settings: EvalSettings) -> tuple[str, ...]:
 def headline_markdown(headline: list[dict]) -> str:
     """A Markdown table of the report's headline rows: system, metric, value, num/den, n, 95% CI, judge errors
     (beside every judge-based value; "—" for the others), band."""
+    from rag_eval_pipeline.core.report import markdown_table
     rows = []
     for r in headline:
         if r["value"] is None:
@@ -174,7 +164,7 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
                  rag_runs: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                  manifest: dict | None, citation_claims: pl.DataFrame | None = None,
                  nugget_labels: pl.DataFrame | None = None,
-                 quick: bool = False) -> tuple[Decision, pl.DataFrame | None]:
+                 quick: bool = False) -> "tuple[Decision, pl.DataFrame | None]":
     """(the run's :class:`Decision`, the calibration table it used: None when it could not be computed).
 
     The calibration is computed as the ``judge_calibration`` asset computes it (no history written) and
@@ -183,6 +173,11 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     failed report. The run-error check (``run_errors_within_share``) is decided by
     ``core.systems.error_reasons.error_share_failures``, the function the check calls: a candidate that check
     blocks is "fail" / "blocked" here too, the check named in ``blocking_failures``."""
+    from rag_eval_pipeline.core.gates import unchanged_since_promotion
+    from rag_eval_pipeline.core.labelling import current_content_hashes
+    from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+    from rag_eval_pipeline.core.report.decision import RUN_ERRORS_CHECK, decide, judge_errors_by_system, split_questions
+    from rag_eval_pipeline.core.systems.error_reasons import error_share_failures
     cfg = settings.config
     section = cfg.calibration
     error = None
@@ -246,6 +241,11 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     shows (None: none yet); ``citation_claims``, ``citations``, ``nugget_labels``: the citation and completeness
     tables the question cards show (None: none); ``suite``: the suite's name (None for the unprefixed chain);
     ``quick``: a quick evaluation's report."""
+    from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline
+    from rag_eval_pipeline.core.report import build_report, trend_plot
+    from rag_eval_pipeline.core.report.decision import DECISION_FILE, decision_blocks, verdict_word, write_decision
+    from rag_eval_pipeline.core.report.markdown import render_markdown
+    from rag_eval_pipeline.core.report.questions import CARD_METRICS
     cfg = settings.config
     groups = viewer_groups(settings)
     history = metric_history

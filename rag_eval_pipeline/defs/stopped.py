@@ -33,12 +33,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from rag_eval_pipeline.core.report.decision import (
-    DECISION_FILE,
-    PREVIOUS_DIR,
-    stopped_decision,
-    write_decision,
-)
+from rag_eval_pipeline.core.plain_names import DECISION_FILE, PREVIOUS_DIR
 from rag_eval_pipeline.defs.scope import SHARDS, SuiteScope
 
 #: The files a stopped run sets aside (``previous/``) before writing its stopped decision.
@@ -126,6 +121,7 @@ def write_stopped(context: dg.HookContext, scope: SuiteScope, report_key: dg.Ass
     full evaluation that now cannot be decided, so it writes the stopped decision too. Raises OSError on an unwritable
     folder, ConfigError on a configuration that no longer loads (the hook's failure is logged by Dagster)."""
     from rag_eval_pipeline.core.baseline import BaselineDamaged, read_baseline
+    from rag_eval_pipeline.core.report.decision import stopped_decision, write_decision
     from rag_eval_pipeline.defs.report import baseline_words, decision_inputs
 
     if not in_shard and not selects_report(context, report_key):

@@ -49,6 +49,13 @@ import polars as pl
 
 from rag_eval_pipeline.core.metrics.calibration_status import NOT_EVALUATED, CalibrationStatus
 from rag_eval_pipeline.core.metrics.names import trec_name
+from rag_eval_pipeline.core.plain_names import (  # noqa: F401 - DECISION_FILE, PREVIOUS_DIR re-exported
+    CALIBRATION_CHECK,
+    DECISION_FILE,
+    GATE_CHECK,
+    PREVIOUS_DIR,
+    RUN_ERRORS_CHECK,
+)
 from rag_eval_pipeline.core.report.blocks import Block, Cell, heading
 from rag_eval_pipeline.core.storage import write_json_atomic
 
@@ -56,9 +63,7 @@ VERDICTS = ("pass", "fail", "inconclusive")
 #: The blocking checks (Dagster check names) that stop ``promotion`` but not the report, whose outcome the
 #: decision states: the gate table's (its rows), the judge calibration's (:class:`CalibrationStatus`) and the
 #: run-error share's (``core.systems.error_reasons.error_share_failures``, passed as ``failed_checks``).
-GATE_CHECK = "no_regression_against_baseline"
-CALIBRATION_CHECK = "judge_calibrated_above_floor"
-RUN_ERRORS_CHECK = "run_errors_within_share"
+# (declared in core.plain_names, which the code location imports: defs/aggregate.py names the checks)
 DECIDED_CHECKS = (GATE_CHECK, CALIBRATION_CHECK, RUN_ERRORS_CHECK)
 #: How the promotion is worded when no gate is configured: the candidate is promoted (nothing blocks it), and
 #: the decision and the ``promotion`` step both say that nothing checked it.
@@ -67,10 +72,6 @@ NO_GATE = "no gate is configured, so nothing checked it"
 NO_GATE_EVALUATED = "no gate was evaluated (a drop threshold needs a baseline), so nothing checked it"
 #: What the promotion step does: writes the candidate, keeps the stored baseline, is blocked, or has nothing to do.
 PROMOTION_ACTIONS = ("promote", "keep", "blocked", "none")
-#: ``decision.json``'s file name, beside the suite's tables; :data:`PREVIOUS_DIR`: where the last decided run's
-#: report and decision are kept when a later run stops before its report.
-DECISION_FILE = "decision.json"
-PREVIOUS_DIR = "previous"
 
 
 @dataclass(frozen=True)
