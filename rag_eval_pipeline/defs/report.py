@@ -43,7 +43,7 @@ import dagster as dg
 import polars as pl
 
 from rag_eval_pipeline.core import storage
-from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline
+from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline_manifest
 from rag_eval_pipeline.core.errors import EvalError
 from rag_eval_pipeline.core.gates import unchanged_since_promotion
 from rag_eval_pipeline.core.labelling import current_content_hashes
@@ -219,11 +219,11 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     groups = viewer_groups(settings)
     history = metric_history
     try:  # a damaged baseline is reported by the gate (baseline_damaged rows); the report just names none
-        promoted = read_baseline(store.path(BASELINE_DIR).parent)
+        stored = read_baseline_manifest(store.path(BASELINE_DIR).parent)  # its tables are not needed here
     except BaselineDamaged as exc:
         context.log.warning(str(exc))
-        promoted = None
-    manifest = dict(promoted.manifest) if promoted is not None else None
+        stored = None
+    manifest = dict(stored) if stored is not None else None
     if history is not None:
         from rag_eval_pipeline.core.metrics.doc_level import primary_level_rows
 
