@@ -129,26 +129,51 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
     return pl.concat(frames) if frames else tables.empty("rag_runs")
 
 
+#: Run rows judged at a time by :func:`build_citations` and :func:`build_nuggets` (their answers, claims and rows
+#: are Python objects while they are judged: ~13 KB a question; 20,000 runs are 10,000 questions of two systems).
+JUDGED_RUNS_BATCH = 20_000
+
+
+def _in_run_batches(judge_part, runs: pl.DataFrame, batch_runs: int) -> list[pl.DataFrame]:
+    """``judge_part(runs slice)`` (a function returning a tuple of tables with a ``repeat`` column, rows of
+    each repeat in run order) on contiguous slices of ``batch_runs`` run rows, the parts of each table
+    concatenated and stably sorted by ``repeat``: the rows and their order of one call on all of ``runs``
+    (each answer is judged on its own), with one slice's Python objects alive at a time."""
+    if runs.height <= batch_runs:
+        return list(judge_part(runs))
+    parts = [judge_part(runs.slice(start, batch_runs)) for start in range(0, runs.height, batch_runs)]
+    return [pl.concat([p[i] for p in parts], how="vertical").sort("repeat", maintain_order=True)
+            for i in range(len(parts[0]))]
+
+
 def build_citations(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame, judge,
-                    repeats: int = 1) -> tuple[pl.DataFrame, pl.DataFrame]:
+                    repeats: int = 1, batch_runs: int = JUDGED_RUNS_BATCH) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ``citation_claims`` and ``citations`` tables of every system
     (:func:`~rag_eval_pipeline.core.citations.judging.judge_citations`, each system's
-    ``citation_format``, the configuration's abstention phrases)."""
+    ``citation_format``, the configuration's abstention phrases), judged ``batch_runs`` run rows at a time
+    (the same rows in the same order as one call; :func:`_in_run_batches`)."""
     from rag_eval_pipeline.core.citations.judging import judge_citations
 
-    return judge_citations(runs, snapshot, golden, judge, formats=citation_formats(cfg), repeats=repeats,
-                           abstention_phrases=cfg.judge.abstention_phrases)
+    formats = citation_formats(cfg)
+    claims, cites = _in_run_batches(
+        lambda part: judge_citations(part, snapshot, golden, judge, formats=formats, repeats=repeats,
+                                     abstention_phrases=cfg.judge.abstention_phrases), runs, batch_runs)
+    return claims, cites
 
 
 def build_nuggets(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame, judge,
-                  repeats: int = 1) -> pl.DataFrame:
+                  repeats: int = 1, batch_runs: int = JUDGED_RUNS_BATCH) -> pl.DataFrame:
     """The ``nugget_labels`` table: every golden claim judged against every answer
-    (:func:`~rag_eval_pipeline.core.completeness.judge_nuggets`)."""
+    (:func:`~rag_eval_pipeline.core.completeness.judge_nuggets`), ``batch_runs`` run rows at a time (the same
+    rows in the same order as one call; :func:`_in_run_batches`)."""
     from rag_eval_pipeline.core.completeness import judge_nuggets
 
-    return judge_nuggets(runs, golden, judge, formats=citation_formats(cfg),
-                         known_chunks=set(snapshot["chunk_id"].to_list()), repeats=repeats,
-                         abstention_phrases=cfg.judge.abstention_phrases)
+    formats = citation_formats(cfg)
+    known = set(snapshot["chunk_id"].to_list())
+    (labels,) = _in_run_batches(
+        lambda part: (judge_nuggets(part, golden, judge, formats=formats, known_chunks=known, repeats=repeats,
+                                    abstention_phrases=cfg.judge.abstention_phrases),), runs, batch_runs)
+    return labels
 
 
 def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame,
