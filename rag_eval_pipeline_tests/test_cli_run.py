@@ -114,7 +114,8 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     assert status.pop("golden_set:golden_evidence_is_current") == "warned"  # q26 rests on the replaced 2023 policy
     assert set(status.values()) == {"passed"}
     gates = pl.read_parquet(out / "sample" / "gate_results.parquet")
-    assert f"gate verdict: pass ({gates.height} gate(s), 0 blocking failure(s);" in stdout
+    assert f"gates: {gates.height} gate(s), 0 blocking failure(s) (every gate in" in stdout
+    assert len(re.findall(r"^(?:\w+ )?verdict: ", stdout, flags=re.M)) == 1  # the run's verdict, said once
     assert "promotion: promoted bm25_k10 as the baseline" in stdout  # gates.promote of the sample configuration
     assert f"report: {out / 'sample' / 'report.html'}" in stdout
     manifest = json.loads((out / "sample" / "baseline" / "manifest.json").read_text(encoding="utf-8"))
@@ -145,9 +146,11 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     failed = pl.read_parquet(adhoc / "gate_results.parquet").filter(pl.col("blocking") & ~pl.col("passed"))
     # both candidates (bm25_k10, team_rag) fail both floors: no sample system reaches 0.99
     assert failed.height == 4 and set(failed["system"]) == {"bm25_k10", "team_rag"}
-    assert "gate verdict: FAIL (4 gate(s), 4 blocking failure(s);" in proc.stdout
+    assert "gates: 4 gate(s), 4 blocking failure(s) (every gate in" in proc.stdout
+    verdicts = re.findall(r"^(?:\w+ )?verdict: .*$", proc.stdout, flags=re.M)
+    assert len(verdicts) == 1 and verdicts[0].startswith("verdict: FAIL — 4 blocking failure(s)"), verdicts
     for reason in failed["reason"]:
-        assert reason in proc.stdout  # whole, never cut
+        assert reason in proc.stdout  # whole, never cut (under the verdict: one "blocking failure:" line each)
     assert re.search(r"^  FAILED\s+adhoc_config_\w+/gate_verdict:no_regression_against_baseline  \(blocking",
                      proc.stdout, flags=re.M)
     assert "promotion: not promoted" in proc.stdout

@@ -73,6 +73,32 @@ def test_configuration_mistakes_are_errors_naming_file_and_key(tmp_path, edit, m
     assert str(path) in str(info.value)
 
 
+@pytest.mark.parametrize("edit, line_key, message", [
+    # difflib ratios worked out by hand: 'max_run_error_shar' vs 'max_run_error_share' 2*18/37 = 0.97;
+    # 'rel_levl' vs 'rel_level' 2*8/17 = 0.94; 'gate' vs 'gates' 2*4/9 = 0.89 (all >= 0.6: suggested)
+    (lambda c: c["gates"].update(max_run_error_shar=0.2), ("gates", "max_run_error_shar"),
+     "unknown key(s) ['max_run_error_shar'] in gates (gates.max_run_error_shar: did you mean "
+     "'max_run_error_share'?); expected only ["),
+    (lambda c: c["metrics"].update(rel_levl=2), ("metrics", "rel_levl"),
+     "unknown key(s) ['rel_levl'] in metrics (metrics.rel_levl: did you mean 'rel_level'?)"),
+    (lambda c: c.update(gate=c.pop("gates")), ("gate",),
+     "unknown key(s) ['gate'] in the top level (gate: did you mean 'gates'?)"),
+    (lambda c: c["systems"][0]["retriever"].update(kk=3), ("systems", 0, "retriever", "kk"),
+     "unknown key(s) ['kk'] in systems[0].retriever (systems[0].retriever.kk: did you mean 'k'?)"),
+    # nothing close ('zzz' shares no letter with any gates key): no guess, the allowed keys only
+    (lambda c: c["gates"].update(zzz=1), ("gates", "zzz"), "unknown key(s) ['zzz'] in gates; expected only ["),
+])
+def test_a_misspelt_key_is_one_line_naming_file_line_and_path_with_a_suggestion(tmp_path, edit, line_key, message):
+    from rag_eval_pipeline.core.yamlio import load_yaml_located
+
+    path = config_with(tmp_path, edit)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    text = str(info.value)
+    line = load_yaml_located(path).lines[line_key]
+    assert text.startswith(f"{path}, line {line}: ") and message in text and "\n" not in text, text
+
+
 def test_a_threshold_at_a_configured_cut_off_still_loads(tmp_path):
     path = config_with(tmp_path, lambda c: c["gates"]["thresholds"][0].update(metric="recall_10"))
     assert (load_config(path).thresholds[0].metric, load_config(path).thresholds[0].k) == ("recall", 10)
@@ -165,7 +191,8 @@ def test_run_with_a_bad_configuration_is_one_line_and_starts_no_run(tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""  # 2: a configuration error, no run started
     line = next(i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "rel_levl:" in text)
     assert proc.stderr.strip().splitlines() == [
-        f"rag-eval: {path}, line {line}: unknown key(s) ['rel_levl'] in metrics; expected only ['ks', 'ranking_mode', "
+        f"rag-eval: {path}, line {line}: unknown key(s) ['rel_levl'] in metrics (metrics.rel_levl: did you mean "
+        "'rel_level'?); expected only ['ks', 'ranking_mode', "
         "'rel_level', 'on_duplicate', 'complete', 'bootstrap_resamples', 'small_segment_n']"]
     assert not list(out.glob("*.parquet"))
 

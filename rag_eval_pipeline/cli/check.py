@@ -22,18 +22,24 @@ from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE, e
 NAME = "check"
 
 
-def preflight(cfg, *, reach: bool = False, out=None, quick: bool = False, output: Path | None = None) -> int:
+def preflight(cfg, *, reach: bool = False, out=None, quick: bool = False, output: Path | None = None,
+              warnings: list[str] | None = None) -> int:
     """Check a loaded configuration (``core/checks.py``); print each problem as one ``rag-eval: ...`` line
     on stderr. Output: the exit status the problems call for: 2 when any is a configuration problem,
-    1 when any is a data problem, 0 when there is none (``out``: where the notes go; None: nowhere;
-    ``quick``: the quick evaluation's subset, so a log need not answer every golden question; ``output``:
-    the suite's output folder, whose promoted baseline is checked)."""
+    1 when any is a data problem, 0 when there is none (``out``: where the notes and then the warnings,
+    each ``warning: ...``, go; None: nowhere; ``quick``: the quick evaluation's subset, so a log need not answer
+    every golden question; ``output``: the suite's output folder, whose promoted baseline is checked;
+    ``warnings``: a list the warnings are appended to, for the caller's last line)."""
     from rag_eval_pipeline.core.checks import check_config
 
     report = check_config(cfg, reach=reach, every_question=not quick, output=output)
     if out is not None:
         for note in report.notes:
             print(note, file=out)
+        for warning in report.warnings:
+            print(f"warning: {warning}", file=out)
+    if warnings is not None:
+        warnings.extend(report.warnings)
     for problem in report.problems:
         print(f"rag-eval: {problem.message}", file=sys.stderr)
     if report.config_problems:
@@ -55,14 +61,16 @@ def check(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     print(f"suite {suite.name}: configuration {suite.config_path}")
     folder = suite_folder(suite, args.output)
-    status = preflight(cfg, reach=args.reach, out=sys.stdout, output=folder)
+    warned: list[str] = []
+    status = preflight(cfg, reach=args.reach, out=sys.stdout, output=folder, warnings=warned)
     try:  # what run refuses before it starts (a file, a folder it cannot write, another suite's): nothing written
         usable_output_folder(folder, suite, create=False)
     except UsageError as exc:
         print(f"rag-eval: {exc}", file=sys.stderr)
         status = EXIT_USAGE
-    if status == EXIT_OK:
-        print("check: no problem found; next: rag-eval estimate, then rag-eval run"
+    if status == EXIT_OK:  # "no problem" only when nothing was said above: a warning is not "no problem"
+        found = (f"{len(warned)} warning(s) above, nothing that stops the run" if warned else "no problem found")
+        print(f"check: {found}; next: rag-eval estimate, then rag-eval run"
               + ("" if args.reach else " (--reach also asks each http system's URL once)"))
     else:
         print(f"check: problems found (one line each on stderr); exit {status}")

@@ -9,10 +9,9 @@ from pathlib import Path
 
 from rag_eval_pipeline.cli.common import output_root
 
-#: The blocking check on the gate table: its outcome is the gate cases' outcome.
-GATE_CHECK = "no_regression_against_baseline"
-#: The checks whose outcome the decision (decision.json) already states.
-DECIDED_CHECKS = (GATE_CHECK, "judge_calibrated_above_floor")
+# GATE_CHECK: the blocking check on the gate table (its outcome is the gate cases' outcome); DECIDED_CHECKS: the
+# checks whose outcome the decision (decision.json) states, each failing one among its blocking failures
+from rag_eval_pipeline.core.report.decision import DECIDED_CHECKS, GATE_CHECK
 
 
 def check_step_keys(job) -> dict[str, object]:
@@ -94,12 +93,14 @@ def read_decision(out: Path, rewritten: bool) -> dict:
             "judge_errors_line": "unknown", "split": None, "split_questions": None, "baseline": "unknown"}
 
 
-def extra_failures(checks: list, failed_steps: list[str]) -> list[str]:
+def extra_failures(checks: list, failed_steps: list[str], decided: bool = True) -> list[str]:
     """The blocking failures the decision did not see: every failed or errored check case it does not decide
-    (:data:`DECIDED_CHECKS`), then every failed step (:func:`step_failures`). They make the verdict FAIL in
-    the CLI line, the JUnit file and the summary alike (``core.report.ci.final_verdict``)."""
+    (:data:`DECIDED_CHECKS`; every one when this run did not write its decision: ``decided`` false), then every
+    failed step (:func:`step_failures`).
+    They make the verdict FAIL in the CLI line, the JUnit file and the summary alike
+    (``core.report.ci.final_verdict``)."""
     return [f"check {c.classname[len('checks.'):]}:{c.name}: {c.message}" for c in checks
-            if c.outcome in ("failed", "error") and c.name not in DECIDED_CHECKS] + list(failed_steps)
+            if c.outcome in ("failed", "error") and not (decided and c.name in DECIDED_CHECKS)] + list(failed_steps)
 
 
 def write_ci_outputs(args, result, job, out: Path, suite: str, promotion: str, decision_rewritten: bool,
@@ -118,7 +119,7 @@ def write_ci_outputs(args, result, job, out: Path, suite: str, promotion: str, d
     promotion = promotion.removeprefix("promotion: ")
     decision = read_decision(out, decision_rewritten)
     gates = read_table(out / "gate_results.parquet", "gate_results") if gates_rewritten else None
-    extra = extra_failures(checks, failed_steps)
+    extra = extra_failures(checks, failed_steps, decision_rewritten)
     verdict, _why = final_verdict(decision, extra)
     split = decision.get("split") or "test"
     html = out / "report.html"

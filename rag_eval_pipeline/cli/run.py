@@ -134,9 +134,14 @@ def run(args: argparse.Namespace) -> int:
     gates_path = out / "gate_results.parquet"
     decision_path = out / "decision.json"
     decision_rewritten = decision_path.exists() and not stale(decision_path)
-    print("\n" + verdict_line(decision_path if decision_rewritten else None, extra_failures(checks, failed_steps),
-                              stopped_by(failed_steps, checks)))
-    print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path))))
+    # a stopped decision (defs/stopped.py: the run stopped before its report) is not the report's: "not decided"
+    stopped_decision = decision_rewritten and stopped_before_report(decision_path)
+    decision_rewritten = decision_rewritten and not stopped_decision
+    extra = extra_failures(checks, failed_steps, decision_rewritten)
+    print("\n" + verdict_line(decision_path if decision_rewritten else None, extra, stopped_by(failed_steps, checks)))
+    # the gate counts (not a second verdict); failing gates are listed under the verdict when it was decided
+    print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path), len(loaded.config.thresholds),
+                               listed=decision_rewritten)))
     promotion = promotion_line(result, suite.name, quick)
     print(promotion)
     report = out / "report.html"
@@ -145,8 +150,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"report: {report}" + (f"  (served at {url.rstrip('/')}/ by rag-eval serve)" if url else
                                      "  (rag-eval serve shows it in a browser)"))
     else:
-        earlier = f" (the one at {report} is from an earlier run)" if report.exists() else ""
+        previous = out / "previous" / "report.html"
+        earlier = (f" (the one at {report} is from an earlier run)" if report.exists() else
+                   f" (the last one written is kept at {previous})" if previous.exists() else "")
         print(f"report: not written by this run{earlier}")
+        if stopped_decision:
+            print(f"decision: {decision_path} says this run (fail, not promoted) stopped before its report")
     # a check that raised is said once, with its error; a blocking check that failed is in the check lines above,
     # a failed step under the run line
     for line in [f"check {c.classname[len('checks.'):]}:{c.name}: {c.message}" for c in checks
@@ -162,13 +171,24 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if result.success and not failed_checks else EXIT_FAILED
 
 
+def stopped_before_report(path: Path) -> bool:
+    """Whether ``decision.json`` at ``path`` is a stopped run's (``stopped_before_report``, written by the
+    failure hook of ``defs/stopped.py``), not a report's. Raises nothing (an unreadable file: False)."""
+    import json
+
+    try:
+        return bool(json.loads(path.read_text(encoding="utf-8")).get("stopped_before_report"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def add(sub) -> None:
     """Register ``rag-eval run`` and its options on the subparsers ``sub``."""
     from rag_eval_pipeline.core.plain_names import FULL, QUICK_JOB
 
     p = sub.add_parser(NAME, help="materialise one suite's job and print the summary, checks, gates, promotion",
                        description="Materialise one suite's job in process and print the summary, one line per check, "
-                                   "the gate verdict, whether promotion happened and where report.html is.",
+                                   "the run's verdict, the gates, whether promotion happened and where report.html is.",
                        epilog=epilog(NAME), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_suite_options(p)
     p.add_argument("--job", default=FULL, choices=[FULL, QUICK_JOB],

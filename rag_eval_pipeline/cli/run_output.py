@@ -1,5 +1,6 @@
-"""What ``rag-eval run`` prints after the job: the summary table, one line per check, the gate verdict,
-the promotion outcome, and the message of a failed step."""
+"""What ``rag-eval run`` prints after the job: the summary table, one line per check, the run's one verdict
+(the decision's, with every blocking failure), the gate counts, the promotion outcome, and the message of a
+failed step."""
 
 from __future__ import annotations
 
@@ -154,21 +155,28 @@ def check_lines(result, job) -> list[str]:
     return lines + details
 
 
-def gate_lines(out: Path, rewritten: bool) -> list[str]:
-    """The gate verdict from this run's gate_results table, with every failing gate's reason in full."""
+def gate_lines(out: Path, rewritten: bool, thresholds: int | None = None, listed: bool = False) -> list[str]:
+    """The gates of this run's gate_results table: how many, how many failed blocking; not a verdict of their own
+    (the ``verdict:`` line is the run's one). Every failing gate's reason in full, unless ``listed`` (the verdict
+    line already lists them as blocking failures). No gate row: the decision's words for it
+    (:func:`core.report.decision.no_gate_words` of ``thresholds``, the count of ``gates.thresholds``)."""
     import polars as pl
 
     from rag_eval_pipeline.core.storage import read_table
 
     path = out / "gate_results.parquet"
     if not rewritten:
-        return ["gate verdict: not evaluated (gate_results was not written by this run)"]
+        return ["gates: not evaluated (gate_results was not written by this run)"]
     gates = read_table(path, "gate_results")
     failed = gates.filter(pl.col("blocking") & ~pl.col("passed"))
     if gates.height == 0:
-        return ["gate verdict: no gate configured"]
-    head = (f"gate verdict: {'FAIL' if failed.height else 'pass'} ({gates.height} gate(s), {failed.height} blocking "
-            f"failure(s); every gate in {path} and in the report)")
+        from rag_eval_pipeline.core.report.decision import no_gate_words
+
+        return [f"gates: {no_gate_words(thresholds)}"]
+    head = (f"gates: {gates.height} gate(s), {failed.height} blocking failure(s) (every gate in {path} and in the "
+            "report)")
+    if listed:
+        return [head]
     from rag_eval_pipeline.core.metrics.names import level_label
 
     return [head] + [f"  {r['system']}/{level_label(r['metric'], r['k'], r.get('level'))}: {r['status']}: "

@@ -19,8 +19,8 @@
    the manifest, the recorded sha256 of each table, their schema versions), which a run's regression gate
    would otherwise find damaged only after every system and the judge have run; a baseline evaluated on
    another corpus or golden version, golden evidence on withdrawn or replaced documents and a log whose
-   errored runs exceed ``gates.max_run_error_share`` are notes (the run reports them: they are not
-   mistakes in a file).
+   errored runs exceed ``gates.max_run_error_share`` are ``warnings`` (the run reports them: they are not
+   mistakes in a file, but the run will warn, or block promotion, because of them).
 
 A problem is ``config`` (the configuration points at something that cannot work: an import, an unset
 variable, an unreachable URL) or ``data`` (a file's content: the message names file, line and field).
@@ -54,10 +54,12 @@ class Problem:
 
 @dataclass
 class CheckReport:
-    """What :func:`check_config` found: ``problems`` (in the order found) and ``notes`` (one line each)."""
+    """What :func:`check_config` found: ``problems`` (in the order found), ``notes`` (what was read, one line
+    each) and ``warnings`` (one line each: not a mistake, but the run will warn or block promotion because of it)."""
 
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def config_problems(self) -> list[Problem]:
@@ -167,9 +169,9 @@ def check_baseline(folder: Path, report: CheckReport, *, corpus_version: str | N
     for name, now in (("corpus_version", corpus_version), ("golden_version", golden_version)):
         then = manifest.get(name)
         if now and then and str(then) != now:
-            report.notes.append(f"output folder {folder}: the baseline was evaluated on {name} {str(then)[:12]}, "
-                                f"this suite reads {now[:12]}: the regression gate will not compare them (promote "
-                                "again on this version, or restore the old one)")
+            report.warnings.append(f"output folder {folder}: the baseline was evaluated on {name} {str(then)[:12]}, "
+                                   f"this suite reads {now[:12]}: the regression gate will not compare them (promote "
+                                   "again on this version, or restore the old one)")
 
 
 def _evidence_notes(golden: pl.DataFrame, snapshot: pl.DataFrame, report: CheckReport) -> None:
@@ -185,8 +187,8 @@ def _evidence_notes(golden: pl.DataFrame, snapshot: pl.DataFrame, report: CheckR
     if stale.height:
         order = {q: i for i, q in enumerate(golden["question_id"].to_list())}
         qids = sorted(set(stale["question_id"].to_list()), key=lambda q: order.get(q, 0))
-        report.notes.append(f"golden set: {len(qids)} question(s) rest on withdrawn or replaced documents "
-                            f"(warned, not refused): {qids[:_SHOWN_IDS]}{' ...' if len(qids) > _SHOWN_IDS else ''}")
+        report.warnings.append(f"golden set: {len(qids)} question(s) rest on withdrawn or replaced documents "
+                               f"(warned, not refused): {qids[:_SHOWN_IDS]}{' ...' if len(qids) > _SHOWN_IDS else ''}")
 
 
 #: The key a system kind's configuration problem is about when its message names none (what ``preflight`` checks).
@@ -240,10 +242,11 @@ def _check_system(cfg: EvalConfig, spec, snapshot, golden, version: str, report:
             load_run_log(cfg.resolve(spec.path), name, "", "")
         return
     from rag_eval_pipeline.core.pipeline import build_runs
+    from rag_eval_pipeline.core.systems.runs import run_files
 
     info: dict[str, Any] = {}
     runs = build_runs(cfg, snapshot, golden, version, [name], info=info)
-    _run_rows(cfg, name, runs, golden, report, where, every_question)
+    _run_rows(cfg, name, runs, golden, report, where, every_question, run_files(cfg, name))
     mapping = info.get(name, {}).get("id_mapping") or {}
     done = {k: v for k, v in mapping.items() if k not in ("ids_as_is", "unmatched_examples") and v}
     if done:
@@ -261,8 +264,9 @@ def _check_system(cfg: EvalConfig, spec, snapshot, golden, version: str, report:
 
 
 def _run_rows(cfg: EvalConfig, name: str, runs: pl.DataFrame, golden: pl.DataFrame, report: CheckReport,
-              where: str, every_question: bool = True) -> None:
-    """What the ``rag_runs`` check would say: one row per golden question (unless metrics.complete)."""
+              where: str, every_question: bool = True, files: list[str] | None = None) -> None:
+    """What the ``rag_runs`` check would say: one row per golden question (unless metrics.complete); a missing
+    row is named by question id and by the run file(s) it is missing from (``files``)."""
     qids = set(golden["question_id"].to_list())
     have = set(runs["question_id"].to_list())
     missing = sorted(qids - have)
@@ -276,11 +280,12 @@ def _run_rows(cfg: EvalConfig, name: str, runs: pl.DataFrame, golden: pl.DataFra
     limit = cfg.gates.max_run_error_share
     if counts and counts["share"] > limit:  # what the run's blocking check run_errors_within_share will say
         reasons = ", ".join(f"{reason} x {n}" for reason, n in counts["by_reason"].items())
-        report.notes.append(f"{where}: {counts['errors']} of {counts['questions']} runs errored (share "
-                            f"{counts['share']:.3f} > gates.max_run_error_share {limit:g}): the run's blocking check "
-                            f"run_errors_within_share will fail and nothing will be promoted ({reasons})")
+        report.warnings.append(f"{where}: {counts['errors']} of {counts['questions']} runs errored (share "
+                               f"{counts['share']:.3f} > gates.max_run_error_share {limit:g}): the run's blocking "
+                               f"check run_errors_within_share will fail and nothing will be promoted ({reasons})")
     if missing and not cfg.complete and every_question:
-        report.add(DATA, f"{where}: {len(missing)} golden question(s) have no run row: {missing[:_SHOWN_IDS]}"
+        source = f" in {', '.join(files)}" if files else ""
+        report.add(DATA, f"{where}: {len(missing)} golden question(s) have no run row{source}: {missing[:_SHOWN_IDS]}"
                          f"{' ...' if len(missing) > _SHOWN_IDS else ''}; expected one per question (or "
                          "metrics.complete: true to score them as empty retrievals, as trec_eval -c)")
 

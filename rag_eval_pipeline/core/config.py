@@ -48,7 +48,7 @@ from rag_eval_pipeline.core.config_sections import (
 from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, judge_env, resolve_judge
 from rag_eval_pipeline.core.metrics.names import METRICS, PIPELINE_METRICS
-from rag_eval_pipeline.core.sections import MAX_NAME_CHARS, At, parse_section, read_value, shown
+from rag_eval_pipeline.core.sections import MAX_NAME_CHARS, At, parse_section, read_value, shown, unknown_keys
 from rag_eval_pipeline.core.shards import MAX_SHARDS
 
 #: Top-level keys; any other key is a typo that would otherwise be ignored silently (a misspelt
@@ -211,8 +211,7 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     at = At(path, doc.lines, base_dir=path.parent)
     unknown = [str(k) for k in raw if k not in TOP_LEVEL_KEYS]
     if unknown:
-        raise at.error(f"unknown key(s) {sorted(unknown)} in the top level; expected only {list(TOP_LEVEL_KEYS)}",
-                       path=(unknown[0],), label="")
+        raise at.error(unknown_keys(unknown, list(TOP_LEVEL_KEYS)), path=(unknown[0],), label="")
     corpus = _corpus(at, raw)
     golden = parse_section(GoldenConfig, raw.get("golden"), at.child("golden"))
     if golden.path is None and not CORPUS_SOURCES.get(corpus.source).own_questions:

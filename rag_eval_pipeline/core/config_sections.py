@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_eval_pipeline.core.corpus import STRATEGIES
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.judges.base import CALIBRATION_LEVELS
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
-from rag_eval_pipeline.core.plain_names import GATE_SPLITS  # plain names: the CLI's --help reads them
+from rag_eval_pipeline.core.plain_names import CHUNKING_STRATEGIES, GATE_SPLITS  # plain names: no polars
 from rag_eval_pipeline.core.sections import Key, check_nonblank, check_short_text, key
 
 if TYPE_CHECKING:
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
 
 # CALIBRATION_LEVELS: declared in core.judges.base, which the calibration mapping reads too (the configuration
 # imports no metric module, and the mapping does not import the configuration: no import circle)
-CHUNKING_STRATEGIES = STRATEGIES  # declared where chunks are cut (core.corpus)
 ON_DUPLICATE = ("error", "keep_first")
 DEFAULT_VIEWER_GROUPS = ("customers",)
 DEFAULT_KAPPA_FLOOR = 0.4

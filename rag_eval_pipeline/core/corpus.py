@@ -23,6 +23,7 @@ import polars as pl
 
 from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import ConfigError, InputError
+from rag_eval_pipeline.core.plain_names import CHUNKING_STRATEGIES
 from rag_eval_pipeline.core.table_schema import conform_columns
 
 _DOCUMENT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
@@ -41,7 +42,7 @@ _DOCUMENT_COLUMNS: dict[str, pl.DataType | type[pl.DataType]] = {
 #: Schema of the intermediate ``documents`` frame (docs/CONTRACTS.md). Not persisted.
 DOCUMENTS_SCHEMA = pl.Schema(_DOCUMENT_COLUMNS)
 
-STRATEGIES = ("paragraphs", "document")
+STRATEGIES = CHUNKING_STRATEGIES  # declared in core.plain_names, which the configuration imports
 _CANONICAL_HEADER = "corpus_snapshot/v1"
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 # A sentence ends with . ! ? or … (optionally followed by closing quotes/brackets), then whitespace.

@@ -26,13 +26,14 @@ default and doc, which the docs pages are checked against. Nothing here imports 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import math
 import operator
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,12 +49,35 @@ MAX_NAME_CHARS = 200
 _BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
 
 __all__ = ["MAX_NAME_CHARS", "At", "Key", "SectionError", "check_callable_target", "check_name", "check_nonblank",
-           "check_short_text", "describe", "fields_of", "key", "parse_section", "section_keys", "shown"]
+           "check_short_text", "describe", "did_you_mean", "fields_of", "key", "parse_section", "section_keys", "shown",
+           "unknown_keys"]
 
 
 def shown(value: object) -> str:
     """A value for an error message: its repr, cut to 80 characters (a value may be megabytes long)."""
     return _shown(value, _SHOWN)
+
+
+def did_you_mean(unknown: Sequence[str], allowed: Sequence[str], label: str = "") -> str:
+    """For keys a section does not declare, the closest allowed key of each (``difflib.get_close_matches``,
+    Python's standard library: ratio >= 0.6, the best one): `` (gates.aplha: did you mean 'alpha'?)``; ``""``
+    when no unknown key is close to an allowed one. ``label``: the section's dotted path (``""``: the top level).
+    Raises nothing."""
+    hints = []
+    for name in sorted(str(k) for k in unknown):
+        close = difflib.get_close_matches(name, [str(a) for a in allowed], n=1)
+        if close:
+            hints.append(f"{label + '.' if label else ''}{name}: did you mean {close[0]!r}?")
+    return f" ({'; '.join(hints)})" if hints else ""
+
+
+def unknown_keys(unknown: Sequence[str], allowed: Sequence[str], label: str = "") -> str:
+    """The problem text for keys a section does not declare: ``unknown key(s) ['aplha'] in gates (gates.aplha:
+    did you mean 'alpha'?); expected only [...]`` (:func:`did_you_mean`; ``label`` ``""``: "in the top level").
+    Raises nothing."""
+    where = f"in {label}" if label else "in the top level"
+    return (f"unknown key(s) {sorted(str(k) for k in unknown)} {where}{did_you_mean(unknown, allowed, label)}; "
+            f"expected only {list(allowed)}")
 
 
 def check_name(value: str) -> str | None:
@@ -414,10 +438,8 @@ def parse_section(cls: type[S], raw: Any, at: At, *, extra_keys: tuple[str, ...]
     known = set(declared) | set(extra_keys)
     unknown = [str(k) for k in raw if k not in known]
     if unknown:
-        first = unknown[0]
-        where = f" in {at.label}" if at.label else ""
-        raise at.error(f"unknown key(s) {sorted(unknown)}{where}; expected only {declared + list(extra_keys)}",
-                       path=at.path + (first,), label="")
+        raise at.error(unknown_keys(unknown, declared + list(extra_keys), at.label), path=at.path + (unknown[0],),
+                       label="")
     values: dict[str, Any] = {}
     for f, tp, k in specs:
         if k.when is not None:

@@ -21,8 +21,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-import polars as pl
+from rag_eval_pipeline.core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 #: The most shards a suite may have (a sanity bound: each shard is a step, and reads the corpus once).
 MAX_SHARDS = 1024

@@ -27,13 +27,18 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
-
-import polars as pl
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import SchemaError
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.table_files import WriteContext, check_and_read, to_arrow_batches
+
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow.parquet as pq
+else:
+    pl = lazy_module("polars")
+    pq = lazy_module("pyarrow.parquet")
 
 __all__ = ["TableBatches", "WriteContext", "read_table", "scan_slices", "write_atomic", "write_json_atomic",
            "write_parquet_atomic", "write_parquet_batches_atomic", "write_text_atomic"]

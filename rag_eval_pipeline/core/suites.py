@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_eval_pipeline.core.errors import ConfigError, EvalError
+from rag_eval_pipeline.core.sections import did_you_mean
 from rag_eval_pipeline.core.yamlio import load_yaml
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -138,7 +139,8 @@ def load_suites(path: str | Path) -> list[Suite]:
                               f"got {type(entry).__name__}")
         unknown = sorted(set(entry) - set(SUITE_KEYS))
         if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; expected only {list(SUITE_KEYS)}")
+            raise ConfigError(f"{where}: unknown key(s) {unknown}{did_you_mean(unknown, SUITE_KEYS)}; "
+                              f"expected only {list(SUITE_KEYS)}")
         if not isinstance(entry.get("config"), str) or not entry["config"]:
             raise ConfigError(f"{where}: missing key config (the evaluation configuration file)")
         nightly = entry.get("nightly", False)

@@ -40,15 +40,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import InputError, SchemaError
-from rag_eval_pipeline.core.table_schema import MIGRATIONS, TableSpec, check_values, conform
-from rag_eval_pipeline.core.tables import spec_of  # importing tables declares every table
+from rag_eval_pipeline.core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rag_eval_pipeline.core.table_schema import TableSpec
+else:
+    pl = lazy_module("polars")
+    pa = lazy_module("pyarrow")
+    pq = lazy_module("pyarrow.parquet")
 
 PREFIX = "rag_eval."
 JUDGE_FIELDS = ("judge", "judge_model", "prompt_sha256")
@@ -222,6 +228,7 @@ def file_metadata(df: pl.DataFrame, table: str, ctx: WriteContext | None = None)
     """Every ``rag_eval.*`` key a file of ``table`` holding ``df`` carries (the module docstring lists them).
 
     Raises SchemaError for an undeclared table."""
+    from rag_eval_pipeline.core.tables import spec_of
     spec = spec_of(table)
     ctx = ctx or WriteContext()
     md = {
@@ -244,6 +251,8 @@ def to_arrow(df: pl.DataFrame, table: str, ctx: WriteContext | None = None) -> p
     """``df`` conformed to ``table`` as an Arrow table with the declared schema (descriptions,
     nullability) and the file metadata. Raises SchemaError (from :func:`conform`) for a frame of
     another shape."""
+    from rag_eval_pipeline.core.table_schema import conform
+    from rag_eval_pipeline.core.tables import spec_of
     df = conform(df, table)
     schema = spec_of(table).schema.with_metadata(file_metadata(df, table, ctx))
     return df.to_arrow().cast(schema)
@@ -253,6 +262,7 @@ def _read_current(path: Path, spec: TableSpec, columns: list[str] | None) -> pl.
     """A file whose metadata says the current version, checked like a write (:func:`conform`): every
     declared column there and no other, declared types, no null in a not-null column, no NaN. With
     ``columns`` the set of columns is checked from the footer and the values of those read only."""
+    from rag_eval_pipeline.core.table_schema import check_values
     def refuse(what: str) -> SchemaVersionError:
         return SchemaVersionError(f"table {spec.name!r}, schema version {spec.version} (the current one): {what}; "
                                   "the file does not match its declared schema (edited or written by another "
@@ -283,6 +293,8 @@ def to_arrow_batches(df: pl.DataFrame, table: str, ctx: WriteContext | None = No
     """:func:`to_arrow` a slice of ``rows`` rows at a time: (the declared schema with the file metadata, the
     slices as Arrow tables). Casting to the declared schema copies the text columns; slice by slice, a table of
     millions of rows is never held twice. Conforms (and raises) before returning, as :func:`to_arrow`."""
+    from rag_eval_pipeline.core.table_schema import conform
+    from rag_eval_pipeline.core.tables import spec_of
     df = conform(df, table)
     schema = spec_of(table).schema.with_metadata(file_metadata(df, table, ctx))
 
@@ -319,6 +331,9 @@ def batches_to_parquet(batches: Iterable[pl.DataFrame], tmp_path: str, final_pat
     ``final_path`` with the declared schema and the metadata. Output: the number of rows written. Raises
     SchemaError (from :func:`conform`) for a batch of another shape; nothing is written at ``final_path`` then.
     An empty iterable writes a file with no row."""
+    from rag_eval_pipeline.core.table_schema import conform
+    from rag_eval_pipeline.core.tables import spec_of
+
     spec = spec_of(table)
     digests: list[pl.DataFrame] = []
     total = 0
@@ -356,6 +371,8 @@ def check_and_read(path: str | Path, table: str | None = None, *, columns: list[
     version, of another table, or that no migration turns into the current version; InputError for a
     file that is not Parquet; SchemaError for an undeclared table.
     """
+    from rag_eval_pipeline.core.table_schema import MIGRATIONS, conform
+    from rag_eval_pipeline.core.tables import spec_of
     path = Path(path)
     meta = read_file_metadata(path)
     named = meta.get(PREFIX + "table")
@@ -406,6 +423,7 @@ def check_and_scan(path: str | Path, table: str | None = None, *, columns: list[
     step that filters or aggregates a table of millions of rows reads only the rows and columns it keeps.
     A file of the current schema version is scanned; an older one is migrated in memory as
     :func:`check_and_read` does. Same checks and errors as :func:`check_and_read`."""
+    from rag_eval_pipeline.core.tables import spec_of
     path = Path(path)
     meta = read_file_metadata(path)
     spec = spec_of(table or meta.get(PREFIX + "table") or path.stem)

@@ -16,6 +16,17 @@ from __future__ import annotations
 
 import polars as pl
 
+from rag_eval_pipeline.core.plain_names import (  # noqa: F401 - re-exported: the tables' categorical values
+    ANSWERABILITY,
+    CHUNK_STATUS,
+    DECISIONS,
+    LEVELS,
+    NUGGET_IMPORTANCE,
+    SPLITS,
+    SUPPORT_VERDICTS,
+    VERDICT_FAMILIES,
+    VERDICTS,
+)
 from rag_eval_pipeline.core.table_schema import (
     BOOL,
     DATE,
@@ -47,17 +58,7 @@ RELEVANT_ID = polars_type(RELEVANT_ID_ARROW)
 RELEVANT_DOC = polars_type(RELEVANT_DOC_ARROW)
 GOLDEN_CLAIM = polars_type(GOLDEN_CLAIM_ARROW)
 
-ANSWERABILITY = ("answerable", "absent", "clarify")
-DECISIONS = ("answer", "abstain", "clarify", "error")
-VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED", "JUDGE_ERROR")
-#: Support levels of the citation-support and nugget-coverage verdict families (full / partial / none).
-SUPPORT_VERDICTS = ("SUPPORTED", "PARTIAL", "NOT_SUPPORTED", "JUDGE_ERROR")
-#: Verdict families beside faithfulness: each is judged, calibrated and reported on its own.
-VERDICT_FAMILIES = ("citation_support", "nugget_coverage")
-NUGGET_IMPORTANCE = ("vital", "okay")
-CHUNK_STATUS = ("active", "withdrawn", "replaced")
-SPLITS = ("dev", "test")
-LEVELS = ("chunk", "doc")  # what a retrieval metric row was scored against (core/metrics/doc_level.py)
+# the values of the categorical columns: declared in core.plain_names, which the code location imports
 
 JUDGED = ("corpus", "golden", "judge")
 _SYSTEM = column("system", STRING, "the system under test, as named in the configuration", nullable=False)

@@ -16,6 +16,8 @@ override, not a repetition.
 
 from __future__ import annotations
 
+import copy
+import functools
 import itertools
 import os
 import stat
@@ -329,4 +331,20 @@ def load_yaml_located(path: str | Path, *, max_bytes: int = MAX_YAML_BYTES, max_
     Same inputs, limits and errors as :func:`load_yaml`.
     """
     text = _read_text(path, max_bytes)
-    return _parse(text, str(Path(path)), 0, max_aliases, max_expanded_nodes, with_lines=with_lines)
+    if len(text) > _CACHED_CHARS:
+        return _parse(text, str(Path(path)), 0, max_aliases, max_expanded_nodes, with_lines=with_lines)
+    parsed = _parse_cached(text, str(Path(path)), max_aliases, max_expanded_nodes)
+    # a copy: a caller may change what it got, never what the next caller gets
+    return Located(copy.deepcopy(parsed.value), parsed.source, dict(parsed.lines) if with_lines else {})
+
+
+#: Files up to this many characters are parsed once per content (a suite's configuration is read when the code
+#: location checks its data, then when it loads: ``core/suites.py``, ``core/config.py``).
+_CACHED_CHARS = 256 * 1024
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_cached(text: str, source: str, max_aliases: int, max_expanded_nodes: int) -> Located:
+    """:func:`_parse` with the key lines, remembered per (content, file name, bounds): the same text parses to the
+    same document, so an edited file is parsed again. An error is not remembered (raised again each time)."""
+    return _parse(text, source, 0, max_aliases, max_expanded_nodes, with_lines=True)

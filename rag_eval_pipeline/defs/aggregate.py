@@ -19,11 +19,19 @@ The checks beside these tables (``denominators_consistent``, ``judge_calibrated_
 variance it needs without writing them.
 """
 
-import dagster as dg
-import polars as pl
+from typing import TYPE_CHECKING
 
+import dagster as dg
+
+from rag_eval_pipeline.core.lazy import lazy_module
+from rag_eval_pipeline.core.plain_names import CALIBRATION_CHECK, GATE_CHECK, RUN_ERRORS_CHECK
 from rag_eval_pipeline.defs import calibration, metrics, promotion
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 STAGE = "aggregate"
 TABLES = ("metric_summary", "judge_variance", "judge_calibration", "gate_results", "gate_verdict")
@@ -100,18 +108,18 @@ def build(scope: SuiteScope) -> tuple[list, list]:
         return metrics.denominators_consistent(metric_summary)
 
     blocks = scope.calibration_blocks
-    @dg.asset_check(asset=key("judge_calibration"), name="judge_calibrated_above_floor", blocking=blocks,
+    @dg.asset_check(asset=key("judge_calibration"), name=CALIBRATION_CHECK, blocking=blocks,
                     required_resource_keys=scope.needs("settings"),
                     description=("" if blocks else calibration.WARNING_ONLY) + calibration.CALIBRATED_DESCRIPTION)
     def calibrated(context, judge_calibration: pl.DataFrame) -> dg.AssetCheckResult:
         return calibration.judge_calibrated_above_floor(scope.settings(context), judge_calibration)
 
-    @dg.asset_check(asset=key("gate_verdict"), name="no_regression_against_baseline", blocking=True,
+    @dg.asset_check(asset=key("gate_verdict"), name=GATE_CHECK, blocking=True,
                     additional_ins=scope.ins("gate_results"), description=promotion.NO_REGRESSION_DESCRIPTION)
     def no_regression(gate_verdict: dict, gate_results: pl.DataFrame) -> dg.AssetCheckResult:
         return promotion.no_regression_against_baseline(gate_verdict, gate_results)
 
-    @dg.asset_check(asset=key("gate_verdict"), name="run_errors_within_share", blocking=True,
+    @dg.asset_check(asset=key("gate_verdict"), name=RUN_ERRORS_CHECK, blocking=True,
                     additional_ins=scope.ins("rag_runs"), required_resource_keys=scope.needs("settings"),
                     description=promotion.RUN_ERRORS_DESCRIPTION)
     def run_errors(context, gate_verdict: dict, rag_runs: pl.DataFrame) -> dg.AssetCheckResult:

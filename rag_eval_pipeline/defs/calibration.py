@@ -20,27 +20,18 @@ from repeated judging. Both tables are computed in the aggregate stage (``defs/a
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import dagster as dg
-import polars as pl
 
-from rag_eval_pipeline.core.labelling import current_content_hashes
-from rag_eval_pipeline.core.metrics.calibration import (
-    LABEL_FILE_SCHEMA,
-    calibrate_all,
-    calibration_table,
-    confusion_markdown,
-    read_label_file,
-    results_from_frame,
-    results_to_frame,
-)
-from rag_eval_pipeline.core.metrics.calibration_families import calibrate_families, family_judge_labels
-from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
-from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY, RESOLUTION_RULE, resolution_from_table, variance_table
-from rag_eval_pipeline.core.report.markdown import markdown_table
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 HISTORY_FILE = "calibration_history.parquet"
 
@@ -49,6 +40,7 @@ def _load_human_labels(path, level: str, mapping=None) -> pl.DataFrame:
     """Hand labels for ``level``, validated line by line (``core.metrics.calibration.read_label_file``:
     errors name the file, line and field), with annotator and content hash; none when the file does not
     exist yet (nothing labelled: the calibration is then missing, not an error)."""
+    from rag_eval_pipeline.core.metrics.calibration import LABEL_FILE_SCHEMA, read_label_file
     if not Path(path).exists():
         return pl.DataFrame(schema=LABEL_FILE_SCHEMA)
     return read_label_file(path, level, mapping)
@@ -57,6 +49,7 @@ def _load_human_labels(path, level: str, mapping=None) -> pl.DataFrame:
 def _current_hashes(tables: tuple, judge_labels: pl.DataFrame, level: str) -> dict | None:
     """What each item is now (content hash), to find stale hand labels; None when a table is not given.
     ``tables``: (rag_runs, golden_set, corpus_snapshot)."""
+    from rag_eval_pipeline.core.labelling import current_content_hashes
     rag_runs, golden, snapshot = tables
     if rag_runs is None or golden is None or snapshot is None:
         return None
@@ -64,6 +57,7 @@ def _current_hashes(tables: tuple, judge_labels: pl.DataFrame, level: str) -> di
 
 
 def _current_keys(judge_labels: pl.DataFrame) -> list[tuple]:
+    from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY
     return sorted(judge_labels.select(*JUDGE_KEY).unique().rows(), key=lambda k: tuple(str(x) for x in k))
 
 
@@ -73,6 +67,8 @@ def _fmt(v, spec: str = ".3f") -> str:
 
 def calibration_markdown(table: pl.DataFrame) -> str:
     """Markdown summary of a calibration table: one line per judge key and level, then each confusion matrix."""
+    from rag_eval_pipeline.core.metrics.calibration import confusion_markdown
+    from rag_eval_pipeline.core.report.markdown import markdown_table
     lines = [markdown_table(
         ["level", "judge", "model", "prompt", "n", "kappa", "agreement", "kappa between people", "stale labels",
          "stale", "missing"],
@@ -106,6 +102,8 @@ def compute_calibration(section, judge_labels: pl.DataFrame, history_df: pl.Data
     kappa over SUPPORTED / PARTIAL / NOT_SUPPORTED, ``core.metrics.calibration_families``). Raises
     InputError for a bad label file.
     """
+    from rag_eval_pipeline.core.metrics.calibration import calibrate_all, calibration_table, results_from_frame
+    from rag_eval_pipeline.core.metrics.calibration_families import family_judge_labels
     level = section.level
     history = results_from_frame(history_df)
     current = _current_keys(judge_labels)
@@ -131,6 +129,7 @@ def compute_calibration(section, judge_labels: pl.DataFrame, history_df: pl.Data
 def _family_results(section, citation_claims: pl.DataFrame | None, nugget_labels: pl.DataFrame | None) -> list:
     """This run's calibration of the verdict families against ``calibration.family_labels`` (none when the
     section is not configured or the file does not exist yet). Raises InputError for a bad label file."""
+    from rag_eval_pipeline.core.metrics.calibration_families import calibrate_families
     path = section.family_labels_path if section.configured else None
     if path is None or not Path(path).exists():
         return []
@@ -156,6 +155,9 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
     labels whose item (question, answer, retrieved text, claim) changed since labelling are stale; without
     ``rag_runs``, ``golden_set`` and ``corpus_snapshot`` that cannot be told and none is counted stale.
     """
+    from rag_eval_pipeline.core.metrics.calibration import confusion_markdown, results_to_frame
+    from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY
+    from rag_eval_pipeline.core.report.markdown import markdown_table
     section = settings.config.calibration
     level = section.level
     history_df = store.read(HISTORY_FILE)
@@ -229,6 +231,7 @@ WARNING_ONLY = ("Warning only in this suite: no gate is on a judge-based metric,
 
 
 def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.DataFrame) -> dg.AssetCheckResult:
+    from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
     cfg = settings.config
     section = cfg.calibration
     status = calibration_status(judge_calibration, configured=section.configured, kappa_floor=section.kappa_floor,
@@ -257,6 +260,8 @@ def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.D
 
 def judge_variance(context: dg.AssetExecutionContext, judge_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
     """Per system and judge key: repeats, item flip rate, spread of per-repeat faithfulness, minimum resolution."""
+    from rag_eval_pipeline.core.metrics.variance import RESOLUTION_RULE, resolution_from_table, variance_table
+    from rag_eval_pipeline.core.report.markdown import markdown_table
     table = variance_table(judge_labels)
     resolution = resolution_from_table(table)
     # an integer column: its max is an int (or None)

@@ -16,15 +16,21 @@ one slot of the judge pool (``defs/pools.py``).
 """
 
 
+from typing import TYPE_CHECKING
+
 import dagster as dg
-import polars as pl
 
 from rag_eval_pipeline.core.judges.base import BindsRuns
-from rag_eval_pipeline.core.pipeline import build_citations, build_nuggets
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.defs.judging import JudgeResource, JudgeRunConfig
 from rag_eval_pipeline.defs.pools import JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 STAGE = "citations"
 DESCRIPTIONS = {
@@ -60,6 +66,7 @@ def judge_citations(config: JudgeRunConfig, judge: JudgeResource,
     of every system's answers (``core.pipeline.build_citations``: ALCE citation recall / precision inputs, the
     TREC 2024 RAG support view, validity by code). Metadata: judge key, statuses, verdicts, judge errors,
     invalid citations and failures by kind. Raises SchemaError for a table missing a column."""
+    from rag_eval_pipeline.core.pipeline import build_citations
     j = _bound_judge(judge, rag_runs)
     repeats = config.repeats or settings.config.judge.repeats
     claims, cites = build_citations(settings.config, corpus_snapshot, golden_set, rag_runs, j, repeats=repeats)
@@ -83,6 +90,7 @@ def nugget_labels(config: JudgeRunConfig, judge: JudgeResource,
     """Every golden claim (nugget) of every answered question judged against the answer, ``repeats`` times
     (``core.pipeline.build_nuggets``; TREC 2024 RAG AutoNuggetizer). Metadata: judge key, verdict counts,
     judge errors. Raises SchemaError for a table missing a column."""
+    from rag_eval_pipeline.core.pipeline import build_nuggets
     j = _bound_judge(judge, rag_runs)
     repeats = config.repeats or settings.config.judge.repeats
     nuggets = build_nuggets(settings.config, corpus_snapshot, golden_set, rag_runs, j, repeats=repeats)

@@ -3,12 +3,18 @@
 The computations are plain functions; :func:`build` declares them as one suite's asset and check.
 """
 
-import dagster as dg
-import polars as pl
+from typing import TYPE_CHECKING
 
-from rag_eval_pipeline.core.pipeline import build_snapshot
+import dagster as dg
+
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.defs.resources import EvalSettings
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 STAGE = "corpus"
 
@@ -16,6 +22,7 @@ STAGE = "corpus"
 def corpus_snapshot(context: dg.AssetExecutionContext, settings: EvalSettings) -> dg.Output[pl.DataFrame]:
     """One row per chunk of one document version (chunk id ``doc_id#n``, or the team's own ids with
     ``corpus.source: chunks``); metadata carries corpus_version."""
+    from rag_eval_pipeline.core.pipeline import build_snapshot
     snapshot, version = build_snapshot(settings.config)
     status = dict(snapshot.group_by("status").len().iter_rows())
     context.log.info(f"corpus_version {version}: {snapshot['doc_id'].n_unique()} documents, {snapshot.height} chunks")

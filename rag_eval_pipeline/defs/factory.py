@@ -37,6 +37,7 @@ from rag_eval_pipeline.defs import (
     runs,
     schedules,
     shards,
+    stopped,
 )
 from rag_eval_pipeline.defs.io import ParquetIOManager
 from rag_eval_pipeline.defs.resources import EvalSettings, TableStore
@@ -50,7 +51,8 @@ SHARD_STAGES = (runs, judging, citations, metrics)
 
 def chain(scope: SuiteScope) -> tuple[list, list]:
     """(assets, checks) of every stage for ``scope``, in the order of :data:`STAGES`; for a sharded scope
-    (``shards:`` >= 2 in a full evaluation) also the shard layer of :data:`SHARD_STAGES` (partitioned by shard)."""
+    (``shards:`` >= 2 in a full evaluation) also the shard layer of :data:`SHARD_STAGES` (partitioned by shard).
+    The steps upstream of the report carry the failure hook of ``defs/stopped.py``."""
     assets, checks = [], []
     layers = [scope] + ([scope.shard_layer_scope()] if scope.sharded else [])
     for layer in layers:
@@ -58,14 +60,16 @@ def chain(scope: SuiteScope) -> tuple[list, list]:
             stage_assets, stage_checks = stage.build(layer)
             assets += stage_assets
             checks += stage_checks
-    return assets, checks
+    # a step upstream of the report that fails leaves a stopped decision.json, not an earlier run's (stopped.py)
+    return stopped.guard(scope, assets, checks, scope.key(report.REPORT_ASSET))
 
 
 def calibration_blocks(config: EvalConfig) -> bool:
-    """Whether a gate of ``config`` is on a judge-based metric (then the calibration check blocks)."""
-    from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
+    """Whether a gate of ``config`` is on a judge-based metric (then the calibration check blocks): as
+    ``core.metrics.calibration.judge_based_metrics``, from the metric registry, without importing polars."""
+    from rag_eval_pipeline.core.metrics.names import is_judge_based
 
-    return bool(judge_based_metrics(t.metric for t in config.thresholds))
+    return any(is_judge_based(t.metric) for t in config.thresholds)
 
 
 def scopes(suite: Suite, config: EvalConfig) -> tuple[SuiteScope, SuiteScope]:

@@ -4,14 +4,19 @@ evidence on withdrawn or replaced chunks.
 The computations are plain functions; :func:`build` declares them as one suite's asset and checks.
 """
 
-import dagster as dg
-import polars as pl
+from typing import TYPE_CHECKING
 
-from rag_eval_pipeline.core.metrics.decisions import evidence_chunks
-from rag_eval_pipeline.core.pipeline import build_golden, quick_subset
-from rag_eval_pipeline.core.tables import ANSWERABILITY
+import dagster as dg
+
+from rag_eval_pipeline.core.lazy import lazy_module
+from rag_eval_pipeline.core.plain_names import ANSWERABILITY
 from rag_eval_pipeline.defs.resources import EvalSettings
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 STAGE = "golden"
 CONSISTENT_DESCRIPTION = ("Every referenced chunk id and document id exists; absent questions have no relevant ids; "
@@ -30,6 +35,7 @@ class GoldenSetConfig(dg.Config):
 def golden_set(context: dg.AssetExecutionContext, config: GoldenSetConfig, settings: EvalSettings,
                corpus_snapshot: pl.DataFrame, quick: bool = False) -> dg.Output[pl.DataFrame]:
     """One row per question, validated against the snapshot (ids exist, classes consistent, ids unique)."""
+    from rag_eval_pipeline.core.pipeline import build_golden, quick_subset
     cfg = settings.config
     golden = build_golden(cfg, corpus_snapshot)
     subset = "quick" if quick else config.subset  # a quick evaluation's keys always hold the subset
@@ -93,6 +99,7 @@ def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: p
 
 def golden_evidence_is_current(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
     # The same evidence as the report's doc_status segments (core.metrics.summary.question_segments).
+    from rag_eval_pipeline.core.metrics.decisions import evidence_chunks
     order = golden_set.select("question_id").with_row_index("_row")
     stale = (
         evidence_chunks(golden_set, corpus_snapshot, readable_only=False)  # relevant_docs reach their chunks

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dagster as dg
-import polars as pl
 from pydantic import PrivateAttr
 
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import (
     TableBatches,
@@ -40,6 +40,11 @@ from rag_eval_pipeline.core.storage import (
     write_parquet_batches_atomic,
 )
 from rag_eval_pipeline.core.suites import claim_output_folder
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 #: Run tag naming one evaluation made of several runs (a sharded suite's shard runs and the run that merges
 #: them, ``defs/shards.py``): its runs hold the output folder together, as the steps of one run do. The runs of
@@ -191,7 +196,9 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
             columns = metadata.get("columns")
             columns = list(columns) if columns else None
             on_migrate = context.log.warning if context.log is not None else None
-            if lazy or getattr(context.dagster_type, "typing_type", None) is pl.LazyFrame:  # annotated LazyFrame
+            typing_type = getattr(context.dagster_type, "typing_type", None)
+            # annotated LazyFrame: polars's class, or its stand-in that the project's annotations resolve to
+            if lazy or (isinstance(typing_type, type) and issubclass(typing_type, pl.LazyFrame)):
                 return scan_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
             return read_table(parquet, key.path[-1], columns=columns, on_migrate=on_migrate)
         if as_json.exists():

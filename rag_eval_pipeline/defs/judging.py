@@ -7,8 +7,9 @@ The computations are plain functions; :func:`build` declares them as one suite's
 Materialising ``answer_quality`` alone runs only its part (the stage can be subset).
 """
 
+from typing import TYPE_CHECKING
+
 import dagster as dg
-import polars as pl
 
 from rag_eval_pipeline.core.config import JudgeConfig, JudgeConfigError, load_config
 from rag_eval_pipeline.core.errors import ConfigError, InputError
@@ -22,10 +23,16 @@ from rag_eval_pipeline.core.judges.registry import (
     judge_config_to_json,
     resolve_judge,
 )
-from rag_eval_pipeline.core.tables import VERDICTS
+from rag_eval_pipeline.core.lazy import lazy_module
+from rag_eval_pipeline.core.plain_names import VERDICTS
 from rag_eval_pipeline.defs.pools import JUDGE_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 STAGE = "judging"
 

@@ -6,16 +6,20 @@ The computations are plain functions; :func:`build` declares ``question_metrics`
 """
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import polars as pl
 
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.metrics.names import level_label
-from rag_eval_pipeline.core.pipeline import build_summary, question_metric_batches
-from rag_eval_pipeline.core.report.markdown import markdown_table
 from rag_eval_pipeline.core.storage import TableBatches
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 STAGE = "metrics"
 DENOMINATORS_DESCRIPTION = "No rate without its counts, no NaN, null exactly where the denominator is 0."
@@ -32,6 +36,8 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
     """One metric of one question for one system; value null when not evaluable, with the reason.
     Citation and completeness metrics come from ``citation_claims`` / ``citations`` / ``nugget_labels``.
     Computed and written 5,000 golden questions at a time (``core/pipeline.question_metric_batches``)."""
+    from rag_eval_pipeline.core.pipeline import question_metric_batches
+
     info: dict = {}
     counts = {"rows": 0, "null_values": 0}
 
@@ -56,6 +62,7 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
     """One metric for one system, split, segment and k: value, numerator/denominator, n, 95% interval.
 
     ``question_metrics`` is scanned, not loaded: the summary reads it in batches (core/metrics/summary.py)."""
+    from rag_eval_pipeline.core.pipeline import build_summary
     summary = build_summary(settings.config, question_metrics, golden_set, corpus_snapshot)
     headline = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all"))
     md = {"rows": summary.height, "ranking_mode": settings.config.ranking_mode}
@@ -69,6 +76,7 @@ def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, co
 def summary_markdown(headline: pl.DataFrame) -> str:
     """A Markdown table of the headline rows: metric (``recall_5 (doc)`` at document level), value,
     numerator/denominator, n, 95% CI."""
+    from rag_eval_pipeline.core.report.markdown import markdown_table
     return markdown_table(["system", "metric", "value", "num/den", "n", "95% CI"], [
         [r["system"], level_label(r["metric"], r["k"], r.get("level")),
          "null" if r["value"] is None else f"{r['value']:.4f}", f"{r['numerator']:g}/{r['denominator']:g}", r["n"],

@@ -18,7 +18,9 @@ fork (measured by ``bench/bench_startup.py``):
   (``$DAGSTER_HOME``: SQLite by default, ``dagster_postgres`` in the Postgres deployment), with SQLAlchemy,
   Alembic and universal-pathlib (:data:`STEP_MODULES`): a step process opens the instance before anything
   else, and these imports were most of its start-up;
-* imports the pyarrow modules that every step writing or reading a table uses (:data:`TABLE_MODULES`). What
+* imports polars and the pyarrow modules that every step writing or reading a table uses (:data:`TABLE_MODULES`;
+  the code location itself imports neither, ``core/lazy.py``), and the core modules the steps import in their
+  bodies (:data:`STEP_BODY_MODULES`: the code location imports none of them either). What
   only one or two steps need (scipy for the statistics, bm25s, an encoder, a model client) is left to them:
   the forkserver would pay it before the first step.
 
@@ -51,7 +53,15 @@ STEP_MODULES = ("dagster._core.execution.api", "dagster._core.execution.plan.exe
                 "dagster._core.system_config.composite_descent", "dagster._utils.test.definitions",
                 "sqlalchemy", "alembic", "upath.core")
 #: Imported by every step that writes or reads a table (``core/table_files.py``, ``core/storage.py``).
-TABLE_MODULES = ("pyarrow.compute", "pyarrow.parquet")
+TABLE_MODULES = ("polars", "pyarrow.compute", "pyarrow.parquet")
+#: The core modules the steps of ``defs/`` import inside their bodies (a test keeps this list equal to theirs):
+#: none imports scipy, an encoder, a model client or a server when imported (those are imported where used).
+STEP_BODY_MODULES = tuple(f"rag_eval_pipeline.core.{m}" for m in (
+    "answer_quality", "baseline", "errors", "gates", "judges.human", "judging", "labelling", "metrics.calibration",
+    "metrics.calibration_families", "metrics.calibration_status", "metrics.decisions", "metrics.doc_level",
+    "metrics.names", "metrics.retrieval", "metrics.variance", "pipeline", "regressions", "report", "report.decision",
+    "report.markdown", "report.questions", "retrieval.dense", "shards", "sources.corpus_base", "sources.golden",
+    "sources.trec", "storage", "suites", "systems.error_reasons", "systems.runs", "yamlio"))
 
 
 def instance_modules(dagster_home: str | None) -> list[str]:
@@ -76,7 +86,7 @@ def preload(dagster_home: str | None = None) -> list[str]:
         storages = instance_modules(dagster_home or os.environ.get("DAGSTER_HOME"))
     except Exception:  # noqa: BLE001 - each step process opens the instance and reports the error itself
         storages = []
-    modules = [*STEP_MODULES, *TABLE_MODULES, *storages]
+    modules = [*STEP_MODULES, *TABLE_MODULES, *STEP_BODY_MODULES, *storages]
     loaded = []
     for name in modules:
         try:

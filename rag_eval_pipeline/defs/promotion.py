@@ -17,54 +17,50 @@ the report reads the stored baseline before promotion replaces it, so the report
 baseline as the gates and states what promotion then does (promote, keep, blocked), which is what the CLI
 prints. The report cannot come after ``promotion`` instead: ``promotion`` hangs below the blocking checks,
 and the report must be written on the very night they fail.
+The checks on ``gate_verdict`` fail in the UI while the report is still written; the report decides them
+with the same functions (``defs/report.py``: ``run_decision``), so it names each failing check as a blocking
+failure and never says "promote" for a candidate they block.
 ``regression_cases`` adds to its own previous materialisation (read from the suite's folder); what it computes
 is ``core/regressions.py``.
 """
 
 
 import datetime as dt
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import polars as pl
 
-from rag_eval_pipeline.core.baseline import (
-    BASELINE_DIR,
-    BaselineDamaged,
-    read_baseline,
-    read_baseline_manifest,
-    with_file_hashes,
-)
-from rag_eval_pipeline.core.gates import (
-    GateVerdict,
-    PromotedBaseline,
-    compute_gate_verdict,
-    run_manifest,
-    same_run_configuration,
-)
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.metrics.names import level_label
-from rag_eval_pipeline.core.regressions import failed_gates, track_regressions
-from rag_eval_pipeline.core.report.decision import NO_GATE
-from rag_eval_pipeline.core.report.markdown import markdown_table
-from rag_eval_pipeline.core.storage import TableBatches, scan_slices
+from rag_eval_pipeline.core.storage import BASELINE_DIR  # the suite folder's names are declared there
 from rag_eval_pipeline.defs.report import REPORT_ASSET
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from rag_eval_pipeline.core.gates import GateVerdict, PromotedBaseline
+else:
+    pl = lazy_module("polars")
 
 STAGE = "promotion"
 NO_REGRESSION_DESCRIPTION = ("Every blocking gate passes: no regression beyond its threshold that the paired test "
                              "calls real, no floor breached, no comparison across golden or corpus versions.")
 
 
-def load_baseline(store: TableFolder) -> PromotedBaseline | None:
+def load_baseline(store: TableFolder) -> "PromotedBaseline | None":
     """The promoted baseline (manifest, metric_summary, question_metrics), or None before the first promotion.
 
     Raises BaselineDamaged when it was promoted but is now missing, edited or unreadable (``core/baseline.py``)."""
+    from rag_eval_pipeline.core.baseline import read_baseline
     return read_baseline(store.path(BASELINE_DIR).parent)
 
 
-def damaged_verdict(cfg, reason: str) -> GateVerdict:
+def damaged_verdict(cfg, reason: str) -> "GateVerdict":
     """The verdict when the promoted baseline is damaged: one blocking ``baseline_damaged`` row per candidate
     (or for the system to promote), no comparison at all, so nothing can be promoted against another reference."""
+    from rag_eval_pipeline.core.gates import GateVerdict
     systems = list(cfg.candidate_systems) or [cfg.gates.promote or "baseline"]
     return GateVerdict(results=[], errors=[f"{s}: the promoted baseline is damaged: {reason}" for s in systems],
                        baseline=None, baseline_source="damaged", noise={}, promote=cfg.gates.promote,
@@ -74,6 +70,7 @@ def damaged_verdict(cfg, reason: str) -> GateVerdict:
 def gates_markdown(gates: pl.DataFrame) -> str:
     """A Markdown table of gate results: candidate, baseline, difference, p-value, wins/ties/losses, status."""
     from rag_eval_pipeline.core.metrics.names import level_label
+    from rag_eval_pipeline.core.report.markdown import markdown_table
 
     f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
     return markdown_table(["system", "metric", "candidate", "baseline", "diff", "95% CI", "p", "W/T/L", "status"], [
@@ -91,6 +88,8 @@ def gate_results(context: dg.AssetExecutionContext, settings: EvalSettings, stor
 
     Computed once per run; ``gate_verdict`` (promotion), ``regression_cases`` and ``evaluation_report`` read it.
     ``question_metrics`` is scanned: only the gated metrics' rows are read."""
+    from rag_eval_pipeline.core.baseline import BaselineDamaged
+    from rag_eval_pipeline.core.gates import compute_gate_verdict
     cfg = settings.config
     try:
         promoted = load_baseline(store)
@@ -122,7 +121,9 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate
     ``promote`` is null when no candidate is configured; ``unchanged_since_promotion`` when the
     candidate is already the promoted baseline (promotion then keeps the stored one); ``manifest`` what
     the candidate ran (``core.gates.run_manifest`` of ``rag_runs`` and ``golden_set``), the manifest
-    ``promotion`` stores (null without a candidate or without those tables)."""
+    ``promotion`` stores (null without a candidate or without those tables); ``gates`` the gate rows evaluated."""
+    from rag_eval_pipeline.core.gates import run_manifest
+    from rag_eval_pipeline.core.regressions import failed_gates
     cfg = settings.config
     failures = failed_gates(gate_results)
     promote = cfg.gates.promote
@@ -131,7 +132,7 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate
     manifest = run_manifest(rag_runs, golden_set, promote) if promote and rag_runs is not None \
         and golden_set is not None else None
     verdict = {"promote": promote, "passed": not failures, "blocking_failures": failures,
-               "unchanged_since_promotion": bool(unchanged), "manifest": manifest}
+               "unchanged_since_promotion": bool(unchanged), "manifest": manifest, "gates": gate_results.height}
     return dg.Output(verdict, metadata={
         "promote": promote or "none (no candidate configured)", "passed": not failures,
         "blocking_failures": dg.MetadataValue.json(failures),
@@ -140,6 +141,7 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate
 
 
 def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFrame) -> dg.AssetCheckResult:
+    from rag_eval_pipeline.core.regressions import failed_gates
     failed = failed_gates(gate_results)
     return dg.AssetCheckResult(
         passed=not failed,
@@ -163,14 +165,16 @@ def run_errors_within_share(settings: EvalSettings, rag_runs: pl.DataFrame) -> d
     """The check ``run_errors_within_share`` (on ``gate_verdict``; :data:`RUN_ERRORS_DESCRIPTION`): passes when
     no system's share of error rows in ``rag_runs`` is above ``gates.max_run_error_share`` (0..1); metadata:
     the limit, the systems over it and every system's error counts (``core.systems.error_reasons``)."""
-    from rag_eval_pipeline.core.systems.error_reasons import error_counts
+    from rag_eval_pipeline.core.systems.error_reasons import error_counts, error_share_failures
 
     limit = settings.config.gates.max_run_error_share
     counts = error_counts(rag_runs)
     over = {s: c for s, c in counts.items() if c["share"] > limit}
+    failures = error_share_failures(rag_runs, limit)  # the run's decision (the report) states the same lines
     return dg.AssetCheckResult(
-        passed=not over,
+        passed=not failures,
         metadata={
+            "reason": "; ".join(failures) if failures else f"every system's share of errored runs is within {limit:g}",
             "limit": limit,
             "over_limit": dg.MetadataValue.json(sorted(over)),
             "errors_by_system": dg.MetadataValue.json(counts),
@@ -189,6 +193,10 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     Nothing is written when no candidate is configured, or when the candidate is the promoted baseline
     itself (the stored one, with its promotion time, stays). Raises ValueError, before writing, when
     the system has no row in this run's tables (an empty baseline would fail every later gate)."""
+    from rag_eval_pipeline.core.baseline import read_baseline_manifest, with_file_hashes
+    from rag_eval_pipeline.core.gates import same_run_configuration
+    from rag_eval_pipeline.core.report.decision import promotion_basis
+    from rag_eval_pipeline.core.storage import TableBatches, scan_slices
     cfg = settings.config
     system = gate_verdict.get("promote")
     stored_manifest = read_baseline_manifest(store.path(BASELINE_DIR).parent)  # its tables are not needed here
@@ -220,7 +228,7 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     # the tables' content hashes, checked whenever the baseline is read (core/baseline.py)
     manifest = with_file_hashes(manifest, store.path(BASELINE_DIR).parent)
     store.write_json(manifest, BASELINE_DIR, "manifest.json")
-    basis = "no blocking failure" if cfg.thresholds else NO_GATE  # worded as the run's decision words it
+    basis = promotion_basis(int(gate_verdict.get("gates") or 0), len(cfg.thresholds))  # as the decision words it
     context.log.info(f"promoted {system} as the baseline: {basis}")
     if baseline_key is not None:  # the external asset promoted_baseline: what it holds now
         context.log_event(dg.AssetMaterialization(asset_key=baseline_key, metadata={
@@ -242,6 +250,7 @@ def regression_cases(context: dg.AssetExecutionContext, store: TableFolder, ques
     (``core.gates.regression_case_status``). Cases are kept per level: a document-level gate's regressed
     questions (relevance judged per document) are cases of their own (``level`` doc).
     """
+    from rag_eval_pipeline.core.regressions import track_regressions
     cases, new = track_regressions(store.read("regression_cases.parquet"), question_metrics, gate_results,
                                    run_id=context.run_id, now=dt.datetime.now(dt.UTC).isoformat())
     counts = dict(cases.group_by("status").len().iter_rows()) if cases.height else {}

@@ -10,11 +10,12 @@ Order of the steps and why the report can state the promotion outcome: the gate 
 ``promotion`` runs after that check and after this report (it declares ``evaluation_report`` as a dependency,
 so the report reads the stored baseline before promotion replaces it), from the same gate table and the same
 calibration. The report does
-not wait on the calibration check (a failed blocking check skips everything downstream, and the report
-must be written on exactly such a night): it computes the same calibration table with
-``defs.calibration.compute_calibration`` and decides it with ``core.metrics.calibration_status``, the
-function the check itself calls. So the report says what the promotion step does; the ``promotion``
-asset and the CLI record what it did.
+not wait on the calibration check or the checks on ``gate_verdict`` (a failed blocking check skips everything
+downstream, and the report must be written on exactly such a night): it computes the same calibration table
+with ``defs.calibration.compute_calibration`` and decides it with ``core.metrics.calibration_status``, and
+the run-error share with ``core.systems.error_reasons.error_share_failures``, the functions the checks
+themselves call. So a check that fails in the UI fails in the report too (named in its blocking failures),
+the report says what the promotion step does, and the ``promotion`` asset and the CLI record what it did.
 
 The viewer groups (whose access the pages respect: a restricted chunk's text never appears) come from
 the configuration section ``report: {viewer_groups: [...]}`` (default ``["customers"]``). Every table it
@@ -37,39 +38,31 @@ links to it whoever launched the run (the CLI included).
 import datetime as dt
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import dagster as dg
-import polars as pl
 
 from rag_eval_pipeline.core import storage
-from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline_manifest
 from rag_eval_pipeline.core.errors import EvalError
-from rag_eval_pipeline.core.gates import unchanged_since_promotion
-from rag_eval_pipeline.core.labelling import current_content_hashes
-from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.metrics.names import KEY_METRICS, metric_label
-from rag_eval_pipeline.core.report import build_report, markdown_table, trend_plot
-from rag_eval_pipeline.core.report.decision import (
-    Decision,
-    decide,
-    decision_blocks,
-    judge_errors_by_system,
-    split_questions,
-    verdict_word,
-)
-from rag_eval_pipeline.core.report.markdown import render_markdown
-from rag_eval_pipeline.core.report.questions import CARD_METRICS
-from rag_eval_pipeline.core.storage import write_json_atomic, write_text_atomic
+from rag_eval_pipeline.core.storage import write_text_atomic
 from rag_eval_pipeline.defs.calibration import HISTORY_FILE, compute_calibration
 from rag_eval_pipeline.defs.resources import REPORT_URL_ENV, EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import QUICK, SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from rag_eval_pipeline.core.report.decision import Decision
+else:
+    pl = lazy_module("polars")
 
 STAGE = "reports"
 
 TREND_METRICS = tuple(metric_label(m, k) for m, k in KEY_METRICS)  # the metric registry's key metrics
 REPORT_FILES = ("report.md", "report.html", "trend.html")
-DECISION_FILE = "decision.json"
 #: Where a full evaluation keeps its per-question tables, one folder per run id (for ``rag-eval compare``).
 RUN_ARCHIVE = storage.RUN_ARCHIVE
 ARCHIVED_TABLES = ("metric_summary", "question_metrics", "rag_runs", "judge_labels")
@@ -85,6 +78,7 @@ def viewer_groups(settings: EvalSettings) -> tuple[str, ...]:
 def headline_markdown(headline: list[dict]) -> str:
     """A Markdown table of the report's headline rows: system, metric, value, num/den, n, 95% CI, judge errors
     (beside every judge-based value; "—" for the others), band."""
+    from rag_eval_pipeline.core.report import markdown_table
     rows = []
     for r in headline:
         if r["value"] is None:
@@ -135,7 +129,29 @@ def link_report_assets(assets: list, base_dir: str | Path, folder: str | Path) -
     return list(dg.map_asset_specs(spec_fn, assets))
 
 
-def _baseline_words(manifest: dict | None, configured: str | None) -> str:
+def decision_inputs(settings: EvalSettings, golden_set: pl.DataFrame | None = None,
+                    rag_runs: pl.DataFrame | None = None) -> dict:
+    """What a decision was decided on, for ``decision.json``'s ``inputs``: ``config_path`` and ``config_sha256``
+    (the configuration file's bytes now; "unreadable" when it cannot be read), ``golden_version`` (the golden
+    set's) and ``corpus_version`` (the run rows' corpus versions: one string, a sorted list when they differ);
+    None for a table not given (a run that stopped before reading it). Raises nothing."""
+    from rag_eval_pipeline.core.suites import file_sha256
+
+    try:
+        sha = file_sha256(settings.config_path)
+    except OSError:
+        sha = "unreadable"
+    golden = (str(golden_set["golden_version"][0]) if golden_set is not None and golden_set.height
+              and "golden_version" in golden_set.columns else None)
+    corpus: str | list[str] | None = None
+    if rag_runs is not None and "corpus_version" in rag_runs.columns:
+        versions = sorted({str(v) for v in rag_runs["corpus_version"].to_list() if v is not None})
+        corpus = versions[0] if len(versions) == 1 else (versions or None)
+    return {"config_path": settings.config_path, "config_sha256": sha, "golden_version": golden,
+            "corpus_version": corpus}
+
+
+def baseline_words(manifest: dict | None, configured: str | None) -> str:
     if manifest:
         return (f"{manifest.get('system')}, the promoted baseline (promoted {manifest.get('promoted_at', '?')}, "
                 f"run {manifest.get('run_id', '?')})")
@@ -148,13 +164,20 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
                  rag_runs: pl.DataFrame, corpus_snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
                  manifest: dict | None, citation_claims: pl.DataFrame | None = None,
                  nugget_labels: pl.DataFrame | None = None,
-                 quick: bool = False) -> tuple[Decision, pl.DataFrame | None]:
+                 quick: bool = False) -> "tuple[Decision, pl.DataFrame | None]":
     """(the run's :class:`Decision`, the calibration table it used: None when it could not be computed).
 
     The calibration is computed as the ``judge_calibration`` asset computes it (no history written) and
     decided by ``core.metrics.calibration_status`` as the calibration check decides it; a label file that
     cannot be read makes the calibration state "error" (blocking where a gate is judge-based), not a
-    failed report."""
+    failed report. The run-error check (``run_errors_within_share``) is decided by
+    ``core.systems.error_reasons.error_share_failures``, the function the check calls: a candidate that check
+    blocks is "fail" / "blocked" here too, the check named in ``blocking_failures``."""
+    from rag_eval_pipeline.core.gates import unchanged_since_promotion
+    from rag_eval_pipeline.core.labelling import current_content_hashes
+    from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+    from rag_eval_pipeline.core.report.decision import RUN_ERRORS_CHECK, decide, judge_errors_by_system, split_questions
+    from rag_eval_pipeline.core.systems.error_reasons import error_share_failures
     cfg = settings.config
     section = cfg.calibration
     error = None
@@ -167,15 +190,18 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
         table, error = None, str(exc)
     status = calibration_status(table, configured=section.configured, kappa_floor=section.kappa_floor,
                                 gated_metrics=[t.metric for t in cfg.thresholds], error=error)
+    # the run-error check on gate_verdict stops promotion, not the report: decided here by the function it calls
+    failed_checks = {RUN_ERRORS_CHECK: error_share_failures(rag_runs, cfg.gates.max_run_error_share)}
     split = cfg.gate_split
     n_split = split_questions(golden_set, split)
     decision = decide(gate_results, status, split=split, split_questions=n_split,
-                      baseline=_baseline_words(manifest, cfg.baseline_system), promote=cfg.gates.promote,
+                      baseline=baseline_words(manifest, cfg.baseline_system), promote=cfg.gates.promote,
                       quick=quick, systems=sorted(set(rag_runs["system"].to_list())),
                       stored_baseline=(f"{manifest.get('system')}, promoted {manifest.get('promoted_at', '?')}"
                                        if manifest else None),
                       judge_errors=judge_errors_by_system(judge_labels),
-                      unchanged=unchanged_since_promotion(rag_runs, golden_set, cfg.gates.promote, manifest))
+                      unchanged=unchanged_since_promotion(rag_runs, golden_set, cfg.gates.promote, manifest),
+                      thresholds=len(cfg.thresholds), failed_checks=failed_checks)
     return decision, table
 
 
@@ -215,6 +241,11 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     shows (None: none yet); ``citation_claims``, ``citations``, ``nugget_labels``: the citation and completeness
     tables the question cards show (None: none); ``suite``: the suite's name (None for the unprefixed chain);
     ``quick``: a quick evaluation's report."""
+    from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline_manifest
+    from rag_eval_pipeline.core.report import build_report, trend_plot
+    from rag_eval_pipeline.core.report.decision import DECISION_FILE, decision_blocks, verdict_word, write_decision
+    from rag_eval_pipeline.core.report.markdown import render_markdown
+    from rag_eval_pipeline.core.report.questions import CARD_METRICS
     cfg = settings.config
     groups = viewer_groups(settings)
     history = metric_history
@@ -232,6 +263,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     decision, calibration = run_decision(settings, store, gate_results, golden_set, rag_runs, corpus_snapshot,
                                          judge_labels, manifest, citation_claims, nugget_labels, quick=quick)
 
+    inputs = decision_inputs(settings, golden_set, rag_runs)
     card_rows = (question_metrics.filter(pl.col("k").is_null() & pl.col("metric").is_in(list(CARD_METRICS)))
                  .collect(engine="streaming"))
     report = build_report(
@@ -240,6 +272,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         baseline_manifest=manifest, generated_at=dt.datetime.now(dt.UTC),
         kappa_floor=cfg.calibration.kappa_floor, decision=decision, gate_split=cfg.gate_split,
         suite=suite, citation_claims=citation_claims, citations=citations, nugget_labels=nugget_labels,
+        run={"run_id": context.run_id, "config_sha256": inputs["config_sha256"]},
     )
     md_path = write_text_atomic(report.markdown, store.path("report.md"))
     html_path = write_text_atomic(report.html, store.path("report.html"))
@@ -247,9 +280,9 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
         schema={"run_id": pl.Utf8, "evaluated_at": pl.Datetime("us", "UTC"), "system": pl.Utf8, "metric": pl.Utf8,
                 "k": pl.Int32, "value": pl.Float64}), TREND_METRICS, store.path("trend.html"))
     url = report_url(os.environ.get(REPORT_URL_ENV), store.serve_root, html_path)
-    decision_path = write_json_atomic(decision.to_dict() | {
-        "run_id": context.run_id, "suite": suite, "report_html": str(html_path.resolve()),
-        "report_url": url}, store.path(DECISION_FILE))
+    decision_path = write_decision(decision, store.path(DECISION_FILE), run_id=context.run_id, suite=suite,
+                                   inputs=inputs,
+                                   report_html=str(html_path.resolve()), report_url=url)
     archived = None
     if not quick:
         archived = archive_run(store, context.run_id, history, {

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import dagster as dg
-import polars as pl
 from pydantic import PrivateAttr
 
 from rag_eval_pipeline.core.config import EvalConfig, load_config
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.storage import (
     BASELINE_DIR,
     TableBatches,
@@ -30,6 +31,11 @@ from rag_eval_pipeline.core.storage import (
 )
 from rag_eval_pipeline.defs.io import HoldsOutputLock
 from rag_eval_pipeline.defs.scope import QUICK
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 # Read by a quick evaluation from its suite's full evaluation (never written by it): the promoted
 # baseline it is compared with and the history its report's trend shows.

@@ -7,15 +7,20 @@ systems' rows of its own previous materialisation (read from the suite's folder:
 what it wrote last time, not another table).
 """
 
-import dagster as dg
-import polars as pl
+from typing import TYPE_CHECKING
 
-from rag_eval_pipeline.core.systems.runs import rag_runs as run_systems
-from rag_eval_pipeline.core.systems.runs import run_row_coverage
+import dagster as dg
+
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.defs.pools import LIVE_SYSTEMS_POOL
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SHARDS, SuiteScope
 from rag_eval_pipeline.defs.systems import SystemsResource
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 STAGE = "runs"
 SYSTEMS_KEY = "systems"  # shared by every suite: the deployment's settings for every system kind (defs/systems.py)
@@ -43,6 +48,7 @@ def rag_runs(context: dg.AssetExecutionContext, config: RagRunsConfig, settings:
     passages aligned by text, unmatched passages) in ``id_mapping``. ``previous``: the file (in the suite's
     folder) of the last materialisation, kept for the systems not re-run (a shard's own file in a shard);
     ``all_questions``: in a shard, the whole golden set's ids (``golden_set`` is then the shard's questions)."""
+    from rag_eval_pipeline.core.systems.runs import rag_runs as run_systems
     result = run_systems(settings.config, corpus_snapshot, golden_set, systems=config.systems or None,
                          previous=store.read(*previous.split("/"), table="rag_runs") if config.systems else None,
                          deployment=systems.deployment(), log=context.log.info, all_questions=all_questions)
@@ -71,11 +77,14 @@ def every_question_has_a_run_row(settings: EvalSettings, rag_runs: pl.DataFrame,
                                  corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
     """The check of ``rag_runs``: :func:`~rag_eval_pipeline.core.systems.runs.run_row_coverage` of the suite's
     systems, with what it found in the metadata."""
+    from rag_eval_pipeline.core.systems.runs import run_row_coverage
     cfg = settings.config
     cov = run_row_coverage(cfg.system_names, rag_runs, golden_set, corpus_snapshot, complete=cfg.complete)
+    missing = cov.missing_lines(cfg)  # each names the run file the rows are missing from
     return dg.AssetCheckResult(
         passed=cov.passed,
         metadata={
+            **({"reason": "; ".join(missing)} if missing else {}),
             "complete": cov.complete,
             "allowed_missing_questions": sum(cov.missing_count.values()) if cov.allowed else 0,
             "allowed_missing_question_ids": dg.MetadataValue.json(cov.allowed),

@@ -116,9 +116,31 @@ def caused_by_user_mistake(error) -> bool:
     return False
 
 
+#: The class Dagster raises in a blocking check's step when the check fails (ERROR severity): the check said
+#: no, an expected outcome of a run, not a bug.
+_BLOCKED_CLASS = "DagsterAssetCheckFailedError"
+
+
+def blocked_checks(error) -> list[str] | None:
+    """The checks a ``SerializableErrorInfo`` chain says failed blocking (Dagster's DagsterAssetCheckFailedError,
+    whose message lists ``<asset>: <check>,<check>`` one asset a line), as ``asset:check``; None when the chain
+    holds no such error ([] when its message names none)."""
+    while error is not None:
+        if error.cls_name == _BLOCKED_CLASS:
+            names = []
+            for line in error.message.splitlines()[1:]:
+                asset, sep, checks = line.partition(": ")
+                names += [f"{asset.strip()}:{c.strip()}" for c in checks.split(",") if sep and c.strip()]
+            return names
+        error = error.cause or error.context
+    return None
+
+
 class _CutStackTraces(logging.Formatter):
     """Wraps a handler's formatter: a failure event caused by a user's mistake loses its "Stack Trace:" blocks
-    (the error messages of the chain stay); every other record is formatted unchanged."""
+    (the error messages of the chain stay); a blocking check that failed is one line naming the check (its step's
+    failure) or the run's first line only (the run's failure): an expected outcome, no stack trace, said once;
+    every other record is formatted unchanged."""
 
     def __init__(self, inner: logging.Formatter):
         super().__init__()
@@ -128,9 +150,16 @@ class _CutStackTraces(logging.Formatter):
         meta = getattr(record, "dagster_meta", None) or {}
         event = meta.get("dagster_event") if isinstance(meta, dict) else None
         error = getattr(getattr(event, "event_specific_data", None), "error", None)
-        if error is not None and isinstance(record.msg, str) and caused_by_user_mistake(error):
-            record = logging.makeLogRecord(record.__dict__)  # a copy: other handlers see the record unchanged
-            record.msg = _STACK_TRACE.sub("", record.msg)
+        if error is not None and isinstance(record.msg, str):
+            blocked = blocked_checks(error)
+            if blocked is not None or caused_by_user_mistake(error):
+                record = logging.makeLogRecord(record.__dict__)  # a copy: other handlers see the record unchanged
+                record.msg = _STACK_TRACE.sub("", record.msg)
+                if blocked is not None:
+                    head = record.msg.split("\n", 1)[0].strip()
+                    record.msg = head if not getattr(event, "is_step_failure", False) else (
+                        f"{head} Blocking check {', '.join(blocked) or '(unnamed)'} failed: promotion stops "
+                        "(the check's reason is printed after the run)")
         return self.inner.format(record)
 
 

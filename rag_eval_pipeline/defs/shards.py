@@ -23,12 +23,19 @@ every shard then the rest) and ``<suite>__full_evaluation`` (everything else: th
 the merge and what follows; run the snapshot and golden set before the shards, the rest after them).
 """
 
-import dagster as dg
-import polars as pl
+from typing import TYPE_CHECKING
 
+import dagster as dg
+
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.shards import shard_parts
 from rag_eval_pipeline.core.storage import TableBatches
 from rag_eval_pipeline.defs.scope import SHARDED_TABLES, SuiteScope
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 STAGE = "shards"
 MERGE = "merge_shards"

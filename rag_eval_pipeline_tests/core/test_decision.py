@@ -138,6 +138,38 @@ def test_with_no_gate_the_candidate_is_promoted_and_the_line_says_nothing_checke
                            "promotion step, which runs after this report, writes it)")
 
 
+RUN_ERRORS = "system cand: 1 of 7 runs errored (share 0.143 > gates.max_run_error_share 0.1): HTTP 500 \u00d7 1"
+
+
+@pytest.mark.parametrize("gates", [[], [gate()]])
+def test_a_failed_run_error_check_fails_the_decision_and_blocks_promotion(gates):
+    # the run_errors_within_share check failed (1/7 = 0.143 > 0.10): whatever the gates say (none, or all passed),
+    # the decision is FAIL and the candidate is blocked, the check named with its reason; before, the decision
+    # did not know the check and said "promote" (the CLI added the failure on the side)
+    d = run(gates, thresholds=1, failed_checks={"run_errors_within_share": [RUN_ERRORS]})
+    assert d.verdict == "fail" and d.why == "1 blocking failure(s)"
+    assert d.blocking_failures == [f"check run_errors_within_share: {RUN_ERRORS}"]
+    assert d.promotion_action == "blocked"
+    assert d.promotion == "not promoted: 1 blocking failure(s) stop cand; the stored baseline (none yet) stays"
+    md = render_markdown(decision_blocks(d))
+    assert "Verdict: FAIL" in md and "check run_errors_within_share" in md and "Promotion: promotes" not in md
+    assert "no gate configured" not in md
+
+
+def test_a_passed_check_changes_nothing():
+    assert run([gate()], failed_checks={"run_errors_within_share": []}) == run([gate()])
+
+
+def test_thresholds_configured_but_none_evaluated_is_not_no_gate_configured():
+    # a first run with one drop threshold and no baseline: gate_results has no row, but a gate is configured
+    d = run([], thresholds=2)
+    assert d.verdict == "inconclusive" and "no gate configured" not in d.why
+    assert d.why.startswith("no gate evaluated: 2 threshold(s) configured, none could be compared in this run")
+    assert d.promotion == ("promotes cand as the baseline: no gate was evaluated (a drop threshold needs a baseline), "
+                           "so nothing checked it (the promotion step, which runs after this report, writes it)")
+    assert run([], thresholds=0).why == "no gate configured: nothing decides whether a change is safe"
+
+
 def test_keep_is_decided_from_the_manifests_not_from_gate_rows():
     # no gate row at all, but the candidate's configuration is the stored baseline's: the promotion step keeps it
     # (this used to read "promotes cand", inferred from gate rows only)

@@ -54,7 +54,9 @@ def test_defaults_types_and_paths(tmp_path):
 
 
 @pytest.mark.parametrize("body, line, message", [
-    ("  name: x\n  nmae: y\n", 3, r"unknown key\(s\) \['nmae'\] in demo; expected only \['name', 'mode'"),
+    # a misspelt key: the closest allowed key of its section is suggested (difflib: 'nmae' ~ 'name', ratio 0.75)
+    ("  name: x\n  nmae: y\n", 3, r"unknown key\(s\) \['nmae'\] in demo \(demo.nmae: did you mean 'name'\?\); "
+                                 r"expected only \['name', 'mode'"),
     ("  mode: fast\n", 1, r"missing key demo.name"),
     ("  name: x\n  mode: turbo\n", 3, r"demo.mode must be one of \('fast', 'slow'\), got 'turbo'"),
     ("  name: x\n  ratio: 2\n", 3, r"demo.ratio must be a number in \[0.0, 1.0\], got 2"),

@@ -14,7 +14,8 @@ import pytest
 from rag_eval_pipeline.core.corpus import corpus_version
 from rag_eval_pipeline.core.errors import InputError, SchemaError
 from rag_eval_pipeline.core.storage import WriteContext, read_table, write_parquet_atomic
-from rag_eval_pipeline.core.table_files import MIGRATIONS, SchemaVersionError, read_file_metadata
+from rag_eval_pipeline.core.table_files import SchemaVersionError, read_file_metadata
+from rag_eval_pipeline.core.table_schema import MIGRATIONS
 from rag_eval_pipeline.core.tables import SCHEMAS, spec_of
 
 

@@ -160,3 +160,21 @@ def test_shown_never_builds_the_repr_of_a_huge_shared_value():
     text = shown(layer)
     assert time.perf_counter() - t < 0.1 and len(text) < 130 and text.startswith("list of 9 item(s)")
     assert shown("y" * 10_000) == repr("y" * 80) + "... (10000 characters)"
+
+
+def test_a_file_read_twice_is_parsed_once_and_each_caller_gets_its_own_copy(tmp_path):
+    from rag_eval_pipeline.core import yamlio
+
+    path = tmp_path / "config.yaml"
+    path.write_text("corpus:\n  path: docs\nmetrics:\n  ks: [1, 5]\n", encoding="utf-8")
+    yamlio._parse_cached.cache_clear()
+    first = yamlio.load_yaml(path)
+    first["metrics"]["ks"].append(99)  # a caller changing its copy
+    located = yamlio.load_yaml_located(path)
+    assert located.value == {"corpus": {"path": "docs"}, "metrics": {"ks": [1, 5]}}
+    assert located.line(("metrics", "ks")) == 4  # the fourth line of the file
+    assert yamlio._parse_cached.cache_info().hits == 1
+    # an edit of the same size is another text: parsed again, never the remembered document
+    path.write_text("corpus:\n  path: dics\nmetrics:\n  ks: [1, 5]\n", encoding="utf-8")
+    assert yamlio.load_yaml(path) == {"corpus": {"path": "dics"}, "metrics": {"ks": [1, 5]}}
+    assert yamlio._parse_cached.cache_info().misses == 2

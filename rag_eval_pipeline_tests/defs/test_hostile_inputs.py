@@ -32,9 +32,11 @@ import yaml
 
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.locking import LOCK_NAME, OutputLock, read_owner
+from rag_eval_pipeline.core.report.decision import DECISION_FILE, PREVIOUS_DIR
 from rag_eval_pipeline.core.sources.trec import read_trec_run
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
 from rag_eval_pipeline.defs.judging import JudgeResource
+from rag_eval_pipeline.defs.stopped import SET_ASIDE
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import (
     cli_env,
@@ -258,15 +260,27 @@ def test_hostile_input_through_the_chain(name, good_run, tmp_path):
         assert expect["message"] in msg, msg
         assert "expected" in msg, msg  # says what was expected, not only what is wrong
         # Nothing downstream of the failure ran, and nothing the good run wrote has changed: the failing
-        # asset's file (and every later one) is byte-identical and still reads.
-        assert visible_files(out) == visible_files(good_out)
+        # asset's file (and every later one) is byte-identical and still reads. The run stopped before its
+        # report: the good run's report and decision are kept, byte for byte, under previous/ (defs/stopped.py),
+        # and decision.json is this run's stopped decision, naming the failed step.
+        aside = {Path(n) for n in SET_ASIDE}
+        assert visible_files(out) == sorted((set(visible_files(good_out)) - aside)
+                                            | {Path(PREVIOUS_DIR) / n for n in aside} | {Path(DECISION_FILE)})
         for rel in visible_files(good_out):
-            assert content_hash(out / rel) == content_hash(good_out / rel), f"{rel} changed"
+            now = Path(PREVIOUS_DIR) / rel if rel in aside else rel
+            assert content_hash(out / now) == content_hash(good_out / rel), f"{rel} changed"
         failing = out / f"{expect['asset']}.parquet"
         assert filecmp.cmp(failing, good_out / f"{expect['asset']}.parquet", shallow=False), "rewritten"
         assert pl.read_parquet(failing).equals(pl.read_parquet(good_out / f"{expect['asset']}.parquet"))
         assert not [p for p in out.rglob(".*.tmp")], "temporary files left behind"
-        assert every_file_hash(out) == hashes_before
+        moved = {(f"{PREVIOUS_DIR}/{k}" if k in SET_ASIDE else k): v for k, v in hashes_before.items()}
+        after = every_file_hash(out)
+        assert {k: v for k, v in after.items() if k != DECISION_FILE} == moved
+        stopped = json.loads((out / DECISION_FILE).read_text(encoding="utf-8"))
+        assert stopped["run_id"] == result.run_id and stopped["stopped_before_report"] is True
+        assert stopped["verdict"] == "fail" and stopped["promotion_action"] in ("blocked", "none")
+        [line] = stopped["blocking_failures"]
+        assert line.startswith(f"step {expect['asset']}: InputError: "), line
         return
 
     assert result.success == expect.get("success", True), step_errors(result)
@@ -627,5 +641,8 @@ def test_run_row_check_catches_missing_duplicate_and_stale_rows(good_run):
     md = {k: v.value for k, v in check.metadata.items()}
     assert not check.passed
     assert md["missing_question_ids"] == {TEAM: ["q01", "q02"]}
+    # the check's reason (what the CLI and the UI show first) names the run file beside the question ids
+    assert md["reason"] == (f"system {TEAM}: 2 golden question(s) have no run row in "
+                            f"{(SAMPLE_DIR / 'runs' / 'team_rag.jsonl').resolve()}: ['q01', 'q02']")
     assert md["duplicate_question_ids"] == {TEAM: ["q03"]}
     assert len(md["corpus_version_mismatch"]) == 1 and md["corpus_version_mismatch"][0].startswith("bm25_k5: ['000")

@@ -30,7 +30,7 @@ def two_runs(tmp_path_factory):
         return real(*args, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(promotion_defs, "compute_gate_verdict", counting)
+        mp.setattr(core_gates, "compute_gate_verdict", counting)  # promotion imports it when the step runs
         first = _materialize(out)
         first_gates = pl.read_parquet(out / "gate_results.parquet")
         first_manifest = json.loads((out / "baseline" / "manifest.json").read_text())

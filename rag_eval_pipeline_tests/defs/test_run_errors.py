@@ -91,3 +91,15 @@ def test_an_endpoint_refusing_post_is_said_plainly_reported_apart_and_blocks_pro
     assert not check.passed and check.metadata["over_limit"].value == ["team_http"]
     assert check.metadata["limit"].value == pytest.approx(0.10)
     assert result.is_node_untouched("promotion")
+    # the report asset (what a Dagster user opens beside the failed check) and decision.json say the same: FAIL,
+    # not promoted, the check named with its reason (48/52 = 0.923 > 0.1); team_rag's 1/52 = 0.019 is within it
+    reason = ("check run_errors_within_share: system team_http: 48 of 52 runs errored (share 0.923 > "
+              "gates.max_run_error_share 0.1): HTTP 405 \u00d7 48")
+    assert check.metadata["reason"].value == reason.removeprefix("check run_errors_within_share: ")
+    decision = json.loads((out / "decision.json").read_text(encoding="utf-8"))
+    assert decision["verdict"] == "fail" and decision["promotion_action"] == "blocked"
+    assert reason in decision["blocking_failures"]
+    [report] = [e.materialization.metadata for e in result.get_asset_materialization_events()
+                if e.asset_key is not None and e.asset_key.path[-1] == "evaluation_report"]
+    assert report["verdict"].value == "FAIL" and reason in report["blocking_failures"].value
+    assert report["promotion"].value.startswith("not promoted: ")

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.sections import did_you_mean
 
 #: Marker syntaxes a system may use (``citation_format.markers``).
 SYNTAXES = ("brackets", "fullwidth", "footnote", "ids")
@@ -115,7 +116,8 @@ class CitationFormat:
             raise ConfigError(f"{where} must be 'auto', 'none' or a mapping with keys {list(_KEYS)}, got {value!r}")
         unknown = sorted(str(k) for k in value if k not in _KEYS)
         if unknown:
-            raise ConfigError(f"{where}: unknown key(s) {unknown}; expected only {list(_KEYS)}")
+            raise ConfigError(f"{where}: unknown key(s) {unknown}{did_you_mean(unknown, list(_KEYS))}; expected only "
+                              f"{list(_KEYS)}")
         markers = value.get("markers", "auto")
         if markers == "auto":
             markers = SYNTAXES

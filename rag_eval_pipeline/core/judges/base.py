@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from rag_eval_pipeline.core.tables import SUPPORT_VERDICTS, VERDICT_FAMILIES, VERDICTS
+from rag_eval_pipeline.core.plain_names import SUPPORT_VERDICTS, VERDICT_FAMILIES, VERDICTS
 
 #: Statuses a judge may return for an answer. ``judge_runs`` adds "clarify" and "run_error"
 #: for runs it never sends to a judge.

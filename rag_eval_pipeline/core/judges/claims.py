@@ -99,7 +99,8 @@ def split_claims(text: str | None, *, coordinated: bool = True) -> list[str]:
         return sentences
     from rag_eval_pipeline.core.judges.coordination import split_coordinated
 
-    return [claim for sentence in sentences for claim in split_coordinated(sentence)]
+    context = text if len(sentences) > 1 else None
+    return [claim for sentence in sentences for claim in split_coordinated(sentence, context)]
 
 
 def split_sentences(text: str | None) -> list[str]:

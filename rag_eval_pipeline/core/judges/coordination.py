@@ -53,14 +53,26 @@ recursively, the first rule that fits:
    días naturales" and "El plazo se cuenta desde la entrega" ("The period is 30 days" / "The period
    counts from delivery").
 
+Agreement decides more of rule 3 (each check in :mod:`~rag_eval_pipeline.core.judges.agreement`):
+an "-s" word followed by its object after "and" is a verb, not a list item ("treats emergencies and
+runs tests"; in Spanish a word followed by one that does not agree in number: "vende pan y hace
+bollos"); a second conjunct that shows no number (a modal, a past form) or a plural one lets a bare
+noun phrase be the plural subject ("Young drivers pay more and must carry ..."); a bare form after
+a passive and "and" is an irregular participle ("is sliced ... and sold ..."); a Spanish verb after
+a fronted phrase that disagrees in number with the subject that would be carried, with a noun
+phrase after it, has its own subject ("..., y en él viven truchas"); and gapping takes a name as
+the remnant of a name ("Ana visitó Roma en mayo y París en junio").
+
 Rules 1 and 3 live here; rules 2, 4 and 5 in :mod:`~rag_eval_pipeline.core.judges.relatives`; the
 clause pieces they share (first verb, subject, a conjunct's kind) in
-:mod:`~rag_eval_pipeline.core.judges.clauses`.
+:mod:`~rag_eval_pipeline.core.judges.clauses`; the agreement checks in
+:mod:`~rag_eval_pipeline.core.judges.agreement`.
 
 **Self-contained claims.** A clause whose subject is a pronoun ("it", "she", "él") gets the first
 conjunct's subject in its place; a possessive at the start of its subject ("its", "their", "su",
 "sus") becomes the subject's genitive ("its battery" → "the speaker's battery"; "su batería" → "la
-batería del altavoz", the article chosen from the noun's ending). What is carried is the subject
+batería del altavoz"; the article from what agrees with the noun in the answer, a determiner before
+it elsewhere or a participle or predicate after it, else from the noun's ending). What is carried is the subject
 without the first conjunct's fronted phrases when the second conjunct has its own ("En enero el
 museo abre ..., y en julio abre ..." → "En julio el museo abre ..."; "Yesterday it ..." gives "it").
 Nothing is carried into a clause with no subject to take: existential "hay"; after a fronted
@@ -82,9 +94,19 @@ from __future__ import annotations
 
 import re
 
+from rag_eval_pipeline.core.judges.agreement import (
+    _agreement,
+    _chain_index,
+    _inverted_subject,
+    _plural_subject_reading,
+    _shared_prefix,
+    _verb_and_object,
+    _vp_ok,
+)
 from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal re-exported
     _INTERJECTION,
     _LANG,
+    _SENTENCE,
     DETERMINERS,
     _cap,
     _conjunct_kind,
@@ -105,11 +127,6 @@ from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal
     looks_verbal,
 )
 from rag_eval_pipeline.core.judges.morphology import (
-    ADVERBS,
-    BE_EN,
-    BE_ES,
-    CLITICS_ES,
-    MODALS_EN,
     NUMBER_WORDS,
     PREP_EN,
     PREP_ES,
@@ -149,10 +166,12 @@ def _finish(s: str, end: str) -> str:
     return s + end if s and s[-1] not in ".!?…" else s
 
 
-def split_coordinated(sentence: str) -> list[str]:
+def split_coordinated(sentence: str, context: str | None = None) -> list[str]:
     """Claims of one sentence (rules in the module docstring), in text order.
 
-    Input: one sentence (a claim of :func:`~rag_eval_pipeline.core.judges.claims.split_claims`).
+    Input: one sentence (a claim of :func:`~rag_eval_pipeline.core.judges.claims.split_claims`);
+    ``context``, the text it comes from (default: the sentence), where the gender of a Spanish noun
+    is looked for ("la torre" in another sentence gives "su torre" the article "la").
     Output: a non-empty list of strings; each starts with a capital letter and keeps the
     sentence's final punctuation; ``[sentence]`` when no rule applies. Never raises.
     """
@@ -162,6 +181,7 @@ def split_coordinated(sentence: str) -> list[str]:
     if not body.strip() or "?" in end:
         return [sentence]  # a question states no fact: it stays one claim (judged as a question)
     _LANG.append(is_spanish(_words(body)))
+    _SENTENCE.append(body if context is None else context)
     try:
         if _OPENING_SUBORDINATOR.match(body):
             parts = [body]
@@ -169,6 +189,7 @@ def split_coordinated(sentence: str) -> list[str]:
             parts = _split(body, depth=0)
     finally:
         _LANG.pop()
+        _SENTENCE.pop()
     if len(parts) <= 1:
         return [sentence]
     return [_finish(p, end or "") for p in parts if p.strip()]
@@ -204,10 +225,14 @@ def _split_contrast(text: str) -> list[str] | None:
     return None
 
 
-def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = False) -> list[str] | None:
+def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = False,
+               participles: bool = False) -> list[str] | None:
     """[left, right made self-contained] when ``left`` has a verb and ``right`` is a clause or verb
     phrase; else None. ``consequence``: ``right`` follows "así que", "por lo que", "so", where a
-    verb governing an infinitive is impersonal ("conviene salir")."""
+    verb governing an infinitive is impersonal ("conviene salir"). ``participles``: ``right`` follows
+    "and" / "y", where a bare form after a passive ("is sliced by hand and sold in bags") is an
+    irregular participle (after "but" it is a predicate adjective: "is closed on Mondays but open
+    on holidays")."""
     pre = _subject_prefix(left)
     if pre is None:
         return None
@@ -224,115 +249,20 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
         words = [s.group() for s in spans]
         gs = _verb_group_start(words, vi, _spanish(words))
         subject = _subject_only(prefix)
-        if not subject:
+        if not subject or _inverted_subject(words, vi, subject):
             return [left, right]
         return [left, right[: spans[gs].start()] + _lower_first(subject) + " " + right[spans[gs].start():]]
-    if not _vp_ok(lwords, lvi, right, strength):
+    if participles and not _spanish(lwords):
+        k = _chain_index(lwords, lvi, "bare")
+        participles = k is not None and en_form(lwords[k]) == "ed"  # a passive: "is sliced", not "are smaller"
+    if not _vp_ok(lwords, lvi, right, strength, participles):
         plural = _plural_subject_reading(left, lwords, lvi, strength)
         if plural is None or not _vp_ok(lwords, plural[1], right, strength):
             return None
         prefix, lvi = plural
+    elif (plural := _plural_subject_reading(left, lwords, lvi, _agreement(right))) is not None:
+        prefix, lvi = plural
     return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]
-
-
-def _plural_subject_reading(left: str, lwords: list[str], lvi: int, strength: str | None) -> tuple[str, int] | None:
-    """English agreement: a bare verb conjunct cannot share a third-person "-s" verb, so when the
-    first conjunct's "-s" word is followed by a bare word that opens a complement ("Summer hours
-    start in June"), the "-s" word is the plural subject's head and the bare word the verb (Quirk et
-    al. 1985, §10.34, subject-verb concord). Returns (prefix, verb index) of that reading, or None."""
-    if _spanish(lwords) or strength not in ("bare", "bare-weak") or en_form(lwords[lvi]) != "s" \
-            or lvi + 2 >= len(lwords):
-        return None
-    verb, nxt = lwords[lvi + 1], lwords[lvi + 2].casefold()
-    if en_form(verb) != "bare" or verb[:1].isupper() or not (
-            nxt in PREP_EN or nxt in DETERMINERS or nxt[:1].isdigit() or nxt in NUMBER_WORDS or nxt in ADVERBS):
-        return None
-    stripped = _INTERJECTION.sub("", left)
-    spans = _spans(stripped)
-    if len(spans) != len(lwords):
-        return None
-    return stripped[: spans[lvi + 1].start()].strip(" ,"), lvi + 1
-
-
-def _vp_ok(lwords: list[str], lvi: int, right: str, strength: str | None, participles: bool = False) -> bool:
-    """Agreement checks of rule 3: a bare word after a copula is an adjective, unless it stands in a
-    series of participles (``participles``: "is washed, peeled and cut into cubes", where "cut" is an
-    irregular participle); an English bare form after a third-person verb needs a shared modal
-    chain."""
-    spanish = _spanish(lwords)
-    rwords = _words(right)
-    v1 = lwords[lvi].casefold()
-    if spanish:
-        if strength == "weak" and v1 in BE_ES and len(rwords) <= 1:
-            return False
-        if strength in ("infinitive", "participle") and _chain_index(lwords, lvi, strength) is None:
-            return False
-        return True
-    if strength in ("bare", "bare-weak"):
-        rw = _words(right)
-        nxt = rw[1].casefold() if len(rw) > 1 else ""
-        if v1 in BE_EN and (not nxt or nxt in PREP_EN) and not (
-                participles and _chain_index(lwords, lvi, "bare") is not None):
-            return False  # "is closed on Mondays but open on holidays": a predicate adjective
-        if _chain_index(lwords, lvi, "bare") is not None:
-            return True
-        past = v1 in ("was", "were", "had", "did") or en_form(v1) == "ed" or en_form(v1) == "bare"
-        if v1 in BE_EN and not past:
-            return False
-        return past and strength == "bare"
-    return True
-
-
-def _chain_index(lwords: list[str], lvi: int, strength: str | None) -> int | None:
-    """Index in the first conjunct of the non-finite verb a conjunct's verb parallels (the shared
-    auxiliary or modal comes before it), or None."""
-    spanish = _spanish(lwords)
-    v1 = lwords[lvi].casefold()
-    for k in range(lvi + 1, min(len(lwords), lvi + 5)):
-        w = lwords[k].casefold()
-        if spanish:
-            form = es_form(lwords[k])
-            if strength == "infinitive" and form == "infinitive":
-                return k
-            if strength == "participle" and form == "participle" and v1 in BE_ES:
-                return k
-            if w in ("que", "a", "de", "no") or w in CLITICS_ES:
-                continue
-            return None
-        form = en_form(lwords[k])
-        if w in ("not", "to", "be", "been", "have", "you", "us", "them", "him", "her", "me") or w in ADVERBS:
-            continue
-        if w == "born":
-            return None
-        chain = v1 in MODALS_EN or v1 in BE_EN or v1 in ("lets", "let", "helps", "allows") or "to" in \
-            [x.casefold() for x in lwords[lvi + 1:k]]
-        if chain and form in ("bare", "ed", "s") and not lwords[k][:1].isupper():
-            if v1 in BE_EN and form == "s":
-                return None
-            return k
-        return None
-    return None
-
-
-def _shared_prefix(left: str, prefix: str, lwords: list[str], lvi: int, right: str, strength: str | None) -> str:
-    """The subject prefix, extended with the auxiliary or modal chain when the conjunct's verb is
-    non-finite (rule 3)."""
-    want_of: dict[str | None, str | None] = {
-        "infinitive": "infinitive", "participle": "participle", "bare": "bare", "bare-weak": "bare",
-        "strong": "ed" if not _spanish(lwords) and en_form(_words(right)[0]) == "ed" else None}
-    want = want_of.get(strength)
-    if want is None:
-        return prefix
-    if want == "ed":
-        if lwords[lvi].casefold() not in BE_EN:
-            return prefix
-        want = "bare"
-    k = _chain_index(lwords, lvi, want)
-    if k is None:
-        return prefix
-    stripped = _INTERJECTION.sub("", left)
-    spans = _spans(stripped)
-    return stripped[: spans[k].start()].strip(" ,")
 
 
 # --- rule 3: coordination ------------------------------------------------------------------------
@@ -366,7 +296,8 @@ def _split_coordination(text: str) -> list[str] | None:
             return gapped
         if not negate and _list_like(left, [right], max_words=2):
             continue
-        got = _two_parts(left, right, negate)
+        # a bare form after "and" in a passive ("is sliced ... and sold ...") is an irregular participle
+        got = _two_parts(left, right, negate, participles=True)
         if got is not None:
             return got
     return None
@@ -377,7 +308,10 @@ def _gapped(left: str, right: str) -> list[str] | None:
     the first conjunct's predicate repeats that predicate with its own NP and phrase ("Los alumnos
     de primero tienen clase por la mañana y los de segundo por la tarde" → "Los de segundo tienen
     clase por la tarde"; Quirk et al. 1985, §13.92). The NP replaces the subject when it shares the
-    subject's determiner or head word, the object when it shares the object's; otherwise None."""
+    subject's determiner or head word, the object when it shares the object's; a name replaces the
+    object when the object is a name ("Ana visitó Roma en mayo y París en junio" → "Ana visitó París
+    en junio"), else the subject when that is a name ("Acme was founded in 1985 and Globex in 1990"
+    → "Globex was founded in 1990"); otherwise None."""
     pre = _subject_prefix(left)
     if pre is None or not pre[0]:
         return None
@@ -416,10 +350,14 @@ def _gapped(left: str, right: str) -> list[str] | None:
         return bool(words) and (fold(words[0]) == fold(npw[0]) and fold(words[0]) in DETERMINERS
                                 or fold(words[-1]) == fold(npw[-1]))
 
-    if parallel(subj):
+    def names(words: list[str]) -> bool:  # "Roma", "París", "Real Madrid": a name stands for a name
+        return bool(words) and all(w[:1].isupper() or fold(w) in ("de", "of", "del") for w in words)
+
+    obj = lwords[oi:pp] if oi < pp else []
+    if parallel(subj) or names(npw) and names(subj) and not names(obj):
         verb_phrase = left[lspans[gs].start(): lspans[pp].start()].strip()
         return [left, f"{np_} {verb_phrase} {phrase}"]
-    if oi < pp and parallel(lwords[oi:pp]):
+    if obj and (parallel(obj) or names(npw) and names(obj)):
         head = left[: lspans[oi].start()].strip()
         return [left, f"{head} {np_} {phrase}"]
     return None
@@ -464,7 +402,7 @@ def _list_like(first: str, rights: list[str], max_words: int = 4) -> bool:
         rw = _words(r)
         if kind != "VP" or strength not in ("weak", "bare-weak", "bare") or len(rw) > max_words:
             return False
-        if (es_form(rw[vi]) if spanish else en_form(rw[vi])) != o1_form:
+        if (es_form(rw[vi]) if spanish else en_form(rw[vi])) != o1_form or _verb_and_object(rw, vi, spanish):
             return False
     return True
 

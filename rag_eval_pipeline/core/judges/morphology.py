@@ -43,7 +43,7 @@ aquellos aquellas su sus mi mis tu tus nuestro nuestra nuestros nuestras vuestro
 todos todas al del otro otra otros otras mucho mucha muchos muchas poco poca pocos pocas varios varias
 algún alguna algunos algunas ningún ninguna cualquier ambos ambas dicho dicha mismo misma""".split())
 DET_EN = frozenset("""the a an this that these those its their his her our my your each every all some any
-no both either neither another other such many much few several most""".split())
+no both either neither another other such many much few several most more less fewer""".split())
 PREP_ES = frozenset("""a ante bajo con contra de desde durante en entre hacia hasta mediante para por según
 sin sobre tras""".split())
 PREP_EN = frozenset("""of in on at for with from to by about into over under after before between through
@@ -268,7 +268,7 @@ def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool =
             # a sentence-initial verb ("Incluye el cable") has a complement; a name ("Ana y Luis",
             # "Sevilla, que ...", "Marta estudió") does not take one
             return "weak" if nxt and nxt not in CONJ and finite_at(words, 1, True) is None else None
-        if _function(words[p], True) and prev not in ("que",):
+        if _function(words[p], True) and prev not in ("que",) and prev not in SUBJECT_PRONOUNS:
             return None
         return "weak"
     form = en_form(w)
@@ -308,9 +308,14 @@ def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool =
     return "weak" if i + 1 < len(words) and words[i + 1][:1].isupper() and words[i - 1][:1].isupper() else None
 
 
+#: Spanish clitics that are never articles: before a finite verb they mark it ("se fundó").
+_PROCLITICS = frozenset("se le les me te nos os".split())
+
+
 def first_verb(words: list[str], spanish: bool) -> int | None:
     """Index of the first finite verb of a clause (module docstring), or None. A weak candidate right
-    before a strong one is not taken ("la tienda online se cierra")."""
+    before a strong one is not taken ("la tienda online se cierra"), nor one right before a clitic
+    and its verb ("Acme se fundó": clitics precede the finite verb, RAE *Nueva gramática* §16)."""
     for i in range(len(words)):
         got = finite_at(words, i, spanish)
         if got is None:
@@ -319,6 +324,9 @@ def first_verb(words: list[str], spanish: bool) -> int | None:
             nxt = finite_at(words, i + 1, spanish)
             if nxt == "strong":
                 continue
+            if spanish and i + 2 < len(words) and words[i + 1].casefold() in _PROCLITICS \
+                    and finite_at(words, i + 2, True) is not None:
+                continue  # "Acme se fundó": a clitic goes before its verb, so "Acme" is not one
             if spanish and nxt is not None and _agreeing_adjective(words, i):
                 continue
         return i

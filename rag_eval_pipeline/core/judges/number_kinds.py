@@ -1,8 +1,10 @@
 """What a number counts: two numbers conflict only when they are of the same kind.
 
 A number's *kind* is "name" when a hyphen joins it to a word ("kinesin-8", "IL-6", "3-kinase": part
-of a name, never in conflict), "year" for a whole number from 1000 to 2100 (and the year of a date), else the
-stem of the first content word after it in its clause ("12 weeks" → "week", "30 %" → "percent",
+of a name, never in conflict), when it stands in a hyphenated word that starts with a letter
+("miR-142-5P"), or when it follows an acronym ("BRCA 1", "COVID 19"; not a year: "WHO 2019");
+"year" for a whole number from 1000 to 2100 (and the year of a date), else the stem of the first
+content word after it in its clause ("12 weeks" → "week", "30 %" → "percent",
 "3 million inhabitants" → "inhabit"), else None (a bare number: "the total was 7"). A claim's number
 that its sentence lacks conflicts with a sentence number of its own kind that the claim lacks; a
 bare claim number conflicts with any number the claim lacks, as before kinds existed. So "12 weeks"
@@ -21,6 +23,12 @@ from rag_eval_pipeline.core.judges.tokens import _TOKEN, STOPWORDS, _fold, _stem
 
 #: A number joined to a letter by a hyphen, before or after it (in the text as written).
 _NAMED = re.compile(r"(?<=[^\W\d_])-(\d+)(?![.,]?\d)|(?<![\d.,])(\d+)-(?=[^\W\d_])")
+#: A number of one to three digits after an acronym and a space ("BRCA 1", "COVID 19"): a name's
+#: number, as with a hyphen (a four-digit year after an acronym stays a year: "WHO 2019").
+_ACRONYM_NUMBER = re.compile(r"\b[A-Z][A-Z0-9]+\s(\d{1,3})\b(?![.,]?\d)")
+#: A hyphenated word that starts with a letter ("miR-142-5P"): every number in it is the name's.
+_CHAIN = re.compile(r"\b[^\W\d_]\w*(?:-\w+)+")
+_DIGITS = re.compile(r"\d+")
 #: How many tokens after a number are searched for the word it counts (stopwords skipped).
 LOOKAHEAD = 3
 
@@ -36,7 +44,9 @@ def number_kinds(text: str, language: str) -> dict[str, frozenset[str | None]]:
     Output: a dict (empty when the text has no number); never raises."""
     stem = _stemmer(language).stemWord
     matches = list(_TOKEN.finditer(_fold(text)))
-    named = {canonical_number(a or b) for a, b in _NAMED.findall(text)}
+    named = {canonical_number(a or b) for a, b in _NAMED.findall(text)} | {
+        canonical_number(n) for n in _ACRONYM_NUMBER.findall(text)} | {
+        canonical_number(n) for chain in _CHAIN.findall(text) for n in _DIGITS.findall(chain)}
     out: dict[str, set[str | None]] = {}
     for i, m in enumerate(matches):
         if m.group("date") is not None:

@@ -77,6 +77,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
+from rag_eval_pipeline.core.judges.binding import swapped
 from rag_eval_pipeline.core.judges.direction import direction_flip
 from rag_eval_pipeline.core.judges.evidence import (  # noqa: F401 - re-exported: the rule's pieces
     OPTIONAL_KEYS,
@@ -110,6 +111,7 @@ from rag_eval_pipeline.core.judges.rule_context import (  # noqa: F401 - re-expo
     acronyms,
     chunk_name_stems,
     context_sentences,
+    open_question,
     passage_recall,
 )
 from rag_eval_pipeline.core.judges.rule_params import PARAMS_FILE, check_params, read_params
@@ -135,7 +137,7 @@ JUDGE_NAME = "rule_based"
 #: The version of the rule *code* (tokens, claim splitting, evidence, decision): part of the judge's
 #: identity (``prompt_sha256``), so labels and calibrations made by older code are not reused. Bump
 #: it in every change that can change a verdict with the same parameter file.
-RULE_VERSION = 7
+RULE_VERSION = 8
 
 
 def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:
@@ -385,6 +387,11 @@ class RuleBasedJudge(EncoderSignals):
                     ev = replace(ev, direction_flipped=flip)
                 if ev.number_conflict and not kinds_conflict(text, s.text, lang, ct.numbers, s.tokens.numbers):
                     ev = replace(ev, number_conflict=False)  # the differing numbers count different things
+                if (ev.negation_flipped or ev.direction_flipped) and open_question(s.text):
+                    # a question or a study's aim states neither polarity: no contradiction, no support
+                    ev = replace(ev, negation_flipped=frozenset(), direction_flipped=None, negation_unanchored=True)
+                if ev.numbers_ok and len(s.tokens.numbers) > 1 and swapped(text, ct.numbers, s.text, lang):
+                    ev = replace(ev, numbers_ok=False, number_conflict=True)  # another fact's number
             if cross or max(ev.lexical, ev.word) >= floor:
                 chunk_names = frozenset(stem_word(n, lang) for n in names if n in stated)
                 missing = ct.words - s.tokens.words

@@ -106,3 +106,19 @@ def passage_recall(claim: str, sentences: list[ContextSentence]) -> float:
         if ct:
             best = max(best, len(ct & toks) / len(ct))
     return best
+
+
+#: An embedded question ("whether", "si … o no") or a sentence that opens with a purpose infinitive
+#: after an optional capitalised heading ("To assess …", "OBJECTIVE To evaluate …", "The aim of this
+#: study was to …" is caught by its "whether" or not at all).
+_OPEN_QUESTION = re.compile(r"\bwhether\b|^\s*(?:[A-Z]{2,}\s*[:.]?\s+)?To\s+[a-z]+\b")
+
+
+@lru_cache(maxsize=CHUNK_CACHE_SIZE)
+def open_question(text: str) -> bool:
+    """True when a context sentence asks rather than states: it holds an embedded question
+    ("whether …") or opens with a purpose infinitive ("To assess …", a study's aim). Such a
+    sentence takes neither side of a negation or a direction ("To assess whether screening leads to
+    improvements" says nothing of whether it does; ConText's hypothetical triggers, Harkema et al.,
+    J Biomed Inform 2009). Input: the sentence. Output: bool; never raises."""
+    return bool(_OPEN_QUESTION.search(text))

@@ -27,7 +27,7 @@ import polars as pl
 
 from rag_eval_pipeline.core.metrics.calibration import calibrate_all
 from rag_eval_pipeline.core.metrics.calibration_results import CalibrationResult
-from rag_eval_pipeline.core.tables import VERDICT_FAMILIES
+from rag_eval_pipeline.core.plain_names import VERDICT_FAMILIES
 
 _LEVELS = ("SUPPORTED", "PARTIAL", "NOT_SUPPORTED")
 #: The calibration mapping of both families (stored with every result). A judge tie between repeats

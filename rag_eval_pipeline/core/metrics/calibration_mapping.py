@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.judges.base import CALIBRATION_LEVELS, holistic_label
+from rag_eval_pipeline.core.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 __all__ = ["DEFAULT_MAPPINGS", "LEVELS", "map_labels", "raw_labels_per_item", "resolve_mapping"]
 

@@ -22,6 +22,9 @@ from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
 
 #: The states, worst first: the state of several judge keys is the worst of theirs.
 STATES = ("error", "not_configured", "missing", "stale", "kappa_null", "below_floor", "no_labels", "passed")
+#: The state of a run that stopped before its report (``core.report.decision.stopped_decision``): nothing was
+#: computed; it never passes, never blocks and warns of nothing.
+NOT_EVALUATED = "not_evaluated"
 
 _STATE_WORDS = {
     "passed": "passed",
@@ -32,6 +35,7 @@ _STATE_WORDS = {
     "kappa_null": "κ could not be computed",
     "below_floor": "κ below the floor",
     "no_labels": "no judge labels",
+    NOT_EVALUATED: "not evaluated (the run stopped before its report)",
 }
 
 
@@ -70,6 +74,8 @@ class CalibrationStatus:
         """One line: why it passed or failed, and what that does to promotion."""
         if self.passed:
             return f"calibrated: {self.figures()}"
+        if self.state == NOT_EVALUATED:
+            return self.state_words
         what = "; ".join(self.failures) or self.state
         if self.blocks:
             return (f"calibration is required: gates rest on judge-based metrics {self.judge_based_gates}; {what}. "
@@ -93,6 +99,8 @@ class CalibrationStatus:
         a warning (no judge-based gate)``."""
         if self.passed:
             return self.figures()
+        if self.state == NOT_EVALUATED:
+            return self.state_words
         effect = ("blocks promotion (gates on " + ", ".join(self.judge_based_gates) + ")" if self.blocks
                   else "a warning (no judge-based gate)")
         why = "" if self.state == "below_floor" else f"{self.state_words}; "  # the figures say "below floor"

@@ -50,7 +50,7 @@ import polars as pl
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
 from rag_eval_pipeline.core.metrics.names import DECISION_METRICS  # declared once, in the registry
-from rag_eval_pipeline.core.tables import ANSWERABILITY, DECISIONS
+from rag_eval_pipeline.core.plain_names import ANSWERABILITY, DECISIONS
 
 OUTPUT_COLUMNS = ("system", "question_id", "metric", "k", "value", "numerator", "denominator",
                   "status", "ranking_mode")

@@ -30,7 +30,7 @@ import polars as pl
 
 from rag_eval_pipeline.core.errors import SchemaError
 from rag_eval_pipeline.core.metrics.retrieval_frames import QRELS_SCHEMA, RUN_LONG_SCHEMA, qrels_from_golden
-from rag_eval_pipeline.core.tables import LEVELS  # the values of the ``level`` column
+from rag_eval_pipeline.core.plain_names import LEVELS  # the values of the ``level`` column
 
 
 @dataclass(frozen=True)

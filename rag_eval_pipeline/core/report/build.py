@@ -11,7 +11,7 @@ is in ``docs/METRICS.md``. Restricted text is withheld by the policy in
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +48,7 @@ from rag_eval_pipeline.core.report.blocks import (
     value_cell,
 )
 from rag_eval_pipeline.core.report.context import EvidenceRank, evidence_ranks
-from rag_eval_pipeline.core.report.decision import Decision, decision_blocks, split_questions
+from rag_eval_pipeline.core.report.decision import Decision, decision_blocks, no_gate_words, split_questions
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html, toc
 from rag_eval_pipeline.core.report.markdown import render_markdown
 from rag_eval_pipeline.core.report.questions import WORST_N, regressed_questions, worst_questions
@@ -149,6 +149,7 @@ def build_report(
     citations: pl.DataFrame | None = None,
     nugget_labels: pl.DataFrame | None = None,
     calibration_check: CalibrationStatus | None = None,
+    run: Mapping[str, Any] | None = None,
 ) -> Report:
     """Render one evaluation run as Markdown and as a self-contained HTML page.
 
@@ -171,7 +172,9 @@ def build_report(
     the "judge not calibrated" readings follow that one status, so they never disagree with the decision.
     ``citation_claims`` / ``citations`` / ``nugget_labels``: the citation and completeness tables (the
     "Citations and completeness" section and the per-question detail of which claim cites what and which
-    nuggets an answer left out).
+    nuggets an answer left out). ``run``: what the run decided on, shown first in the "Run" section (the
+    ``decision.json`` keys ``run_id`` and ``inputs.config_sha256``: the Dagster run and the configuration's
+    sha256), so a report names the run it describes.
 
     Output: a :class:`Report`. Sections: the decision (verdict, promotion, blocking failures, comparison
     split, judge calibration, judge errors: the first screen); run header (systems and their manifests,
@@ -213,7 +216,7 @@ def build_report(
     if decision is not None:
         blocks += decision_blocks(decision)
     blocks += _header(summary, rag_runs, golden, snapshot, judge_labels, answer_judgements, systems, viewer,
-                      access, generated_at, baseline_manifest)
+                      access, generated_at, baseline_manifest, run or {})
     status = calibration_check or (decision.calibration if decision is not None else None)
     if status is None:
         status = calibration_status(calibration, configured=calibration is not None,
@@ -225,7 +228,7 @@ def build_report(
     blocks += headline_blocks
     blocks += _decisions(summary, systems, ranks)
     citations_at = len(blocks)  # "Citations and completeness" goes here, once the texts are checked for leaks
-    blocks += _gates(gates, baseline_manifest, summary, split, golden)
+    blocks += _gates(gates, baseline_manifest, summary, split, golden, decision.thresholds if decision else None)
     blocks += _judge_trust(calibration, variance, calibrated, why_not)
     blocks += _segments(summary, systems)
     blocks += _history(history, trend_metrics, trend_href)
@@ -254,10 +257,14 @@ def build_report(
 
 
 def _header(summary, rag_runs, golden, snapshot, judge_labels, answer_judgements, systems, viewer, access,
-            generated_at, baseline_manifest) -> list[Block]:
+            generated_at, baseline_manifest, run) -> list[Block]:
     blocks: list[Block] = [heading("Run", 2),
                            Block("note", text="What was evaluated: versions, judge, systems and their configuration.")]
     facts = []
+    if run.get("run_id"):
+        facts.append(["Dagster run", str(run["run_id"])])
+    if run.get("config_sha256"):
+        facts.append(["configuration sha256", str(run["config_sha256"])])
     if generated_at is not None:
         facts.append(["generated at", generated_at.isoformat(timespec="seconds")])
     corpus_versions = sorted({v for v in rag_runs["corpus_version"].to_list() if v})
@@ -517,7 +524,7 @@ def _gate_judge_errors(summary: pl.DataFrame, system: str, metric: str, k: int |
 
 
 def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary: pl.DataFrame, split: str,
-           golden: pl.DataFrame) -> list[Block]:
+           golden: pl.DataFrame, thresholds: int | None = None) -> list[Block]:
     n_split = split_questions(golden, split)
     blocks = [heading(f"Comparison with the baseline (split {split})", 2),
               Block("note", text=f"Every gate compares on split {split} ({n_split} golden questions), not on all "
@@ -530,7 +537,8 @@ def _gates(gates: Sequence[dict] | None, baseline_manifest: dict | None, summary
         blocks.append(para("No gate results given."))
         return blocks
     if not gates:
-        blocks.append(para("No gate configured."))
+        words = no_gate_words(thresholds)  # "no gate configured" only when gates.thresholds is empty
+        blocks.append(para(words[0].upper() + words[1:] + "."))
         return blocks
     rows = []
     for g in gates:

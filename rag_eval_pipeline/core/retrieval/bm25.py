@@ -19,11 +19,16 @@ from PyStemmer. What the wrapper adds:
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.retrieval.masks import ForbiddenMasks, index_order
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 #: bm25s' scoring variants this wrapper offers (``bm25s.BM25(method=...)``).
 METHODS = ("lucene", "robertson", "atire")

@@ -13,10 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.registry import Registry
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 __all__ = ["CORPUS_SOURCES", "CorpusSource", "register"]
 

@@ -20,12 +20,10 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
-from rag_eval_pipeline.core import tables
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.registry import Registry
 from rag_eval_pipeline.core.sections import (  # the name checks live with the parser; re-exported here
     MAX_NAME_CHARS,
@@ -37,6 +35,14 @@ from rag_eval_pipeline.core.sections import (  # the name checks live with the p
     shown,
 )
 from rag_eval_pipeline.core.systems.records import RunContext
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from rag_eval_pipeline.core import tables
+else:
+    pl = lazy_module("polars")
+    tables = lazy_module("rag_eval_pipeline.core.tables")
 
 __all__ = ["MAX_NAME_CHARS", "SYSTEM_KINDS", "Deployment", "SystemKind", "SystemRun", "SystemSpec", "check_name",
            "check_short_text", "parse_system", "parse_systems", "questions_of", "rows_frame", "row_counts",

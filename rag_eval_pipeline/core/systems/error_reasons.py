@@ -89,4 +89,20 @@ def error_lines(rag_runs: pl.DataFrame) -> list[str]:
     return lines
 
 
-__all__ = ["error_counts", "error_lines", "error_reason"]
+def error_share_failures(rag_runs: pl.DataFrame, limit: float) -> list[str]:
+    """One line per system whose share of ``error`` rows is above ``limit`` (``gates.max_run_error_share``, 0..1):
+    ``system mine: 1 of 7 runs errored (share 0.143 > gates.max_run_error_share 0.1): HTTP 500 × 1``; [] when
+    every system is within it. The condition of the blocking check ``run_errors_within_share``, stated the same
+    way by that check, by the run's decision (``core/report/decision.py``) and by ``rag-eval check``.
+    Input: a ``rag_runs`` frame (system, question_id, decision, error). Raises nothing beyond polars' errors
+    for a missing column."""
+    lines = []
+    for system, c in error_counts(rag_runs).items():
+        if c["share"] > limit:
+            reasons = ", ".join(f"{reason} \u00d7 {n}" for reason, n in c["by_reason"].items())
+            lines.append(f"system {system}: {c['errors']} of {c['questions']} runs errored (share {c['share']:.3f} > "
+                         f"gates.max_run_error_share {limit:g}): {reasons}")
+    return lines
+
+
+__all__ = ["error_counts", "error_lines", "error_reason", "error_share_failures"]

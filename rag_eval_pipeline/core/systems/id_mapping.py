@@ -41,6 +41,7 @@ from typing import Any
 import polars as pl
 
 from rag_eval_pipeline.core.errors import ConfigError, InputError
+from rag_eval_pipeline.core.sections import did_you_mean
 
 CHUNK_MAP_KEYS = ("file", "strip_prefix", "doc_ids")
 _LISTED = 50
@@ -68,7 +69,8 @@ def parse_chunk_map(value: Any, *, where: str, base_dir: Path | None = None, che
                           f"{type(value).__name__}")
     unknown = sorted(str(k) for k in value if k not in CHUNK_MAP_KEYS)
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown} in chunk_map; expected only {list(CHUNK_MAP_KEYS)}")
+        hint = did_you_mean(unknown, CHUNK_MAP_KEYS, "chunk_map")
+        raise ConfigError(f"{where}: unknown key(s) {unknown} in chunk_map{hint}; expected only {list(CHUNK_MAP_KEYS)}")
     out: dict[str, Any] = {"file": None, "strip_prefix": None, "doc_ids": False}
     file = value.get("file")
     if file is not None:

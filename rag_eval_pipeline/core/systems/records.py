@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import InputError
-from rag_eval_pipeline.core.sources.run_logs import parse_run_record
 
 if TYPE_CHECKING:
     import polars as pl
@@ -195,6 +194,7 @@ def record_to_row(record: dict, ctx: RunContext, question_id: str, *, where: str
     with the optional columns null. Raises ReplyError naming system, question and field for anything
     a log line would be refused for, or a ``question_id`` other than the one asked.
     """
+    from rag_eval_pipeline.core.sources.run_logs import parse_run_record
     if not isinstance(record, dict):
         raise ReplyError(f"system {ctx.system!r}, question {question_id!r}: {where} is a JSON "
                          f"{type(record).__name__}, expected an object in the run-log schema")

@@ -140,6 +140,31 @@ class RunRowCoverage:
         """No disallowed missing question, no duplicate, no row from another corpus version."""
         return not ((self.missing and not self.complete) or self.duplicated or self.stale)
 
+    def missing_lines(self, cfg: EvalConfig) -> list[str]:
+        """One line per system with disallowed missing questions, naming the run file(s) they are missing from
+        (:func:`run_files`) and the question ids: ``system s: 1 golden question(s) have no run row in
+        /x/runs.jsonl: ['q07']``; [] when none is missing or ``complete`` allows them."""
+        if self.complete:
+            return []
+        lines = []
+        for system, qids in self.missing.items():
+            files = run_files(cfg, system)
+            source = f" in {', '.join(files)}" if files else ""
+            count = self.missing_count.get(system, len(qids))
+            lines.append(f"system {system}: {count} golden question(s) have no run row{source}: {qids[:10]}"
+                         + (" ..." if count > 10 else ""))
+        return lines
+
+
+def run_files(cfg: EvalConfig, system: str) -> list[str]:
+    """The files ``system``'s runs are read from: its kind's ``watches`` (a ``logged`` system's log, a ``traces`` or
+    ``langsmith`` export) resolved against the configuration's folder; [] for a kind that makes calls or computes
+    in process (every question is answered, or is an ``error`` row). Raises ConfigError for an unknown system."""
+    from rag_eval_pipeline.core.systems.base import SYSTEM_KINDS
+
+    spec = cfg.system(system)
+    return [str(cfg.resolve(p)) for p in SYSTEM_KINDS.get(spec.kind).watches(spec)]
+
 
 def run_row_coverage(system_names: list[str], rag_runs: pl.DataFrame, golden_set: pl.DataFrame,
                      corpus_snapshot: pl.DataFrame, *, complete: bool = False) -> RunRowCoverage:

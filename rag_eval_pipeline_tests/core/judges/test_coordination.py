@@ -10,7 +10,12 @@ import pytest
 
 from rag_eval_pipeline.core.judges.claims import split_claims
 from rag_eval_pipeline.core.judges.coordination import looks_verbal, split_coordinated
-from rag_eval_pipeline_tests.core.judges import claim_split_heldout2, claim_split_holdout, claim_split_set
+from rag_eval_pipeline_tests.core.judges import (
+    claim_split_heldout2,
+    claim_split_heldout3,
+    claim_split_holdout,
+    claim_split_set,
+)
 
 SPANISH = [
     # the issue's example: two facts joined by ", y"; the exception stays with its fact. Changed: a
@@ -234,15 +239,17 @@ def test_public_set_exact_split_rate_per_language():
 
 def test_extra_development_sentences_exact_split_rate():
     # claim_split_set.SPANISH_EXTRA / ENGLISH_EXTRA: written before their first run, then developed
-    # against. Measured es 23/23, en 19/22 (before issue 26's rules: 16/23 and 14/22).
+    # against. Measured es 23/23, en 22/22 under rule version 8 (rule version 7: 23/23 and 19/22;
+    # before issue 26's rules: 16/23 and 14/22).
     assert _rate(claim_split_set.SPANISH_EXTRA) >= 0.9
-    assert _rate(claim_split_set.ENGLISH_EXTRA) >= 0.75
+    assert _rate(claim_split_set.ENGLISH_EXTRA) >= 0.86
 
 
 def test_held_out_set_exact_split_rate_per_language():
     # claim_split_holdout.py was committed before the splitter was run on it and is never tuned on:
     # measured es 35/40 = 0.875, en 35/40 = 0.875 (right number of claims 37/40 and 38/40), the same
-    # before and after issue 26's structural rules
+    # before and after issue 26's structural rules; rule version 8: en 37/40 (its two rises are
+    # sentences of the known misses named in docs/judges.md, so not blind)
     assert _rate(claim_split_holdout.SPANISH) >= 0.85
     assert _rate(claim_split_holdout.ENGLISH) >= 0.85
 
@@ -254,6 +261,16 @@ def test_third_held_out_set_exact_split_rate_per_language():
     assert len(claim_split_heldout2.SPANISH) == 40 and len(claim_split_heldout2.ENGLISH) == 40
     assert _rate(claim_split_heldout2.SPANISH) >= 0.85
     assert _rate(claim_split_heldout2.ENGLISH) >= 0.80
+
+
+def test_fourth_held_out_set_exact_split_rate_per_language():
+    # claim_split_heldout3.py (manuals, legal terms, medicine leaflets, sports, recipes, travel) was
+    # committed on its own before the splitter was first run on it, and never tuned on. Measured
+    # blind (rule version 7): exact es 42/49 = 0.857, en 46/49 = 0.939; right number of claims 48/49
+    # and 49/49. Rule version 8: the same. Guard one sentence below.
+    assert len(claim_split_heldout3.SPANISH) == 49 and len(claim_split_heldout3.ENGLISH) == 49
+    assert _rate(claim_split_heldout3.SPANISH) >= 41 / 49
+    assert _rate(claim_split_heldout3.ENGLISH) >= 45 / 49
 
 
 def test_the_guides_compound_sentence_is_three_claims():

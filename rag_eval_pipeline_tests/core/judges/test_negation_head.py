@@ -64,3 +64,28 @@ def test_verdicts(judge):
     # and "does not increase" against "increases" is a contradiction (head "increas" stated)
     r = judge.judge("", "The diet does not increase cancer rates.", ["The diet increases cancer rates."])
     assert [c.verdict for c in r.claims] == ["CONTRADICTED"]
+
+
+@pytest.mark.parametrize(("claim", "context", "verdict"), [
+    # by hand: an aim or an embedded question states neither "leads" nor "does not lead", so a
+    # negated claim is neither contradicted nor supported by it (rule version 7: CONTRADICTED)
+    ("Screening does not lead to improvements in vision.",
+     "To assess whether screening leads to improvements in vision.", "NOT_MENTIONED"),
+    ("Screening does not lead to improvements in vision.",
+     "OBJECTIVE To evaluate whether screening leads to improvements in vision.", "NOT_MENTIONED"),
+    # the same claim against a statement is contradicted
+    ("Screening does not lead to improvements in vision.", "Screening leads to improvements in vision.",
+     "CONTRADICTED"),
+])
+def test_an_open_question_takes_no_side(judge, claim, context, verdict):
+    assert [c.verdict for c in judge.judge("", claim, [context]).claims] == [verdict]
+
+
+def test_open_question_by_structure():
+    from rag_eval_pipeline.core.judges.rule_context import open_question
+
+    assert open_question("To assess whether screening helps.")
+    assert open_question("AIM: To compare two doses.")
+    assert open_question("We asked whether the dose matters.")
+    assert not open_question("Screening leads to improvements.")
+    assert not open_question("The drug was given to patients.")  # "to" inside a sentence is no aim

@@ -53,3 +53,27 @@ def test_number_kinds_by_hand():
     # joined to a word by a hyphen, before or after: part of a name
     assert number_kinds("The A-769662 compound binds 3-kinase.", "english") == {
         "769662": frozenset({"name"}), "3": frozenset({"name"})}
+
+
+def test_numbers_inside_names():
+    # every number of a hyphenated word that starts with a letter is the name's ("miR-142-5P": 142
+    # and the 5 of "5P"); a one-to-three-digit number after an acronym too ("BRCA 1"); a year after
+    # an acronym stays a year, and a range glued to its unit ("10-15mg") is no name
+    assert number_kinds("miR-142-5P suppresses 12 genes.", "english") == {
+        "142": frozenset({"name"}), "5": frozenset({"name"}), "12": frozenset({"gene"})}
+    assert number_kinds("BRCA 1 carriers, WHO 2019.", "english") == {
+        "1": frozenset({"name"}), "2019": frozenset({"year"})}
+    assert number_kinds("Take 10-15mg.", "english") == {"10": frozenset({None}), "15": frozenset({"mg"})}
+
+
+def test_a_name_number_is_no_contradiction(judge):
+    # by hand: the claim's 1 (of "BRCA 1") and 142, 5 (of "miR-142-5P") name a gene and a microRNA;
+    # the sentences' 52 and 40 count women and mice. The sentences do not state the names'
+    # numbers, so no support; but no contradiction either (rule version 7: CONTRADICTED, the bare
+    # "1" and the "5" read as quantities)
+    got = judge.judge("", "Tumours were more frequent with BRCA 1.",
+                      ["Tumours were more frequent with BRCA mutations in 52 women."]).claims
+    assert [c.verdict for c in got] == ["NOT_MENTIONED"]
+    got = judge.judge("", "Tumours were smaller with miR-142-5P.",
+                      ["Tumours were smaller with the microRNA in 40 mice."]).claims
+    assert [c.verdict for c in got] == ["NOT_MENTIONED"]

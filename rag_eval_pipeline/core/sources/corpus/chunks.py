@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.sources.corpus_base import CorpusSource, register
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 
 def documents(path: Path, split: str) -> pl.DataFrame:

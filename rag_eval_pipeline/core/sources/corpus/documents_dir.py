@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.sources.corpus_base import CorpusSource, register
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 
 def documents(path: Path, split: str) -> pl.DataFrame:

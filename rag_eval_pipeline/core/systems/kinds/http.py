@@ -8,13 +8,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.sections import Key, key
 from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register
 from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec, nonblank
 from rag_eval_pipeline.core.systems.records import DEFAULT_MAX_REPLY_BYTES, MAX_REPLY_BYTES_LIMIT, RunContext
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 #: Keys of ``response_fields``: dotted paths into a reply of another shape than the run-log schema.
 RESPONSE_FIELD_KEYS = ("retrieved", "chunk_id", "score", "text", "answer", "decision", "citations", "error", "model",

@@ -28,11 +28,10 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.sections import key
 from rag_eval_pipeline.core.systems.base import (
     Deployment,
@@ -45,6 +44,11 @@ from rag_eval_pipeline.core.systems.base import (
 )
 from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec, mapped_files, nonblank
 from rag_eval_pipeline.core.systems.records import _MISSING, RunContext, decide, error_row, get_path
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 _LISTED = 50
 _QUESTION_INPUTS = ("question", "query", "input")

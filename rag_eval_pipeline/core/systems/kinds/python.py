@@ -7,13 +7,18 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.sections import check_callable_target, key
 from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register
 from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec
 from rag_eval_pipeline.core.systems.records import DEFAULT_MAX_REPLY_BYTES, MAX_REPLY_BYTES_LIMIT, RunContext
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-
+from rag_eval_pipeline.core.lazy import lazy_module
+from rag_eval_pipeline.core.plain_names import CHUNK_STATUS
 from rag_eval_pipeline.core.retrieval.bm25 import METHODS, stemmer_languages
 from rag_eval_pipeline.core.sections import Key, key, shown
 from rag_eval_pipeline.core.systems.base import (
@@ -21,7 +21,11 @@ from rag_eval_pipeline.core.systems.base import (
     register,
 )
 from rag_eval_pipeline.core.systems.records import RunContext
-from rag_eval_pipeline.core.tables import CHUNK_STATUS
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
 #: Longest retriever / generator block of a system, as JSON (the manifest stores it on every row).

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import polars as pl
-
+from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.sections import key
 from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register
 from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec, mapped_files, nonblank
 from rag_eval_pipeline.core.systems.records import RunContext
+
+if TYPE_CHECKING:
+    import polars as pl
+else:
+    pl = lazy_module("polars")
 
 TRACE_FORMATS = ("auto", "otlp_json", "phoenix")
 

@@ -1,0 +1,73 @@
+"""Facts swapped inside one context sentence: which name a number belongs to.
+
+A context sentence that joins two facts ("Acme was founded in 1985 and Globex in 1990") holds every
+word and number of a claim that swaps them ("Acme was founded in 1990"), so word and number recall
+alone read it as support. The sentence is split into its facts by the claim splitter
+(:func:`~rag_eval_pipeline.core.judges.coordination.split_coordinated`: coordination, gapping,
+relatives, with the subject carried into each), and the claim's numbers and names must be stated
+together by one of them: "Globex was founded in 1990" has 1990 but not Acme, "Acme was founded in
+1985" has Acme with another number. Only names are bound (words the context sentence capitalises,
+stopwords aside), not every content word, so that a fact the splitter could not make
+self-contained costs nothing.
+
+Source: the decomposition of text into atomic facts before verification, FActScore (Min et al.,
+EMNLP 2023), applied to the evidence side as well as the claim.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from rag_eval_pipeline.core.judges.number_kinds import number_kinds
+from rag_eval_pipeline.core.judges.tokens import STOPWORDS, TEXT_CACHE_SIZE, surface_words, tokens
+
+_WORD = re.compile(r"[^\W_]+")
+#: A fact with more numbers than this is a statistic ("1.82; 95% CI, 1.07-3.08"), whose numbers
+#: a claim quotes in pieces: such a sentence is not checked.
+MAX_FACT_NUMBERS = 2
+
+
+@lru_cache(maxsize=TEXT_CACHE_SIZE)
+def sentence_facts(text: str, language: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """The facts of a context sentence as (numbers, folded surface words) pairs, one per claim of
+    :func:`~rag_eval_pipeline.core.judges.coordination.split_coordinated` (one pair when it does
+    not split). Input: the sentence and its language ("spanish", "english", ...). Cached; never
+    raises."""
+    from rag_eval_pipeline.core.judges.coordination import split_coordinated
+
+    return tuple((tokens(p, language).numbers, surface_words(p)) for p in split_coordinated(text))
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split()).strip(" .;,!?…").casefold()
+
+
+def capitalised(text: str) -> frozenset[str]:
+    """Folded words that ``text`` writes with a capital (any position), stopwords left out: the
+    names of a context sentence. Output: frozenset of str; never raises."""
+    return frozenset(w for w in surface_words(" ".join(m.group() for m in _WORD.finditer(text)
+                                                        if m.group()[:1].isupper()))
+                     if w not in STOPWORDS)
+
+
+def swapped(claim_text: str, claim_numbers: frozenset[str], sentence_text: str, language: str) -> bool:
+    """True when the context sentence states the claim's numbers and names but no one of its facts
+    states them together, and a fact that names them all gives another number (module docstring).
+    Input: the claim's text and canonical numbers, the sentence's text and language. Output: bool;
+    False when the claim has no number but a name's ("IL-1"; :mod:`number_kinds`), no name of the
+    sentence, is a verbatim part of the sentence (a quote cut at a semicolon may span two of its
+    facts), or the sentence is one fact."""
+    kinds = number_kinds(claim_text, language)
+    claim_numbers = frozenset(n for n in claim_numbers if kinds.get(n) != frozenset({"name"}))
+    if not claim_numbers or _flat(claim_text) in _flat(sentence_text):
+        return False  # a name's number ("IL-1") binds nothing; a verbatim quote swaps nothing
+    names = surface_words(claim_text) & capitalised(sentence_text)
+    if not names:
+        return False
+    facts = sentence_facts(sentence_text, language)
+    if len(facts) < 2 or any(len(nums) > MAX_FACT_NUMBERS for nums, _ in facts):
+        return False  # one fact, or a fact of statistics (estimates, intervals, p-values): not bound
+    if any(claim_numbers <= nums and names <= words for nums, words in facts):
+        return False
+    return any(names <= words and not claim_numbers <= nums and nums - claim_numbers for nums, words in facts)
