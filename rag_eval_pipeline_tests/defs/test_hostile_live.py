@@ -31,7 +31,9 @@ import yaml
 from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.jsonio import loads as strict_json
 from rag_eval_pipeline.core.report.access import skeleton
+from rag_eval_pipeline.core.report.decision import DECISION_FILE, PREVIOUS_DIR
 from rag_eval_pipeline.definitions import ASSETS, CHECKS, build_resources
+from rag_eval_pipeline.defs.stopped import SET_ASIDE
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.core.systems import reference_callable
 from rag_eval_pipeline_tests.core.systems.live_servers import ServeReference
@@ -212,7 +214,16 @@ def test_traces_ambiguity_is_counted_listed_and_resolved_by_the_rule(name, tmp_p
         msg = next(m for cls, m in errors[expect["asset"]] if cls == InputError.__name__)
         assert f"/{expect['file']}" in msg and f"line {expect['line']}," in msg, msg
         assert f"field {expect['field']!r}" in msg and expect["message"] in msg, msg
-        assert every_file_hash(out) == before
+        # The run stopped before its report: the good run's report and decision are kept, byte for byte,
+        # under previous/, and decision.json is this run's stopped decision naming the failed step.
+        moved = {(f"{PREVIOUS_DIR}/{k}" if k in SET_ASIDE else k): v for k, v in before.items()}
+        after = every_file_hash(out)
+        assert {k: v for k, v in after.items() if k != DECISION_FILE} == moved
+        stopped = json.loads((out / DECISION_FILE).read_text(encoding="utf-8"))
+        assert stopped["run_id"] == result.run_id and stopped["stopped_before_report"] is True
+        assert stopped["verdict"] == "fail"
+        [line] = stopped["blocking_failures"]
+        assert line.startswith(f"step {expect['asset']}: InputError: "), line
         return
     result = materialize_in(home, config, out)
     assert result.success, step_errors(result)
