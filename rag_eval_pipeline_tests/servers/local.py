@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
 from collections.abc import Iterator
@@ -20,6 +21,15 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 _HANGUPS = (BrokenPipeError, ConnectionResetError)
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    """True when the client has closed its end of ``conn`` (EOF or reset), without waiting or reading."""
+    try:
+        ready, _, _ = select.select([conn], [], [], 0)
+        return bool(ready) and conn.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
 
 
 def free_port() -> int:
@@ -71,6 +81,7 @@ class JsonPostServer:
 
     def __init__(self) -> None:
         self.in_flight = self.max_in_flight = 0
+        self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         owner = self
 
@@ -84,7 +95,11 @@ class JsonPostServer:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with owner._lock:
-                    owner.in_flight += 1
+                    # A client that hung up no longer has the request open, even if its handler thread has
+                    # not been scheduled to notice yet (under load a retry can arrive first).
+                    owner._open = {c for c in owner._open if not _hung_up(c)}
+                    owner._open.add(self.connection)
+                    owner.in_flight = len(owner._open)
                     owner.max_in_flight = max(owner.max_in_flight, owner.in_flight)
                 try:
                     owner.handle(self, body)
@@ -92,7 +107,8 @@ class JsonPostServer:
                     pass
                 finally:
                     with owner._lock:
-                        owner.in_flight -= 1
+                        owner._open.discard(self.connection)
+                        owner.in_flight = len(owner._open)
 
         self._httpd = self.server_class(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
