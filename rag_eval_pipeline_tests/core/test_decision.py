@@ -124,6 +124,22 @@ def test_every_gate_passed_is_said_only_when_every_gate_passed():
     assert d.verdict == "pass" and d.why == "every gate passed on split test (2 gate(s))"
 
 
+def test_gates_unchanged_since_promotion_are_counted_apart_not_said_to_have_passed():
+    # a second run of the sample: the candidate's 5 gates compare it with the baseline system (pass), the 5 gates
+    # of the promoted system itself compare nothing. Before the fix: "every gate passed on split test (10 gate(s))"
+    rows = ([gate(metric=m, k=None) for m in "abcde"]
+            + [gate(system="base", metric=m, k=None, status="unchanged_since_promotion") for m in "abcde"])
+    d = run(rows)
+    assert d.verdict == "pass"
+    assert d.why == "5 gate(s) passed, 5 unchanged since promotion (nothing to compare) on split test (10 gate(s))"
+    md = render_markdown(decision_blocks(d))  # the report's verdict line is the same sentence
+    assert f"Verdict: PASS — {d.why}." in md and "every gate passed" not in md
+    # with a non-blocking failure too: both said
+    d = run(rows + [gate(metric="map", k=None, status="regression", blocking=False, passed=False)])
+    assert d.why == ("no blocking failure on split test (11 gate(s), 5 unchanged since promotion (nothing to "
+                     "compare)); 1 non-blocking gate(s) failed: cand/map (regression)")
+
+
 def test_no_gate_and_nothing_compared_are_inconclusive():
     assert run([]).verdict == "inconclusive"
     d = run([gate(status="unchanged_since_promotion")], unchanged=True)

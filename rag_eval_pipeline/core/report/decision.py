@@ -17,7 +17,9 @@ Verdict (definitions in ``docs/gates-and-reports.md``, "The first screen: the de
   promoted baseline itself (nothing was compared);
 - **pass**: no blocking failure: every blocking gate passed (or stayed within the judge's noise) and the
   calibration does not block. The reason says "every gate passed" only when every gate did; otherwise it
-  names the non-blocking gates that failed ("no blocking failure ...; 1 non-blocking gate(s) failed: ...").
+  names the non-blocking gates that failed ("no blocking failure ...; 1 non-blocking gate(s) failed: ..."),
+  and counts the gates of a candidate that is the promoted baseline itself apart ("5 gate(s) passed, 5 unchanged
+  since promotion (nothing to compare) on split test (10 gate(s))"): they compared nothing.
 
 The blocking checks that stop ``promotion`` without stopping the report (:data:`DECIDED_CHECKS`: the gate
 check, the calibration check and the run-error check) are decided here from the same functions the checks
@@ -271,10 +273,14 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     else:
         verdict = "pass"
         soft = [r for r in rows if not r.get("blocking") and not r.get("passed")]
+        same = len(rows) - len(compared)  # gate rows of a candidate that is the promoted baseline: not compared
+        idle = f", {same} unchanged since promotion (nothing to compare)" if same else ""
         if soft:
             named = ", ".join(f"{r.get('system')}/{_gate_label(r)} ({r['status']})" for r in soft)
-            why = (f"no blocking failure on split {split} ({len(rows)} gate(s)); {len(soft)} non-blocking gate(s) "
-                   f"failed: {named}")
+            why = (f"no blocking failure on split {split} ({len(rows)} gate(s){idle}); {len(soft)} non-blocking "
+                   f"gate(s) failed: {named}")
+        elif same:
+            why = f"{len(rows) - same} gate(s) passed{idle} on split {split} ({len(rows)} gate(s))"
         else:
             why = f"every gate passed on split {split} ({len(rows)} gate(s))"
         if not calibration.passed:
