@@ -241,3 +241,16 @@ def test_judge_errors_and_the_rendered_first_lines():
     assert md[0] == "## Decision"
     assert md[2].startswith("Verdict: PASS — ") and md[4].startswith("Promotion: promotes cand")
     assert "| judge errors | 1 of 4 claim labels (a 1/3, b 0/1) |" in md
+
+
+def test_decision_json_names_the_candidate_and_says_promote_only_for_a_promotion():
+    """A blocked run's decision.json used to carry ``"promote": "cand"`` beside ``"promotion_action": "blocked"``:
+    now ``candidate`` is the configured candidate, and ``promote`` appears only when the action is promote."""
+    blocked = run([gate(status="regression", passed=False)]).to_dict()
+    assert blocked["promotion_action"] == "blocked" and blocked["candidate"] == "cand" and "promote" not in blocked
+    kept = run([gate(status="unchanged_since_promotion")], unchanged=True).to_dict()
+    assert kept["promotion_action"] == "keep" and kept["candidate"] == "cand" and "promote" not in kept
+    promoted = run([gate()]).to_dict()
+    assert promoted["promotion_action"] == "promote" and promoted["promote"] == promoted["candidate"] == "cand"
+    none = run([gate()], promote=None).to_dict()
+    assert none["promotion_action"] == "none" and none["candidate"] is None and "promote" not in none

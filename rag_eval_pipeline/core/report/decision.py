@@ -91,7 +91,8 @@ class Decision:
 
     ``verdict`` (:data:`VERDICTS`) and ``why`` (one line); ``blocking_failures`` and ``warnings`` (one line
     each, reason included); ``promotion_action`` (:data:`PROMOTION_ACTIONS`), ``promotion`` (one line) and
-    ``promote`` (the configured candidate or None); ``split`` and ``split_questions`` (the held-out split
+    ``candidate`` (the configured candidate, ``gates.promote``, or None: the system the promotion step would
+    promote, whatever ``promotion_action`` says); ``split`` and ``split_questions`` (the held-out split
     every gate compares on, and its golden question count); ``baseline`` (what the candidates were compared
     with, in words); ``gates`` / ``gates_failed`` (rows of the gate table, blocking failures among them);
     ``calibration`` (:class:`CalibrationStatus`); ``judge_errors`` per system; ``quick`` (the quick evaluation);
@@ -105,7 +106,7 @@ class Decision:
     warnings: list[str]
     promotion_action: str
     promotion: str
-    promote: str | None
+    candidate: str | None
     split: str
     split_questions: int | None
     baseline: str
@@ -143,8 +144,12 @@ class Decision:
         return f"{word}: {c.state_words}; {c.figures()}"
 
     def to_dict(self) -> dict[str, Any]:
-        """The decision as JSON-ready values (``decision.json``); the calibration status nested."""
+        """The decision as JSON-ready values (``decision.json``); the calibration status nested. ``promote``
+        (the system promoted) is there only when ``promotion_action`` is ``promote``, equal to ``candidate``:
+        a blocked, kept or absent promotion never reads ``"promote": <system>``."""
         d = asdict(self)
+        if self.promotion_action == "promote":
+            d["promote"] = self.candidate
         d["calibration"] = asdict(self.calibration) | {"reason": self.calibration.reason,
                                                        "line": self.calibration.line()}
         d["judge_errors_line"] = self.judge_errors_line()
@@ -289,7 +294,7 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     action, promotion = _promotion(n_blocking, promotion_basis(len(rows), thresholds), promote, quick, systems,
                                    stored_baseline, unchanged)
     return Decision(verdict=verdict, why=why, blocking_failures=failures, warnings=warnings,
-                    promotion_action=action, promotion=promotion, promote=promote, split=split,
+                    promotion_action=action, promotion=promotion, candidate=promote, split=split,
                     split_questions=split_questions, baseline=baseline, gates=len(rows), gates_failed=len(blocking),
                     calibration=calibration, judge_errors=list(judge_errors), quick=quick, thresholds=thresholds,
                     stopped_before_report=stopped is not None)
