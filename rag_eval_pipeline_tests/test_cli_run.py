@@ -233,6 +233,33 @@ def test_a_suite_whose_data_is_absent_is_the_same_one_line_in_run_and_estimate(t
     assert "data not found: corpus.path" in lines[0] and "no_such_corpus not found" in lines[0], lines
 
 
+@pytest.mark.parametrize("key", ["corpus", "system"])
+@pytest.mark.parametrize("command", ["check", "run"])
+def test_a_missing_corpus_or_system_log_is_the_same_configuration_error_exit_2(tmp_path, monkeypatch, capfd, command,
+                                                                                key):
+    """A path the configuration names that does not exist is a configuration error, whichever file: exit 2, one
+    line naming the key, the configuration file and the key's line. A missing system log used to be exit 1,
+    ``file .../cnd.jsonl, field 'file': file not found``, with no configuration line."""
+    from rag_eval_pipeline.cli import main
+
+    monkeypatch.setenv("DAGSTER_HOME", str(dagster_home(tmp_path)))
+    corpus = "nowhere/corpus" if key == "corpus" else str(SAMPLE_DIR / "corpus")
+    log = str(SAMPLE_DIR / "runs" / "team_rag.jsonl") if key == "corpus" else "cnd.jsonl"
+    config = tmp_path / "config.yaml"
+    config.write_text(f"corpus: {{source: documents_dir, path: {corpus}}}\n"  # line 1
+                      f"golden: {{path: {SAMPLE_DIR / 'golden.jsonl'}}}\n"  # line 2
+                      "systems:\n"                                          # line 3
+                      "  - name: cand\n"                                    # line 4
+                      "    kind: logged\n"                                  # line 5
+                      f"    path: {log}\n", encoding="utf-8")               # line 6
+    status = main([command, "--config", str(config), "--output", str(tmp_path / "out")])
+    err = capfd.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1, err
+    expected = (f"corpus.path {tmp_path / 'nowhere' / 'corpus'} not found (set in {config}, line 1)" if key == "corpus"
+                else f"systems[0].path (system 'cand') {tmp_path / 'cnd.jsonl'} not found (set in {config}, line 6)")
+    assert err[0].endswith("data not found: " + expected), err
+
+
 @pytest.mark.parametrize("command", ["run", "estimate"])
 def test_a_missing_hand_label_file_is_one_line_naming_the_key_and_exit_2(tmp_path, command):
     # a mistyped calibration.human_labels read as "no labels yet" (κ null, n 0, exit 0) before
@@ -245,8 +272,10 @@ def test_a_missing_hand_label_file_is_one_line_naming_the_key_and_exit_2(tmp_pat
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, lines
+    line = next(i for i, text in enumerate(config.read_text(encoding="utf-8").splitlines(), 1)
+                if text.strip().startswith("human_labels:"))
     assert (f"data not found: calibration.human_labels {tmp_path / 'human_label.jsonl'} not found "
-            f"(set in {config})") in lines[0], lines
+            f"(set in {config}, line {line})") in lines[0], lines
 
 
 def test_help_loads_neither_dagster_nor_the_data_libraries(tmp_path):

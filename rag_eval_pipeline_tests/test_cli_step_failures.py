@@ -5,7 +5,7 @@ import json
 
 import dagster as dg
 
-from rag_eval_pipeline.cli.ci_output import check_cases, step_failures
+from rag_eval_pipeline.cli.ci_output import check_cases, extra_failures, not_run_checks, step_failures
 from rag_eval_pipeline.cli.run_output import stopped_by, verdict_line
 from rag_eval_pipeline.core.report.ci import final_verdict, summary_markdown
 
@@ -30,8 +30,18 @@ def broken():
     raise ValueError("disk full")
 
 
+@dg.asset(key_prefix=["s"], deps=[broken])
+def after_broken():
+    return 1
+
+
+@dg.asset_check(asset=after_broken, blocking=True)
+def downstream(after_broken):
+    return dg.AssetCheckResult(passed=True)
+
+
 def _run():
-    defs = dg.Definitions(assets=[good, broken], asset_checks=[raises, fails])
+    defs = dg.Definitions(assets=[good, broken, after_broken], asset_checks=[raises, fails, downstream])
     job = defs.resolve_implicit_global_asset_job_def()
     return job.execute_in_process(raise_on_error=False), job
 
@@ -79,3 +89,30 @@ def test_a_verdict_not_decided_names_what_stopped_the_run():
         "verdict: not decided (the run stopped before its report; blocking check s/good:fails, s/good:raises "
         "failed; see the checks above)")
     assert verdict_line(None) == "verdict: not decided (the run stopped before its report)"
+
+
+def test_a_check_skipped_because_its_step_did_not_run_is_not_run_not_a_failure():
+    """``s/after_broken`` is skipped (its upstream ``broken`` failed), so its blocking check ``downstream`` never
+    ran: the summary lists it under "Not run" and counts 3 blocking failures (the check that raised, the check
+    that failed, the failed step ``broken``), not 4. Before the fix it was an ``error`` case counted as a
+    blocking failure ("FAIL — 4 blocking failure(s)")."""
+    result, job = _run()
+    other, raised = step_failures(result, job)
+    cases = {c.name: c for c in check_cases(result, job, raised)}
+    assert cases["downstream"].outcome == "skipped"
+    assert cases["downstream"].message == "not run: an upstream step failed"
+    checks = list(cases.values())
+    extra = extra_failures(checks, other, decided=False)
+    assert len(extra) == 3 and not any("downstream" in f for f in extra)
+    assert not_run_checks(checks) == ["s/after_broken:downstream"]
+    assert "downstream" not in (stopped_by([], checks) or "")  # what stopped the run: the checks that ran and failed
+    stopped = {"verdict": "fail", "why": "the run stopped before its report and decision were written",
+               "blocking_failures": [], "warnings": [], "calibration": {"line": "unknown"}, "judge_errors_line": "?",
+               "split": None, "split_questions": None, "baseline": "unknown"}
+    md = summary_markdown(stopped, None, title="t", promotion="none", report_link=None, extra_failures=extra,
+                          not_run=not_run_checks(checks))
+    assert "**Verdict:** FAIL — 3 blocking failure(s)" in md
+    blocking = md.split("**Blocking failures:**")[1].split("**Not run**")[0]
+    assert "downstream" not in blocking
+    assert ("**Not run** (1 blocking check(s): a step upstream of them failed; not counted as failures):\n\n"
+            "- s/after_broken:downstream") in md

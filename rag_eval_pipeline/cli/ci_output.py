@@ -50,9 +50,9 @@ def step_failures(result, job, suite: str | None = None) -> tuple[list[str], dic
 
 def check_cases(result, job, raised: dict[str, str] | None = None) -> list:
     """One JUnit case per blocking check of ``job``: failed (ERROR severity), warning (WARN severity: cannot
-    block), error (the check raised: ``raised`` maps its step key to the error, from :func:`step_failures`;
-    or not run: an upstream step failed), or passed; the check's metadata ``summary`` / ``reason`` is the
-    message."""
+    block), error (the check raised: ``raised`` maps its step key to the error, from :func:`step_failures`),
+    skipped (not run: an upstream step failed; not a failure), or passed; the check's metadata ``summary`` /
+    ``reason`` is the message."""
     import dagster as dg
 
     from rag_eval_pipeline.core.report.ci import JUnitCase
@@ -68,8 +68,8 @@ def check_cases(result, job, raised: dict[str, str] | None = None) -> list:
         classname = f"checks.{key.asset_key.to_user_string()}"
         if e is None:
             error = (raised or {}).get(steps.get(key, ""))
-            cases.append(JUnitCase(classname, key.name, "error", f"the check raised: {error}" if error
-                                   else "not run: an upstream step failed", error or ""))
+            cases.append(JUnitCase(classname, key.name, "error", f"the check raised: {error}", error) if error
+                         else JUnitCase(classname, key.name, "skipped", "not run: an upstream step failed"))
             continue
         md = {k: str(getattr(v, "value", v)) for k, v in e.metadata.items()}
         message = md.get("reason") or md.get("summary") or (e.description or "")
@@ -96,11 +96,18 @@ def read_decision(out: Path, rewritten: bool) -> dict:
 def extra_failures(checks: list, failed_steps: list[str], decided: bool = True) -> list[str]:
     """The blocking failures the decision did not see: every failed or errored check case it does not decide
     (:data:`DECIDED_CHECKS`; every one when this run did not write its decision: ``decided`` false), then every
-    failed step (:func:`step_failures`).
+    failed step (:func:`step_failures`). A check that did not run (``skipped``: a step upstream of it failed) is
+    not a failure: :func:`not_run_checks` lists them.
     They make the verdict FAIL in the CLI line, the JUnit file and the summary alike
     (``core.report.ci.final_verdict``)."""
     return [f"check {c.classname[len('checks.'):]}:{c.name}: {c.message}" for c in checks
             if c.outcome in ("failed", "error") and not (decided and c.name in DECIDED_CHECKS)] + list(failed_steps)
+
+
+def not_run_checks(checks: list) -> list[str]:
+    """The blocking checks that did not run because a step upstream of them failed (``skipped`` cases of
+    :func:`check_cases`), as ``<asset>:<check>``: the summary lists them as "not run", never as failures."""
+    return [f"{c.classname[len('checks.'):]}:{c.name}" for c in checks if c.outcome == "skipped"]
 
 
 def write_ci_outputs(args, result, job, out: Path, suite: str, promotion: str, decision_rewritten: bool,
@@ -140,7 +147,7 @@ def write_ci_outputs(args, result, job, out: Path, suite: str, promotion: str, d
         written.append(f"junit xml: {path} ({len(cases)} test cases)")
     if args.summary_md:
         text = summary_markdown(decision, gates, title=f"rag-eval {suite} ({job.name})", promotion=promotion,
-                                report_link=link, extra_failures=extra)
+                                report_link=link, extra_failures=extra, not_run=not_run_checks(checks))
         path = Path(args.summary_md).resolve()
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(text, path)

@@ -15,7 +15,9 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_LOCKED, EXIT_KILLED = 0, 1, 2, 3, 137
 
 #: The meaning of status 2, shared by every command (a command may add its own cases).
 USAGE_MEANING = ("a usage or configuration mistake, before anything starts: a bad option, an unknown suite, a "
-                 "configuration that does not load, a suite whose data folder is absent, a misconfigured judge "
+                 "configuration that does not load, a path the configuration names that does not exist "
+                 "(corpus.path, golden.path, calibration.human_labels, a system's log or traces path: the file, "
+                 "line and key named), a misconfigured judge "
                  "(RAG_EVAL_JUDGE=openai_compatible without RAG_EVAL_JUDGE_BASE_URL or RAG_EVAL_JUDGE_MODEL, an "
                  "unknown judge name), a port in use")
 

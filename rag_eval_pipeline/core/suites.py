@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rag_eval_pipeline.core.errors import ConfigError, EvalError
 from rag_eval_pipeline.core.sections import did_you_mean
-from rag_eval_pipeline.core.yamlio import load_yaml
+from rag_eval_pipeline.core.yamlio import load_yaml, load_yaml_located
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SUITE_KEYS = ("config", "nightly", "description")
@@ -175,17 +175,44 @@ def ad_hoc_suite(config_path: str | Path, known: Sequence[Suite] = ()) -> Suite:
 
 
 def missing_data(config_path: str | Path) -> str | None:
-    """Why a suite cannot run here, or None: its ``corpus.path``, ``golden.path`` or
-    ``calibration.human_labels`` does not exist (a wrong label path would otherwise read as "no labels").
+    """Why a suite cannot run here, or None: a path its configuration names does not exist: ``corpus.path``,
+    ``golden.path``, ``calibration.human_labels`` (a wrong label path would otherwise read as "no labels"), or a
+    system's ``path`` (its log or traces; a missing ``chunk_map`` file is the configuration loader's located
+    error). A missing path named in the configuration is a
+    configuration error (exit 2), whichever file it is.
 
     Input: the configuration's file path (relative paths are resolved against the file's folder).
-    Output: a one-line reason naming the resolved path, or None (also when the file does not parse:
-    loading the configuration then reports that). Raises nothing.
+    Output: a one-line reason naming the key, the resolved path, the configuration file and the key's line
+    (``corpus.path /x/corpus not found (set in /x/config.yaml, line 2)``), or None (also when the file does not
+    parse: loading the configuration then reports that). Raises nothing.
     """
     try:
-        raw = load_yaml(config_path)
+        located = load_yaml_located(config_path)
     except (EvalError, OSError):
         return None
+    raw = located.value
+    if not isinstance(raw, dict):
+        return None
+    base = Path(config_path).resolve().parent
+    named: list[tuple[tuple, str, object]] = []  # (key path, label, value)
+    for section, key in (("corpus", "path"), ("golden", "path"), ("calibration", "human_labels")):
+        entry = raw.get(section)
+        named.append(((section, key), f"{section}.{key}", entry.get(key) if isinstance(entry, dict) else None))
+    systems = raw.get("systems")
+    for i, system in enumerate(systems if isinstance(systems, list) else []):
+        if isinstance(system, dict):
+            who = f" (system {system.get('name')!r})" if isinstance(system.get("name"), str) else ""
+            named.append((("systems", i, "path"), f"systems[{i}].path{who}", system.get("path")))
+    for where, label, value in named:
+        if isinstance(value, str) and value:
+            resolved = (base / value).resolve()
+            if not resolved.exists():
+                hint = ("; to start labelling, create it empty (`rag-eval label` appends to it)"
+                        if where[0] == "calibration" else "")
+                line = located.line(where)
+                at = f", line {line}" if line is not None else ""
+                return f"{label} {resolved} not found (set in {Path(config_path).resolve()}{at}){hint}"
+    return None
     if not isinstance(raw, dict):
         return None
     base = Path(config_path).resolve().parent

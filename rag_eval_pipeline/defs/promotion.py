@@ -118,7 +118,8 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate
                  rag_runs: pl.DataFrame | None = None, golden_set: pl.DataFrame | None = None) -> dg.Output[dict]:
     """Whether ``gates.promote`` may become the baseline: the gate table's blocking failures, and the system.
 
-    ``promote`` is null when no candidate is configured; ``unchanged_since_promotion`` when the
+    ``promote`` (the configured candidate; the metadata names it ``candidate``: it is promoted only when nothing
+    blocks it) is null when no candidate is configured; ``unchanged_since_promotion`` when the
     candidate is already the promoted baseline (promotion then keeps the stored one); ``manifest`` what
     the candidate ran (``core.gates.run_manifest`` of ``rag_runs`` and ``golden_set``), the manifest
     ``promotion`` stores (null without a candidate or without those tables); ``gates`` the gate rows evaluated."""
@@ -134,7 +135,7 @@ def gate_verdict(context: dg.AssetExecutionContext, settings: EvalSettings, gate
     verdict = {"promote": promote, "passed": not failures, "blocking_failures": failures,
                "unchanged_since_promotion": bool(unchanged), "manifest": manifest, "gates": gate_results.height}
     return dg.Output(verdict, metadata={
-        "promote": promote or "none (no candidate configured)", "passed": not failures,
+        "candidate": promote or "none (no candidate configured)", "passed": not failures,
         "blocking_failures": dg.MetadataValue.json(failures),
         "unchanged_since_promotion": bool(unchanged),
     })
@@ -147,7 +148,7 @@ def no_regression_against_baseline(gate_verdict: dict, gate_results: pl.DataFram
         passed=not failed,
         metadata={
             "failed": dg.MetadataValue.json(failed),
-            "promote": gate_verdict.get("promote") or "none",
+            "candidate": gate_verdict.get("promote") or "none",
             "gates": dg.MetadataValue.md(gates_markdown(gate_results)),
             "regressed_questions": dg.MetadataValue.json({
                 f"{r['system']}/{r['metric']}": r["regressed_questions"][:50]

@@ -28,10 +28,14 @@ ROWS = [
 
 
 def test_junit_cases_counts_and_escaping():
-    cases = gate_cases(_gates(ROWS), "test") + [JUnitCase("checks.s/a", "c", "error", "not run")]
+    cases = gate_cases(_gates(ROWS), "test") + [JUnitCase("checks.s/a", "c", "error", "the check raised: x"),
+                                                JUnitCase("checks.s/a", "d", "skipped", "not run: upstream")]
     root = ET.fromstring(junit_xml("rag-eval s (job)", cases, {"verdict": "fail"}).split("\n", 1)[1])
     [suite] = root.findall("testsuite")
-    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "1", "1")
+    # 3 gate cases + 2 check cases; 1 blocking gate failed, 1 check raised, 1 check did not run (skipped)
+    assert [suite.get(k) for k in ("tests", "failures", "errors", "skipped")] == ["5", "1", "1", "1"]
+    assert suite.find("testcase[@name='d']/skipped").get("message") == "not run: upstream"
+    assert suite.find("testcase[@name='d']/error") is None and suite.find("testcase[@name='d']/failure") is None
     failure = suite.find("testcase[@name='recall_5 (split test)']/failure")
     assert failure.get("message") == "regression: drop 0.2500 > allowed 0.05 <&> (p = 0.0100)"  # escaped, read back
     assert suite.find("testcase[@name='map (split test)']/failure") is None
@@ -39,7 +43,7 @@ def test_junit_cases_counts_and_escaping():
     assert warn.text.startswith("WARNING: regression: below")
     assert suite.find("properties/property[@name='verdict']").get("value") == "fail"
     with pytest.raises(ValueError):
-        junit_xml("s", [JUnitCase("a", "b", "skipped")])
+        junit_xml("s", [JUnitCase("a", "b", "ignored")])
 
 
 def test_summary_changed_metrics_and_regressed_questions():

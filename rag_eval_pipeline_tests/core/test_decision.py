@@ -124,6 +124,22 @@ def test_every_gate_passed_is_said_only_when_every_gate_passed():
     assert d.verdict == "pass" and d.why == "every gate passed on split test (2 gate(s))"
 
 
+def test_gates_unchanged_since_promotion_are_counted_apart_not_said_to_have_passed():
+    # a second run of the sample: the candidate's 5 gates compare it with the baseline system (pass), the 5 gates
+    # of the promoted system itself compare nothing. Before the fix: "every gate passed on split test (10 gate(s))"
+    rows = ([gate(metric=m, k=None) for m in "abcde"]
+            + [gate(system="base", metric=m, k=None, status="unchanged_since_promotion") for m in "abcde"])
+    d = run(rows)
+    assert d.verdict == "pass"
+    assert d.why == "5 gate(s) passed, 5 unchanged since promotion (nothing to compare) on split test (10 gate(s))"
+    md = render_markdown(decision_blocks(d))  # the report's verdict line is the same sentence
+    assert f"Verdict: PASS — {d.why}." in md and "every gate passed" not in md
+    # with a non-blocking failure too: both said
+    d = run(rows + [gate(metric="map", k=None, status="regression", blocking=False, passed=False)])
+    assert d.why == ("no blocking failure on split test (11 gate(s), 5 unchanged since promotion (nothing to "
+                     "compare)); 1 non-blocking gate(s) failed: cand/map (regression)")
+
+
 def test_no_gate_and_nothing_compared_are_inconclusive():
     assert run([]).verdict == "inconclusive"
     d = run([gate(status="unchanged_since_promotion")], unchanged=True)
@@ -225,3 +241,16 @@ def test_judge_errors_and_the_rendered_first_lines():
     assert md[0] == "## Decision"
     assert md[2].startswith("Verdict: PASS — ") and md[4].startswith("Promotion: promotes cand")
     assert "| judge errors | 1 of 4 claim labels (a 1/3, b 0/1) |" in md
+
+
+def test_decision_json_names_the_candidate_and_says_promote_only_for_a_promotion():
+    """A blocked run's decision.json used to carry ``"promote": "cand"`` beside ``"promotion_action": "blocked"``:
+    now ``candidate`` is the configured candidate, and ``promote`` appears only when the action is promote."""
+    blocked = run([gate(status="regression", passed=False)]).to_dict()
+    assert blocked["promotion_action"] == "blocked" and blocked["candidate"] == "cand" and "promote" not in blocked
+    kept = run([gate(status="unchanged_since_promotion")], unchanged=True).to_dict()
+    assert kept["promotion_action"] == "keep" and kept["candidate"] == "cand" and "promote" not in kept
+    promoted = run([gate()]).to_dict()
+    assert promoted["promotion_action"] == "promote" and promoted["promote"] == promoted["candidate"] == "cand"
+    none = run([gate()], promote=None).to_dict()
+    assert none["promotion_action"] == "none" and none["candidate"] is None and "promote" not in none

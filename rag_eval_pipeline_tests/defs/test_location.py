@@ -261,4 +261,26 @@ def test_a_suite_whose_data_folder_is_absent_is_skipped_with_the_path(tmp_path):
     with pytest.raises(ConfigError) as exc:
         check_suite(load_suites(tmp_path / "suites.yaml")[0])
     missing = tmp_path.parent / "nowhere" / "scifact_beir"
-    assert str(exc.value) == f"suite public: data not found: corpus.path {missing} not found (set in {path})"
+    # the line of the key as written in the file (found in its text, not from the loader)
+    line = path.read_text(encoding="utf-8").splitlines().index("  path: ../nowhere/scifact_beir") + 1
+    assert str(exc.value) == (f"suite public: data not found: corpus.path {missing} not found "
+                              f"(set in {path}, line {line})")
+
+
+def test_a_missing_system_log_is_a_configuration_error_naming_the_file_line_and_key(tmp_path):
+    """A system's ``path`` that does not exist is refused like a missing ``corpus.path`` (a ConfigError, exit 2
+    in the CLI), naming the key, the configuration file and its line. It used to pass the configuration and
+    fail later as a data error (exit 1) naming only ``file .../cnd.jsonl, field 'file': file not found``."""
+    corpus = Path(__file__).resolve().parents[2] / "data" / "sample" / "corpus"
+    path = tmp_path / "config.yaml"
+    path.write_text(f"corpus: {{source: documents_dir, path: {corpus}}}\n"  # line 1
+                    "golden: {path: golden.jsonl}\n"                    # line 2
+                    "systems:\n"                                         # line 3
+                    "  - name: cand\n"                                   # line 4
+                    "    kind: logged\n"                                 # line 5
+                    "    path: cnd.jsonl\n", encoding="utf-8")           # line 6
+    (tmp_path / "golden.jsonl").write_text("", encoding="utf-8")
+    with pytest.raises(ConfigError) as exc:
+        check_suite(ad_hoc_suite(path, []))
+    assert str(exc.value).endswith(f"data not found: systems[0].path (system 'cand') {tmp_path / 'cnd.jsonl'} "
+                                   f"not found (set in {path}, line 6)")

@@ -107,3 +107,24 @@ def test_a_selection_without_the_report_leaves_the_decision_alone(folder_with_a_
     assert not result.success  # golden_set failed, but this run never meant to write a report
     assert json.loads((out / DECISION_FILE).read_text(encoding="utf-8")) == decided
     assert (out / "report.md").exists() and not (out / PREVIOUS_DIR).exists()
+
+
+def test_a_step_ended_by_system_exit_still_leaves_this_runs_stopped_decision(folder_with_a_decided_run, monkeypatch):
+    """A step ended by ``SystemExit`` (a BaseException, not an Exception: a ``sys.exit()`` in code a step calls)
+    still fires the failure hook: decision.json is this run's stopped decision, naming the step and SystemExit.
+    (A python system's own SystemExit is an error row since core/systems/python_callable.py catches it; this is
+    any other step's.)"""
+    import rag_eval_pipeline.core.pipeline as pipeline
+
+    config, out, decided = folder_with_a_decided_run
+
+    def exits(*args, **kwargs):
+        raise SystemExit(3)
+
+    monkeypatch.setattr(pipeline, "build_golden", exits)
+    result = _materialize(config, out, dg.AssetSelection.assets("evaluation_report").upstream())
+    assert not result.success
+    stopped = json.loads((out / DECISION_FILE).read_text(encoding="utf-8"))
+    assert stopped["run_id"] == result.run_id and stopped["stopped_before_report"] is True
+    assert stopped["blocking_failures"] == ["step golden_set: SystemExit: 3"]
+    assert json.loads((out / PREVIOUS_DIR / DECISION_FILE).read_text(encoding="utf-8")) == decided

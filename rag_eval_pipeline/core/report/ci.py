@@ -3,7 +3,8 @@ compact Markdown summary fit for a pull-request comment.
 
 JUnit XML: the de-facto schema CI systems read (GitHub, GitLab, Jenkins): ``<testsuites>`` / ``<testsuite>``
 / ``<testcase classname name>`` with ``<failure>`` (a blocking gate or check that failed), ``<error>`` (a
-check that did not run, a failed step) and ``<system-out>`` (a warning: a non-blocking gate or a check with
+check that raised, a failed step), ``<skipped>`` (a check that did not run because a step upstream of it
+failed: neither passed nor failed) and ``<system-out>`` (a warning: a non-blocking gate or a check with
 WARN severity that did not pass; the case passes). Written with :mod:`xml.etree.ElementTree`, so every text
 is escaped. Format reference: the Apache Ant JUnit report schema as documented by the JUnit 5 Console
 Launcher / ``junit-platform-reporting`` (legacy XML format).
@@ -29,8 +30,9 @@ from rag_eval_pipeline.core.report.decision import verdict_word
 from rag_eval_pipeline.core.report.markdown import markdown_table, md_text
 from rag_eval_pipeline.core.report.questions import WORST_N, question_anchor, regressed_questions
 
-#: JUnit outcomes of a case: passed, failed (<failure>), error (<error>), warning (passed, with <system-out>).
-OUTCOMES = ("passed", "failed", "error", "warning")
+#: JUnit outcomes of a case: passed, failed (<failure>), error (<error>), skipped (<skipped>: a check that did not
+#: run because a step upstream of it failed; not a failure), warning (passed, with <system-out>).
+OUTCOMES = ("passed", "failed", "error", "skipped", "warning")
 #: ANSI escape sequences (colours, cursor moves: ECMA-48 CSI and two-character escapes), dropped from XML texts.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-Z\\-_])")
 #: Characters outside XML 1.0's ``Char`` production (W3C XML 1.0, section 2.2), surrogates included.
@@ -82,11 +84,12 @@ def gate_cases(gates: pl.DataFrame, split: str) -> list[JUnitCase]:
 def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, Any] | None = None) -> str:
     """The JUnit XML document of ``cases`` as one ``<testsuite name=suite>`` inside ``<testsuites>``.
 
-    Output: UTF-8 XML text with counts (tests, failures, errors, skipped = 0) on both elements, the
+    Output: UTF-8 XML text with counts (tests, failures, errors, skipped) on both elements, the
     ``properties`` (e.g. verdict, run id) on the test suite, and per case a ``<failure>`` / ``<error>``
-    (attribute ``message``, body ``details``), or for a warning a ``<system-out>`` line. Every name and
-    text goes through :func:`xml_text` first, so the file parses whatever the messages quote (ANSI colours,
-    bytes of a bad input). Raises ValueError for an unknown outcome. Format: the legacy JUnit XML report
+    (attribute ``message``, body ``details``), a ``<skipped message>`` for a case that did not run, or for a
+    warning a ``<system-out>`` line. Every name and text goes through :func:`xml_text` first, so the file
+    parses whatever the messages quote (ANSI colours, bytes of a bad input). Raises ValueError for an
+    unknown outcome. Format: the legacy JUnit XML report
     (Ant / JUnit Platform Console Launcher).
     """
     bad = [c.outcome for c in cases if c.outcome not in OUTCOMES]
@@ -94,7 +97,8 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, A
         raise ValueError(f"unknown JUnit outcome(s) {bad}; expected one of {OUTCOMES}")
     failures = sum(c.outcome == "failed" for c in cases)
     errors = sum(c.outcome == "error" for c in cases)
-    counts = {"tests": str(len(cases)), "failures": str(failures), "errors": str(errors), "skipped": "0"}
+    skipped = sum(c.outcome == "skipped" for c in cases)
+    counts = {"tests": str(len(cases)), "failures": str(failures), "errors": str(errors), "skipped": str(skipped)}
     t = xml_text
     root = ET.Element("testsuites", {"name": "rag-eval", **counts})
     ts = ET.SubElement(root, "testsuite", {"name": t(suite), **counts})
@@ -112,6 +116,8 @@ def junit_xml(suite: str, cases: Sequence[JUnitCase], properties: Mapping[str, A
             el = ET.SubElement(tc, "failure" if c.outcome == "failed" else "error",
                                {"message": t(c.message), "type": c.outcome})
             el.text = t(c.details or c.message)
+        elif c.outcome == "skipped":
+            ET.SubElement(tc, "skipped", {"message": t(c.message)})
         elif c.outcome == "warning":
             ET.SubElement(tc, "system-out").text = t(f"WARNING: {c.message}" + (f"\n{c.details}" if c.details else ""))
     ET.indent(root)
@@ -140,7 +146,7 @@ def _num(v: float | None, sign: bool = False) -> str:
 
 def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *, title: str, promotion: str,
                      report_link: str | None, extra_failures: Sequence[str] = (), top_questions: int = 10,
-                     linked_per_system: int = WORST_N) -> str:
+                     linked_per_system: int = WORST_N, not_run: Sequence[str] = ()) -> str:
     """A compact Markdown summary of a run for a pull-request comment.
 
     Inputs: ``decision`` (``decision.json``: verdict, blocking_failures, warnings, split_questions, split,
@@ -149,10 +155,12 @@ def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *,
     ``report_link`` (URL or path of report.html; question links append ``#<anchor>`` when it is a URL),
     ``extra_failures`` (blocking failures the decision did not see: a failed step or check; they make the
     verdict "fail": :func:`final_verdict`), ``top_questions`` (rows of the regressed-question list),
-    ``linked_per_system`` (how many regressed questions per system the report has a card for: the report's ``worst_n``).
+    ``linked_per_system`` (how many regressed questions per system the report has a card for: the report's ``worst_n``),
+    ``not_run`` (the blocking checks that did not run because a step upstream of them failed, named
+    ``<asset>:<check>``: listed under "Not run", never counted as failures).
     Output: Markdown text: a heading with the verdict, the promotion and calibration lines, the blocking
-    failures, "Changed metrics" (gate rows whose difference is not 0: candidate, baseline, difference, 95%
-    CI, p, status, as the gate table holds them, to 4 decimals) and "Top regressed questions"
+    failures, the checks not run, "Changed metrics" (gate rows whose difference is not 0: candidate, baseline,
+    difference, 95% CI, p, status, as the gate table holds them, to 4 decimals) and "Top regressed questions"
     (:func:`core.report.questions.regressed_questions` order). Raises nothing for well-formed inputs.
     """
     verdict, why = final_verdict(decision, extra_failures)
@@ -179,6 +187,12 @@ def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *,
         lines.append("**Blocking failures:**")
         lines.append("")
         lines += [f"- {md_text(f)}" for f in failures]
+        lines.append("")
+    if not_run:
+        lines.append(f"**Not run** ({len(not_run)} blocking check(s): a step upstream of them failed; "
+                     "not counted as failures):")
+        lines.append("")
+        lines += [f"- {md_text(c)}" for c in not_run]
         lines.append("")
     warnings = list(decision.get("warnings") or [])
     if warnings:

@@ -17,7 +17,9 @@ Verdict (definitions in ``docs/gates-and-reports.md``, "The first screen: the de
   promoted baseline itself (nothing was compared);
 - **pass**: no blocking failure: every blocking gate passed (or stayed within the judge's noise) and the
   calibration does not block. The reason says "every gate passed" only when every gate did; otherwise it
-  names the non-blocking gates that failed ("no blocking failure ...; 1 non-blocking gate(s) failed: ...").
+  names the non-blocking gates that failed ("no blocking failure ...; 1 non-blocking gate(s) failed: ..."),
+  and counts the gates of a candidate that is the promoted baseline itself apart ("5 gate(s) passed, 5 unchanged
+  since promotion (nothing to compare) on split test (10 gate(s))"): they compared nothing.
 
 The blocking checks that stop ``promotion`` without stopping the report (:data:`DECIDED_CHECKS`: the gate
 check, the calibration check and the run-error check) are decided here from the same functions the checks
@@ -89,7 +91,8 @@ class Decision:
 
     ``verdict`` (:data:`VERDICTS`) and ``why`` (one line); ``blocking_failures`` and ``warnings`` (one line
     each, reason included); ``promotion_action`` (:data:`PROMOTION_ACTIONS`), ``promotion`` (one line) and
-    ``promote`` (the configured candidate or None); ``split`` and ``split_questions`` (the held-out split
+    ``candidate`` (the configured candidate, ``gates.promote``, or None: the system the promotion step would
+    promote, whatever ``promotion_action`` says); ``split`` and ``split_questions`` (the held-out split
     every gate compares on, and its golden question count); ``baseline`` (what the candidates were compared
     with, in words); ``gates`` / ``gates_failed`` (rows of the gate table, blocking failures among them);
     ``calibration`` (:class:`CalibrationStatus`); ``judge_errors`` per system; ``quick`` (the quick evaluation);
@@ -103,7 +106,7 @@ class Decision:
     warnings: list[str]
     promotion_action: str
     promotion: str
-    promote: str | None
+    candidate: str | None
     split: str
     split_questions: int | None
     baseline: str
@@ -141,8 +144,12 @@ class Decision:
         return f"{word}: {c.state_words}; {c.figures()}"
 
     def to_dict(self) -> dict[str, Any]:
-        """The decision as JSON-ready values (``decision.json``); the calibration status nested."""
+        """The decision as JSON-ready values (``decision.json``); the calibration status nested. ``promote``
+        (the system promoted) is there only when ``promotion_action`` is ``promote``, equal to ``candidate``:
+        a blocked, kept or absent promotion never reads ``"promote": <system>``."""
         d = asdict(self)
+        if self.promotion_action == "promote":
+            d["promote"] = self.candidate
         d["calibration"] = asdict(self.calibration) | {"reason": self.calibration.reason,
                                                        "line": self.calibration.line()}
         d["judge_errors_line"] = self.judge_errors_line()
@@ -271,10 +278,14 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     else:
         verdict = "pass"
         soft = [r for r in rows if not r.get("blocking") and not r.get("passed")]
+        same = len(rows) - len(compared)  # gate rows of a candidate that is the promoted baseline: not compared
+        idle = f", {same} unchanged since promotion (nothing to compare)" if same else ""
         if soft:
             named = ", ".join(f"{r.get('system')}/{_gate_label(r)} ({r['status']})" for r in soft)
-            why = (f"no blocking failure on split {split} ({len(rows)} gate(s)); {len(soft)} non-blocking gate(s) "
-                   f"failed: {named}")
+            why = (f"no blocking failure on split {split} ({len(rows)} gate(s){idle}); {len(soft)} non-blocking "
+                   f"gate(s) failed: {named}")
+        elif same:
+            why = f"{len(rows) - same} gate(s) passed{idle} on split {split} ({len(rows)} gate(s))"
         else:
             why = f"every gate passed on split {split} ({len(rows)} gate(s))"
         if not calibration.passed:
@@ -283,7 +294,7 @@ def decide(gates: pl.DataFrame | Sequence[Mapping[str, Any]], calibration: Calib
     action, promotion = _promotion(n_blocking, promotion_basis(len(rows), thresholds), promote, quick, systems,
                                    stored_baseline, unchanged)
     return Decision(verdict=verdict, why=why, blocking_failures=failures, warnings=warnings,
-                    promotion_action=action, promotion=promotion, promote=promote, split=split,
+                    promotion_action=action, promotion=promotion, candidate=promote, split=split,
                     split_questions=split_questions, baseline=baseline, gates=len(rows), gates_failed=len(blocking),
                     calibration=calibration, judge_errors=list(judge_errors), quick=quick, thresholds=thresholds,
                     stopped_before_report=stopped is not None)

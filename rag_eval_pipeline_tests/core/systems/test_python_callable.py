@@ -79,6 +79,45 @@ def test_a_callable_that_raises_timeout_error_itself_is_an_error_row_not_a_crash
     assert run.info["errors_by_kind"] == {"exception": 2}
 
 
+class _Quit(BaseException):
+    """A BaseException of a team's own (neither Exception nor SystemExit)."""
+
+
+@pytest.mark.parametrize("timeout_s", [None, 5.0])
+@pytest.mark.parametrize("concurrency", [1, 2])
+@pytest.mark.parametrize("messages", [False, True])
+def test_system_exit_and_other_base_exceptions_are_error_rows_not_a_crashed_run(sample, timeout_s, concurrency,
+                                                                                   messages):
+    """A callable that calls ``sys.exit(3)`` (SystemExit) or raises a BaseException of its own on one question:
+    that question is an ``error`` row naming the type (the message ``3`` only with ``exception_messages``), the
+    other questions are answered. Before the fix SystemExit escaped the runner and the step ``rag_runs`` failed."""
+    def exits(question_id, question, user_groups):
+        if question_id == "q01":
+            sys.exit(3)
+        if question_id == "q02":
+            raise _Quit("stop here")
+        return {"retrieved": [], "decision": "abstain"}
+
+    run = PythonRunner(spec(f"{MODULE}:answer", timeout_s=timeout_s, concurrency=concurrency,
+                            exception_messages=messages), fn=exits).run(sample.golden.head(3), sample.ctx("py"))
+    assert run.runs["decision"].to_list() == ["error", "error", "abstain"]
+    assert run.runs["error"][0] == ("system 'py', question 'q01': the callable raised SystemExit"
+                                    + (": 3" if messages else ""))
+    assert run.runs["error"][1] == ("system 'py', question 'q02': the callable raised _Quit"
+                                    + (": stop here" if messages else ""))
+    assert run.info["errors_by_kind"] == {"exception": 2}
+
+
+@pytest.mark.parametrize("timeout_s", [None, 5.0])
+def test_keyboard_interrupt_in_the_callable_still_stops_the_run(sample, timeout_s):
+    def interrupted(question_id, question, user_groups):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        PythonRunner(spec(f"{MODULE}:answer", timeout_s=timeout_s), fn=interrupted).run(
+            sample.golden.head(1), sample.ctx("py"))
+
+
 def test_a_module_beside_the_configuration_is_found_and_a_missing_one_says_where_it_was_looked_for(tmp_path):
     (tmp_path / "my_rag_beside_config.py").write_text("def answer(q, t, g):\n    return {}\n", encoding="utf-8")
     runner = PythonRunner(spec("my_rag_beside_config:answer"), base_dir=tmp_path)
