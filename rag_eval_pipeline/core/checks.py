@@ -134,10 +134,32 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
             report.add(CONFIG, f"{_system_line(cfg, index, spec, text)}system {spec.name} ({spec.kind}): {text}")
     if golden is not None and snapshot is not None:
         _evidence_notes(golden, snapshot, report)
+    _calibration_warning(cfg, report)
     if output is not None:
         check_baseline(Path(output), report, corpus_version=version or None,
                        golden_version=golden["golden_version"][0] if golden is not None and golden.height else None)
     return report
+
+
+def _calibration_warning(cfg: EvalConfig, report: CheckReport) -> None:
+    """A warning when the run's calibration check is certain to fail and block before anything runs: a gate on
+    a judge-based metric and no ``calibration`` section. Decided by the run's own rule
+    (:func:`core.metrics.calibration_status.calibration_status`, the ``judge_calibrated_above_floor`` check), so
+    the two cannot disagree; a calibration that exists but may fail is for the run to measure."""
+    from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+
+    section = cfg.calibration
+    if section.configured:
+        return
+    status = calibration_status(None, configured=False, kappa_floor=section.kappa_floor,
+                                gated_metrics=[t.metric for t in cfg.thresholds])
+    if status.blocks:
+        report.warnings.append(
+            f"{cfg.path}: gates.thresholds on judge-based metric(s) {list(status.judge_based_gates)}, and "
+            f"{'; '.join(status.failures)}: every run's blocking check judge_calibrated_above_floor will fail "
+            "and nothing will be promoted; add a calibration section (calibration: {human_labels: "
+            "human_labels.jsonl}, the file may start empty: rag-eval label appends to it), or gate on a "
+            "metric the judge does not compute")
 
 
 def check_baseline(folder: Path, report: CheckReport, *, corpus_version: str | None = None,

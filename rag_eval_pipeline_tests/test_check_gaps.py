@@ -1,0 +1,67 @@
+"""``rag-eval check`` on a new user's folder (``fixtures/own_system``): what a run would certainly fail or
+refuse is said before it, every bad line of a file is named (not only the first), unknown fields get a
+"did you mean", and contradictory log rows are warned about with file, line and field."""
+
+import json
+import shutil
+
+import yaml
+
+from rag_eval_pipeline.core.checks import check_config
+from rag_eval_pipeline.core.config import load_config
+from rag_eval_pipeline_tests.conftest import REPO_ROOT
+
+OWN = REPO_ROOT / "rag_eval_pipeline_tests" / "fixtures" / "own_system"
+
+
+def _folder(tmp_path, **extra):
+    """The own-system folder in tmp_path with a config like init's (chunks, per-document golden set, one log)."""
+    folder = tmp_path / "own"
+    shutil.copytree(OWN, folder)
+    cfg = {"corpus": {"source": "chunks", "path": "chunks.jsonl"}, "golden": {"path": "golden.jsonl"},
+           "systems": [{"name": "team_log", "kind": "logged", "path": "team_log.jsonl",
+                        "chunk_map": {"strip_prefix": "kb/"}}],
+           "judge": {"type": "rule_based"}, "gates": {"split": "test"}}
+    for k, v in extra.items():
+        cfg[k] = v
+    (folder / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    return folder
+
+
+def _check(folder):
+    return check_config(load_config(folder / "config.yaml"))
+
+
+def test_a_gate_on_a_judged_metric_without_calibration_is_said_to_block(tmp_path):
+    folder = _folder(tmp_path, gates={"split": "test", "thresholds": [{"metric": "faithfulness", "min_value": 0.5}]})
+    report = _check(folder)
+    assert not report.problems
+    [warning] = [w for w in report.warnings if "calibration" in w]
+    assert "['faithfulness']" in warning and "no calibration section" in warning
+    assert "judge_calibrated_above_floor will fail" in warning and "add a calibration section" in warning
+    # a gate on a retrieval metric needs no calibration: nothing said
+    folder2 = _folder(tmp_path / "b", gates={"split": "test", "thresholds": [{"metric": "recall_5",
+                                                                                "max_abs_drop": 0.05}]})
+    assert not [w for w in _check(folder2).warnings if "calibration" in w]
+
+
+def _rewrite(path, edit):
+    """Rewrite a JSONL file line by line: ``edit(index, record)`` returns the record to write."""
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    path.write_text("".join(json.dumps(edit(i, r)) + "\n" for i, r in enumerate(rows)), encoding="utf-8")
+
+
+def test_an_unknown_field_in_a_log_or_golden_line_gets_a_did_you_mean(tmp_path):
+    folder = _folder(tmp_path)
+    _rewrite(folder / "team_log.jsonl",
+             lambda i, r: ({**{k: v for k, v in r.items() if k != "retrieved"}, "retrived": r["retrieved"]}
+                           if i == 0 else r))
+    messages = [p.message for p in _check(folder).problems]
+    assert any("team_log.jsonl" in m and "line 1" in m and "retrived: did you mean 'retrieved'?" in m
+               for m in messages), messages
+    folder = _folder(tmp_path / "g")
+    _rewrite(folder / "golden.jsonl",
+             lambda i, r: ({**{k: v for k, v in r.items() if k != "answerability"}, "answerabilty": r["answerability"]}
+                           if i == 0 else r))
+    messages = [p.message for p in _check(folder).problems]
+    assert any("golden.jsonl" in m and "answerabilty: did you mean 'answerability'?" in m for m in messages), messages
