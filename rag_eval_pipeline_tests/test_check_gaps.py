@@ -65,3 +65,14 @@ def test_an_unknown_field_in_a_log_or_golden_line_gets_a_did_you_mean(tmp_path):
                            if i == 0 else r))
     messages = [p.message for p in _check(folder).problems]
     assert any("golden.jsonl" in m and "answerabilty: did you mean 'answerability'?" in m for m in messages), messages
+
+
+def test_a_hit_without_a_chunk_id_is_told_the_corpus_own_id_shape_and_the_text_alternative(tmp_path):
+    folder = _folder(tmp_path)
+    _rewrite(folder / "team_log.jsonl",
+             lambda i, r: {**r, "retrieved": [{"score": 0.5}]} if i == 1 else r)
+    [message] = [p.message for p in _check(folder).problems]
+    assert "line 2" in message and "retrieved[0].chunk_id" in message
+    # the corpus's ids are the team's (pedalo-kb-0001 is the first in chunks.jsonl), not doc_id#n
+    assert "'pedalo-kb-0001'" in message and "doc_id#n" not in message
+    assert '"text"' in message

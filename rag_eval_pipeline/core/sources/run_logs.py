@@ -93,6 +93,17 @@ def _unknown_mapped(system_id: str, mapped: str, ids, known_chunks) -> str:
     return f"{shown} names no chunk of the corpus snapshot: {ids.describe_unknown(system_id)}"
 
 
+def _id_shape(known_chunks, ids) -> str:
+    """What a hit must give, in the words of the evaluated corpus: a chunk id shaped like the snapshot's own (an
+    example, so a ``source: chunks`` corpus with ids ``acme-001`` is not told ``doc_id#n``), and, when the hit can
+    be aligned by text (``ids`` given), the passage ``text`` instead."""
+    example = min(known_chunks) if known_chunks else None
+    shape = f"a chunk id of the corpus snapshot (like {example!r})" if example else "a chunk id 'doc_id#n'"
+    if ids is not None and ids.configured:
+        shape += ", as this system writes it before its chunk_map"
+    return shape + (", or the passage as \"text\" (aligned to the corpus by text)" if ids is not None else "")
+
+
 def _hits(f: Fields, known_chunks=None, require_scores: bool = False, ids=None) -> list[dict]:
     value = f.record.get("retrieved", ...)
     if value is ...:
@@ -122,7 +133,7 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False, ids=None) 
                 continue
             written = aligned
         if not isinstance(written, str) or not written.strip():
-            raise f.error(f"{where}.chunk_id", f"got {short_repr(written)}; expected a chunk id 'doc_id#n'")
+            raise f.error(f"{where}.chunk_id", f"got {short_repr(written)}; expected {_id_shape(known_chunks, ids)}")
         chunk_id = normalise_id(written)
         if chunk_id in seen:
             at, first = seen[chunk_id]
