@@ -76,3 +76,25 @@ def test_a_hit_without_a_chunk_id_is_told_the_corpus_own_id_shape_and_the_text_a
     # the corpus's ids are the team's (pedalo-kb-0001 is the first in chunks.jsonl), not doc_id#n
     assert "'pedalo-kb-0001'" in message and "doc_id#n" not in message
     assert '"text"' in message
+
+
+def test_every_bad_line_of_a_log_and_of_a_golden_set_is_named(tmp_path):
+    folder = _folder(tmp_path)
+    # lines 1 and 3 bad (an unknown decision, a retrieved that is not a list); line 2 good
+    _rewrite(folder / "team_log.jsonl", lambda i, r: {**r, "decision": "maybe"} if i == 0 else
+             {**r, "retrieved": "kb/pedalo-kb-0001"} if i == 2 else r)
+    messages = [p.message for p in _check(folder).problems]
+    assert len(messages) == 2, messages
+    assert "line 1, field 'decision'" in messages[0] and "line 3, field 'retrieved'" in messages[1]
+    assert all("team_log.jsonl" in m for m in messages)
+    # 25 bad golden lines: 20 named, one line counts the 5 left out
+    folder = _folder(tmp_path / "g")
+    lines = (folder / "golden.jsonl").read_text(encoding="utf-8")
+    extra = "".join(json.dumps({"question_id": f"x{i}", "question": "?", "answerability": "unsure",
+                                "split": "test"}) + "\n" for i in range(25))
+    (folder / "golden.jsonl").write_text(lines + extra, encoding="utf-8")
+    n = len([x for x in lines.splitlines() if x.strip()])
+    messages = [p.message for p in _check(folder).problems]
+    assert len(messages) == 21, messages
+    assert f"line {n + 1}, field 'answerability'" in messages[0] and f"line {n + 20}," in messages[19]
+    assert "and 5 more bad record(s)" in messages[20]

@@ -72,6 +72,17 @@ class CheckReport:
     def add(self, kind: str, message: str) -> None:
         self.problems.append(Problem(kind, " ".join(str(message).split())))  # one line, always
 
+    def add_input(self, exc: InputError, prefix: str = "") -> None:
+        """One ``data`` problem per bad record of ``exc`` (an :class:`~core.errors.InputErrors` holds every bad
+        line of a file, the first 20 kept: then one more line says how many were left out); ``prefix``: who read
+        the file (``"system x (logged): "``)."""
+        errors = getattr(exc, "errors", [exc])
+        for error in errors:
+            self.add(DATA, f"{prefix}{_one_line(error)}")
+        left = getattr(exc, "total", len(errors)) - len(errors)
+        if left > 0:
+            self.add(DATA, f"{prefix}file {exc.path}: and {left} more bad record(s) (the first {len(errors)} shown)")
+
 
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
@@ -99,7 +110,7 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
         report.notes.append(f"corpus: {snapshot['doc_id'].n_unique()} documents, {snapshot.height} chunks "
                             f"({cfg.corpus.source}), corpus_version {version[:12]}")
     except InputError as exc:
-        report.add(DATA, _one_line(exc))
+        report.add_input(exc)
     except ConfigError as exc:
         report.add(CONFIG, _one_line(exc))
     if snapshot is not None:
@@ -113,7 +124,7 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
 
                 report.notes.append(shard_sizes_line(golden["question_id"], cfg.shards))
         except InputError as exc:
-            report.add(DATA, _one_line(exc))
+            report.add_input(exc)
         except ConfigError as exc:
             report.add(CONFIG, _one_line(exc))
     elif cfg.golden.path is not None:  # no snapshot to check ids against: the file's own format still
@@ -122,13 +133,13 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
         try:
             load_golden(cfg.golden.path)
         except InputError as exc:
-            report.add(DATA, _one_line(exc))
+            report.add_input(exc)
     for index, spec in enumerate(cfg.systems):
         try:
             _check_system(cfg, spec, snapshot, golden, version, report, reach=reach, timeout_s=timeout_s,
                           environ=environ, every_question=every_question)
         except InputError as exc:
-            report.add(DATA, f"system {spec.name} ({spec.kind}): {_one_line(exc)}")
+            report.add_input(exc, f"system {spec.name} ({spec.kind}): ")
         except ConfigError as exc:
             text = _one_line(exc).removeprefix(f"system {spec.name!r}: ")  # named once, with its kind
             report.add(CONFIG, f"{_system_line(cfg, index, spec, text)}system {spec.name} ({spec.kind}): {text}")

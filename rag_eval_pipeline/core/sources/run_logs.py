@@ -47,7 +47,7 @@ from pathlib import Path
 import polars as pl
 
 from rag_eval_pipeline.core import tables
-from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.errors import InputError, RecordErrors
 from rag_eval_pipeline.core.sources._records import (
     INT32_MAX,
     Fields,
@@ -311,18 +311,25 @@ def load_run_log(path: str | Path, system: str, corpus_version: str, golden_vers
     p = Path(path)
     rows: list[dict] = []
     first: dict[str, tuple[int, str]] = {}  # NFC question id -> (line, id as written)
+    bad = RecordErrors()  # every bad record is named (check prints them all), not only the first
     for line, record in read_records(p):
-        row = parse_run_record(record, str(p), line, system, corpus_version, golden_version,
-                               known_chunks=known_chunks, require_scores=require_scores, ids=ids)
+        try:
+            row = parse_run_record(record, str(p), line, system, corpus_version, golden_version,
+                                   known_chunks=known_chunks, require_scores=require_scores, ids=ids)
+        except InputError as exc:
+            bad.add(exc)
+            continue
         qid = row["question_id"]
         if qid in first:
             first_line, first_written = first[qid]
             written = str(record.get("question_id")).strip()
-            raise InputError(f"question {qid!r} logged twice (first on line {first_line})"
+            bad.add(InputError(f"question {qid!r} logged twice (first on line {first_line})"
                              f"{twin_note(first_written, written)}; expected one record per question",
-                             path=str(p), line=line, field="question_id")
+                               path=str(p), line=line, field="question_id"))
+            continue
         first[qid] = (line, str(record.get("question_id")).strip())
         rows.append(row)
+    bad.raise_any()
     if not rows:
         return tables.empty("rag_runs")
     return tables.conform(pl.DataFrame(rows, schema=tables.SCHEMAS["rag_runs"]), "rag_runs")
