@@ -98,3 +98,27 @@ def test_every_bad_line_of_a_log_and_of_a_golden_set_is_named(tmp_path):
     assert len(messages) == 21, messages
     assert f"line {n + 1}, field 'answerability'" in messages[0] and f"line {n + 20}," in messages[19]
     assert "and 5 more bad record(s)" in messages[20]
+
+
+def test_log_rows_their_decision_contradicts_are_warned_with_file_line_and_field(tmp_path):
+    folder = _folder(tmp_path)
+    log = folder / "team_log.jsonl"
+    rows = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.strip()]
+    answered = [i for i, r in enumerate(rows) if r["decision"] == "answer"][:3]
+    _rewrite(log, lambda i, r: (
+        {**r, "decision": "error", "error": "timeout"} if i == answered[0] else  # keeps answer and citations
+        {**{k: v for k, v in r.items() if k not in ("answer", "citations")}, "decision": "error"}
+        if i == answered[1] else
+        {**r, "decision": "abstain"} if i == answered[2] else r))  # keeps its answer and its citations
+    report = _check(folder)
+    assert not report.problems, report.problems
+    said = [w for w in report.warnings if "team_log.jsonl" in w and "decision is" in w]
+    first, second, third = (f"line {i + 1}," for i in answered)
+    assert any(first in w and "field 'answer'" in w and "'error'" in w for w in said), said
+    assert any(first in w and "field 'citations'" in w for w in said), said
+    assert any(second in w and "field 'error'" in w and "(no reason given)" in w for w in said), said
+    assert any(third in w and "field 'citations'" in w and "'abstain'" in w for w in said), said
+    # the fixture's own errored row gives its reason, and its abstentions' messages cite nothing (allowed by the
+    # log schema: "an abstention message"): nothing else is warned, the messages are counted in a note
+    assert len(said) == 4, said
+    assert any("3 abstain row(s) carry an answer text" in n for n in report.notes), report.notes

@@ -279,6 +279,17 @@ def _check_system(cfg: EvalConfig, spec, snapshot, golden, version: str, report:
 
     info: dict[str, Any] = {}
     runs = build_runs(cfg, snapshot, golden, version, [name], info=info)
+    if kind == "logged":  # rows the run keeps but not as the system meant them: a warning each
+        from rag_eval_pipeline.core.sources.run_logs import abstention_messages, log_contradictions
+
+        shown, total = log_contradictions(cfg.resolve(spec.path))
+        report.warnings.extend(f"{where}: {line}" for line in shown)
+        if total > len(shown):
+            report.warnings.append(f"{where}: and {total - len(shown)} more such field(s) in {spec.path}")
+        n_abstain, first_line = abstention_messages(cfg.resolve(spec.path))
+        if n_abstain:
+            report.notes.append(f"{where}: {n_abstain} abstain row(s) carry an answer text (first: line {first_line}): "
+                                "kept as the abstention message, never judged as an answer")
     _run_rows(cfg, name, runs, golden, report, where, every_question, run_files(cfg, name))
     mapping = info.get(name, {}).get("id_mapping") or {}
     done = {k: v for k, v in mapping.items() if k not in ("ids_as_is", "unmatched_examples") and v}

@@ -276,6 +276,59 @@ def parse_run_record(record: dict, path: str | None, line: int | None, system: s
     }
 
 
+def contradictions(record: dict) -> list[tuple[str, str]]:
+    """What a well-formed log record says that its ``decision`` contradicts (kept by the run, but not as the
+    system meant it): ``(field, message)`` pairs, empty when none. An ``error`` row's ``answer`` and ``citations``
+    are never judged or scored; an ``error`` row without its ``error`` reason is counted as "(no reason given)";
+    an ``abstain`` row's ``answer`` is its abstention message (allowed), but with citations it reads as an answer
+    that is never judged or scored. Input: one
+    record that :func:`parse_run_record` accepts. Raises nothing. Definition: the log schema (module docstring).
+    """
+    decision = record.get("decision")
+    answer = record.get("answer")
+    has_answer = isinstance(answer, str) and bool(answer.strip())
+    out: list[tuple[str, str]] = []
+    if decision == "error":
+        if has_answer:
+            out.append(("answer", "decision is 'error' but an answer is logged; an error row's answer is never "
+                                  "judged (decision 'answer' if the system did answer)"))
+        if record.get("citations"):
+            out.append(("citations", "decision is 'error' but citations are logged; an error row's citations are "
+                                     "never scored"))
+        reason = record.get("error")
+        if not (isinstance(reason, str) and reason.strip()):
+            out.append(("error", "decision is 'error' without an error reason; it is counted as '(no reason given)' "
+                                 "(add \"error\": \"<why the run failed>\")"))
+    elif decision == "abstain" and has_answer and record.get("citations"):
+        out.append(("citations", "decision is 'abstain' with an answer text that cites chunks; it is kept as the "
+                                 "abstention message, never judged or scored as an answer (decision 'answer' if the "
+                                 "system answered)"))
+    return out
+
+
+def abstention_messages(path: str | Path) -> tuple[int, int | None]:
+    """How many ``abstain`` records of a log carry an ``answer`` text (allowed: the abstention message shown to
+    the user, never judged as an answer) and the line of the first (None when none). Raises as
+    :func:`read_records`."""
+    lines = [line for line, r in read_records(Path(path)) if r.get("decision") == "abstain"
+             and isinstance(r.get("answer"), str) and r["answer"].strip()]
+    return len(lines), (lines[0] if lines else None)
+
+
+def log_contradictions(path: str | Path, limit: int = 20) -> tuple[list[str], int]:
+    """Every record of a log (:func:`read_records`) whose decision contradicts its other fields
+    (:func:`contradictions`): up to ``limit`` lines ``file F, line N, field 'x': ...`` and the total count.
+    Raises InputError as :func:`read_records` (the caller has already read the file once)."""
+    lines: list[str] = []
+    total = 0
+    for line, record in read_records(Path(path)):
+        for field, message in contradictions(record):
+            total += 1
+            if len(lines) < limit:
+                lines.append(str(InputError(message, path=str(path), line=line, field=field)))
+    return lines, total
+
+
 def _latency(f: Fields) -> float | None:
     value = f.record.get("latency_ms")
     if value is None:
