@@ -5,9 +5,7 @@ is ``callable: my_rag:answer``), then from ``PYTHONPATH`` and the installed pack
 
 It is called as ``function(question_id, question, user_groups)`` (str, str, list of str) and returns
 one object in the run-log schema, checked like an HTTP reply. An exception becomes an ``error`` row
-whose ``error`` names the exception's type (``the callable raised ValueError``): any exception, ``SystemExit``
-and the other ``BaseException`` subclasses included (a ``sys.exit()`` in the callable is its failure on that
-question, not the run's), except ``KeyboardInterrupt``, which stops the run; its message is kept
+whose ``error`` names the exception's type (``the callable raised ValueError``); its message is kept
 only with ``exception_messages: true``, cut to ``MAX_TEXT_FIELD_CHARS`` characters, because a message can
 quote anything the callable saw, restricted chunks included (an exception whose ``str()`` itself raises
 is named by its type). A reply that does not fit the schema is an ``error`` row too. ``concurrency`` > 1
@@ -285,9 +283,7 @@ class PythonSystem:
                 if call.exc is not None:
                     raise call.exc
                 reply = call.reply
-        except KeyboardInterrupt:
-            raise  # the user stops the run: never an error row
-        except BaseException as exc:  # noqa: BLE001 - the system under test failed on this question (SystemExit too)
+        except Exception as exc:  # noqa: BLE001 - the system under test failed on this question
             detail = describe_exception(exc, self.spec.exception_messages)
             return self._error(ctx, qid, "exception", f"the callable raised {detail}", start)
         latency = (time.monotonic() - start) * 1000.0
