@@ -122,3 +122,55 @@ def test_log_rows_their_decision_contradicts_are_warned_with_file_line_and_field
     # log schema: "an abstention message"): nothing else is warned, the messages are counted in a note
     assert len(said) == 4, said
     assert any("3 abstain row(s) carry an answer text" in n for n in report.notes), report.notes
+
+
+def _doc_id_folder(tmp_path):
+    """The own-system folder with its golden set judged per chunk only (each relevant document's first chunk)
+    and a second log, ``a_doc_log`` (first by name, so init meets it first), that gives document ids."""
+    folder = tmp_path / "docs"
+    shutil.copytree(OWN, folder)
+    (folder / "README.md").unlink()
+    chunks = [json.loads(x) for x in (folder / "chunks.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    doc_of = {c["chunk_id"]: c["doc_id"] for c in chunks}
+    first: dict = {}
+    for c in chunks:
+        first.setdefault(c["doc_id"], c["chunk_id"])
+    _rewrite(folder / "golden.jsonl", lambda i, r: (
+        {**{k: v for k, v in r.items() if k != "relevant_docs"},
+         "relevant": [{"chunk_id": first[d["doc_id"]], "grade": d["grade"]} for d in r["relevant_docs"]]}
+        if "relevant_docs" in r else r))
+    rows = [json.loads(x) for x in (folder / "team_log.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    (folder / "a_doc_log.jsonl").write_text("".join(json.dumps({
+        **r, "citations": [],
+        "retrieved": [{"chunk_id": d} for d in dict.fromkeys(doc_of[h["chunk_id"].removeprefix("kb/")]
+                                                             for h in r["retrieved"])]}) + "\n" for r in rows),
+        encoding="utf-8")
+    return folder
+
+
+def test_a_gate_that_cannot_be_computed_for_a_document_id_system_is_said(tmp_path):
+    folder = _doc_id_folder(tmp_path)
+    cfg = {"corpus": {"source": "chunks", "path": "chunks.jsonl"}, "golden": {"path": "golden.jsonl"},
+           "systems": [{"name": "a_doc_log", "kind": "logged", "path": "a_doc_log.jsonl",
+                        "chunk_map": {"doc_ids": True}},
+                       {"name": "team_log", "kind": "logged", "path": "team_log.jsonl",
+                        "chunk_map": {"strip_prefix": "kb/"}}],
+           "judge": {"type": "rule_based"},
+           "gates": {"split": "test", "baseline_system": "a_doc_log", "candidate_systems": ["team_log"],
+                     "thresholds": [{"metric": "recall_5", "max_abs_drop": 0.05}]}}
+    (folder / "config.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    report = _check(folder)
+    assert not report.problems, report.problems
+    [warning] = [w for w in report.warnings if "cannot be computed" in w]
+    # the golden set judges chunks only, and a doc_ids system's chunk-level rows are null: recall_5 is null for it
+    assert "gate recall_5 (level chunk)" in warning and "baseline_system 'a_doc_log'" in warning
+    assert "document ids" in warning and "not_evaluable and fail" in warning and "relevant_docs" in warning
+
+
+def test_init_does_not_make_a_document_id_system_the_baseline_of_a_chunk_judged_golden_set(tmp_path):
+    from rag_eval_pipeline.cli import main
+
+    folder = _doc_id_folder(tmp_path)
+    assert main(["init", str(folder)]) == 0
+    gates = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8"))["gates"]
+    assert gates["baseline_system"] == "team_log" and gates["candidate_systems"] == ["a_doc_log"]

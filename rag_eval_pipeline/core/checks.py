@@ -145,11 +145,45 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
             report.add(CONFIG, f"{_system_line(cfg, index, spec, text)}system {spec.name} ({spec.kind}): {text}")
     if golden is not None and snapshot is not None:
         _evidence_notes(golden, snapshot, report)
+        _gate_level_warnings(cfg, golden, report)
     _calibration_warning(cfg, report)
     if output is not None:
         check_baseline(Path(output), report, corpus_version=version or None,
                        golden_version=golden["golden_version"][0] if golden is not None and golden.height else None)
     return report
+
+
+def _gate_level_warnings(cfg: EvalConfig, golden: pl.DataFrame, report: CheckReport) -> None:
+    """A warning per retrieval gate and gated system (baseline, candidates) whose value will be null, so the gate is
+    ``not_evaluable`` (it fails when blocking): the level the gate reads (``core.gates.gated_level``: the
+    threshold's ``level``, else chunk when the golden set judges chunks, else doc) is not one the system is scored
+    at (:func:`core.pipeline.scored_levels`: a ``chunk_map: {doc_ids: true}`` system has no chunk-level values)."""
+    from rag_eval_pipeline.core.metrics.doc_level import levels_of
+    from rag_eval_pipeline.core.metrics.names import MEASURES, metric_label
+    from rag_eval_pipeline.core.pipeline import scored_levels
+
+    judged = list(levels_of(golden))
+    baseline = cfg.baseline_system
+    gated = ([baseline] if baseline else []) + (
+        cfg.candidate_systems or [s.name for s in cfg.systems if s.name != baseline])
+    for t in cfg.thresholds:
+        if t.metric not in MEASURES:
+            continue
+        level = t.level or ("chunk" if "chunk" in judged else "doc")
+        label = metric_label(t.metric, t.k)
+        for name in gated:
+            levels = scored_levels(cfg, golden, name)
+            if level in levels:
+                continue
+            role = "the baseline_system" if name == baseline else "a candidate"
+            why = ("its ids are document ids (chunk_map: {doc_ids: true}), so it has no chunk-level values"
+                   if "chunk" in judged and level == "chunk" else f"the golden set judges relevance per {judged}")
+            fix = ("give relevant_docs in the golden set and level: doc on the threshold" if level == "chunk" else
+                   "give relevant_docs in the golden set" if "doc" not in judged else "set level: doc")
+            report.warnings.append(
+                f"{cfg.path}: gate {label} (level {level}) cannot be computed for {role} {name!r}: {why}; the gate "
+                f"will be not_evaluable and {'fail' if t.blocking else 'warn'} on every run ({fix}, or gate a "
+                "system whose ids are chunk ids)")
 
 
 def _calibration_warning(cfg: EvalConfig, report: CheckReport) -> None:
