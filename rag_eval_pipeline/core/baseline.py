@@ -102,14 +102,9 @@ def _hashed_files(manifest: dict, record: Any, manifest_path: Path, folder: Path
     return files
 
 
-def read_baseline(folder: str | Path) -> PromotedBaseline | None:
-    """The promoted baseline of a suite's output folder, checked (module docstring), or None when nothing
-    was ever promoted there.
-
-    Input: the suite's output folder. Output: a PromotedBaseline (manifest, metric_summary,
-    question_metrics; the tables in their declared schema) or None. Raises BaselineDamaged naming the file
-    and what is wrong."""
-    folder = Path(folder)
+def _checked_manifest(folder: Path) -> tuple[dict, bool] | None:
+    """The checks of :func:`read_baseline` before its tables are read: (the manifest, whether it records the
+    tables' hashes, all matching), or None when nothing was promoted. Raises BaselineDamaged."""
     manifest_path = folder / BASELINE_DIR / MANIFEST
     record_path = folder / PROMOTION_RECORD
     record = _read_json(record_path, folder) if record_path.exists() else None
@@ -136,6 +131,50 @@ def read_baseline(folder: str | Path) -> PromotedBaseline | None:
                 raise BaselineDamaged(f"{path}: sha256 {actual[:12]}... differs from {recorded[:12]}... recorded "
                                       f"at promotion in {manifest_path} (edited, truncated or zeroed since); "
                                       f"{_recover(folder)}")
+    return manifest, files is not None
+
+
+def read_baseline_manifest(folder: str | Path) -> dict | None:
+    """The promoted baseline's manifest, checked as :func:`read_baseline` checks the baseline, without holding
+    its tables in memory (a step that needs the manifest only: the report, promotion), or None when nothing
+    was ever promoted.
+
+    When the manifest records the tables' sha256 and each file's footer says the current schema version, the
+    matching hashes stand for the read (the bytes are those written, and checked, at promotion); otherwise
+    (an older manifest, an older table version) the tables are read as :func:`read_baseline` reads them, so
+    the same baselines are refused. Raises BaselineDamaged naming the file and what is wrong."""
+    from rag_eval_pipeline.core.table_files import PREFIX, read_file_metadata
+    from rag_eval_pipeline.core.tables import spec_of
+
+    folder = Path(folder)
+    checked = _checked_manifest(folder)
+    if checked is None:
+        return None
+    manifest, hashed = checked
+    current = hashed
+    for name in READ_BY_GATE if hashed else ():
+        try:
+            version = read_file_metadata(folder / BASELINE_DIR / f"{name}.parquet").get(PREFIX + "schema_version")
+        except InputError:
+            version = None
+        current = current and version == str(spec_of(name).version)
+    if not current:
+        read_baseline(folder)
+    return manifest
+
+
+def read_baseline(folder: str | Path) -> PromotedBaseline | None:
+    """The promoted baseline of a suite's output folder, checked (module docstring), or None when nothing
+    was ever promoted there.
+
+    Input: the suite's output folder. Output: a PromotedBaseline (manifest, metric_summary,
+    question_metrics; the tables in their declared schema) or None. Raises BaselineDamaged naming the file
+    and what is wrong."""
+    folder = Path(folder)
+    checked = _checked_manifest(folder)
+    if checked is None:
+        return None
+    manifest = checked[0]
     tables = {}
     for name in READ_BY_GATE:
         path = folder / BASELINE_DIR / f"{name}.parquet"

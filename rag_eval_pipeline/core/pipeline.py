@@ -7,6 +7,7 @@ can be run and tested without Dagster.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 
 import polars as pl
 
@@ -128,26 +129,51 @@ def build_runs(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, co
     return pl.concat(frames) if frames else tables.empty("rag_runs")
 
 
+#: Run rows judged at a time by :func:`build_citations` and :func:`build_nuggets` (their answers, claims and rows
+#: are Python objects while they are judged: ~13 KB a question; 20,000 runs are 10,000 questions of two systems).
+JUDGED_RUNS_BATCH = 20_000
+
+
+def _in_run_batches(judge_part, runs: pl.DataFrame, batch_runs: int) -> list[pl.DataFrame]:
+    """``judge_part(runs slice)`` (a function returning a tuple of tables with a ``repeat`` column, rows of
+    each repeat in run order) on contiguous slices of ``batch_runs`` run rows, the parts of each table
+    concatenated and stably sorted by ``repeat``: the rows and their order of one call on all of ``runs``
+    (each answer is judged on its own), with one slice's Python objects alive at a time."""
+    if runs.height <= batch_runs:
+        return list(judge_part(runs))
+    parts = [judge_part(runs.slice(start, batch_runs)) for start in range(0, runs.height, batch_runs)]
+    return [pl.concat([p[i] for p in parts], how="vertical").sort("repeat", maintain_order=True)
+            for i in range(len(parts[0]))]
+
+
 def build_citations(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame, judge,
-                    repeats: int = 1) -> tuple[pl.DataFrame, pl.DataFrame]:
+                    repeats: int = 1, batch_runs: int = JUDGED_RUNS_BATCH) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ``citation_claims`` and ``citations`` tables of every system
     (:func:`~rag_eval_pipeline.core.citations.judging.judge_citations`, each system's
-    ``citation_format``, the configuration's abstention phrases)."""
+    ``citation_format``, the configuration's abstention phrases), judged ``batch_runs`` run rows at a time
+    (the same rows in the same order as one call; :func:`_in_run_batches`)."""
     from rag_eval_pipeline.core.citations.judging import judge_citations
 
-    return judge_citations(runs, snapshot, golden, judge, formats=citation_formats(cfg), repeats=repeats,
-                           abstention_phrases=cfg.judge.abstention_phrases)
+    formats = citation_formats(cfg)
+    claims, cites = _in_run_batches(
+        lambda part: judge_citations(part, snapshot, golden, judge, formats=formats, repeats=repeats,
+                                     abstention_phrases=cfg.judge.abstention_phrases), runs, batch_runs)
+    return claims, cites
 
 
 def build_nuggets(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame, judge,
-                  repeats: int = 1) -> pl.DataFrame:
+                  repeats: int = 1, batch_runs: int = JUDGED_RUNS_BATCH) -> pl.DataFrame:
     """The ``nugget_labels`` table: every golden claim judged against every answer
-    (:func:`~rag_eval_pipeline.core.completeness.judge_nuggets`)."""
+    (:func:`~rag_eval_pipeline.core.completeness.judge_nuggets`), ``batch_runs`` run rows at a time (the same
+    rows in the same order as one call; :func:`_in_run_batches`)."""
     from rag_eval_pipeline.core.completeness import judge_nuggets
 
-    return judge_nuggets(runs, golden, judge, formats=citation_formats(cfg),
-                         known_chunks=set(snapshot["chunk_id"].to_list()), repeats=repeats,
-                         abstention_phrases=cfg.judge.abstention_phrases)
+    formats = citation_formats(cfg)
+    known = set(snapshot["chunk_id"].to_list())
+    (labels,) = _in_run_batches(
+        lambda part: (judge_nuggets(part, golden, judge, formats=formats, known_chunks=known, repeats=repeats,
+                                    abstention_phrases=cfg.judge.abstention_phrases),), runs, batch_runs)
+    return labels
 
 
 def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame,
@@ -268,6 +294,85 @@ def scored_levels(cfg: EvalConfig, golden: pl.DataFrame, system: str) -> list[st
     if "chunk" in levels and _system_kind_doc_ids_only(cfg, system, doc_ids_only):
         levels.remove("chunk")
     return levels
+
+
+#: Golden questions per part of :func:`question_metric_batches` (a part of 5,000 questions and two systems is
+#: ~660,000 rows, ~350 MiB while it is computed).
+QUESTION_BATCH = 5_000
+
+
+def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame, runs: pl.DataFrame,
+                            labels: pl.DataFrame, judgements: pl.DataFrame,
+                            extra: list[pl.DataFrame] | None = None, *,
+                            citations: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+                            nugget_labels: pl.DataFrame | None = None, info: dict | None = None,
+                            batch_questions: int = QUESTION_BATCH) -> Iterator[pl.DataFrame]:
+    """:func:`build_question_metrics` of the golden questions ``batch_questions`` at a time: the question_metrics
+    table in parts (a generator; each part is computed when it is asked for), so that a suite of 100,000
+    questions never holds its ~13 million rows at once.
+
+    The parts hold exactly the rows of :func:`build_question_metrics` on the whole input, batch after batch
+    (golden questions in golden order; run, label and citation rows of questions outside the golden set go
+    with the first batch, where they are counted as before). Every per-question metric reads only its own
+    question's rows, except two facts taken per system over its rows: which systems ran (a system without a
+    run row gets no rows) and whether a system measured latency at all (``latency_ms``). When some batch would
+    see either differently from the whole input (a system absent from a batch, a system whose latencies are
+    all missing in a batch), the table is computed in one part instead, as before. A golden set of at most
+    ``batch_questions`` questions is one part (the rows in the same order as :func:`build_question_metrics`).
+    ``info``: when given, filled with the counts :func:`build_question_metrics` returns (summed over parts).
+    Raises what :func:`build_question_metrics` raises; ValueError for ``batch_questions`` < 1.
+    """
+    if batch_questions < 1:
+        raise ValueError(f"batch_questions must be >= 1, got {batch_questions!r}")
+    ids = golden["question_id"].unique(maintain_order=True)
+    batches = [ids.slice(start, batch_questions) for start in range(0, len(ids), batch_questions)]
+    if len(batches) > 1 and not _batches_see_every_system(runs, ids, batches):
+        batches = [ids]
+    if len(batches) <= 1:
+        qm, got = build_question_metrics(cfg, snapshot, golden, runs, labels, judgements, extra,
+                                         citations=citations, nugget_labels=nugget_labels)
+        if info is not None:
+            info.update(got)
+        yield qm
+        return
+    for i, batch in enumerate(batches):
+        mine = pl.col("question_id").is_in(batch.implode())
+        if i == 0:  # rows of questions outside the golden set: counted once, as in one pass
+            mine = mine | ~pl.col("question_id").is_in(ids.implode())
+
+        def part(frame: pl.DataFrame | None, keep: pl.Expr = mine) -> pl.DataFrame | None:
+            return None if frame is None else frame.filter(keep)
+
+        qm, got = build_question_metrics(
+            cfg, snapshot, golden.filter(pl.col("question_id").is_in(batch.implode())), runs.filter(mine),
+            labels.filter(mine), judgements.filter(mine), [f.filter(mine) for f in extra or []],
+            citations=None if citations is None else (citations[0].filter(mine), citations[1].filter(mine)),
+            nugget_labels=part(nugget_labels))
+        if info is not None:
+            for system, counts in got.items():
+                into = info.setdefault(system, {})
+                for name, value in counts.items():
+                    into[name] = into.get(name, 0) + value
+        yield qm
+
+
+def _batches_see_every_system(runs: pl.DataFrame, ids: pl.Series, batches: list[pl.Series]) -> bool:
+    """Whether every batch of golden question ids (the first also holding the run rows of questions outside
+    ``ids``) has a run row of every system of ``runs``, and, of every system that measured a latency, a
+    measured latency: then each batch's per-system facts are those of the whole run table."""
+    if runs.height == 0:
+        return True
+    number = {q: i for i, batch in enumerate(batches) for q in batch.to_list()}
+    part = pl.Series("_b", [number.get(q, 0) for q in runs["question_id"].to_list()], dtype=pl.Int64)
+    frame = runs.select("system", *(["latency_ms"] if "latency_ms" in runs.columns else [])).with_columns(part)
+    present = frame.group_by("system").agg(pl.col("_b").n_unique().alias("n"))
+    if present.filter(pl.col("n") < len(batches)).height:
+        return False
+    if "latency_ms" not in frame.columns:
+        return True
+    measured = frame.filter(pl.col("latency_ms").is_not_null()).group_by("system").agg(
+        pl.col("_b").n_unique().alias("n"))
+    return not measured.filter(pl.col("n") < len(batches)).height
 
 
 def _system_kind_doc_ids_only(cfg: EvalConfig, system: str, doc_ids_only) -> bool:

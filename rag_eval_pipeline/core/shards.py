@@ -20,7 +20,7 @@ Nothing here imports Dagster.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from rag_eval_pipeline.core.lazy import lazy_module
@@ -91,6 +91,13 @@ def merge_shards(parts: Sequence[pl.DataFrame | pl.LazyFrame], table: str) -> pl
     when a question id appears in two parts (the parts are not shards of one split, e.g. files of two shard
     counts mixed) or when there is no part.
     """
+    return pl.concat(list(shard_parts(parts, table)), how="vertical")
+
+
+def shard_parts(parts: Sequence[pl.DataFrame | pl.LazyFrame], table: str) -> Iterator[pl.DataFrame]:
+    """:func:`merge_shards` one part at a time: the parts as frames, in shard order, each read when it is asked
+    for (a writer that writes each as it comes holds one shard's rows, not the merged table). The question ids
+    of every part are checked first (ValueError, before any part is given, as :func:`merge_shards`)."""
     if not parts:
         raise ValueError(f"{table}: no shard to merge")
     seen: dict[str, int] = {}
@@ -102,7 +109,17 @@ def merge_shards(parts: Sequence[pl.DataFrame | pl.LazyFrame], table: str) -> pl
                                  "not come from one split (was the shard count changed without re-running every "
                                  "shard?)")
             seen[q] = i
-    return pl.concat([p.lazy() for p in parts], how="vertical").collect()
+    schema = parts[0].lazy().collect_schema()
+    for i, part in enumerate(parts):
+        if i and part.lazy().collect_schema() != schema:
+            raise ValueError(f"{table}: shard {i}'s columns differ from shard 0's: the shard files do not come "
+                             "from one version of the pipeline")
+
+    def each() -> Iterator[pl.DataFrame]:
+        for part in parts:
+            yield part.lazy().collect()
+
+    return each()
 
 
 def shard_sizes_line(question_ids: pl.Series, shards: int) -> str:

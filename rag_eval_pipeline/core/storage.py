@@ -25,7 +25,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +40,8 @@ else:
     pl = lazy_module("polars")
     pq = lazy_module("pyarrow.parquet")
 
-__all__ = ["WriteContext", "read_table", "write_atomic", "write_json_atomic", "write_parquet_atomic",
-           "write_text_atomic"]
+__all__ = ["TableBatches", "WriteContext", "read_table", "scan_slices", "write_atomic", "write_json_atomic",
+           "write_parquet_atomic", "write_parquet_batches_atomic", "write_text_atomic"]
 
 SLOW_WRITE_ENV = "RAG_EVAL_TEST_SLOW_WRITE_S"
 
@@ -118,6 +118,69 @@ def write_parquet_atomic(df: pl.DataFrame, path: Path, table: str | None = None,
                 writer.write_table(piece)
 
     return write_atomic(path, write, pause=True)
+
+
+class TableBatches:
+    """A table given as parts, for a writer that writes each part as it comes
+    (:func:`write_parquet_batches_atomic`): what a step returns instead of a frame when the whole table would
+    not fit in memory comfortably (``question_metrics`` of 100,000 questions).
+
+    ``batches``: the parts, frames of one schema (usually a generator that computes each part when asked);
+    ``metadata``: called once every part has been written, it returns what the writer records beside the file
+    (counts the parts accumulated while they were computed)."""
+
+    def __init__(self, batches: Iterable[pl.DataFrame], metadata: Callable[[], dict[str, Any]] | None = None):
+        self.batches = batches
+        self._metadata = metadata
+
+    def metadata(self) -> dict[str, Any]:
+        """The metadata the parts gave (call after writing them); {} when none."""
+        return self._metadata() if self._metadata is not None else {}
+
+
+def scan_slices(lf: pl.LazyFrame, where: pl.Expr | None = None, rows: int = 262_144) -> Iterator[pl.DataFrame]:
+    """The rows of ``lf`` (a scanned table) ``rows`` at a time, in order, those matching ``where`` when given:
+    each slice of the scan read, filtered and given before the next is read (a table of millions of rows
+    is never held whole; the concatenated slices equal ``lf.filter(where).collect()``). Empty slices are
+    skipped."""
+    total = int(lf.select(pl.len()).collect().item())
+    for start in range(0, total, rows):
+        piece = lf.slice(start, rows)
+        batch = (piece if where is None else piece.filter(where)).collect()
+        if batch.height:
+            yield batch
+
+
+def write_parquet_batches_atomic(batches: Iterable[pl.DataFrame], path: Path, table: str | None,
+                                 context: WriteContext | None = None) -> tuple[Path, int]:
+    """Write the frames of ``batches`` as one Parquet file of declared table ``table`` at ``path``, atomically,
+    holding one batch in memory at a time (a table of millions of rows computed in parts is never whole).
+
+    The same file as :func:`write_parquet_atomic` of the batches concatenated (schema, checks, metadata;
+    :func:`rag_eval_pipeline.core.table_files.batches_to_parquet`), whose row groups follow the batches.
+    ``batches`` is consumed here (a generator computes each part as it is written). Output: (``path``, rows
+    written). Raises SchemaError for an undeclared table, ``corpus_snapshot`` (its metadata hashes every row)
+    or a batch of another shape; the previous file at ``path`` is then intact."""
+    from rag_eval_pipeline.core.table_files import DEFINED_BY, batches_to_parquet
+
+    if table is None or table == DEFINED_BY["corpus"]:
+        raise SchemaError(f"{path}: not written: a batched write needs a declared table other than "
+                          f"{DEFINED_BY['corpus']}, got {table!r}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    written = [0]
+
+    def write(tmp: str) -> None:
+        written[0] = batches_to_parquet(batches, staging, tmp, table, context)
+
+    try:
+        write_atomic(path, write, pause=True)
+    finally:
+        if os.path.exists(staging):
+            os.unlink(staging)
+    return path, written[0]
 
 
 def read_table(path: Path, table: str | None = None, *, columns: list[str] | None = None,

@@ -36,7 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -303,6 +303,61 @@ def to_arrow_batches(df: pl.DataFrame, table: str, ctx: WriteContext | None = No
             yield df.slice(start, rows).to_arrow().cast(schema)
 
     return schema, slices()
+
+
+#: Columns of a table that its file metadata is computed from (:func:`file_metadata`): a batched write keeps
+#: their distinct values only, not the rows.
+_METADATA_COLUMNS = ("corpus_version", "golden_version", "judge", "judge_model", "prompt_sha256",
+                     "judge_prompt_sha256", "metric", "run_id")
+
+
+def metadata_digest(df: pl.DataFrame) -> pl.DataFrame:
+    """The distinct combinations of ``df``'s columns that :func:`file_metadata` reads (provenance, judge keys,
+    metric names): ``file_metadata(metadata_digest(df), ...)`` equals ``file_metadata(df, ...)`` for a frame
+    with rows. Output: a small frame (the same columns, those present in ``df``), or ``df`` with no column
+    when it has none of them."""
+    cols = [c for c in _METADATA_COLUMNS if c in df.columns]
+    return df.select(cols).unique() if cols else df.select([])
+
+
+def batches_to_parquet(batches: Iterable[pl.DataFrame], tmp_path: str, final_path: str, table: str,
+                       ctx: WriteContext | None = None, rows: int = 262_144) -> int:
+    """Write the frames of ``batches`` (each conformed to ``table`` and checked as :func:`to_arrow` does,
+    when it comes) as one Parquet file of ``table`` at ``final_path``, holding one batch in memory at a time.
+
+    The file metadata names every metric of the file (and the provenance of its rows), which is known only
+    when the last batch has come, and is written with the Arrow schema at the start of a Parquet file: the
+    batches go to ``tmp_path`` first, then the file is copied row group by row group (``rows`` rows each) to
+    ``final_path`` with the declared schema and the metadata. Output: the number of rows written. Raises
+    SchemaError (from :func:`conform`) for a batch of another shape; nothing is written at ``final_path`` then.
+    An empty iterable writes a file with no row."""
+    from rag_eval_pipeline.core.table_schema import conform
+    from rag_eval_pipeline.core.tables import spec_of
+
+    spec = spec_of(table)
+    digests: list[pl.DataFrame] = []
+    total = 0
+    with pq.ParquetWriter(tmp_path, spec.schema, compression="zstd") as writer:
+        for batch in batches:
+            batch = conform(batch, table)
+            digests.append(metadata_digest(batch))
+            for start in range(0, batch.height, rows):
+                writer.write_table(batch.slice(start, rows).to_arrow().cast(spec.schema))
+            total += batch.height
+            del batch
+    digest = (pl.concat(digests, how="vertical").unique() if digests
+              else metadata_digest(pl.DataFrame(schema=spec.polars)))
+    schema = spec.schema.with_metadata(file_metadata(digest, table, ctx))
+    source = pq.ParquetFile(tmp_path)
+    try:
+        with pq.ParquetWriter(final_path, schema, compression="zstd") as writer:
+            if source.metadata.num_row_groups == 0:
+                writer.write_table(schema.empty_table())
+            for i in range(source.metadata.num_row_groups):
+                writer.write_table(source.read_row_group(i).cast(schema))
+    finally:
+        source.close()
+    return total
 
 
 def check_and_read(path: str | Path, table: str | None = None, *, columns: list[str] | None = None,

@@ -31,11 +31,13 @@ from pydantic import PrivateAttr
 from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.locking import OutputLock
 from rag_eval_pipeline.core.storage import (
+    TableBatches,
     WriteContext,
     read_table,
     scan_table,
     write_json_atomic,
     write_parquet_atomic,
+    write_parquet_batches_atomic,
 )
 from rag_eval_pipeline.core.suites import claim_output_folder
 
@@ -100,7 +102,8 @@ class HoldsOutputLock:
 
 
 class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
-    """Stores polars DataFrames as Parquet and other values as JSON under ``base_dir``.
+    """Stores polars DataFrames (and :class:`~rag_eval_pipeline.core.storage.TableBatches`, a table in parts) as
+    Parquet and other values as JSON under ``base_dir``.
 
     ``suite``: the key prefix of the suite whose folder ``base_dir`` is (None: unprefixed keys);
     ``lock_wait_s``: how long a run waits for another run writing the same folder (0: fail at once)."""
@@ -150,6 +153,12 @@ class ParquetIOManager(HoldsOutputLock, dg.ConfigurableIOManager):
                                         context=self._write_context(context))
             context.add_output_metadata(
                 {"path": dg.MetadataValue.path(str(path.resolve())), "dagster/row_count": obj.height}
+            )
+        elif isinstance(obj, TableBatches):  # a table in parts: each written as it comes, never whole
+            path, rows = write_parquet_batches_atomic(obj.batches, self._path(key, ".parquet", partition),
+                                                      table=key.path[-1], context=self._write_context(context))
+            context.add_output_metadata(
+                {"path": dg.MetadataValue.path(str(path.resolve())), "dagster/row_count": rows, **obj.metadata()}
             )
         else:
             path = write_json_atomic(obj, self._path(key, ".json", partition))

@@ -12,6 +12,7 @@ import dagster as dg
 
 from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.metrics.names import level_label
+from rag_eval_pipeline.core.storage import TableBatches
 from rag_eval_pipeline.defs.resources import EvalSettings, TableFolder
 from rag_eval_pipeline.defs.scope import SuiteScope
 
@@ -31,19 +32,29 @@ SNAPSHOT_FOR_SUMMARY = ["chunk_id", "acl", "status", "valid_from"]
 def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
                      golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
                      answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame, citation_claims: pl.DataFrame,
-                     citations: pl.DataFrame, nugget_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+                     citations: pl.DataFrame, nugget_labels: pl.DataFrame) -> dg.Output[TableBatches]:
     """One metric of one question for one system; value null when not evaluable, with the reason.
-    Citation and completeness metrics come from ``citation_claims`` / ``citations`` / ``nugget_labels``."""
-    from rag_eval_pipeline.core.pipeline import build_question_metrics
-    qm, info = build_question_metrics(settings.config, corpus_snapshot, golden_set, rag_runs, judge_labels,
-                                      answer_judgements, extra=[answer_quality],
-                                      citations=(citation_claims, citations), nugget_labels=nugget_labels)
-    return dg.Output(qm, metadata={
-        "rows": qm.height,
-        "ranking_mode": settings.config.ranking_mode,
-        "retrieval_leftovers": dg.MetadataValue.json(info),
-        "null_values": int(qm["value"].null_count()),
-    })
+    Citation and completeness metrics come from ``citation_claims`` / ``citations`` / ``nugget_labels``.
+    Computed and written 5,000 golden questions at a time (``core/pipeline.question_metric_batches``)."""
+    from rag_eval_pipeline.core.pipeline import question_metric_batches
+
+    info: dict = {}
+    counts = {"rows": 0, "null_values": 0}
+
+    def parts():
+        for part in question_metric_batches(settings.config, corpus_snapshot, golden_set, rag_runs, judge_labels,
+                                            answer_judgements, extra=[answer_quality],
+                                            citations=(citation_claims, citations), nugget_labels=nugget_labels,
+                                            info=info):
+            counts["rows"] += part.height
+            counts["null_values"] += int(part["value"].null_count())
+            yield part
+
+    def written() -> dict:
+        return {"rows": counts["rows"], "retrieval_leftovers": dg.MetadataValue.json(info),
+                "null_values": counts["null_values"]}
+
+    return dg.Output(TableBatches(parts(), written), metadata={"ranking_mode": settings.config.ranking_mode})
 
 
 def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
@@ -217,7 +228,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
         def per_question(context: dg.AssetExecutionContext, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                          rag_runs: pl.DataFrame, judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame,
                          answer_quality: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
-                         nugget_labels: pl.DataFrame) -> dg.Output[pl.DataFrame]:
+                         nugget_labels: pl.DataFrame) -> dg.Output[TableBatches]:
             golden_set = scope.shard_rows(context, golden_set)
             return question_metrics(context, scope.settings(context), corpus_snapshot, golden_set, rag_runs,
                                     judge_labels, answer_judgements, answer_quality, citation_claims, citations,

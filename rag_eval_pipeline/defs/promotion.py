@@ -193,29 +193,32 @@ def promotion(context: dg.AssetExecutionContext, settings: EvalSettings, store: 
     Nothing is written when no candidate is configured, or when the candidate is the promoted baseline
     itself (the stored one, with its promotion time, stays). Raises ValueError, before writing, when
     the system has no row in this run's tables (an empty baseline would fail every later gate)."""
-    from rag_eval_pipeline.core.baseline import with_file_hashes
+    from rag_eval_pipeline.core.baseline import read_baseline_manifest, with_file_hashes
     from rag_eval_pipeline.core.gates import same_run_configuration
     from rag_eval_pipeline.core.report.decision import promotion_basis
+    from rag_eval_pipeline.core.storage import TableBatches, scan_slices
     cfg = settings.config
     system = gate_verdict.get("promote")
-    stored = load_baseline(store)
+    stored_manifest = read_baseline_manifest(store.path(BASELINE_DIR).parent)  # its tables are not needed here
     if system is None:
         return dg.Output({"promoted": None}, metadata={"promoted_system": "none (no candidate configured)"})
     manifest = dict(gate_verdict["manifest"])  # run_manifest(rag_runs, golden_set, system), as gate_verdict recorded it
     # core.gates.unchanged_since_promotion on this run's tables, the function the run's decision (and so the
     # report) reads: they cannot disagree on "kept"
-    if stored is not None and same_run_configuration(manifest, stored.manifest):
+    if stored_manifest is not None and same_run_configuration(manifest, stored_manifest):
         context.log.info(f"{system} is already the promoted baseline (unchanged since promotion); kept as stored")
-        return dg.Output(dict(stored.manifest), metadata={
+        return dg.Output(dict(stored_manifest), metadata={
             "promoted_system": system, "unchanged_since_promotion": True,
-            "promoted_at": str(stored.manifest.get("promoted_at")),
+            "promoted_at": str(stored_manifest.get("promoted_at")),
             "corpus_version": str(manifest["corpus_version"]), "golden_version": str(manifest["golden_version"])})
     mine = pl.col("system") == system
-    parts: dict[str, pl.DataFrame] = {
+    # question_metrics is scanned: this system's rows are copied slice by slice, never held whole
+    qm_rows = int(question_metrics.filter(mine).select(pl.len()).collect().item())
+    parts: dict[str, pl.DataFrame | TableBatches] = {
         "metric_summary": metric_summary.filter(mine),
-        "question_metrics": question_metrics.filter(mine).collect(engine="streaming"),  # scanned: this system's rows
+        "question_metrics": TableBatches(scan_slices(question_metrics, mine)),
         "rag_runs": rag_runs.filter(mine)}
-    empty = [name for name, df in parts.items() if df.height == 0]
+    empty = [name for name, df in parts.items() if (df.height if isinstance(df, pl.DataFrame) else qm_rows) == 0]
     if empty:
         raise ValueError(f"{cfg.path}: gates.promote {system!r} has no rows in {empty} of this run; "
                          "nothing was promoted (the stored baseline is unchanged)")

@@ -241,7 +241,7 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     shows (None: none yet); ``citation_claims``, ``citations``, ``nugget_labels``: the citation and completeness
     tables the question cards show (None: none); ``suite``: the suite's name (None for the unprefixed chain);
     ``quick``: a quick evaluation's report."""
-    from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline
+    from rag_eval_pipeline.core.baseline import BASELINE_DIR, BaselineDamaged, read_baseline_manifest
     from rag_eval_pipeline.core.report import build_report, trend_plot
     from rag_eval_pipeline.core.report.decision import DECISION_FILE, decision_blocks, verdict_word, write_decision
     from rag_eval_pipeline.core.report.markdown import render_markdown
@@ -250,11 +250,11 @@ def evaluation_report(context: dg.AssetExecutionContext, settings: EvalSettings,
     groups = viewer_groups(settings)
     history = metric_history
     try:  # a damaged baseline is reported by the gate (baseline_damaged rows); the report just names none
-        promoted = read_baseline(store.path(BASELINE_DIR).parent)
+        stored = read_baseline_manifest(store.path(BASELINE_DIR).parent)  # its tables are not needed here
     except BaselineDamaged as exc:
         context.log.warning(str(exc))
-        promoted = None
-    manifest = dict(promoted.manifest) if promoted is not None else None
+        stored = None
+    manifest = dict(stored) if stored is not None else None
     if history is not None:
         from rag_eval_pipeline.core.metrics.doc_level import primary_level_rows
 

@@ -22,10 +22,12 @@ from rag_eval_pipeline.core.config import EvalConfig, load_config
 from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.storage import (
     BASELINE_DIR,
+    TableBatches,
     WriteContext,
     read_table,
     write_json_atomic,
     write_parquet_atomic,
+    write_parquet_batches_atomic,
 )
 from rag_eval_pipeline.defs.io import HoldsOutputLock
 from rag_eval_pipeline.defs.scope import QUICK
@@ -165,11 +167,14 @@ class TableFolder:
         if self.quick and parts and parts[0] in SHARED_WITH_FULL:
             raise dg.Failure(f"a quick evaluation never writes {'/'.join(parts)} of the full evaluation")
 
-    def write(self, df: pl.DataFrame, *parts: str, table: str | None = None) -> Path:
+    def write(self, df: pl.DataFrame | TableBatches, *parts: str, table: str | None = None) -> Path:
         """Write the declared ``table`` at ``parts`` atomically, with its metadata: this step's run id and
-        suite, and the provenance of the step's folder (``core/table_files.py``)."""
+        suite, and the provenance of the step's folder (``core/table_files.py``). A table in parts
+        (``TableBatches``) is written one part at a time (``core/storage.write_parquet_batches_atomic``)."""
         self._writable(parts)
         context = WriteContext.of(self.run_id, self.suite, self.folder())
+        if isinstance(df, TableBatches):
+            return write_parquet_batches_atomic(df.batches, self.path(*parts), table=table, context=context)[0]
         return write_parquet_atomic(df, self.path(*parts), table=table, context=context)
 
     def write_json(self, obj, *parts: str) -> Path:

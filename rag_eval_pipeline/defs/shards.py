@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from rag_eval_pipeline.core.lazy import lazy_module
-from rag_eval_pipeline.core.shards import merge_shards
+from rag_eval_pipeline.core.shards import shard_parts
+from rag_eval_pipeline.core.storage import TableBatches
 from rag_eval_pipeline.defs.scope import SHARDED_TABLES, SuiteScope
 
 if TYPE_CHECKING:
@@ -40,14 +41,15 @@ STAGE = "shards"
 MERGE = "merge_shards"
 
 
-def merged_table(name: str, parts: dict[str, pl.LazyFrame]) -> dg.Output[pl.DataFrame]:
+def merged_table(name: str, parts: dict[str, pl.LazyFrame]) -> dg.Output[TableBatches]:
     """The merged table ``name`` from ``parts`` (shard key -> scan of its file), in shard order, with the rows
-    per shard in the metadata. Raises ValueError when a question is in two shards (``core/shards.py``)."""
+    per shard in the metadata: written one shard at a time (never the merged table in memory). Raises
+    ValueError when a question is in two shards (``core/shards.py``)."""
     order = sorted(parts, key=int)
-    table = merge_shards([parts[k] for k in order], name)
+    batches = shard_parts([parts[k] for k in order], name)
     rows = {k: int(parts[k].select(pl.len()).collect().item()) for k in order}
-    return dg.Output(table, metadata={"rows": table.height, "shards": len(order),
-                                      "rows_per_shard": dg.MetadataValue.json(rows)})
+    return dg.Output(TableBatches(batches), metadata={"rows": sum(rows.values()), "shards": len(order),
+                                                      "rows_per_shard": dg.MetadataValue.json(rows)})
 
 
 def build(scope: SuiteScope) -> tuple[list, list]:
@@ -68,7 +70,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
                     internal_asset_deps={name: {layer.key(name)} for name in SHARDED_TABLES})
     def merge(context: dg.AssetExecutionContext, **shards: dict):
         selected = context.selected_output_names
-        for name in SHARDED_TABLES:  # one table in memory at a time
+        for name in SHARDED_TABLES:  # one shard of one table in memory at a time
             if name in selected:
                 out = merged_table(name, shards[name])
                 yield dg.Output(out.value, output_name=name, metadata=out.metadata)

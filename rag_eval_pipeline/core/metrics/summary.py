@@ -36,7 +36,7 @@ PROPORTION_METRICS: frozenset[str] = _PROPORTIONS | frozenset(a for a, base in A
 _K_SUFFIX = re.compile(r"[_@]\d+$")
 _KEYS = ["system", "split", "segment", "metric", "k", "level"]
 _LEVELS = ["chunk", "doc"]  # the values of ``level``; null (no level) sorts after them
-SUMMARY_BATCH_ROWS = 1_000_000  # rows of question_metrics read at a time
+SUMMARY_BATCH_ROWS = 262_144  # rows of question_metrics read at a time (one Parquet row group as written)
 BOOTSTRAP_BLOCK = 64  # resamples per block in _bootstrap (64 x 100,000 questions: ~50 MB of counts)
 _ACL_VALUES = ("restricted", "readable")
 _DOC_VALUES = ("active", "withdrawn", "replaced")
@@ -227,7 +227,8 @@ def summarise(question_metrics: pl.DataFrame | pl.LazyFrame, segments: pl.DataFr
     Input: ``question_metrics`` rows (columns ``system``, ``question_id``, ``metric``, ``k``,
     ``value``, ``status``, ``ranking_mode``, and ``split`` unless ``golden`` supplies it; rows
     from several metric modules may be concatenated), a DataFrame or a LazyFrame (a scanned file: read in
-    batches of :data:`SUMMARY_BATCH_ROWS` rows, so memory holds the matrices below, not the table); ``segments`` from
+    slices of :data:`SUMMARY_BATCH_ROWS` rows, twice, so memory holds the matrices below, not the table; the
+    result does not depend on the slicing); ``segments`` from
     :func:`question_segments` (``question_id``, ``segment``; ``all`` is added for every question
     whatever it holds); ``golden`` (optional ``golden_set``: fills ``split`` where missing or null);
     ``confidence`` in (0, 1); ``bootstrap_resamples`` >= 0 (0 skips the bootstrap: ci_method
@@ -276,41 +277,65 @@ def summarise(question_metrics: pl.DataFrame | pl.LazyFrame, segments: pl.DataFr
         if c not in segments.columns:
             raise SchemaError(f"summarise: segments lacks column {c!r}")
 
-    # Streamed: the long table (questions x metrics x systems rows: ~10 million for 100,000 questions) is read in
-    # batches straight into the dense matrices below, never held whole (nor joined, nor copied) in memory.
-    lf = question_metrics.lazy()
-    if "level" not in columns:  # rows made before levels existed: no level
-        lf = lf.with_columns(pl.lit(None, pl.Utf8).alias("level"))
-    lf = _with_split(
-        lf.select(*need, "level", *(["split"] if "split" in columns else [])),
-        golden,
-    ).with_columns(
-        pl.col("k").cast(pl.Int32),
-        pl.col("value").cast(pl.Float64),
-        pl.col("split").cast(pl.Utf8),
-    )
-    # a split value "all" would collide with the all-splits rows: such questions count in "all" only
-    lf = lf.with_columns(pl.when(pl.col("split") == "all").then(None).otherwise(pl.col("split")).alias("split"))
-    questions = lf.select("question_id", "split").unique().collect(engine="streaming")
-    if questions.height == 0:
+    # Read in slices: the long table (questions x metrics x systems rows: ~13 million for 100,000 questions) is
+    # read SUMMARY_BATCH_ROWS rows at a time, twice (the questions and series first, then the values), straight
+    # into the dense matrices below, never held whole (nor joined, nor copied) in memory. Eager slices of the
+    # scan, not polars' streaming engine: a lookup expression (the split from the golden set) is not streamed
+    # there, and the engine then holds every row of the columns read.
+    source = question_metrics.lazy()
+    total = int(source.select(pl.len()).collect().item())
+
+    def prepared(piece: pl.LazyFrame) -> pl.LazyFrame:
+        if "level" not in columns:  # rows made before levels existed: no level
+            piece = piece.with_columns(pl.lit(None, pl.Utf8).alias("level"))
+        piece = _with_split(
+            piece.select(*need, "level", *(["split"] if "split" in columns else [])),
+            golden,
+        ).with_columns(
+            pl.col("k").cast(pl.Int32),
+            pl.col("value").cast(pl.Float64),
+            pl.col("split").cast(pl.Utf8),
+        )
+        # a split value "all" would collide with the all-splits rows: such questions count in "all" only
+        return piece.with_columns(pl.when(pl.col("split") == "all").then(None).otherwise(pl.col("split"))
+                                  .alias("split"))
+
+    def slices():
+        for begin in range(0, total, SUMMARY_BATCH_ROWS):
+            batch = prepared(source.slice(begin, SUMMARY_BATCH_ROWS)).collect()
+            if batch.height:
+                yield batch
+
+    # latency is a measurement, not a rate: its p50 / p95 rows are made apart (core/metrics/latency.py)
+    from rag_eval_pipeline.core.metrics.latency import LATENCY_METRIC, latency_summary
+
+    every_q, main_q, main_series, latency_parts = [], [], [], []
+    for batch in slices():
+        every_q.append(batch.select("question_id", "split").unique())
+        is_latency = pl.col("metric") == LATENCY_METRIC
+        latency_parts.append(batch.filter(is_latency))
+        rest = batch.filter(~is_latency)
+        main_q.append(rest.select("question_id", "split").unique())
+        main_series.append(rest.select("system", "metric", "k", "level").unique())
+        del batch, rest
+    if not every_q:
         return _empty_summary()
+    questions = pl.concat(every_q).unique()
     two = questions.group_by("question_id").len().filter(pl.col("len") > 1)
     if two.height:
         raise InputError(f"question_metrics: question {two['question_id'][0]!r} has more than one split",
                          field="split")
-    # latency is a measurement, not a rate: its p50 / p95 rows are made apart (core/metrics/latency.py)
-    from rag_eval_pipeline.core.metrics.latency import LATENCY_METRIC, latency_summary
-
-    latency_rows = lf.filter(pl.col("metric") == LATENCY_METRIC).collect(engine="streaming")
+    latency_rows = pl.concat(latency_parts)
+    del every_q, latency_parts
     if latency_rows.height:
         _no_repeats(latency_rows)
     latency = latency_summary(latency_rows, segments, small_segment_n)
-    main = lf.filter(pl.col("metric") != LATENCY_METRIC)
-    questions = main.select("question_id", "split").unique().collect(engine="streaming")
+    questions = pl.concat(main_q).unique()
     if questions.height == 0:
         return latency
     questions = questions.sort("question_id").with_row_index("_q")
-    series, coder = _series_coder(main.select("system", "metric", "k", "level").unique().collect(engine="streaming"))
+    series, coder = _series_coder(pl.concat(main_series).unique())
+    del main_q, main_series
     q_order = questions["question_id"].to_list()
     n_q, n_s = questions.height, series.height
 
@@ -323,7 +348,8 @@ def summarise(question_metrics: pl.DataFrame | pl.LazyFrame, segments: pl.DataFr
     seen = np.zeros(n_q * n_s, dtype=np.int32)
     mode_q = np.full(n_s, np.iinfo(np.int64).max, dtype=np.int64)  # first non-null ranking_mode, in question order
     mode_of: list[str | None] = [None] * n_s
-    for batch in main.collect_batches(chunk_size=SUMMARY_BATCH_ROWS, engine="streaming"):
+    for batch in slices():
+        batch = batch.filter(pl.col("metric") != LATENCY_METRIC)
         if batch.height == 0:
             continue
         q = _codes(batch["question_id"], q_order)

@@ -33,6 +33,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 
 import polars as pl
@@ -103,21 +104,22 @@ def find_leaks(texts: Iterable[str | None], restricted_texts: Iterable[str | Non
     ``window`` (int >= 1). Output: the subset of ``texts`` that contain a whole restricted text
     shorter than ``window``, or any ``window``-character substring of a longer one, compared after
     case folding and collapsing whitespace. Cost: one pass over the restricted texts against an index
-    of the shown texts' windows. Texts are compared on their :func:`skeleton` (so ``window`` counts
-    letters and digits). Raises ValueError for ``window`` < 1.
+    of the shown texts' windows (not built when no restricted text is given). Texts are compared on
+    their :func:`skeleton` (so ``window`` counts letters and digits). Raises ValueError for ``window`` < 1.
     """
     if window < 1:
         raise ValueError(f"window must be >= 1, got {window}")
+    restricted = (rn for rn in (_norm(r or "") for r in restricted_texts) if rn)
+    first = next(restricted, None)
+    if first is None:  # nothing restricted: nothing can leak (no index of the shown texts is built)
+        return set()
     shown = {t: _norm(t) for t in texts if t}
     index: dict[str, set[str]] = {}
     for original, norm in shown.items():
         for i in range(len(norm) - window + 1):
             index.setdefault(norm[i:i + window], set()).add(original)
     leaks: set[str] = set()
-    for r in restricted_texts:
-        rn = _norm(r or "")
-        if not rn:
-            continue
+    for rn in chain([first], restricted):
         if len(rn) < window:
             leaks.update(o for o, n in shown.items() if rn in n)
             continue
