@@ -22,7 +22,8 @@ decision            required: ``answer`` / ``abstain`` / ``clarify`` / ``error``
 answer              the final text shown to the user (required, non-empty, when decision is
                     ``answer``; optional otherwise: an abstention message or clarifying question)
 citations           list of chunk ids the answer cites; default ``[]``
-error               why the run failed; only allowed when decision is ``error``
+error               why the run failed; only allowed when decision is ``error`` (an ``error`` row
+                    without it is counted as "(no reason given)"; ``check`` warns: :func:`contradictions`)
 system              optional; when present it must equal the system name the log is imported as
 corpus_version      optional; when present it must equal the evaluated snapshot's version
 golden_version      optional; when present it must equal the evaluated golden set's version
@@ -357,7 +358,9 @@ def load_run_log(path: str | Path, system: str, corpus_version: str, golden_vers
     ``error`` on a decision other than ``error``; a ``system``, ``corpus_version`` or
     ``golden_version`` that differs from the one being evaluated (naming both); with ``known_chunks``
     (the snapshot's chunk ids), a retrieved or cited chunk id outside it; with ``require_scores``
-    (``ranking_mode: trec_eval``), a hit without a score. ``ids``: as in :func:`parse_run_record`
+    (``ranking_mode: trec_eval``), a hit without a score. Every bad record is read: one is raised alone, several
+    as :class:`~rag_eval_pipeline.core.errors.InputErrors` (each, up to 20, and the count). ``ids``: as in
+    :func:`parse_run_record`
     (what it mapped, aligned and left unmatched is in ``ids.stats()`` afterwards).
     Definition: module docstring (what to keep per run).
     """
