@@ -13,6 +13,7 @@ import yaml
 
 from rag_eval_pipeline.cli import main
 from rag_eval_pipeline.core.config import load_config
+from rag_eval_pipeline.core.pipeline import doc_id_systems
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home
 
@@ -98,6 +99,8 @@ def test_init_on_a_documents_folder_and_logs_in_other_ids(tmp_path, capsys):
     assert "aligned to the corpus by text" in printed
     cfg = load_config(folder / "config.yaml")  # what init wrote loads
     assert [s.kind for s in cfg.systems] == ["logged"] * 4
+    # only the document-id log is judged on whole documents (faithfulness, citations): core.pipeline.doc_id_systems
+    assert doc_id_systems(cfg) == frozenset({"b_doc_ids"})
 
 
 def test_init_refuses_a_folder_without_a_corpus(tmp_path, capsys):

@@ -58,12 +58,17 @@ def estimate(args: argparse.Namespace) -> int:
     if runs is None:
         print("judge: no offline system to estimate from (live systems' answers exist only after a run)")
         return EXIT_OK
-    texts = dict(zip(snapshot["chunk_id"], snapshot["text"]))
+    from rag_eval_pipeline.core.pipeline import doc_id_systems
+    from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
+
+    evidence = JudgingEvidence(snapshot, doc_id_systems(cfg))  # a document id's passages: all its chunks
+    texts = evidence.texts
     questions = dict(zip(golden["question_id"], golden["question"]))
     phrases = phrases_from_config(cfg.judge.abstention_phrases)
     # what judging calls the judge for: answers with a retrieval whose text does not abstain
     items = [(questions.get(r["question_id"], ""), r["answer"],
-              [texts[h["chunk_id"]] for h in r["retrieved"] if h["chunk_id"] in texts])
+              [texts[c] for c in evidence.chunk_ids(r["system"], [h["chunk_id"] for h in r["retrieved"]])
+               if c in texts])
              for r in runs.iter_rows(named=True)
              if r["decision"] == "answer" and r["retrieved"] and not abstention_phrase(r["answer"], phrases)]
     if not JUDGE_TYPES.get(cfg.judge.type).makes_calls:  # declared by the judge type
@@ -92,10 +97,11 @@ def support_line(judge, cfg, runs, snapshot, golden) -> str:
     from rag_eval_pipeline.core.citations.judging import support_requests
     from rag_eval_pipeline.core.completeness import nugget_requests
     from rag_eval_pipeline.core.judges.base import EstimatesSupportCost
-    from rag_eval_pipeline.core.pipeline import citation_formats
+    from rag_eval_pipeline.core.pipeline import citation_formats, doc_id_systems
 
     formats, phrases = citation_formats(cfg), cfg.judge.abstention_phrases
-    cites, extra = support_requests(runs, snapshot, golden, formats=formats, abstention_phrases=phrases)
+    cites, extra = support_requests(runs, snapshot, golden, formats=formats, abstention_phrases=phrases,
+                                    doc_id_systems=doc_id_systems(cfg))
     nuggets = nugget_requests(runs, golden, formats=formats, known_chunks=set(snapshot["chunk_id"].to_list()),
                               abstention_phrases=phrases)
     repeats = cfg.judge.repeats

@@ -13,7 +13,7 @@ into the faithfulness rate (docs/METRICS.md, decision metrics).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import polars as pl
@@ -30,6 +30,7 @@ from rag_eval_pipeline.core.judges.base import (
     judge_concurrency,
 )
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
+from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
 from rag_eval_pipeline.core.tables import DECISIONS, SCHEMAS, VERDICTS, conform
 
 #: Start of the justification of a SUPPORTED verdict downgraded because its quote was not found.
@@ -53,6 +54,7 @@ def judge_runs(
     progress: Callable[[dict[str, Any]], None] | None = None,
     abstention_phrases: Mapping[str, Any] | None = None,
     citation_formats: Mapping[str, Any] | None = None,
+    doc_id_systems: Collection[str] = (),
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Judge every answer of ``rag_runs`` ``repeats`` times.
 
@@ -64,7 +66,10 @@ def judge_runs(
     Inputs: ``rag_runs`` (the rag_runs table; needs system, question_id, retrieved, decision,
     answer), ``snapshot`` (corpus_snapshot; needs chunk_id, text), a :class:`Judge`, ``repeats``
     (int >= 1; repeat numbers 0 .. repeats-1), optional ``questions`` (question_id → question
-    text, as a mapping or a frame with those two columns; "" when absent).
+    text, as a mapping or a frame with those two columns; "" when absent), ``doc_id_systems``
+    (systems whose ids are document ids, ``chunk_map: {doc_ids: true}``: each retrieved chunk, their
+    document's first, is read as every chunk of its document in chunk order,
+    :class:`~rag_eval_pipeline.core.systems.doc_evidence.JudgingEvidence`; other systems unchanged).
 
     Per run and repeat, one ``answer_judgements`` row with status:
     "abstained" / "clarify" / "run_error" for decisions abstain / clarify / error,
@@ -105,8 +110,8 @@ def judge_runs(
     for attr, value in (("name", judge.name), ("model", judge.model), ("prompt_sha256", judge.prompt_sha256)):
         if not isinstance(value, str):
             raise TypeError(f"judge {judge!r} has no string attribute {attr!r}")
-    texts = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
-    strip = _marker_stripper(texts, citation_formats)
+    evidence = JudgingEvidence(snapshot, doc_id_systems)
+    strip = _marker_stripper(evidence.texts, citation_formats)
     qtext = _question_texts(questions)
     phrases = phrases_from_config(abstention_phrases)
 
@@ -124,7 +129,7 @@ def judge_runs(
         if decision not in DECISIONS:
             raise InputError(f"decision {decision!r} is not one of {DECISIONS}",
                              path="rag_runs", line=row_no, field="decision")
-        contexts = _contexts(run["retrieved"], texts, system, qid, row_no)
+        contexts = _contexts(run["retrieved"], evidence, system, qid, row_no)
         answer = strip(system, run["answer"])
         fixed = _DECISION_STATUS.get(decision)
         if fixed is None and abstention_phrase(answer, phrases):
@@ -211,19 +216,19 @@ def _question_texts(questions: Mapping[str, str] | pl.DataFrame | None) -> dict[
     return dict(questions)
 
 
-def _contexts(retrieved, texts: dict[str, str], system: str, qid: str, row_no: int) -> list[str]:
-    """Texts of the retrieved chunks in rank order (ties keep the stored order)."""
+def _contexts(retrieved, evidence: JudgingEvidence, system: str, qid: str, row_no: int) -> list[str]:
+    """Texts of the retrieved chunks in rank order (ties keep the stored order); a document-id system's
+    chunk is every chunk of its document (:class:`JudgingEvidence`)."""
     hits = [h for h in (retrieved or []) if h is not None]
     hits = sorted(enumerate(hits), key=lambda ih: (ih[1]["rank"] is None, ih[1]["rank"], ih[0]))
-    out = []
+    texts = evidence.texts
     for _, h in hits:
         cid = h["chunk_id"]
         if cid not in texts:
             raise InputError(
                 f"system {system!r}, question {qid!r}: retrieved chunk {cid!r} is not in the "
                 "corpus snapshot", path="rag_runs", line=row_no, field="retrieved")
-        out.append(texts[cid] or "")
-    return out
+    return [texts[cid] or "" for cid in evidence.chunk_ids(system, [h["chunk_id"] for _, h in hits])]
 
 
 def _error_row(qid: str, answer: str, reason: str) -> dict[str, Any]:

@@ -150,14 +150,16 @@ def build_citations(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFram
                     repeats: int = 1, batch_runs: int = JUDGED_RUNS_BATCH) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ``citation_claims`` and ``citations`` tables of every system
     (:func:`~rag_eval_pipeline.core.citations.judging.judge_citations`, each system's
-    ``citation_format``, the configuration's abstention phrases), judged ``batch_runs`` run rows at a time
-    (the same rows in the same order as one call; :func:`_in_run_batches`)."""
+    ``citation_format``, the configuration's abstention phrases; a system with ``chunk_map: {doc_ids:
+    true}`` has each cited document judged on all its chunks, :func:`doc_id_systems`), judged ``batch_runs``
+    run rows at a time (the same rows in the same order as one call; :func:`_in_run_batches`)."""
     from rag_eval_pipeline.core.citations.judging import judge_citations
 
-    formats = citation_formats(cfg)
+    formats, whole_docs = citation_formats(cfg), doc_id_systems(cfg)
     claims, cites = _in_run_batches(
         lambda part: judge_citations(part, snapshot, golden, judge, formats=formats, repeats=repeats,
-                                     abstention_phrases=cfg.judge.abstention_phrases), runs, batch_runs)
+                                     abstention_phrases=cfg.judge.abstention_phrases, doc_id_systems=whole_docs),
+        runs, batch_runs)
     return claims, cites
 
 
@@ -294,6 +296,18 @@ def scored_levels(cfg: EvalConfig, golden: pl.DataFrame, system: str) -> list[st
     if "chunk" in levels and _system_kind_doc_ids_only(cfg, system, doc_ids_only):
         levels.remove("chunk")
     return levels
+
+
+def doc_id_systems(cfg: EvalConfig) -> frozenset[str]:
+    """Names of the configured systems whose ids are document ids (``chunk_map: {doc_ids: true}``).
+
+    Judging and citation support read each of their retrieved or cited ids as every chunk of the
+    document (:class:`~rag_eval_pipeline.core.systems.doc_evidence.JudgingEvidence`); retrieval keeps
+    the first-chunk mapping. Output: a frozenset of system names (empty when none). Raises ConfigError
+    for a malformed ``chunk_map``."""
+    from rag_eval_pipeline.core.systems.id_mapping import doc_ids_only
+
+    return frozenset(s.name for s in cfg.systems if doc_ids_only(s))
 
 
 #: Golden questions per part of :func:`question_metric_batches` (a part of 5,000 questions and two systems is

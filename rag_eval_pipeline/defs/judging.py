@@ -80,6 +80,7 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
                   settings: EvalSettings, corpus_snapshot: pl.DataFrame, golden_set: pl.DataFrame,
                   rag_runs: pl.DataFrame):
     from rag_eval_pipeline.core.judging import count_downgraded, judge_runs
+    from rag_eval_pipeline.core.pipeline import doc_id_systems
 
     j = judge.get_judge()
     if isinstance(j, BindsRuns):  # human labels are matched to answers through the runs they label
@@ -88,7 +89,8 @@ def judge_answers(context: dg.AssetExecutionContext, config: JudgeRunConfig, jud
     labels, judgements = judge_runs(rag_runs, corpus_snapshot, j, repeats=repeats,
                                     questions=golden_set.select("question_id", "question"),
                                     progress=lambda p: context.log.info(progress_line(p)),
-                                    abstention_phrases=settings.config.judge.abstention_phrases)
+                                    abstention_phrases=settings.config.judge.abstention_phrases,
+                                    doc_id_systems=doc_id_systems(settings.config))
     verdicts = dict(labels.group_by("verdict").len().iter_rows())
     statuses = dict(judgements.group_by("status").len().iter_rows())
     generators = set(rag_runs["model"].drop_nulls().to_list())

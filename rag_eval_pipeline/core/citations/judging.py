@@ -13,7 +13,9 @@ citation" unless it is a question or speaks in the first person.
 **Support** (ALCE, Gao et al., EMNLP 2023; the TREC 2024 RAG support view, Thakur et al., arXiv
 2504.15205). The passages shown to the judge are the claim's cited chunks that are in the snapshot
 and were retrieved in this run (a citation the generator never saw is never support: ALCE scores a
-citation outside the retrieved list 0). Per claim:
+citation outside the retrieved list 0); for a system whose ids are document ids (``chunk_map:
+{doc_ids: true}``) a cited chunk stands for every chunk of its document, in chunk order
+(:class:`~rag_eval_pipeline.core.systems.doc_evidence.JudgingEvidence`). Per claim:
 
 - *joint*: the claim against all those chunks together (ALCE citation recall);
 - *alone*: with two or more, the claim against each chunk alone (the TREC support view, and ALCE
@@ -38,7 +40,7 @@ depends on is JUDGE_ERROR. Nothing here imports Dagster.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +53,7 @@ from rag_eval_pipeline.core.errors import SchemaError
 from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
 from rag_eval_pipeline.core.judges.base import JudgesSupport, SupportRequest, SupportVerdict, judge_concurrency
 from rag_eval_pipeline.core.judges.quotes import normalise_text
+from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
 from rag_eval_pipeline.core.tables import SCHEMAS, SUPPORT_VERDICTS, conform
 
 FAMILY = "citation_support"
@@ -119,6 +122,7 @@ def judge_citations(
     formats: Mapping[str, CitationFormat] | None = None,
     repeats: int = 1,
     abstention_phrases: Mapping[str, Any] | None = None,
+    doc_id_systems: Collection[str] = (),
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Build the ``citation_claims`` and ``citations`` tables (rules in the module docstring).
 
@@ -128,7 +132,9 @@ def judge_citations(
     outside it reads only chunks without ACL), a judge (with :class:`JudgesSupport` for support;
     without it every support verdict is JUDGE_ERROR and validity is still reported),
     ``formats`` (system → CitationFormat; default every syntax), ``repeats`` (>= 1),
-    ``abstention_phrases`` (``judge.abstention_phrases``).
+    ``abstention_phrases`` (``judge.abstention_phrases``), ``doc_id_systems`` (systems whose ids are
+    document ids: each judged citation is read as all its document's chunks,
+    :class:`~rag_eval_pipeline.core.systems.doc_evidence.JudgingEvidence`).
     Output: ``(citation_claims, citations)`` conforming to ``tables.SCHEMAS``; validity columns are
     the same in every repeat. Raises ValueError for repeats < 1, SchemaError for a missing column.
     """
@@ -142,12 +148,12 @@ def judge_citations(
         if missing:
             raise SchemaError(f"table {name!r}: missing columns {missing}")
     answers = read_answers(rag_runs, snapshot, golden, formats=formats, abstention_phrases=abstention_phrases)
-    index = SnapshotIndex(snapshot)
+    evidence = JudgingEvidence(snapshot, doc_id_systems)
     supports = isinstance(judge, JudgesSupport)
     claim_rows: list[dict[str, Any]] = []
     cite_rows: list[dict[str, Any]] = []
     for rep in range(repeats):
-        verdicts = _judge_all(judge, answers, index.texts, rep) if supports else {}
+        verdicts = _judge_all(judge, answers, evidence, rep) if supports else {}
         for ans in answers:
             c_rows, r_rows = _rows_for_answer(ans, verdicts, supports, judge)
             claim_rows += [{**r, "repeat": rep} for r in c_rows]
@@ -254,7 +260,7 @@ def _key(ans: _Answer, kind: str, passages: tuple[str, ...]) -> tuple:
     return (ans.system, ans.qid, kind, passages)
 
 
-def _first_wave(answers: list[_Answer], texts: Mapping[str, str], rep: int
+def _first_wave(answers: list[_Answer], texts: JudgingEvidence, rep: int
                 ) -> dict[tuple, tuple[SupportRequest, list[str]]]:
     """The joint requests (one per answer and distinct set of judged chunks, its claims batched) and,
     for sets of two or more chunks, the alone requests (one per answer and chunk)."""
@@ -278,19 +284,20 @@ def _first_wave(answers: list[_Answer], texts: Mapping[str, str], rep: int
 
 def support_requests(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.DataFrame, *,
                      formats: Mapping[str, CitationFormat] | None = None,
-                     abstention_phrases: Mapping[str, Any] | None = None) -> tuple[list[SupportRequest], int]:
+                     abstention_phrases: Mapping[str, Any] | None = None,
+                     doc_id_systems: Collection[str] = ()) -> tuple[list[SupportRequest], int]:
     """What :func:`judge_citations` will ask a judge, without asking: the joint and alone requests of
     one repeat, and an upper bound on the leave-one-out requests (one per answer and chunk of a claim
     citing two or more judged chunks; only those whose joint verdict is SUPPORTED and whose chunk
     alone is not are asked). Inputs as :func:`judge_citations`. Output: (requests, extra_bound)."""
     answers = read_answers(rag_runs, snapshot, golden, formats=formats, abstention_phrases=abstention_phrases)
-    texts = SnapshotIndex(snapshot).texts
+    texts = JudgingEvidence(snapshot, doc_id_systems)
     bound = len({(a.system, a.qid, tuple(x for x in c.judged if x != cid))
                  for a in answers for c in a.claims if c.needs and len(c.judged) > 1 for cid in c.judged})
     return [req for req, _ in _first_wave(answers, texts, 0).values()], bound
 
 
-def _judge_all(judge: Any, answers: list[_Answer], texts: Mapping[str, str], rep: int
+def _judge_all(judge: Any, answers: list[_Answer], texts: JudgingEvidence, rep: int
                ) -> dict[tuple, dict[str, tuple]]:
     """Run the joint, alone and leave-one-out requests of every answer. Output: request key →
     {claim_id: (verdict, quote, quote_found, quote_chunk_id, justification, error)}."""
@@ -324,10 +331,13 @@ def _claims_of(prev: tuple[SupportRequest, list[str]], ans: _Answer) -> list[_Cl
     return [c for c in ans.claims if c.claim_id in ids]
 
 
-def _request(ans: _Answer, claims: list[_Claim], passage_ids: tuple[str, ...], texts: Mapping[str, str],
+def _request(ans: _Answer, claims: list[_Claim], cited: tuple[str, ...], evidence: JudgingEvidence,
              rep: int) -> tuple[SupportRequest, list[str]]:
-    req = SupportRequest(FAMILY, tuple(c.text for c in claims), tuple(texts.get(p, "") or "" for p in passage_ids),
-                         tuple(c.claim_id for c in claims), tuple(passage_ids), ans.system, ans.qid, ans.question, rep)
+    # the passages of the cited chunks: a document-id system's citation is every chunk of its document
+    passage_ids = tuple(evidence.chunk_ids(ans.system, cited))
+    req = SupportRequest(FAMILY, tuple(c.text for c in claims),
+                         tuple(evidence.texts.get(p, "") or "" for p in passage_ids),
+                         tuple(c.claim_id for c in claims), passage_ids, ans.system, ans.qid, ans.question, rep)
     return req, [c.claim_id for c in claims]
 
 

@@ -9,7 +9,8 @@ way. Configuration, per system (``chunk_map``, optional):
 - or a mapping with any of ``file`` (as above), ``strip_prefix`` (a text removed from the front of
   every id that starts with it: ``"kb://"`` turns ``kb://faq#3`` into ``faq#3``) and ``doc_ids``
   (``true``: the ids are document ids; each maps to the document's first chunk, and the system's
-  chunk-level retrieval rows are null with status ``doc_ids_only``: score it with ``relevant_docs``).
+  chunk-level retrieval rows are null with status ``doc_ids_only``: score it with ``relevant_docs``;
+  judging and citation support read that chunk as all its document's chunks, ``doc_evidence.py``).
 
 How one id is read (:meth:`IdMapper.chunk`): the file's entry when it has one; else the id after
 ``strip_prefix``; with ``doc_ids``, that id is a document id; without, it is used as is when it is

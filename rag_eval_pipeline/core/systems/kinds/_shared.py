@@ -20,7 +20,8 @@ class ChunkMapConfig:
     """``chunk_map`` as a mapping: how the system's ids become the snapshot's chunk ids
     (``core/systems/id_mapping.py``). ``file``: a JSONL/Parquet file of ``{document_id, chunk_id}``
     records; ``strip_prefix``: a text removed from the front of every id that starts with it;
-    ``doc_ids``: the ids are document ids (each maps to the document's first chunk; the system's
+    ``doc_ids``: the ids are document ids (for retrieval each maps to the document's first chunk, for
+    judging and citation support to all its chunks, ``core/systems/doc_evidence.py``; the system's
     chunk-level rows are then null, ``doc_ids_only``). At least one is set; the file must exist."""
 
     file: Path | None = key(None, doc="JSONL/Parquet of {document_id: <your id>, chunk_id: <snapshot chunk id>}")
