@@ -72,6 +72,17 @@ class CheckReport:
     def add(self, kind: str, message: str) -> None:
         self.problems.append(Problem(kind, " ".join(str(message).split())))  # one line, always
 
+    def add_input(self, exc: InputError, prefix: str = "") -> None:
+        """One ``data`` problem per bad record of ``exc`` (an :class:`~core.errors.InputErrors` holds every bad
+        line of a file, the first 20 kept: then one more line says how many were left out); ``prefix``: who read
+        the file (``"system x (logged): "``)."""
+        errors = getattr(exc, "errors", [exc])
+        for error in errors:
+            self.add(DATA, f"{prefix}{_one_line(error)}")
+        left = getattr(exc, "total", len(errors)) - len(errors)
+        if left > 0:
+            self.add(DATA, f"{prefix}file {exc.path}: and {left} more bad record(s) (the first {len(errors)} shown)")
+
 
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
@@ -99,7 +110,7 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
         report.notes.append(f"corpus: {snapshot['doc_id'].n_unique()} documents, {snapshot.height} chunks "
                             f"({cfg.corpus.source}), corpus_version {version[:12]}")
     except InputError as exc:
-        report.add(DATA, _one_line(exc))
+        report.add_input(exc)
     except ConfigError as exc:
         report.add(CONFIG, _one_line(exc))
     if snapshot is not None:
@@ -113,7 +124,7 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
 
                 report.notes.append(shard_sizes_line(golden["question_id"], cfg.shards))
         except InputError as exc:
-            report.add(DATA, _one_line(exc))
+            report.add_input(exc)
         except ConfigError as exc:
             report.add(CONFIG, _one_line(exc))
     elif cfg.golden.path is not None:  # no snapshot to check ids against: the file's own format still
@@ -122,22 +133,78 @@ def check_config(cfg: EvalConfig, *, reach: bool = False, timeout_s: float = 5.0
         try:
             load_golden(cfg.golden.path)
         except InputError as exc:
-            report.add(DATA, _one_line(exc))
+            report.add_input(exc)
     for index, spec in enumerate(cfg.systems):
         try:
             _check_system(cfg, spec, snapshot, golden, version, report, reach=reach, timeout_s=timeout_s,
                           environ=environ, every_question=every_question)
         except InputError as exc:
-            report.add(DATA, f"system {spec.name} ({spec.kind}): {_one_line(exc)}")
+            report.add_input(exc, f"system {spec.name} ({spec.kind}): ")
         except ConfigError as exc:
             text = _one_line(exc).removeprefix(f"system {spec.name!r}: ")  # named once, with its kind
             report.add(CONFIG, f"{_system_line(cfg, index, spec, text)}system {spec.name} ({spec.kind}): {text}")
     if golden is not None and snapshot is not None:
         _evidence_notes(golden, snapshot, report)
+        _gate_level_warnings(cfg, golden, report)
+    _calibration_warning(cfg, report)
     if output is not None:
         check_baseline(Path(output), report, corpus_version=version or None,
                        golden_version=golden["golden_version"][0] if golden is not None and golden.height else None)
     return report
+
+
+def _gate_level_warnings(cfg: EvalConfig, golden: pl.DataFrame, report: CheckReport) -> None:
+    """A warning per retrieval gate and gated system (baseline, candidates) whose value will be null, so the gate is
+    ``not_evaluable`` (it fails when blocking): the level the gate reads (``core.gates.gated_level``: the
+    threshold's ``level``, else chunk when the golden set judges chunks, else doc) is not one the system is scored
+    at (:func:`core.pipeline.scored_levels`: a ``chunk_map: {doc_ids: true}`` system has no chunk-level values)."""
+    from rag_eval_pipeline.core.metrics.doc_level import levels_of
+    from rag_eval_pipeline.core.metrics.names import MEASURES, metric_label
+    from rag_eval_pipeline.core.pipeline import scored_levels
+
+    judged = list(levels_of(golden))
+    baseline = cfg.baseline_system
+    gated = ([baseline] if baseline else []) + (
+        cfg.candidate_systems or [s.name for s in cfg.systems if s.name != baseline])
+    for t in cfg.thresholds:
+        if t.metric not in MEASURES:
+            continue
+        level = t.level or ("chunk" if "chunk" in judged else "doc")
+        label = metric_label(t.metric, t.k)
+        for name in gated:
+            levels = scored_levels(cfg, golden, name)
+            if level in levels:
+                continue
+            role = "the baseline_system" if name == baseline else "a candidate"
+            why = ("its ids are document ids (chunk_map: {doc_ids: true}), so it has no chunk-level values"
+                   if "chunk" in judged and level == "chunk" else f"the golden set judges relevance per {judged}")
+            fix = ("give relevant_docs in the golden set and level: doc on the threshold" if level == "chunk" else
+                   "give relevant_docs in the golden set" if "doc" not in judged else "set level: doc")
+            report.warnings.append(
+                f"{cfg.path}: gate {label} (level {level}) cannot be computed for {role} {name!r}: {why}; the gate "
+                f"will be not_evaluable and {'fail' if t.blocking else 'warn'} on every run ({fix}, or gate a "
+                "system whose ids are chunk ids)")
+
+
+def _calibration_warning(cfg: EvalConfig, report: CheckReport) -> None:
+    """A warning when the run's calibration check is certain to fail and block before anything runs: a gate on
+    a judge-based metric and no ``calibration`` section. Decided by the run's own rule
+    (:func:`core.metrics.calibration_status.calibration_status`, the ``judge_calibrated_above_floor`` check), so
+    the two cannot disagree; a calibration that exists but may fail is for the run to measure."""
+    from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+
+    section = cfg.calibration
+    if section.configured:
+        return
+    status = calibration_status(None, configured=False, kappa_floor=section.kappa_floor,
+                                gated_metrics=[t.metric for t in cfg.thresholds])
+    if status.blocks:
+        report.warnings.append(
+            f"{cfg.path}: gates.thresholds on judge-based metric(s) {list(status.judge_based_gates)}, and "
+            f"{'; '.join(status.failures)}: every run's blocking check judge_calibrated_above_floor will fail "
+            "and nothing will be promoted; add a calibration section (calibration: {human_labels: "
+            "human_labels.jsonl}, the file may start empty: rag-eval label appends to it), or gate on a "
+            "metric the judge does not compute")
 
 
 def check_baseline(folder: Path, report: CheckReport, *, corpus_version: str | None = None,
@@ -246,6 +313,17 @@ def _check_system(cfg: EvalConfig, spec, snapshot, golden, version: str, report:
 
     info: dict[str, Any] = {}
     runs = build_runs(cfg, snapshot, golden, version, [name], info=info)
+    if kind == "logged":  # rows the run keeps but not as the system meant them: a warning each
+        from rag_eval_pipeline.core.sources.run_logs import abstention_messages, log_contradictions
+
+        shown, total = log_contradictions(cfg.resolve(spec.path))
+        report.warnings.extend(f"{where}: {line}" for line in shown)
+        if total > len(shown):
+            report.warnings.append(f"{where}: and {total - len(shown)} more such field(s) in {spec.path}")
+        n_abstain, first_line = abstention_messages(cfg.resolve(spec.path))
+        if n_abstain:
+            report.notes.append(f"{where}: {n_abstain} abstain row(s) carry an answer text (first: line {first_line}): "
+                                "kept as the abstention message, never judged as an answer")
     _run_rows(cfg, name, runs, golden, report, where, every_question, run_files(cfg, name))
     mapping = info.get(name, {}).get("id_mapping") or {}
     done = {k: v for k, v in mapping.items() if k not in ("ids_as_is", "unmatched_examples") and v}

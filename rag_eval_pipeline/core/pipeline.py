@@ -283,6 +283,21 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     return tables.conform(pl.DataFrame(built), "question_metrics"), info
 
 
+def scored_levels(cfg: EvalConfig, golden: pl.DataFrame, system: str) -> list[str]:
+    """The levels (``chunk``, ``doc``) at which ``system``'s retrieval rows get values, by the rules of
+    :func:`build_question_metrics`: the levels the golden set judges (``core.metrics.doc_level.levels_of``), less
+    ``chunk`` for a system whose ids are document ids (``chunk_map: {doc_ids: true}``: its chunk-level rows are null,
+    status ``doc_ids_only``). Output: a list in the golden set's order, possibly empty. Raises nothing.
+    Source: trec_eval scores a run only against qrels of the same unit (documents against document qrels)."""
+    from rag_eval_pipeline.core.metrics.doc_level import levels_of
+    from rag_eval_pipeline.core.systems.id_mapping import doc_ids_only
+
+    levels = list(levels_of(golden))
+    if "chunk" in levels and _system_kind_doc_ids_only(cfg, system, doc_ids_only):
+        levels.remove("chunk")
+    return levels
+
+
 def doc_id_systems(cfg: EvalConfig) -> frozenset[str]:
     """Names of the configured systems whose ids are document ids (``chunk_map: {doc_ids: true}``).
 

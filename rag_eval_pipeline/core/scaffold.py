@@ -242,6 +242,11 @@ def _system(found: Survey, name: str, kind: str, path: Path) -> FoundSystem:
     return system
 
 
+def _doc_ids_only(system: FoundSystem) -> bool:
+    """Whether init mapped ``system``'s ids as document ids (``chunk_map: {doc_ids: true}``)."""
+    return isinstance(system.chunk_map, dict) and bool(system.chunk_map.get("doc_ids"))
+
+
 def _common_prefix(ids: list[str], known: set[str]) -> str | None:
     """The prefix that, removed, turns every id into a known chunk id (None when there is none)."""
     first = ids[0]
@@ -334,8 +339,15 @@ def render_config(found: Survey) -> str:
               "", "metrics:", "  ks: [1, 3, 5, 10]", "  ranking_mode: system           # system | trec_eval",
               "", "judge:", "  type: rule_based               # offline; an OpenAI-compatible endpoint: see the manual",
               "", "gates:", "  split: test"]
-    names = [s.name for s in found.systems] or ["bm25_k5"]
+    # the baseline is a system whose gated recall_5 can be computed: a system of document ids has no chunk-level
+    # values (core.pipeline.scored_levels), so one of chunk ids goes first (sorted() keeps the folder's order else)
+    ordered = sorted(found.systems, key=lambda s: _doc_ids_only(s) and not found.golden_has_docs)
+    names = [s.name for s in ordered] or ["bm25_k5"]
     if len(names) > 1:
+        if _doc_ids_only(ordered[0]) and not found.golden_has_docs:
+            lines += ["  # every system gives document ids and the golden set judges chunks only: recall_5 cannot be "
+                      "computed for them;", "  # give relevant_docs in the golden set (rag-eval check says which gate "
+                      "cannot be computed)"]
         lines += [f"  baseline_system: {names[0]}", f"  candidate_systems: [{', '.join(names[1:])}]",
                   "  thresholds:", "    - {metric: recall_5, max_abs_drop: 0.05}",
                   "    - {metric: false_abstention_rate, max_abs_drop: 0.10, higher_is_better: false}"]

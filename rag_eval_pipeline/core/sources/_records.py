@@ -223,7 +223,10 @@ class Fields:
     def check_keys(self, allowed: tuple[str, ...] | set[str]) -> None:
         unknown = sorted(k for k in self.record if k not in allowed)
         if unknown:
-            raise self.error(unknown[0], f"unknown field(s) {unknown}; expected only {sorted(allowed)}")
+            from rag_eval_pipeline.core.sections import did_you_mean
+
+            raise self.error(unknown[0], f"unknown field(s) {unknown}{did_you_mean(unknown, sorted(allowed))}; "
+                                         f"expected only {sorted(allowed)}")
 
     def present(self, field: str) -> bool:
         return self.record.get(field) is not None

@@ -51,7 +51,7 @@ from pathlib import Path
 import polars as pl
 
 from rag_eval_pipeline.core import tables
-from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.errors import InputError, RecordErrors
 from rag_eval_pipeline.core.sources._records import (
     INT32_MAX,
     Fields,
@@ -273,7 +273,14 @@ def load_golden(path: str | Path) -> pl.DataFrame:
     Definition: module docstring (SQuAD 2.0's classes plus clarification; TREC qrels grades).
     """
     p = Path(path)
-    rows = [parse_golden_record(rec, str(p), line) for line, rec in read_records(p)]
+    rows = []
+    bad = RecordErrors()  # every bad record is named (check prints them all), not only the first
+    for line, rec in read_records(p):
+        try:
+            rows.append(parse_golden_record(rec, str(p), line))
+        except InputError as exc:
+            bad.add(exc)
+    bad.raise_any()
     if not rows:
         return empty_golden_raw()
     return pl.DataFrame(rows, schema=GOLDEN_RAW_SCHEMA)

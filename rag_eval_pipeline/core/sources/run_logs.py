@@ -22,7 +22,8 @@ decision            required: ``answer`` / ``abstain`` / ``clarify`` / ``error``
 answer              the final text shown to the user (required, non-empty, when decision is
                     ``answer``; optional otherwise: an abstention message or clarifying question)
 citations           list of chunk ids the answer cites; default ``[]``
-error               why the run failed; only allowed when decision is ``error``
+error               why the run failed; only allowed when decision is ``error`` (an ``error`` row
+                    without it is counted as "(no reason given)"; ``check`` warns: :func:`contradictions`)
 system              optional; when present it must equal the system name the log is imported as
 corpus_version      optional; when present it must equal the evaluated snapshot's version
 golden_version      optional; when present it must equal the evaluated golden set's version
@@ -47,7 +48,7 @@ from pathlib import Path
 import polars as pl
 
 from rag_eval_pipeline.core import tables
-from rag_eval_pipeline.core.errors import InputError
+from rag_eval_pipeline.core.errors import InputError, RecordErrors
 from rag_eval_pipeline.core.sources._records import (
     INT32_MAX,
     Fields,
@@ -93,6 +94,17 @@ def _unknown_mapped(system_id: str, mapped: str, ids, known_chunks) -> str:
     return f"{shown} names no chunk of the corpus snapshot: {ids.describe_unknown(system_id)}"
 
 
+def _id_shape(known_chunks, ids) -> str:
+    """What a hit must give, in the words of the evaluated corpus: a chunk id shaped like the snapshot's own (an
+    example, so a ``source: chunks`` corpus with ids ``acme-001`` is not told ``doc_id#n``), and, when the hit can
+    be aligned by text (``ids`` given), the passage ``text`` instead."""
+    example = min(known_chunks) if known_chunks else None
+    shape = f"a chunk id of the corpus snapshot (like {example!r})" if example else "a chunk id 'doc_id#n'"
+    if ids is not None and ids.configured:
+        shape += ", as this system writes it before its chunk_map"
+    return shape + (", or the passage as \"text\" (aligned to the corpus by text)" if ids is not None else "")
+
+
 def _hits(f: Fields, known_chunks=None, require_scores: bool = False, ids=None) -> list[dict]:
     value = f.record.get("retrieved", ...)
     if value is ...:
@@ -122,7 +134,7 @@ def _hits(f: Fields, known_chunks=None, require_scores: bool = False, ids=None) 
                 continue
             written = aligned
         if not isinstance(written, str) or not written.strip():
-            raise f.error(f"{where}.chunk_id", f"got {short_repr(written)}; expected a chunk id 'doc_id#n'")
+            raise f.error(f"{where}.chunk_id", f"got {short_repr(written)}; expected {_id_shape(known_chunks, ids)}")
         chunk_id = normalise_id(written)
         if chunk_id in seen:
             at, first = seen[chunk_id]
@@ -265,6 +277,59 @@ def parse_run_record(record: dict, path: str | None, line: int | None, system: s
     }
 
 
+def contradictions(record: dict) -> list[tuple[str, str]]:
+    """What a well-formed log record says that its ``decision`` contradicts (kept by the run, but not as the
+    system meant it): ``(field, message)`` pairs, empty when none. An ``error`` row's ``answer`` and ``citations``
+    are never judged or scored; an ``error`` row without its ``error`` reason is counted as "(no reason given)";
+    an ``abstain`` row's ``answer`` is its abstention message (allowed), but with citations it reads as an answer
+    that is never judged or scored. Input: one
+    record that :func:`parse_run_record` accepts. Raises nothing. Definition: the log schema (module docstring).
+    """
+    decision = record.get("decision")
+    answer = record.get("answer")
+    has_answer = isinstance(answer, str) and bool(answer.strip())
+    out: list[tuple[str, str]] = []
+    if decision == "error":
+        if has_answer:
+            out.append(("answer", "decision is 'error' but an answer is logged; an error row's answer is never "
+                                  "judged (decision 'answer' if the system did answer)"))
+        if record.get("citations"):
+            out.append(("citations", "decision is 'error' but citations are logged; an error row's citations are "
+                                     "never scored"))
+        reason = record.get("error")
+        if not (isinstance(reason, str) and reason.strip()):
+            out.append(("error", "decision is 'error' without an error reason; it is counted as '(no reason given)' "
+                                 "(add \"error\": \"<why the run failed>\")"))
+    elif decision == "abstain" and has_answer and record.get("citations"):
+        out.append(("citations", "decision is 'abstain' with an answer text that cites chunks; it is kept as the "
+                                 "abstention message, never judged or scored as an answer (decision 'answer' if the "
+                                 "system answered)"))
+    return out
+
+
+def abstention_messages(path: str | Path) -> tuple[int, int | None]:
+    """How many ``abstain`` records of a log carry an ``answer`` text (allowed: the abstention message shown to
+    the user, never judged as an answer) and the line of the first (None when none). Raises as
+    :func:`read_records`."""
+    lines = [line for line, r in read_records(Path(path)) if r.get("decision") == "abstain"
+             and isinstance(r.get("answer"), str) and r["answer"].strip()]
+    return len(lines), (lines[0] if lines else None)
+
+
+def log_contradictions(path: str | Path, limit: int = 20) -> tuple[list[str], int]:
+    """Every record of a log (:func:`read_records`) whose decision contradicts its other fields
+    (:func:`contradictions`): up to ``limit`` lines ``file F, line N, field 'x': ...`` and the total count.
+    Raises InputError as :func:`read_records` (the caller has already read the file once)."""
+    lines: list[str] = []
+    total = 0
+    for line, record in read_records(Path(path)):
+        for field, message in contradictions(record):
+            total += 1
+            if len(lines) < limit:
+                lines.append(str(InputError(message, path=str(path), line=line, field=field)))
+    return lines, total
+
+
 def _latency(f: Fields) -> float | None:
     value = f.record.get("latency_ms")
     if value is None:
@@ -293,25 +358,34 @@ def load_run_log(path: str | Path, system: str, corpus_version: str, golden_vers
     ``error`` on a decision other than ``error``; a ``system``, ``corpus_version`` or
     ``golden_version`` that differs from the one being evaluated (naming both); with ``known_chunks``
     (the snapshot's chunk ids), a retrieved or cited chunk id outside it; with ``require_scores``
-    (``ranking_mode: trec_eval``), a hit without a score. ``ids``: as in :func:`parse_run_record`
+    (``ranking_mode: trec_eval``), a hit without a score. Every bad record is read: one is raised alone, several
+    as :class:`~rag_eval_pipeline.core.errors.InputErrors` (each, up to 20, and the count). ``ids``: as in
+    :func:`parse_run_record`
     (what it mapped, aligned and left unmatched is in ``ids.stats()`` afterwards).
     Definition: module docstring (what to keep per run).
     """
     p = Path(path)
     rows: list[dict] = []
     first: dict[str, tuple[int, str]] = {}  # NFC question id -> (line, id as written)
+    bad = RecordErrors()  # every bad record is named (check prints them all), not only the first
     for line, record in read_records(p):
-        row = parse_run_record(record, str(p), line, system, corpus_version, golden_version,
-                               known_chunks=known_chunks, require_scores=require_scores, ids=ids)
+        try:
+            row = parse_run_record(record, str(p), line, system, corpus_version, golden_version,
+                                   known_chunks=known_chunks, require_scores=require_scores, ids=ids)
+        except InputError as exc:
+            bad.add(exc)
+            continue
         qid = row["question_id"]
         if qid in first:
             first_line, first_written = first[qid]
             written = str(record.get("question_id")).strip()
-            raise InputError(f"question {qid!r} logged twice (first on line {first_line})"
+            bad.add(InputError(f"question {qid!r} logged twice (first on line {first_line})"
                              f"{twin_note(first_written, written)}; expected one record per question",
-                             path=str(p), line=line, field="question_id")
+                               path=str(p), line=line, field="question_id"))
+            continue
         first[qid] = (line, str(record.get("question_id")).strip())
         rows.append(row)
+    bad.raise_any()
     if not rows:
         return tables.empty("rag_runs")
     return tables.conform(pl.DataFrame(rows, schema=tables.SCHEMAS["rag_runs"]), "rag_runs")
