@@ -247,10 +247,12 @@ def evaluate_gates(
         res.difference = cand - base
         drop = sign * (base - cand)
         breaches = []
+        # a lower-is-better metric (an error rate) gets worse by rising: say so, not "drop"
+        worse = "drop" if t.higher_is_better else "rise (lower is better)"
         if t.max_abs_drop is not None and drop > t.max_abs_drop + 1e-12:
-            breaches.append(f"drop {drop:.4f} > allowed {t.max_abs_drop}")
+            breaches.append(f"{worse} {drop:.4f} > allowed {t.max_abs_drop}")
         if t.max_rel_drop is not None and base != 0 and drop / abs(base) > t.max_rel_drop + 1e-12:
-            breaches.append(f"relative drop {drop / abs(base):.2%} > allowed {t.max_rel_drop:.0%}")
+            breaches.append(f"relative {worse} {drop / abs(base):.2%} > allowed {t.max_rel_drop:.0%}")
         a = _per_question(candidate_qm, candidate_system, split, t.metric, t.k, level)
         b = _per_question(baseline_qm, baseline_system, split, t.metric, t.k, level)
         # higher_is_better: set to the metric's own direction when the section loads (never None here)

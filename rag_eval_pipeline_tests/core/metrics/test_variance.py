@@ -140,3 +140,24 @@ def test_resolution_feeds_the_gates_noise_margin():
     strict = evaluate_gates("cand", summary, qm, "base", summary, qm, t, n_permutations=200,
                             noise_resolution=minimum_resolution(labels([r for r in THREE if r[2] == 0])))
     assert strict[0].status == "regression"
+
+
+def test_a_worse_lower_is_better_metric_is_a_rise_not_a_drop():
+    # 30 questions, every one 0.6 for the baseline and 0.9 for the candidate: +0.3 on an error-like
+    # metric (lower is better) is 0.3 worse; on a higher-is-better one the same values are 0.3 better.
+    qids = [f"q{i}" for i in range(30)]
+    qm = pl.DataFrame({
+        "system": ["cand"] * 30 + ["base"] * 30, "question_id": qids * 2, "split": ["test"] * 60,
+        "metric": ["faithfulness"] * 60, "k": pl.Series([None] * 60, dtype=pl.Int32),
+        "value": [0.9] * 30 + [0.6] * 30,
+    })
+    summary = pl.concat([_summary("cand", 0.9), _summary("base", 0.6)])
+    lower = [Threshold(metric="faithfulness", max_abs_drop=0.05, max_rel_drop=0.1, higher_is_better=False)]
+    [res] = evaluate_gates("cand", summary, qm, "base", summary, qm, lower, n_permutations=200)
+    assert res.status == "regression"
+    assert "rise (lower is better) 0.3000 > allowed 0.05" in res.reason, res.reason
+    assert "relative rise (lower is better) 50.00% > allowed 10%" in res.reason, res.reason  # 0.3 / 0.6
+    assert "drop" not in res.reason
+    higher = [Threshold(metric="faithfulness", max_abs_drop=0.05)]
+    [res] = evaluate_gates("cand", summary, qm, "base", summary, qm, higher, n_permutations=200)
+    assert res.status != "regression" and "rise" not in (res.reason or "")
