@@ -29,6 +29,7 @@ trec_eval). Source: trec_eval 10.0 ``trec_eval.c``, ``meas_print_single.c``,
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Sequence
 
@@ -167,6 +168,17 @@ def _fmt(measure: str, qid: str, value) -> str:
     return f"{measure:<22}\t{qid}\t{value:6.4f}"
 
 
+def _duplicate_lines(run_path: str, message: str) -> str:
+    """`` (lines 1, 3)``: the run file's lines of the duplicated (topic, docno) the message names, or ''."""
+    found = re.search(r"question '([^']*)': chunk '([^']*)'", message)
+    if found is None:
+        return ""
+    topic, docno = found.groups()
+    with open(run_path, encoding="utf-8", errors="replace") as fh:
+        lines = [n for n, line in enumerate(fh, 1) if (f := line.split())[:1] == [topic] and f[2:3] == [docno]]
+    return f" (lines {', '.join(map(str, lines))})" if len(lines) > 1 else ""
+
+
 def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, complete: bool = False,
              rel_level: int = 1, measures: Sequence[str] | None = None, mode: str = "trec_eval") -> list[str]:
     """Evaluate a TREC run against TREC qrels and return trec_eval's output lines (no newlines).
@@ -201,8 +213,8 @@ def evaluate(qrels_path: str, run_path: str, *, query_flag: bool = False, comple
         # a docno twice for one topic: name the run file, and drop the pipeline's on_duplicate hint (no
         # such option here; trec_eval itself stops on duplicate docs)
         message = str(exc).split(": ", 1)[1].split("; use on_duplicate", 1)[0]
-        raise InputError(message.replace("chunk ", "docno ", 1) + "; expected each docno once per topic",
-                         path=run_path, field="docno") from None
+        raise InputError(message.replace("chunk ", "docno ", 1) + _duplicate_lines(run_path, message)
+                         + "; expected each docno once per topic", path=run_path, field="docno") from None
     pq = ev.per_question
     if pq.height == 0:
         raise EvalError("No queries with both results and relevance info")

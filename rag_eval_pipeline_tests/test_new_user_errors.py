@@ -283,10 +283,11 @@ def test_trec_eval_duplicate_docno_names_the_run_file_not_a_pipeline_option(tmp_
 
     qrels, run = tmp_path / "qrels", tmp_path / "run"
     qrels.write_text("q1 0 d1 1\n", encoding="utf-8")
-    run.write_text("q1 Q0 d1 1 0.9 sys\nq1 Q0 d1 2 0.5 sys\n", encoding="utf-8")
+    run.write_text("q1 Q0 d1 1 0.9 sys\nq1 Q0 d2 2 0.7 sys\nq1 Q0 d1 3 0.5 sys\n", encoding="utf-8")
     assert trec_eval_main(["-m", "map", str(qrels), str(run)]) == 2
     err = capsys.readouterr().err
     assert f"file {run}, field 'docno'" in err and "docno 'd1' is retrieved more than once" in err
+    assert "(lines 1, 3)" in err  # both lines of the duplicate, as the manual promises
     assert "on_duplicate" not in err
     # without the duplicate: d1 at rank 1 is the only relevant document, AP = 1
     run.write_text("q1 Q0 d1 1 0.9 sys\nq1 Q0 d2 2 0.5 sys\n", encoding="utf-8")
