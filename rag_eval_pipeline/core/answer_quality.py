@@ -17,7 +17,7 @@ embedder is given), ``context_relevance`` (share of retrieved chunks needed), ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
@@ -26,6 +26,7 @@ import polars as pl
 
 from rag_eval_pipeline.core.judges.base import HOLISTIC_SCORES, QualityJudge, ReverseQuestions, judge_concurrency
 from rag_eval_pipeline.core.metrics.names import QUALITY_METRICS as QUALITY_METRICS  # re-exported
+from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
 from rag_eval_pipeline.core.tables import SCHEMAS
 
 QUALITY_METHODS = ("answer_relevance", "context_relevance", "correctness", "holistic")
@@ -52,6 +53,7 @@ def answer_quality_metrics(
     embed: Callable[[list[str]], np.ndarray] | None = None,
     n_reverse_questions: int = 3,
     concurrency: int | None = None,
+    doc_id_systems: Collection[str] = (),
 ) -> pl.DataFrame:
     """Judge answer relevance, context relevance, correctness and the holistic label of every answer.
 
@@ -61,17 +63,23 @@ def answer_quality_metrics(
     judged (others get no row: their faithfulness status already says why). Judge calls run on
     ``concurrency`` threads (default ``judge.concurrency`` or 1); one failing call gives that one
     metric a null value with status ``judge_error`` and the reason in ``error`` ("<exception
-    class>: <message>", at most 200 characters), and never stops the others.
+    class>: <message>", at most 200 characters), and never stops the others. ``doc_id_systems``
+    (systems whose ids are document ids, ``chunk_map: {doc_ids: true}``): each retrieved id of theirs
+    is every chunk of its document, each a context of its own, in chunk order (as faithfulness reads
+    it, :class:`~rag_eval_pipeline.core.systems.doc_evidence.JudgingEvidence`); other systems' contexts
+    are their retrieved chunks in rank order, unchanged.
     Raises TypeError when the judge lacks the methods (check :func:`supports_quality` first).
     """
     if not supports_quality(judge):
         raise TypeError(f"judge {getattr(judge, 'name', judge)!r} lacks {QUALITY_METHODS}")
-    texts = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
+    evidence = JudgingEvidence(snapshot, doc_id_systems)
+    texts = evidence.texts
     info = golden.select("question_id", "question", "reference_answer")
     items = []
     for r in rag_runs.join(info, on="question_id", how="inner").iter_rows(named=True):
         hits = sorted((h for h in (r["retrieved"] or []) if h), key=lambda h: (h["rank"] is None, h["rank"]))
-        contexts = [texts[h["chunk_id"]] for h in hits if h["chunk_id"] in texts]
+        ids = evidence.chunk_ids(r["system"], [h["chunk_id"] for h in hits])
+        contexts = [texts[cid] for cid in ids if cid in texts]
         if r["decision"] == "answer" and (r["answer"] or "").strip() and contexts:
             items.append((r["system"], r["question_id"], r["question"], r["answer"], contexts, r["reference_answer"]))
 

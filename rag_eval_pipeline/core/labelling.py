@@ -10,6 +10,11 @@ part of the labelling page (``rag-eval label``); the page itself lives outside t
 - :func:`content_sha256` hashes what the labeller sees: the question, the answer, the claim (claim
   level) and the texts of the retrieved chunks in rank order. A label stores it; when the item's
   hash changes later, the label is stale (``core/metrics/calibration.py``).
+- A system whose ids are document ids (``chunk_map: {doc_ids: true}``, ``doc_id_systems``) retrieved
+  and cited whole documents: the person sees, and the hash covers, every chunk of each retrieved or
+  cited document in chunk order (each at the rank of the document that brought it), as the judge read
+  them (:class:`~rag_eval_pipeline.core.systems.doc_evidence.JudgingEvidence`). Chunk-id systems are
+  unchanged.
 - Access: the report's rule (``readable_by`` / ``find_leaks`` of the report module). An item is
   withheld from a labeller when any chunk its run retrieved or cited is outside the labeller's
   groups, or when its question, answer or claim contains text of such a chunk: the answer may
@@ -34,7 +39,7 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +53,7 @@ from rag_eval_pipeline.core.metrics.calibration import (
 )
 from rag_eval_pipeline.core.report.access import find_leaks, readable_by
 from rag_eval_pipeline.core.storage import write_atomic
+from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
 
 __all__ = [
     "HASH_VERSION",
@@ -122,11 +128,28 @@ def _need(df: pl.DataFrame | None, name: str, cols: Iterable[str]) -> pl.DataFra
     return df
 
 
-def _runs_index(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame):
+def _whole_documents(evidence: JudgingEvidence, system: str, hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A document-id system's hits as every chunk of each document (rank of the hit that brought it,
+    a chunk once); other systems' hits unchanged."""
+    if system not in evidence.doc_id_systems:
+        return hits
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for h in hits:
+        for c in evidence.chunk_ids(system, [h["chunk_id"]]):
+            if c not in seen:
+                seen.add(c)
+                out.append({"chunk_id": c, "rank": h["rank"]})
+    return out
+
+
+def _runs_index(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame,
+                doc_id_systems: Collection[str] = ()):
     _need(rag_runs, "rag_runs", ("system", "question_id", "retrieved", "answer", "citations"))
     _need(golden, "golden_set", ("question_id", "question"))
     _need(snapshot, "corpus_snapshot", ("chunk_id", "text", "title", "status", "acl"))
     questions = dict(zip(golden["question_id"].to_list(), golden["question"].to_list()))
+    evidence = JudgingEvidence(snapshot, doc_id_systems)
     chunks: dict[str, dict[str, Any]] = {}
     for r in snapshot.select("chunk_id", "text", "title", "status", "acl").iter_rows(named=True):
         chunks.setdefault(r["chunk_id"], r)
@@ -134,12 +157,14 @@ def _runs_index(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataF
     for r in rag_runs.select("system", "question_id", "retrieved", "answer", "citations").iter_rows(named=True):
         hits = sorted((h for h in (r["retrieved"] or []) if h and h.get("chunk_id")),
                       key=lambda h: (h["rank"] is None, h["rank"] or 0))
+        hits = _whole_documents(evidence, r["system"], hits)
+        r["cited"] = evidence.chunk_ids(r["system"], [c for c in (r.get("citations") or []) if c])
         r["hits"] = [{"chunk_id": h["chunk_id"], "rank": h["rank"],
                       "title": (chunks.get(h["chunk_id"]) or {}).get("title"),
                       "status": (chunks.get(h["chunk_id"]) or {}).get("status"),
                       "text": (chunks.get(h["chunk_id"]) or {}).get("text")} for h in hits]
         runs[(r["system"], r["question_id"])] = r
-    return questions, chunks, runs
+    return questions, chunks, runs, evidence
 
 
 def _claim_rows(judge_labels: pl.DataFrame) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -161,18 +186,21 @@ def _claim_order(claim_id: str) -> tuple:
 
 
 def build_items(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame, judge_labels: pl.DataFrame,
-                level: str, mapping: Mapping[str, Any] | None = None) -> list[LabelItem]:
+                level: str, mapping: Mapping[str, Any] | None = None,
+                doc_id_systems: Collection[str] = ()) -> list[LabelItem]:
     """Every item the judge labelled, with what the page shows and its content hash.
 
     Inputs: the ``rag_runs``, ``golden_set``, ``corpus_snapshot`` and ``judge_labels`` tables of one
     evaluation (one judge key); ``level`` "claim" or "response"; the calibration ``mapping``.
     Output: one :class:`LabelItem` per item that has a judge label after the mapping (response
     level: per answer, by the mapping's ``judge_rule``; claim level: per claim, majority over
-    repeats), sorted by key. Raises InputError when a table or column is missing; ValueError /
+    repeats), sorted by key; ``doc_id_systems`` (systems whose ids are document ids,
+    ``core.pipeline.doc_id_systems``): their items show every chunk of each retrieved or cited document
+    (module docstring). Raises InputError when a table or column is missing; ValueError /
     InputError from the mapping as :func:`~rag_eval_pipeline.core.metrics.calibration.calibrate`.
     """
     _need(judge_labels, "judge_labels", ("system", "question_id", "claim_id", "claim", "verdict", "quote", "repeat"))
-    questions, _chunks, runs = _runs_index(rag_runs, golden, snapshot)
+    questions, _chunks, runs, _evidence = _runs_index(rag_runs, golden, snapshot, doc_id_systems)
     judged, _ = judge_item_labels(judge_labels, mapping, level)
     claims = _claim_rows(judge_labels)
     items = []
@@ -191,7 +219,7 @@ def build_items(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataF
         items.append(LabelItem(
             system=row["system"], question_id=row["question_id"], claim_id=claim_id, question=q,
             answer=run["answer"], claim=claim, claims=[c["claim"] for c in answer_claims], chunks=run["hits"],
-            cited=[c for c in (run.get("citations") or []) if c], judge_label=row["label"],
+            cited=run["cited"], judge_label=row["label"],
             judge_claims=answer_claims if claim_id is None else [c for c in answer_claims if c["claim_id"] == claim_id],
             content_sha256=content_sha256(q, run["answer"], [h["text"] for h in run["hits"]], claim)))
     return items
@@ -202,7 +230,8 @@ FAMILY_LEVELS = ("citation_support", "nugget_coverage")
 
 
 def build_family_items(family: str, rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame,
-                       table: pl.DataFrame, formats: Mapping[str, Any] | None = None) -> list[LabelItem]:
+                       table: pl.DataFrame, formats: Mapping[str, Any] | None = None,
+                       doc_id_systems: Collection[str] = ()) -> list[LabelItem]:
     """The items of a verdict family the judge labelled, with what the page shows and its content hash.
 
     ``citation_support``: one item per claim of ``citation_claims`` (first repeat) that was judged
@@ -213,13 +242,15 @@ def build_family_items(family: str, rag_runs: pl.DataFrame, golden: pl.DataFrame
     (``passages`` = "answer"; the run's retrieved and cited ids are kept in ``cited`` for the withholding
     rule only). ``judge_label`` is the judge's verdict. ``content_sha256`` hashes the question, the answer,
     the item's text and the passages shown. ``formats``: system → CitationFormat for stripping markers.
+    ``doc_id_systems``: systems whose ids are document ids; a judged or retrieved id of theirs shows (and
+    hashes) every chunk of its document, as the judge read them (``passages`` keeps the judged ids).
     Raises InputError for a missing table or column, ValueError for an unknown family.
     """
     from rag_eval_pipeline.core.citations.markers import DEFAULT_FORMAT, strip_markers
 
     if family not in FAMILY_LEVELS:
         raise ValueError(f"unknown verdict family {family!r}; expected one of {FAMILY_LEVELS}")
-    questions, chunks, runs = _runs_index(rag_runs, golden, snapshot)
+    questions, chunks, runs, evidence = _runs_index(rag_runs, golden, snapshot, doc_id_systems)
     items = []
     if family == "citation_support":
         _need(table, "citation_claims", ("system", "question_id", "claim_id", "claim", "judged", "verdict", "status",
@@ -232,13 +263,13 @@ def build_family_items(family: str, rag_runs: pl.DataFrame, golden: pl.DataFrame
             ranks = {h["chunk_id"]: h["rank"] for h in run["hits"]}
             shown = [{"chunk_id": c, "rank": ranks.get(c), "title": (chunks.get(c) or {}).get("title"),
                       "status": (chunks.get(c) or {}).get("status"), "text": (chunks.get(c) or {}).get("text")}
-                     for c in r["judged"] or []]
+                     for c in evidence.chunk_ids(r["system"], r["judged"] or [])]
             same = first.filter((pl.col("system") == r["system"]) & (pl.col("question_id") == r["question_id"]))
             q = questions.get(r["question_id"])
             items.append(LabelItem(
                 system=r["system"], question_id=r["question_id"], claim_id=r["claim_id"], question=q,
                 answer=run["answer"], claim=r["claim"], claims=same["claim"].to_list(), chunks=shown,
-                cited=list(r["judged"] or []), judge_label=r["verdict"],
+                cited=evidence.chunk_ids(r["system"], r["judged"] or []), judge_label=r["verdict"],
                 judge_claims=[{"claim": r["claim"], "verdict": r["verdict"], "quote": r.get("quote")}],
                 content_sha256=content_sha256(q, run["answer"], [h["text"] for h in shown], r["claim"]),
                 passages="|".join(sorted(r["judged"] or []))))
@@ -254,7 +285,7 @@ def build_family_items(family: str, rag_runs: pl.DataFrame, golden: pl.DataFrame
         answer = strip_markers(run["answer"], (formats or {}).get(r["system"], DEFAULT_FORMAT),
                                known_chunks=known_chunks, known_docs=known_docs)
         q = questions.get(r["question_id"])
-        used = [h["chunk_id"] for h in run["hits"]] + [c for c in (run.get("citations") or []) if c]
+        used = [h["chunk_id"] for h in run["hits"]] + run["cited"]
         items.append(LabelItem(
             system=r["system"], question_id=r["question_id"], claim_id=r["nugget_id"], question=q, answer=answer,
             claim=r["nugget"], claims=[], chunks=[], cited=used, judge_label=r["verdict"],
@@ -264,15 +295,17 @@ def build_family_items(family: str, rag_runs: pl.DataFrame, golden: pl.DataFrame
 
 
 def current_content_hashes(rag_runs: pl.DataFrame, golden: pl.DataFrame, snapshot: pl.DataFrame,
-                           judge_labels: pl.DataFrame, level: str) -> dict[tuple[str, ...], str]:
+                           judge_labels: pl.DataFrame, level: str,
+                           doc_id_systems: Collection[str] = ()) -> dict[tuple[str, ...], str]:
     """Item key → :func:`content_sha256` of the item now, for every answer of ``rag_runs``.
 
     Keys: (system, question_id) at response level; (system, question_id, claim_id) at claim level
-    for every claim ``judge_labels`` holds (its claim text is part of the hash). Used by
+    for every claim ``judge_labels`` holds (its claim text is part of the hash); ``doc_id_systems`` as
+    :func:`build_items` (pass the same, or a document-id system's labels all read as stale). Used by
     ``judge_calibration`` to find stale hand labels. Raises InputError when a table or column is
     missing.
     """
-    questions, _chunks, runs = _runs_index(rag_runs, golden, snapshot)
+    questions, _chunks, runs, _evidence = _runs_index(rag_runs, golden, snapshot, doc_id_systems)
     out: dict[tuple[str, ...], str] = {}
     if level == "response":
         for (system, qid), run in runs.items():

@@ -46,14 +46,16 @@ def _load_human_labels(path, level: str, mapping=None) -> pl.DataFrame:
     return read_label_file(path, level, mapping)
 
 
-def _current_hashes(tables: tuple, judge_labels: pl.DataFrame, level: str) -> dict | None:
+def _current_hashes(tables: tuple, judge_labels: pl.DataFrame, level: str,
+                    doc_id_systems: frozenset[str] = frozenset()) -> dict | None:
     """What each item is now (content hash), to find stale hand labels; None when a table is not given.
-    ``tables``: (rag_runs, golden_set, corpus_snapshot)."""
+    ``tables``: (rag_runs, golden_set, corpus_snapshot); ``doc_id_systems``: systems whose items show
+    whole documents (``core.pipeline.doc_id_systems``), as the labelling page shows them."""
     from rag_eval_pipeline.core.labelling import current_content_hashes
     rag_runs, golden, snapshot = tables
     if rag_runs is None or golden is None or snapshot is None:
         return None
-    return current_content_hashes(rag_runs, golden, snapshot, judge_labels, level)
+    return current_content_hashes(rag_runs, golden, snapshot, judge_labels, level, doc_id_systems=doc_id_systems)
 
 
 def _current_keys(judge_labels: pl.DataFrame) -> list[tuple]:
@@ -157,13 +159,15 @@ def judge_calibration(context: dg.AssetExecutionContext, settings: EvalSettings,
     """
     from rag_eval_pipeline.core.metrics.calibration import confusion_markdown, results_to_frame
     from rag_eval_pipeline.core.metrics.variance import JUDGE_KEY
+    from rag_eval_pipeline.core.pipeline import doc_id_systems
     from rag_eval_pipeline.core.report.markdown import markdown_table
     section = settings.config.calibration
     level = section.level
     history_df = store.read(HISTORY_FILE)
     table, fresh, human = compute_calibration(
         section, judge_labels, history_df,
-        _current_hashes((rag_runs, golden_set, corpus_snapshot), judge_labels, level) if section.configured else None,
+        _current_hashes((rag_runs, golden_set, corpus_snapshot), judge_labels, level,
+                        doc_id_systems(settings.config)) if section.configured else None,
         citation_claims=citation_claims, nugget_labels=nugget_labels)
     source = str(section.human_labels) if section.configured else None
     if fresh:

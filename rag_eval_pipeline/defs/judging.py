@@ -239,7 +239,10 @@ def answer_quality(context: dg.AssetExecutionContext, judge: JudgeResource, sett
 
         encoder = load_encoder("all-MiniLM-L6-v2", "cpu")
         embed = lambda texts: encoder.encode(texts, convert_to_numpy=True)  # noqa: E731
-    quality = answer_quality_metrics(rag_runs, golden_set, corpus_snapshot, j, embed=embed)
+    from rag_eval_pipeline.core.pipeline import doc_id_systems
+
+    quality = answer_quality_metrics(rag_runs, golden_set, corpus_snapshot, j, embed=embed,
+                                     doc_id_systems=doc_id_systems(settings.config))
     errors = int((quality["status"] == "judge_error").sum())
     return dg.Output(quality, metadata={"evaluated": True, "judge_key": judge_key, "judge_model": j.model,
                                         "rows": quality.height,

@@ -175,6 +175,7 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     blocks is "fail" / "blocked" here too, the check named in ``blocking_failures``."""
     from rag_eval_pipeline.core.gates import unchanged_since_promotion
     from rag_eval_pipeline.core.labelling import current_content_hashes
+    from rag_eval_pipeline.core.pipeline import doc_id_systems
     from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
     from rag_eval_pipeline.core.report.decision import RUN_ERRORS_CHECK, decide, judge_errors_by_system, split_questions
     from rag_eval_pipeline.core.systems.error_reasons import error_share_failures
@@ -182,7 +183,8 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     section = cfg.calibration
     error = None
     try:
-        hashes = (current_content_hashes(rag_runs, golden_set, corpus_snapshot, judge_labels, section.level)
+        hashes = (current_content_hashes(rag_runs, golden_set, corpus_snapshot, judge_labels, section.level,
+                                         doc_id_systems=doc_id_systems(cfg))
                   if section.configured else None)
         table, _fresh, _human = compute_calibration(section, judge_labels, store.read(HISTORY_FILE), hashes,
                                                     citation_claims=citation_claims, nugget_labels=nugget_labels)

@@ -97,14 +97,16 @@ class LabellingSession:
                                  f"(rag-eval run --config {cfg.path} --output {self.output_dir})", path=str(p))
             tables[name] = read_table(p, name, on_migrate=_warn)
         try:
-            if family:
-                from rag_eval_pipeline.core.pipeline import citation_formats
+            from rag_eval_pipeline.core.pipeline import citation_formats, doc_id_systems
 
+            whole_docs = doc_id_systems(cfg)  # a document id shows every chunk of its document, as judged
+            if family:
                 items = build_family_items(family, tables["rag_runs"], tables["golden_set"], tables["corpus_snapshot"],
-                                           tables[FAMILY_TABLES[family]], citation_formats(cfg))
+                                           tables[FAMILY_TABLES[family]], citation_formats(cfg),
+                                           doc_id_systems=whole_docs)
             else:
                 items = build_items(tables["rag_runs"], tables["golden_set"], tables["corpus_snapshot"],
-                                    tables["judge_labels"], self.level, self.mapping)
+                                    tables["judge_labels"], self.level, self.mapping, doc_id_systems=whole_docs)
         except ValueError as exc:
             raise ConfigError(f"{cfg.path}: {exc}") from None
         shown, withheld = withhold_restricted(items, tables["corpus_snapshot"], self.groups)
