@@ -175,8 +175,8 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     blocks is "fail" / "blocked" here too, the check named in ``blocking_failures``."""
     from rag_eval_pipeline.core.gates import unchanged_since_promotion
     from rag_eval_pipeline.core.labelling import current_content_hashes
-    from rag_eval_pipeline.core.pipeline import doc_id_systems
     from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
+    from rag_eval_pipeline.core.pipeline import doc_id_systems
     from rag_eval_pipeline.core.report.decision import RUN_ERRORS_CHECK, decide, judge_errors_by_system, split_questions
     from rag_eval_pipeline.core.systems.error_reasons import error_share_failures
     cfg = settings.config
