@@ -442,9 +442,9 @@ def test_the_sample_warns_about_its_question_on_a_replaced_document(good_run):
 _HOOKS = {
     "swallow_interrupts": """
 def _blocked(path):
-    _entered()
     while True:
-        try:
+        try:  # the marker is written inside the try: a SIGTERM sent on seeing it lands in here, never before
+            _entered()
             time.sleep(3600)
         except BaseException:  # Dagster's DagsterExecutionInterruptedError included
             pass
