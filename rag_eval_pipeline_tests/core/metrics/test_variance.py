@@ -125,14 +125,19 @@ def _summary(system, value):
                          "k": pl.Series([None], dtype=pl.Int32), "value": [value]})
 
 
-def test_resolution_feeds_the_gates_noise_margin():
-    qids = [f"q{i}" for i in range(30)]
+def _every_question(cand, cand_value, base, base_value, n=30):
+    """question_metrics and metric_summary where every one of ``n`` questions has the system's one value."""
+    qids = [f"q{i}" for i in range(n)]
     qm = pl.DataFrame({
-        "system": ["cand"] * 30 + ["base"] * 30, "question_id": qids * 2, "split": ["test"] * 60,
-        "metric": ["faithfulness"] * 60, "k": pl.Series([None] * 60, dtype=pl.Int32),
-        "value": [0.6] * 30 + [0.9] * 30,
+        "system": [cand] * n + [base] * n, "question_id": qids * 2, "split": ["test"] * (2 * n),
+        "metric": ["faithfulness"] * (2 * n), "k": pl.Series([None] * (2 * n), dtype=pl.Int32),
+        "value": [cand_value] * n + [base_value] * n,
     })
-    summary = pl.concat([_summary("cand", 0.6), _summary("base", 0.9)])
+    return qm, pl.concat([_summary(cand, cand_value), _summary(base, base_value)])
+
+
+def test_resolution_feeds_the_gates_noise_margin():
+    qm, summary = _every_question("cand", 0.6, "base", 0.9)
     t = [Threshold(metric="faithfulness", max_abs_drop=0.05)]
     noisy = evaluate_gates("cand", summary, qm, "base", summary, qm, t, n_permutations=200,
                            noise_resolution=minimum_resolution(labels(THREE)))
@@ -145,13 +150,7 @@ def test_resolution_feeds_the_gates_noise_margin():
 def test_a_worse_lower_is_better_metric_is_a_rise_not_a_drop():
     # 30 questions, every one 0.6 for the baseline and 0.9 for the candidate: +0.3 on an error-like
     # metric (lower is better) is 0.3 worse; on a higher-is-better one the same values are 0.3 better.
-    qids = [f"q{i}" for i in range(30)]
-    qm = pl.DataFrame({
-        "system": ["cand"] * 30 + ["base"] * 30, "question_id": qids * 2, "split": ["test"] * 60,
-        "metric": ["faithfulness"] * 60, "k": pl.Series([None] * 60, dtype=pl.Int32),
-        "value": [0.9] * 30 + [0.6] * 30,
-    })
-    summary = pl.concat([_summary("cand", 0.9), _summary("base", 0.6)])
+    qm, summary = _every_question("cand", 0.9, "base", 0.6)
     lower = [Threshold(metric="faithfulness", max_abs_drop=0.05, max_rel_drop=0.1, higher_is_better=False)]
     [res] = evaluate_gates("cand", summary, qm, "base", summary, qm, lower, n_permutations=200)
     assert res.status == "regression"
