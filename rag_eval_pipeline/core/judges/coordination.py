@@ -97,7 +97,10 @@ import re
 from rag_eval_pipeline.core.judges.agreement import (
     _agreement,
     _chain_index,
+    _imperative,
     _inverted_subject,
+    _parallel_kinds,
+    _passive_se_own_subject,
     _plural_subject_reading,
     _shared_prefix,
     _verb_and_object,
@@ -127,6 +130,7 @@ from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal
     looks_verbal,
 )
 from rag_eval_pipeline.core.judges.morphology import (
+    FRONTED_ADVERBS,
     NUMBER_WORDS,
     PREP_EN,
     PREP_ES,
@@ -226,13 +230,15 @@ def _split_contrast(text: str) -> list[str] | None:
 
 
 def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = False,
-               participles: bool = False) -> list[str] | None:
+               participles: bool = False, comma: bool = False) -> list[str] | None:
     """[left, right made self-contained] when ``left`` has a verb and ``right`` is a clause or verb
     phrase; else None. ``consequence``: ``right`` follows "así que", "por lo que", "so", where a
     verb governing an infinitive is impersonal ("conviene salir"). ``participles``: ``right`` follows
     "and" / "y", where a bare form after a passive ("is sliced by hand and sold in bags") is an
     irregular participle (after "but" it is a predicate adjective: "is closed on Mondays but open
-    on holidays")."""
+    on holidays"). ``comma``: ``right`` follows ", y" / ", and", a clause boundary, where a time
+    adverb that opens ``right`` is the clause's fronted adverbial and the subject is carried after
+    it ("…, y después se hornea" → "Después la masa se hornea")."""
     pre = _subject_prefix(left)
     if pre is None:
         return None
@@ -242,7 +248,11 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
     prefix, lvi, lwords = pre
     if kind == "CLAUSE":
         return [left, _own_subject(right, prefix)]
-    if _impersonal(right, strength == "fronted") or consequence and _verb_then_infinitive(right):
+    rwords = _words(right)
+    if _impersonal(right, strength == "fronted") or consequence and (
+            _verb_then_infinitive(right) or _imperative(rwords)):
+        return [left, right]
+    if strength != "fronted" and _passive_se_own_subject(rwords, vi, _subject_only(prefix)):
         return [left, right]
     if strength == "fronted":
         spans = _spans(right)
@@ -262,7 +272,15 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
         prefix, lvi = plural
     elif (plural := _plural_subject_reading(left, lwords, lvi, _agreement(right))) is not None:
         prefix, lvi = plural
-    return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]
+    shared = _shared_prefix(left, prefix, lwords, lvi, right, strength)
+    rspans = _spans(right)
+    n = 0
+    while comma and shared and n < len(rspans) - 1 and fold(rspans[n].group()) in FRONTED_ADVERBS:
+        n += 1
+    if n:  # "…, y después se hornea": the time adverb before the carried subject
+        rest = right[rspans[n].start():]
+        return [left, right[: rspans[n].start()].strip() + " " + _lower_first(_join_vp(shared, rest, negate))]
+    return [left, _join_vp(shared, right, negate)]
 
 
 # --- rule 3: coordination ------------------------------------------------------------------------
@@ -297,7 +315,7 @@ def _split_coordination(text: str) -> list[str] | None:
         if not negate and _list_like(left, [right], max_words=2):
             continue
         # a bare form after "and" in a passive ("is sliced ... and sold ...") is an irregular participle
-        got = _two_parts(left, right, negate, participles=True)
+        got = _two_parts(left, right, negate, participles=True, comma=m.group().startswith(","))
         if got is not None:
             return got
     return None
@@ -419,7 +437,7 @@ def _series(left: str, right: str, negate: bool) -> list[str] | None:
         if pre is None:
             continue
         prefix, lvi, lwords = pre
-        kinds = [_conjunct_kind(r) for r in rights]
+        kinds = _parallel_kinds(rights, [_conjunct_kind(r) for r in rights], _spanish(lwords))
         if any(kd == "NP" for kd, _, _ in kinds):
             continue
         if _list_like(first, rights):

@@ -49,6 +49,12 @@ sin sobre tras""".split())
 PREP_EN = frozenset("""of in on at for with from to by about into over under after before between through
 during without within across against along among around behind below beside beyond near off onto per
 since than toward towards upon via like""".split())
+#: Prepositions that are also verb forms ("para" of parar, "entre" of entrar, "sobre" of sobrar): a
+#: closed class. Before another preposition ("para en Córdoba") such a word is read as the verb,
+#: since a preposition takes a noun phrase, an infinitive or a clause, not a prepositional phrase
+#: (RAE *Nueva gramática* §29.1); "de", "con" and "entre" after it are left to the preposition
+#: ("para con", "de entre").
+PREP_VERB_ES = frozenset("para entre sobre".split())
 SUBJECT_PRONOUNS = frozenset("it they he she él ella ellos ellas".split())
 OTHER_PRONOUNS = frozenset("""i we you me him us them itself themselves yo tú usted ustedes nosotros nosotras
 vosotros esto eso aquello ello there""".split())
@@ -62,6 +68,11 @@ ADVERBS = frozenset("""ahora siempre nunca jamás antes después luego entonces 
 solo sólo además incluso bastante muy más menos pronto hoy ayer aquí allí ahí bien mal casi apenas
 now then also only still just often always never already later soon even again usually sometimes
 recently currently once first finally really yesterday today tomorrow tonight""".split())
+#: Time and sequence adverbs that open a clause as its fronted adverbial ("…, y después se hornea",
+#: "…, and then is baked"): after ", y" / ", and" the carried subject goes after them.
+#: Folded, as :func:`fold` writes them; each is in :data:`ADVERBS`.
+FRONTED_ADVERBS = frozenset("""despues luego entonces ahora hoy ayer antes then now later today yesterday
+tomorrow tonight finally""".split())
 #: Adverbs that focus the phrase after them ("solo los socios", "only members"): part of a subject.
 FOCUS_ADVERBS = frozenset("""solo sólo incluso también tampoco además casi apenas muy más menos bastante
 only also even just too almost nearly""".split())
@@ -242,6 +253,9 @@ def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool =
         return None
     if spanish:
         form = es_form(w)
+        if low in PREP_VERB_ES and nxt in PREP_ES and nxt not in ("de", "con", "entre") \
+                and (i > 0 or conjunct_start):
+            form = "weak"  # "y para en Córdoba": a preposition cannot govern a preposition, so a verb
         if form is None and (i == 0 or prev in ("te", "no")) and _ES_SECOND_PERSON.search(low) and len(low) > 4 \
                 and not _early_accent(low) and (nxt in PREP_ES or nxt in DET_ES or nxt[:1].isdigit()):
             return "weak"  # "Dispones de 30 días", "tienes dos opciones": second person
