@@ -241,7 +241,8 @@ def _plural_head_before_auxiliary(words: list[str], k: int, i: int) -> bool:
     lockers are not included", "months already paid are not refunded", "transfers made abroad can
     take"): a third-person "-s" verb is never followed by a finite auxiliary (Quirk et al. 1985,
     §3.21: one finite verb per verb phrase)."""
-    if en_form(words[k]) != "s" or en_form(words[i]) not in ("aux", "modal") or fold(words[i]) in ("be", "been", "being"):
+    if en_form(words[k]) != "s" or en_form(words[i]) not in ("aux", "modal") \
+            or fold(words[i]) in ("be", "been", "being"):
         return False
     return all(fold(w) in ADVERBS or en_form(w) in ("bare", "ed") and not w[:1].isupper() for w in words[k + 1:i])
 
