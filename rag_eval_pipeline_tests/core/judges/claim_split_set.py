@@ -591,7 +591,8 @@ ENGLISH_EXTRA: list[tuple[str, list[str]]] = [
 #: bare plural subject before an auxiliary or modal after a contrast or consequence; an English
 #: imperative after ", so"; a time adverb opening a clause after ", y" / ", and"; a Spanish
 #: preposition-homograph ("para") read as a verb before a preposition; the third verb of a series
-#: whose "-s" form is followed by a bare word.
+#: whose "-s" form is followed by a bare word; a possessive subject with a focus adverb before its
+#: verb (a second group, written the same way after the first was developed against).
 SPANISH_V9: list[tuple[str, list[str]]] = [
     # passive "se", the verb disagreeing in number with the first subject
     ("La tienda abre los domingos, pero no se aceptan devoluciones ese día.",
@@ -631,6 +632,11 @@ SPANISH_V9: list[tuple[str, list[str]]] = [
     # a series of three verbs
     ("El dron graba en 4K, esquiva obstáculos y resiste vientos fuertes.",
      ["El dron graba en 4K.", "El dron esquiva obstáculos.", "El dron resiste vientos fuertes."]),
+    # a possessive subject with a focus adverb before its verb
+    ("El coche gasta poco, pero su maletero solo admite dos maletas.",
+     ["El coche gasta poco.", "El maletero del coche solo admite dos maletas."]),
+    ("La furgoneta es nueva, y su motor apenas hace ruido.",
+     ["La furgoneta es nueva.", "El motor de la furgoneta apenas hace ruido."]),
 ]
 
 ENGLISH_V9: list[tuple[str, list[str]]] = [
@@ -668,6 +674,11 @@ ENGLISH_V9: list[tuple[str, list[str]]] = [
      ["Users can upload photos.", "Users can manage shared albums.", "Users can download backups."]),
     ("The store opens at nine, and prices drop on Fridays.",
      ["The store opens at nine.", "Prices drop on Fridays."]),
+    # a possessive subject with a focus adverb before its verb
+    ("The car uses little fuel, but its boot only holds two suitcases.",
+     ["The car uses little fuel.", "The car's boot only holds two suitcases."]),
+    ("The van is new, and its engine barely makes a sound.",
+     ["The van is new.", "The van's engine barely makes a sound."]),
 ]
 
 
