@@ -453,7 +453,10 @@ def _own_subject(right: str, left_subject: str) -> str:
             pp_noun = pp_noun or w not in DETERMINERS
             continue  # the fronted phrase "after that", "durante una semana"
         if w in _POSSESSIVES and i + 1 < gs:
-            noun_end = spans[gs - 1].end()
+            last = gs - 1
+            while last > i + 1 and (fold(words[last]) in ADVERBS or fold(words[last]) in NEGATIONS):
+                last -= 1  # "su maletero solo admite": the adverb before the verb is not the noun's
+            noun_end = spans[last].end()
             comma = right.find(",", spans[i + 1].end(), noun_end)
             if comma > 0:
                 noun_end = comma  # "su torre, restaurada en 1990, es ...": the phrase ends at the comma

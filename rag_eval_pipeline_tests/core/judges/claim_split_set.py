@@ -592,7 +592,8 @@ ENGLISH_EXTRA: list[tuple[str, list[str]]] = [
 #: imperative after ", so"; a time adverb opening a clause after ", y" / ", and"; a Spanish
 #: preposition-homograph ("para") read as a verb before a preposition; the third verb of a series
 #: whose "-s" form is followed by a bare word; a possessive subject with a focus adverb before its
-#: verb (a second group, written the same way after the first was developed against).
+#: verb and a Spanish sentence with few function words (a second group, written the same way after
+#: the first was developed against).
 SPANISH_V9: list[tuple[str, list[str]]] = [
     # passive "se", the verb disagreeing in number with the first subject
     ("La tienda abre los domingos, pero no se aceptan devoluciones ese día.",
@@ -637,6 +638,11 @@ SPANISH_V9: list[tuple[str, list[str]]] = [
      ["El coche gasta poco.", "El maletero del coche solo admite dos maletas."]),
     ("La furgoneta es nueva, y su motor apenas hace ruido.",
      ["La furgoneta es nueva.", "El motor de la furgoneta apenas hace ruido."]),
+    # a Spanish sentence with few function words, one of them "a" (also English)
+    ("Ana viaja a Lima, pero su hermano vive a dos horas.",
+     ["Ana viaja a Lima.", "El hermano de Ana vive a dos horas."]),
+    ("Marta escribe novelas, pero su marido pinta cuadros.",
+     ["Marta escribe novelas.", "El marido de Marta pinta cuadros."]),
 ]
 
 ENGLISH_V9: list[tuple[str, list[str]]] = [
