@@ -361,9 +361,24 @@ def _agreeing_adjective(words: list[str], i: int) -> bool:
     return any(noun.endswith(e) and adj.endswith(e) for e in ("as", "os", "a", "o"))
 
 
+#: Closed-class words of one language only (determiners, prepositions, clitics, conjunctions,
+#: relatives), folded; words of both ("a", "no", "me") count for neither.
+_ES_ONLY = frozenset(DET_ES | PREP_ES | CLITICS_ES | frozenset(
+    "y e ni o u pero sino que como donde cuando quien cual porque aunque mientras".split()))
+_EN_ONLY = frozenset(DET_EN | PREP_EN | frozenset("and or nor but yet what which who whom whose".split()))
+_ES_CLOSED = frozenset(ES_MARKERS | _ES_ONLY) - (EN_MARKERS | _EN_ONLY)
+_EN_CLOSED = frozenset(EN_MARKERS | _EN_ONLY) - (ES_MARKERS | _ES_ONLY)
+
+
 def is_spanish(words: list[str]) -> bool:
-    """True when more of ``words`` (surface words, folded here) are Spanish than English function
-    words (:data:`~rag_eval_pipeline.core.judges.tokens.ES_MARKERS`, ``EN_MARKERS``; ties: English)."""
-    es = sum(fold(w) in ES_MARKERS for w in words)
-    en = sum(fold(w) in EN_MARKERS for w in words)
+    """True when more of ``words`` (surface words, folded here) are Spanish than English
+    closed-class words: :data:`~rag_eval_pipeline.core.judges.tokens.ES_MARKERS`, ``EN_MARKERS``
+    and the determiners, prepositions, clitics and conjunctions of this module, a word of both
+    languages ("a", "no") counting for neither ("Ana viaja a Lima, pero su hermano ..." is Spanish
+    by "pero" and "su"); ties: English."""
+    es = en = 0
+    for w in words:
+        f = fold(w)
+        es += f in _ES_CLOSED
+        en += f in _EN_CLOSED
     return es > en
