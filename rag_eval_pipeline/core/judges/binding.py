@@ -76,8 +76,8 @@ def swapped(claim_text: str, claim_numbers: frozenset[str], sentence_text: str, 
     Input: the claim's text and canonical numbers, the sentence's text and language. Output: bool;
     False when the claim has no number but a name's ("IL-1"; :mod:`number_kinds`), neither a name
     of the sentence nor a word that tells its facts apart (:func:`telling_words`, used only when
-    the claim names nothing the sentence capitalises), is a verbatim part of the sentence (a quote cut at a semicolon may span two of its
-    facts), or the sentence is one fact."""
+    the claim names nothing the sentence capitalises), is a verbatim part of the sentence (a quote
+    cut at a semicolon may span two of its facts), or the sentence is one fact."""
     kinds = number_kinds(claim_text, language)
     claim_numbers = frozenset(n for n in claim_numbers if kinds.get(n) != frozenset({"name"}))
     if not claim_numbers or _flat(claim_text) in _flat(sentence_text):
