@@ -61,7 +61,12 @@ noun phrase be the plural subject ("Young drivers pay more and must carry ...");
 a passive and "and" is an irregular participle ("is sliced ... and sold ..."); a Spanish verb after
 a fronted phrase that disagrees in number with the subject that would be carried, with a noun
 phrase after it, has its own subject ("..., y en él viven truchas"); and gapping takes a name as
-the remnant of a name ("Ana visitó Roma en mayo y París en junio").
+the remnant of a name ("Ana visitó Roma en mayo y París en junio"). Rule version 9 adds: an English
+"-s" word followed by a finite auxiliary or modal is a plural subject ("but lockers are not
+included"); in an English series whose other conjuncts are verb phrases, a conjunct that would be a
+clause with a bare subject of their verbs' form is a verb phrase too ("…, avoids obstacles and
+resists wind up to 40 km/h"); a Spanish preposition that is also a verb form, before another
+preposition, is the verb ("y para en Córdoba").
 
 Rules 1 and 3 live here; rules 2, 4 and 5 in :mod:`~rag_eval_pipeline.core.judges.relatives`; the
 clause pieces they share (first verb, subject, a conjunct's kind) in
@@ -77,9 +82,13 @@ without the first conjunct's fronted phrases when the second conjunct has its ow
 museo abre ..., y en julio abre ..." → "En julio el museo abre ..."; "Yesterday it ..." gives "it").
 Nothing is carried into a clause with no subject to take: existential "hay"; after a fronted
 phrase, a passive "se" whose subject follows the verb ("y desde 2024 se ofrecen funciones"); after
-"así que" / "por lo que" / "so", a full verb governing an infinitive ("conviene reservar"); an
-extraposed "it" ("it is wise to drive slowly", but not "it is easy to fold", whose infinitive has
-no object of its own). A pronoun after a preposition ("en ella", "with it") is not a subject.
+"así que" / "por lo que" / "so", a full verb governing an infinitive ("conviene reservar") or "se" +
+modal + infinitive ("no se debe conducir"); after "so", an imperative ("so drive slowly", "so do not
+take them"); a Spanish passive "se" whose verb disagrees in number with the subject that would be
+carried ("pero no se aceptan devoluciones"); an extraposed "it" ("it is wise to drive slowly", but
+not "it is easy to fold", whose infinitive has no object of its own). A pronoun after a
+preposition ("en ella", "with it") is not a subject. After ", y" / ", and", a time adverb opening
+the clause goes before the carried subject ("…, y luego se hornea" → "Luego el pan se hornea").
 
 **Kept whole.** A question; a sentence that starts with a condition or concession ("Si", "Cuando", "If",
 "Unless", "Aunque", ...); coordination after a condition, exception or cause in the same clause
