@@ -31,6 +31,7 @@ from rag_eval_pipeline.core.judges.morphology import (
     is_name,
     is_number,
     is_spanish,
+    plural_head_before_auxiliary,
 )
 
 DETERMINERS = DET_ES | DET_EN
@@ -205,7 +206,7 @@ def _conjunct_kind(text: str) -> tuple[str, str | None, int]:
             bare_noun = (es_form(words[k]) is None) if spanish else en_form(words[k]) in ("bare", None)
             if (f is not None and bare_noun and (f == "strong" or i + 1 < len(words))) or (
                     not spanish and f is not None and en_form(words[k]) == "s" and en_form(words[i]) == "bare") \
-                    or not spanish and _plural_head_before_auxiliary(words, k, i):
+                    or not spanish and plural_head_before_auxiliary(words, k, i):
                 k = len(words)  # "version 2.5 added", "registration closes", "customers pay": subject, verb
                 break
     if k < len(words):
@@ -233,18 +234,6 @@ def _conjunct_kind(text: str) -> tuple[str, str | None, int]:
     if vi is not None and vi > 0:
         return "VP", "fronted", vi
     return "NP", None, -1
-
-
-def _plural_head_before_auxiliary(words: list[str], k: int, i: int) -> bool:
-    """English agreement: an "-s" word at ``k`` followed, across adverbs and bare or "-ed" modifiers
-    only, by a finite auxiliary or modal at ``i`` is a plural noun, the auxiliary's subject ("but
-    lockers are not included", "months already paid are not refunded", "transfers made abroad can
-    take"): a third-person "-s" verb is never followed by a finite auxiliary (Quirk et al. 1985,
-    §3.21: one finite verb per verb phrase)."""
-    if en_form(words[k]) != "s" or en_form(words[i]) not in ("aux", "modal") \
-            or fold(words[i]) in ("be", "been", "being"):
-        return False
-    return all(fold(w) in ADVERBS or en_form(w) in ("bare", "ed") and not w[:1].isupper() for w in words[k + 1:i])
 
 
 def _spanish_clitic(words: list[str], k: int) -> bool:

@@ -322,6 +322,19 @@ def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool =
     return "weak" if i + 1 < len(words) and words[i + 1][:1].isupper() and words[i - 1][:1].isupper() else None
 
 
+def plural_head_before_auxiliary(words: list[str], k: int, i: int) -> bool:
+    """English agreement: an "-s" word at ``k`` followed, across adverbs and bare or "-ed" modifiers
+    only, by a finite auxiliary or modal at ``i`` is a plural noun, the auxiliary's subject ("but
+    lockers are not included", "months already paid are not refunded", "transfers made abroad can
+    take"): a third-person "-s" verb is never followed by a finite auxiliary (Quirk et al. 1985,
+    §3.21: one finite verb per verb phrase). Input: a clause's words and two indices into them,
+    ``k`` < ``i`` (IndexError outside). Output: bool."""
+    if en_form(words[k]) != "s" or en_form(words[i]) not in ("aux", "modal") \
+            or fold(words[i]) in ("be", "been", "being"):
+        return False
+    return all(fold(w) in ADVERBS or en_form(w) in ("bare", "ed") and not w[:1].isupper() for w in words[k + 1:i])
+
+
 #: Spanish clitics that are never articles: before a finite verb they mark it ("se fundó").
 _PROCLITICS = frozenset("se le les me te nos os".split())
 
