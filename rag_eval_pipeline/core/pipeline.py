@@ -415,7 +415,8 @@ def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame | pl.LazyFrame
                   snapshot: pl.DataFrame) -> pl.DataFrame:
     """Aggregate per-question metrics by system, split, segment and k, with counts and 95% intervals.
     ``question_metrics`` may be a LazyFrame (a scanned file): it is then read in batches."""
-    from rag_eval_pipeline.core.metrics.summary import question_segments, summarise
+    from rag_eval_pipeline.core.metrics.segments import question_segments
+    from rag_eval_pipeline.core.metrics.summary import summarise
 
     segments = question_segments(golden, snapshot)
     return tables.conform(
