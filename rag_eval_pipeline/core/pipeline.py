@@ -429,6 +429,6 @@ def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame | pl.LazyFrame
 def citation_formats(cfg: EvalConfig) -> dict:
     """system name → its :class:`~rag_eval_pipeline.core.citations.markers.CitationFormat` (the
     ``citation_format`` of its ``systems`` entry; every marker syntax when absent)."""
-    from rag_eval_pipeline.core.citations.judging import formats_for_systems
+    from rag_eval_pipeline.core.citations.answers import formats_for_systems
 
     return formats_for_systems(list(cfg.systems))
