@@ -319,7 +319,34 @@ def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool =
     # noun a preposition may follow ("customers pay for returns")
     if starts_complement:
         return "weak"  # first_verb meets it before any object, so "the law came into force" is a verb
+    if _after_plural_noun_phrase(words, i, p):
+        return "weak"
     return "weak" if i + 1 < len(words) and words[i + 1][:1].isupper() and words[i - 1][:1].isupper() else None
+
+
+_POSSESSIVE_EN = frozenset("my your his her its our their".split())
+
+
+def _after_plural_noun_phrase(words: list[str], i: int, p: int) -> bool:
+    """English agreement: a bare form after the plural noun phrase that opens the clause with a
+    determiner other than a possessive ("the", "most", adjectives between: "The tablets contain
+    lactose", "The new trains carry bikes") agrees
+    with it as a present-tense verb when an open-class word, its object, follows; not when that word
+    is itself an "-s" verb before its complement ("The sports bag costs 20 euros": "costs" is the
+    verb). Quirk et al. 1985, §10.34 (subject-verb concord)."""
+    if p != i - 1 or en_form(words[p]) != "s" or words[p][:1].isupper() or i + 1 >= len(words):
+        return False
+    k = p - 1
+    while k >= 0 and k > p - 3 and en_form(words[k]) == "bare" and not words[k][:1].isupper():
+        k -= 1  # adjectives before the noun
+    if k != 0 or words[0].casefold() not in DET_EN or words[0].casefold() in _POSSESSIVE_EN:
+        return False  # the clause's opening noun phrase, not a possessive's ("his friends hermione …")
+    nxt = words[i + 1]
+    if nxt[:1].isupper() or en_form(nxt) not in ("bare", "s"):
+        return False
+    after = words[i + 2].casefold() if i + 2 < len(words) else ""
+    return not (en_form(nxt) == "s" and (after in DET_EN or after[:1].isdigit() or after in NUMBER_WORDS
+                                         or after in PREP_EN))
 
 
 def plural_head_before_auxiliary(words: list[str], k: int, i: int) -> bool:
