@@ -29,10 +29,6 @@ The mechanism is Python's ``forkserver`` start method with its preload list
 ``multiprocessing.set_forkserver_preload``), as Dagster's ``multiprocess_executor`` exposes it in its
 ``start_method`` config (https://docs.dagster.io/api/dagster/execution).
 
-Everything loaded is then frozen (``gc.freeze()``, as Python's documentation advises before forking,
-https://docs.python.org/3/library/gc.html#gc.freeze): a step's full garbage collections never traverse what it
-inherited, and so never write to those pages either (each child would otherwise copy them).
-
 Nothing is opened here (no database connection, no file handle): a connection made before the fork would be
 shared by every child. Without ``DAGSTER_HOME`` (an ephemeral instance, where the multiprocess executor does
 not run) only the code location is loaded.
@@ -40,7 +36,6 @@ not run) only the code location is loaded.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 
@@ -105,4 +100,3 @@ def preload(dagster_home: str | None = None) -> list[str]:
 
 
 preload()
-gc.freeze()  # see the module docstring
