@@ -27,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rag_eval_pipeline.core.judges.cache import JudgeCache  # noqa: E402
-from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge, judge_many  # noqa: E402
+from rag_eval_pipeline.core.judges.many import judge_many  # noqa: E402
+from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge  # noqa: E402
 from rag_eval_pipeline_tests.servers.fault_server import FaultServer  # noqa: E402
 
 CTX = ["El museo abre de martes a domingo de 10 a 18 horas. La entrada general cuesta 8 euros.",

@@ -11,7 +11,7 @@ JUDGE_ERROR. A SUPPORTED or PARTIAL verdict needs its quote found by code in the
 stored as NOT_SUPPORTED (:data:`~rag_eval_pipeline.core.citations.judging.DOWNGRADE_PREFIX`).
 
 Runs that are not answers (abstained, clarify, run_error, abstention text, blank: the statuses of
-:func:`~rag_eval_pipeline.core.citations.judging.answer_status`) and questions without claims get no
+:func:`~rag_eval_pipeline.core.citations.answers.answer_status`) and questions without claims get no
 rows: the metrics (:mod:`rag_eval_pipeline.core.metrics.nuggets`) report them null, counted apart,
 never 0. Nothing here imports Dagster.
 """
@@ -24,7 +24,8 @@ from typing import Any
 
 import polars as pl
 
-from rag_eval_pipeline.core.citations.judging import answer_status, call_support, checked_verdicts
+from rag_eval_pipeline.core.citations.answers import answer_status
+from rag_eval_pipeline.core.citations.judging import call_support, checked_verdicts
 from rag_eval_pipeline.core.citations.markers import DEFAULT_FORMAT, CitationFormat, strip_markers
 from rag_eval_pipeline.core.errors import SchemaError
 from rag_eval_pipeline.core.judges.abstention import phrases_from_config

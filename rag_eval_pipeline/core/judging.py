@@ -246,7 +246,7 @@ def _call_judge(judge: Judge, pending: list, concurrency: int, kwargs: dict,
     if isinstance(judge, JudgesInBatches) and not kwargs and len(pending) > 1:
         return _call_in_batches(judge, pending, on_result)
     if concurrency > 1 and len(pending) > 1:
-        from rag_eval_pipeline.core.judges.openai_compatible import judge_many
+        from rag_eval_pipeline.core.judges.many import judge_many
 
         seen_errors = [0]
 

@@ -415,7 +415,8 @@ def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame | pl.LazyFrame
                   snapshot: pl.DataFrame) -> pl.DataFrame:
     """Aggregate per-question metrics by system, split, segment and k, with counts and 95% intervals.
     ``question_metrics`` may be a LazyFrame (a scanned file): it is then read in batches."""
-    from rag_eval_pipeline.core.metrics.summary import question_segments, summarise
+    from rag_eval_pipeline.core.metrics.segments import question_segments
+    from rag_eval_pipeline.core.metrics.summary import summarise
 
     segments = question_segments(golden, snapshot)
     return tables.conform(
@@ -428,6 +429,6 @@ def build_summary(cfg: EvalConfig, question_metrics: pl.DataFrame | pl.LazyFrame
 def citation_formats(cfg: EvalConfig) -> dict:
     """system name → its :class:`~rag_eval_pipeline.core.citations.markers.CitationFormat` (the
     ``citation_format`` of its ``systems`` entry; every marker syntax when absent)."""
-    from rag_eval_pipeline.core.citations.judging import formats_for_systems
+    from rag_eval_pipeline.core.citations.answers import formats_for_systems
 
     return formats_for_systems(list(cfg.systems))

@@ -98,7 +98,7 @@ def golden_consistent_with_snapshot(golden_set: pl.DataFrame, corpus_snapshot: p
 
 
 def golden_evidence_is_current(golden_set: pl.DataFrame, corpus_snapshot: pl.DataFrame) -> dg.AssetCheckResult:
-    # The same evidence as the report's doc_status segments (core.metrics.summary.question_segments).
+    # The same evidence as the report's doc_status segments (core.metrics.segments.question_segments).
     from rag_eval_pipeline.core.metrics.decisions import evidence_chunks
     order = golden_set.select("question_id").with_row_index("_row")
     stale = (

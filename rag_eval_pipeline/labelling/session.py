@@ -13,13 +13,12 @@ from typing import Any
 
 from rag_eval_pipeline.core.config import EvalConfig
 from rag_eval_pipeline.core.errors import ConfigError, InputError
+from rag_eval_pipeline.core.label_file import LabelFile, label_options
 from rag_eval_pipeline.core.labelling import (
     FAMILY_LEVELS,
-    LabelFile,
     LabelItem,
     build_family_items,
     build_items,
-    label_options,
     stratified_order,
     withhold_restricted,
 )

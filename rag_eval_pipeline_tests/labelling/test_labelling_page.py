@@ -192,7 +192,7 @@ def test_label_finds_the_tables_where_rag_eval_run_writes_them(tmp_path, capsys,
 
 
 def test_the_label_files_lock_is_ignored_by_git(tmp_path):
-    from rag_eval_pipeline.core.labelling import LabelFile
+    from rag_eval_pipeline.core.label_file import LabelFile
     from rag_eval_pipeline_tests.conftest import REPO_ROOT
 
     (tmp_path / "human_labels.jsonl").write_text("", encoding="utf-8")

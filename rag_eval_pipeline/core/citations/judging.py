@@ -1,14 +1,8 @@
 """Citation tables: every citation of every answer, its validity, and its support judged through the
 judge's :class:`~rag_eval_pipeline.core.judges.base.JudgesSupport` capability.
 
-**Claims and their citations.** An answered run (decision ``answer``, text not an abstention; the
-statuses of :func:`answer_status` are skipped, as faithfulness skips them) is read with its system's
-:class:`~rag_eval_pipeline.core.citations.markers.CitationFormat`: markers are stripped and bound to
-citation units, and each unit's claims (:func:`~rag_eval_pipeline.core.judges.rule_based.checkable_claims`,
-ids ``<question_id>:c<n>`` in answer order) take the unit's citations. An answer without inline
-markers binds its run-log ``citations`` (answer level) to every claim; an answer with markers binds
-by marker, and a logged citation no marker names is listed bound to no claim. A claim "needs a
-citation" unless it is a question or speaks in the first person.
+Every answered run is read by :func:`~rag_eval_pipeline.core.citations.answers.read_answers` (its claims,
+the citations bound to each, their validity); this module judges the claims' support and writes the rows.
 
 **Support** (ALCE, Gao et al., EMNLP 2023; the TREC 2024 RAG support view, Thakur et al., arXiv
 2504.15205). The passages shown to the judge are the claim's cited chunks that are in the snapshot
@@ -40,17 +34,15 @@ depends on is JUDGE_ERROR. Nothing here imports Dagster.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
-from rag_eval_pipeline.core.citations.markers import DEFAULT_FORMAT, CitationFormat, Reference, parse_answer
-from rag_eval_pipeline.core.citations.validity import SnapshotIndex, check_citation
+from rag_eval_pipeline.core.citations.answers import CitedAnswer, CitedClaim, read_answers
+from rag_eval_pipeline.core.citations.markers import CitationFormat
 from rag_eval_pipeline.core.errors import SchemaError
-from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
 from rag_eval_pipeline.core.judges.base import JudgesSupport, SupportRequest, SupportVerdict, judge_concurrency
 from rag_eval_pipeline.core.judges.quotes import normalise_text
 from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
@@ -61,56 +53,6 @@ FAMILY = "citation_support"
 DOWNGRADE_PREFIX = "[downgraded: quote not found in the passages judged] "
 #: citation_claims.status values.
 CLAIM_STATUSES = ("judged", "uncited", "no_judgeable_citation", "not_a_claim", "judge_error")
-_DECISION_STATUS = {"abstain": "abstained", "clarify": "clarify", "error": "run_error"}
-
-
-def answer_status(decision: str | None, answer: str | None, phrases: Mapping[str, Any] | None = None) -> str | None:
-    """Why an answer is not evaluated for citations or nuggets, or None when it is: "abstained",
-    "clarify", "run_error" (by decision), "abstention_text_in_answer" (decision ``answer`` but the
-    text abstains, :func:`~rag_eval_pipeline.core.judges.abstention.abstention_phrase`), "no_claims"
-    (blank answer). The same statuses faithfulness gives these answers (core/judging.py)."""
-    fixed = _DECISION_STATUS.get(decision or "")
-    if fixed:
-        return fixed
-    if abstention_phrase(answer, phrases):
-        return "abstention_text_in_answer"
-    if not (answer and answer.strip()):
-        return "no_claims"
-    return None
-
-
-def formats_for_systems(systems: Sequence[Any], where: str = "systems") -> dict[str, CitationFormat]:
-    """system name → :class:`CitationFormat` from the configuration's ``systems`` entries (typed
-    sections or mappings; key ``citation_format``, absent = every syntax). Raises ConfigError naming
-    the entry."""
-    out = {}
-    for i, s in enumerate(systems):
-        name = s.get("name") if isinstance(s, Mapping) else getattr(s, "name", None)
-        value = s.get("citation_format") if isinstance(s, Mapping) else getattr(s, "citation_format", None)
-        if name:
-            out[name] = CitationFormat.from_config(value, f"{where}[{i}].citation_format")
-    return out
-
-
-@dataclass
-class _Claim:
-    system: str
-    qid: str
-    claim_id: str
-    unit: int
-    text: str
-    needs: bool
-    refs: list[tuple[str, str | None, Reference]]  # (origin, marker text, reference)
-    judged: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _Answer:
-    system: str
-    qid: str
-    question: str
-    claims: list[_Claim]
-    rows: list[dict[str, Any]]  # validity rows (claim_id may be None), without judge fields
 
 
 def judge_citations(
@@ -166,108 +108,21 @@ def judge_citations(
     return claims, cites
 
 
-def read_answers(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.DataFrame, *,
-                 formats: Mapping[str, CitationFormat] | None = None,
-                 abstention_phrases: Mapping[str, Any] | None = None) -> list[_Answer]:
-    """Every answered run's claims, their bound citations and the citations' validity (no judge)."""
-    from rag_eval_pipeline.core.judges.rule_based import checkable_claims, fixed_reason
-
-    index = SnapshotIndex(snapshot)
-    known_chunks, known_docs = set(index.chunks), set(index.docs)
-    phrases = phrases_from_config(abstention_phrases)
-    groups = {q: list(g or []) for q, g in golden.select("question_id", "user_groups").iter_rows()}
-    questions = dict(golden.select("question_id", "question").iter_rows())
-    out: list[_Answer] = []
-    for run in rag_runs.select("system", "question_id", "retrieved", "decision", "answer",
-                               "citations").iter_rows(named=True):
-        system, qid = run["system"], run["question_id"]
-        if answer_status(run["decision"], run["answer"], phrases) is not None:
-            continue
-        hits = [h for h in (run["retrieved"] or []) if h is not None]
-        hits = sorted(enumerate(hits), key=lambda ih: (ih[1]["rank"] is None, ih[1]["rank"], ih[0]))
-        retrieved = [h["chunk_id"] for _, h in hits]
-        ranks = {cid: i for i, cid in enumerate(retrieved, start=1)}
-        log = [c for c in (run["citations"] or []) if c]
-        fmt = (formats or {}).get(system, DEFAULT_FORMAT)
-        parsed = parse_answer(run["answer"], fmt, retrieved=retrieved, citations=log,
-                              known_chunks=known_chunks, known_docs=known_docs)
-        inline = bool(parsed.markers)
-        user_groups = groups.get(qid, [])
-        claims: list[_Claim] = []
-        rows: list[dict[str, Any]] = []
-        bound_targets: set[str] = set()
-
-        def row(claim_id: str | None, unit: int | None, origin: str, marker: str | None, ref: Reference,
-                *, _ranks: dict = ranks, _groups: list = user_groups, _system: str = system,
-                _qid: str = qid) -> dict[str, Any]:
-            base = {"system": _system, "question_id": _qid, "claim_id": claim_id, "unit": unit, "origin": origin,
-                    "marker": marker, "written": ref.written, "target": ref.target, "level": ref.level,
-                    "problem": ref.problem}
-            if ref.problem is not None:
-                return {**base, "in_snapshot": None, "retrieved": None, "rank": None, "status": None,
-                        "replaced_by": None, "readable": None, "valid": False, "failures": [ref.problem]}
-            assert ref.target is not None  # a reference without a problem is resolved
-            chk = check_citation(ref.target, ref.level, index, _ranks, _groups)
-            return {**base, "in_snapshot": chk.in_snapshot, "retrieved": chk.retrieved, "rank": chk.rank,
-                    "status": chk.status, "replaced_by": chk.replaced_by, "readable": chk.readable,
-                    "valid": chk.valid, "failures": list(chk.failures)}
-
-        n = 0
-        for u in range(len(parsed.units)):
-            if inline:
-                refs: list[tuple[str, str | None, Reference]] = []
-                seen: set[tuple[str, str | None]] = set()
-                for m in parsed.markers:
-                    if m.unit != u:
-                        continue
-                    for r in m.references:
-                        key = (r.level, r.target)
-                        if r.problem is None and key in seen:
-                            continue
-                        seen.add(key)
-                        refs.append(("inline", m.text, r))
-            else:
-                refs = [("run_log", None, Reference(c, c)) for c in log]
-            texts = checkable_claims(parsed.unit_text(u))
-            if not texts and inline:  # a marker on a unit that states nothing ("Sí [1].")
-                rows += [row(None, u + 1, o, mk, r) for o, mk, r in refs]
-            for text in texts:
-                n += 1
-                c = _Claim(system, qid, f"{qid}:c{n}", u + 1, text, fixed_reason(text) is None, refs)
-                for o, mk, r in refs:
-                    rr = row(c.claim_id, u + 1, o, mk, r)
-                    rows.append(rr)
-                    if r.problem is None and r.target is not None:
-                        bound_targets.add(r.target)
-                        if rr["in_snapshot"] and rr["retrieved"] and r.level == "chunk" and r.target not in c.judged:
-                            c.judged.append(r.target)
-                claims.append(c)
-        if not inline and not claims:  # logged citations of an answer that states nothing checkable
-            rows += [row(None, None, "run_log", None, Reference(c, c)) for c in log]
-        if inline:
-            for m in parsed.markers:
-                if m.unit < 0:
-                    rows += [row(None, None, "inline", m.text, r) for r in m.references]
-            rows += [row(None, None, "run_log", None, Reference(c, c)) for c in log if c not in bound_targets]
-        out.append(_Answer(system, qid, questions.get(qid, ""), claims, rows))
-    return out
-
-
 # ------------------------------------------------------------------------------------------------ judging
 
 
-def _key(ans: _Answer, kind: str, passages: tuple[str, ...]) -> tuple:
+def _key(ans: CitedAnswer, kind: str, passages: tuple[str, ...]) -> tuple:
     return (ans.system, ans.qid, kind, passages)
 
 
-def _first_wave(answers: list[_Answer], texts: JudgingEvidence, rep: int
+def _first_wave(answers: list[CitedAnswer], texts: JudgingEvidence, rep: int
                 ) -> dict[tuple, tuple[SupportRequest, list[str]]]:
     """The joint requests (one per answer and distinct set of judged chunks, its claims batched) and,
     for sets of two or more chunks, the alone requests (one per answer and chunk)."""
     key = _key
     first: dict[tuple, tuple[SupportRequest, list[str]]] = {}
     for ans in answers:
-        groups: dict[tuple[str, ...], list[_Claim]] = {}
+        groups: dict[tuple[str, ...], list[CitedClaim]] = {}
         for c in ans.claims:
             if c.needs and c.judged:
                 groups.setdefault(tuple(c.judged), []).append(c)
@@ -297,7 +152,7 @@ def support_requests(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.
     return [req for req, _ in _first_wave(answers, texts, 0).values()], bound
 
 
-def _judge_all(judge: Any, answers: list[_Answer], texts: JudgingEvidence, rep: int
+def _judge_all(judge: Any, answers: list[CitedAnswer], texts: JudgingEvidence, rep: int
                ) -> dict[tuple, dict[str, tuple]]:
     """Run the joint, alone and leave-one-out requests of every answer. Output: request key →
     {claim_id: (verdict, quote, quote_found, quote_chunk_id, justification, error)}."""
@@ -326,12 +181,12 @@ def _judge_all(judge: Any, answers: list[_Answer], texts: JudgingEvidence, rep: 
     return results
 
 
-def _claims_of(prev: tuple[SupportRequest, list[str]], ans: _Answer) -> list[_Claim]:
+def _claims_of(prev: tuple[SupportRequest, list[str]], ans: CitedAnswer) -> list[CitedClaim]:
     ids = set(prev[1])
     return [c for c in ans.claims if c.claim_id in ids]
 
 
-def _request(ans: _Answer, claims: list[_Claim], cited: tuple[str, ...], evidence: JudgingEvidence,
+def _request(ans: CitedAnswer, claims: list[CitedClaim], cited: tuple[str, ...], evidence: JudgingEvidence,
              rep: int) -> tuple[SupportRequest, list[str]]:
     # the passages of the cited chunks: a document-id system's citation is every chunk of its document
     passage_ids = tuple(evidence.chunk_ids(ans.system, cited))
@@ -414,7 +269,7 @@ def checked_verdicts(req: SupportRequest, result: list[SupportVerdict] | Excepti
 # ------------------------------------------------------------------------------------------------ rows
 
 
-def _rows_for_answer(ans: _Answer, verdicts: Mapping[tuple, Mapping[str, tuple]], supports: bool, judge: Any
+def _rows_for_answer(ans: CitedAnswer, verdicts: Mapping[tuple, Mapping[str, tuple]], supports: bool, judge: Any
                      ) -> tuple[list[dict], list[dict]]:
     no_cap = (f"judge {getattr(judge, 'name', judge)!r} cannot judge citation support "
               "(it does not implement JudgesSupport)")
@@ -469,7 +324,7 @@ def _rows_for_answer(ans: _Answer, verdicts: Mapping[tuple, Mapping[str, tuple]]
     return claim_rows, cite_rows
 
 
-def _precise(c: _Claim, target: str, joint: tuple | None, alone: tuple, ans: _Answer,
+def _precise(c: CitedClaim, target: str, joint: tuple | None, alone: tuple, ans: CitedAnswer,
              verdicts: Mapping[tuple, Mapping[str, tuple]]) -> bool | None:
     """ALCE's citation precision for one citation of one claim (module docstring)."""
     if joint is None or joint[0] == "JUDGE_ERROR":

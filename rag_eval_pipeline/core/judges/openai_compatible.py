@@ -11,7 +11,8 @@ again by :func:`rag_eval_pipeline.core.judging.judge_runs`, which downgrades an 
 The parts: :mod:`~rag_eval_pipeline.core.judges.transport` (HTTP with a deadline, retries, backoff,
 rate limit, secret scrubbing), :mod:`~rag_eval_pipeline.core.judges.prompt_files` (the versioned
 prompt files), :mod:`~rag_eval_pipeline.core.judges.replies` (reply validation) and this module
-(the judge: tasks, cache, cost estimate, many answers at once).
+(the judge: tasks and cost estimate), :mod:`~rag_eval_pipeline.core.judges.task_calls` (one call
+through the cache) and :mod:`~rag_eval_pipeline.core.judges.many` (many answers at once, any judge).
 
 :attr:`OpenAICompatibleJudge.prompt_sha256` (the value stored on every label) is the sha256 of the
 concatenated bytes of, in this order: ``claim_decomposition.v1.txt``,
@@ -24,12 +25,8 @@ with status "judge_error" whose ClaimVerdicts are JUDGE_ERROR with ``error = "<r
 (reasons in the transport's docstring). The other methods (:meth:`~OpenAICompatibleJudge.holistic`,
 ...) raise :class:`JudgeCallError`.
 
-Cache (optional :class:`~rag_eval_pipeline.core.judges.cache.JudgeCache`): one entry per call, keyed
-by the requested model name, the task's prompt sha256 and the call's inputs (question/answer/
-contexts/claims as given, temperature, max_tokens, a render version), holding the reply (every
-string already scrubbed of the key) and the reply's ``model`` version; a hit is scrubbed and
-validated again like a fresh reply. ``repeat`` > 0 never reads the cache (it still writes, under a
-key with the repeat). Failed calls are not stored.
+Cache (optional :class:`~rag_eval_pipeline.core.judges.cache.JudgeCache`): every call goes through
+:class:`~rag_eval_pipeline.core.judges.task_calls.TaskCalls` (keys, single flight, what a hit holds).
 """
 
 from __future__ import annotations
@@ -38,10 +35,7 @@ import functools
 import hashlib
 import logging
 import math
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from rag_eval_pipeline.core.judges.base import (
@@ -51,20 +45,18 @@ from rag_eval_pipeline.core.judges.base import (
     SupportVerdict,
     holistic_label,
 )
-from rag_eval_pipeline.core.judges.cache import JudgeCache, cache_key
+from rag_eval_pipeline.core.judges.cache import JudgeCache
 from rag_eval_pipeline.core.judges.claims import split_claims
 from rag_eval_pipeline.core.judges.prompt_files import (
     ALL_TASKS,
     JUDGE_TASKS,
     PROMPT_VERSION,
-    RENDER_VERSION,
     SUPPORT_TASKS,
     Prompt,
     load_prompt,
     render_chunks,
     render_claims,
     render_inputs,
-    sized_schema,
 )
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.judges.replies import (
@@ -79,13 +71,12 @@ from rag_eval_pipeline.core.judges.replies import (
     validate_support,
     validate_verification,
 )
+from rag_eval_pipeline.core.judges.task_calls import TaskCalls
 from rag_eval_pipeline.core.judges.transport import (
-    AttemptError,
     ChatTransport,
     JudgeCallError,
     TokenBucket,
     backoff_delay,
-    scrub_reply,
     scrub_secret,
     transport_settings,
 )
@@ -96,7 +87,6 @@ __all__ = [
     "Prompt",
     "load_prompt",
     "TokenBucket",
-    "judge_many",
     "backoff_delay",
     "scrub_secret",
     "JUDGE_NAME",
@@ -185,10 +175,7 @@ class OpenAICompatibleJudge:
         self.claims_per_call, self.max_claims = int(claims_per_call), int(max_claims)
         self._prompts = {t: load_prompt(t) for t in ALL_TASKS}
         self.prompt_sha256 = hashlib.sha256(b"".join(self._prompts[t].raw for t in JUDGE_TASKS)).hexdigest()
-        self._lock = threading.Lock()
-        self._model_seen: str | None = None
-        self._models_seen: set[str] = set()
-        self._cache_counts = {"cache_hits": 0, "cache_writes": 0, "flight_waits": 0}
+        self._calls = TaskCalls(self.transport, self.requested_model, cache, self.temperature, self.max_tokens)
 
     # -- identity -------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -197,20 +184,18 @@ class OpenAICompatibleJudge:
     @property
     def model(self) -> str:
         """Exact model version from the last reply (or cache entry); the requested name before any."""
-        return self._model_seen or self.requested_model
+        return self._calls.model_seen or self.requested_model
 
     @property
     def models_seen(self) -> list[str]:
         """Every model version reported so far, sorted (more than one = the server changed model)."""
-        with self._lock:
-            return sorted(self._models_seen)
+        return self._calls.models_seen
 
     @property
     def stats(self) -> dict[str, Any]:
         """A copy of the counters (see the class docstring)."""
         s = self.transport.stats
-        with self._lock:
-            s.update(self._cache_counts)
+        s.update(self._calls.counts())
         return s
 
     def prompt_files(self) -> dict[str, str]:
@@ -471,148 +456,9 @@ class OpenAICompatibleJudge:
                     contexts=rendered_ctx, claims=render_claims(claims[s:s + self.claims_per_call]))) / 4)
         return {"calls": calls, "prompt_tokens_est": tokens, "cached_calls": cached, "items": n_items}
 
-    # -- one call, with cache and retries --------------------------------------------------------
+    # -- one call, with cache and retries (task_calls.py) -----------------------------------------
     def _inputs(self, values: dict) -> dict:
-        return {**values, "temperature": self.temperature, "max_tokens": self.max_tokens,
-                "render": RENDER_VERSION}
+        return self._calls.inputs(values)
 
     def _call(self, task: str, values: dict, repeat: int, validate: Callable[[Any], dict]) -> dict:
-        """Run one task: cache read (repeat 0), else the transport's bounded attempts; cache write.
-        An identical call already in flight (another thread, step or process on the same cache file)
-        is waited for, not sent again (:meth:`JudgeCache.single_flight`, bounded by one whole call's
-        time: ``(1 + max_retries) * timeout_s`` plus a minute). Output: the validated reply dict.
-        Raises JudgeCallError (scrubbed) when every attempt fails."""
-        prompt = self._prompts[task]
-        inputs = self._inputs(values)
-        if self.cache is None:
-            return self._send(task, prompt, values, inputs, repeat, validate)
-        if repeat > 0:  # a deliberate re-judgement: never read, never waited for
-            return self._send(task, prompt, values, inputs, repeat, validate)
-        hit = self._from_cache(self.cache.lookup(self.requested_model, prompt.sha256, inputs, repeat), validate)
-        if hit is not None:
-            return hit
-        t = self.transport
-        wait_s = (1 + t.max_retries) * t.timeout_s + 60.0
-        with self.cache.single_flight(cache_key(self.requested_model, prompt.sha256, inputs, repeat),
-                                      wait_s=wait_s) as flight:
-            hit = self._from_cache(flight.value, validate)
-            if hit is not None:
-                self._count_cache("flight_waits")
-                return hit
-            return self._send(task, prompt, values, inputs, repeat, validate)
-
-    def _from_cache(self, hit: dict | None, validate: Callable[[Any], dict]) -> dict | None:
-        """The validated reply of a cache entry, or None (absent, or an entry this code no longer accepts)."""
-        if hit is None:
-            return None
-        secret = self.transport._secret  # noqa: SLF001 - the judge scrubs cache entries with the same key
-        try:
-            # an entry written before replies were scrubbed may hold the key: scrub it too
-            out = validate(scrub_reply(hit["output"], secret))
-        except (AttemptError, KeyError, TypeError):
-            return None  # an entry this code no longer accepts: ask again
-        self._note_model(scrub_secret(hit.get("model"), secret) if hit.get("model") else None)
-        self._count_cache("cache_hits")
-        return out
-
-    def _send(self, task: str, prompt, values: dict, inputs: dict, repeat: int,
-              validate: Callable[[Any], dict]) -> dict:
-        """The transport's bounded attempts for one call, then the cache write."""
-        messages = [{"role": "user", "content": render_inputs(prompt, values)}]
-        obj, out, model = self.transport.complete(task, self.requested_model, messages,
-                                                  sized_schema(task, prompt.schema, values), validate,
-                                                  temperature=self.temperature, max_tokens=self.max_tokens)
-        self._note_model(model)
-        if self.cache is not None:
-            # the raw (scrubbed) reply is stored and validated again on every hit, so an entry written
-            # by an older version of the validation rules is never trusted blindly
-            self.cache.store(self.requested_model, prompt.sha256, inputs, {"output": obj, "model": model}, repeat)
-            self._count_cache("cache_writes")
-        return out
-
-    def _count_cache(self, key: str) -> None:
-        with self._lock:
-            self._cache_counts[key] += 1
-
-    def _note_model(self, model: str | None) -> None:
-        if model:
-            with self._lock:
-                self._model_seen = model
-                self._models_seen.add(model)
-
-
-
-# ---------------------------------------------------------------------------------------------
-# many answers at once
-
-
-def judge_many(
-    judge: Any,
-    items: Sequence[Sequence],
-    concurrency: int | None = None,
-    *,
-    rate_limit_per_s: float | None = None,
-    progress: Callable[[dict], None] | None = None,
-    repeat: int = 0,
-) -> list[AnswerJudgement]:
-    """Judge many answers with bounded concurrency; one failing item never stops the others.
-
-    Inputs: any Judge (``judge.judge(question, answer, contexts)``; ``repeat`` is passed as a
-    keyword when non-zero, so the judge must accept it then), ``items`` = sequence of
-    ``(question, answer, contexts)``, ``concurrency`` (threads, >= 1; default
-    ``judge.concurrency`` or 1), ``rate_limit_per_s`` (None or > 0: items started per second,
-    token bucket; the judge's own per-request limit applies as well), ``progress`` (called in the
-    caller's thread after each item with a dict: ``done``, ``total``, ``errors`` (items whose status
-    is "judge_error"), ``elapsed_s``, ``items_per_s``, ``calls`` and ``calls_per_s`` (from
-    ``judge.stats["calls"]`` when the judge keeps one, else None)).
-    Output: list of AnswerJudgement in the order of ``items``; an exception raised by the judge
-    becomes status "judge_error" with one JUDGE_ERROR verdict "c0" whose error is
-    "<ExceptionType>: <message>" (scrubbed of ``Bearer``/``sk-`` tokens). Raises ValueError for
-    concurrency < 1. An exception raised by ``progress`` propagates (after the running items end).
-    """
-    items = list(items)
-    workers = int(concurrency if concurrency is not None else getattr(judge, "concurrency", 1) or 1)
-    if workers < 1:
-        raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
-    bucket = TokenBucket(rate_limit_per_s) if rate_limit_per_s else None
-    transport = getattr(judge, "transport", None)
-    secret = getattr(transport, "_secret", None)
-
-    def run(item: Sequence) -> AnswerJudgement:
-        question, answer, contexts = item
-        if bucket is not None:
-            bucket.acquire()
-        try:
-            if repeat:
-                return judge.judge(question, answer, contexts, repeat=repeat)
-            return judge.judge(question, answer, contexts)
-        except Exception as exc:  # noqa: BLE001 - one bad item must not abort the others
-            reason = scrub_secret(f"{type(exc).__name__}: {exc}", secret)[:500]
-            return AnswerJudgement("judge_error", [ClaimVerdict(
-                "c0", answer or "", "JUDGE_ERROR", None, False, "the judge raised", error=reason)])
-
-    def calls_now() -> int | None:
-        st = getattr(judge, "stats", None)
-        return int(st.get("calls", 0)) if isinstance(st, dict) else None
-
-    results: list[AnswerJudgement | None] = [None] * len(items)
-    t0, calls0 = time.perf_counter(), calls_now()
-    done = errors = 0
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge") as pool:
-        futures = {pool.submit(run, it): i for i, it in enumerate(items)}
-        for fut in as_completed(futures):
-            res = fut.result()
-            results[futures[fut]] = res
-            done += 1
-            errors += res.status == "judge_error"
-            if progress is not None:
-                elapsed = time.perf_counter() - t0
-                c = calls_now()
-                calls = None if c is None or calls0 is None else c - calls0
-                progress({
-                    "done": done, "total": len(items), "errors": errors, "elapsed_s": elapsed,
-                    "items_per_s": done / elapsed if elapsed > 0 else None,
-                    "calls": calls,
-                    "calls_per_s": (calls / elapsed) if calls is not None and elapsed > 0 else None,
-                })
-    return results  # type: ignore[return-value]  # every slot filled: one future per item, all completed
+        return self._calls.call(task, self._prompts[task], values, repeat, validate)

@@ -40,7 +40,7 @@ from typing import Any
 
 import polars as pl
 
-from rag_eval_pipeline.core.citations.judging import answer_status
+from rag_eval_pipeline.core.citations.answers import answer_status
 from rag_eval_pipeline.core.judges.abstention import phrases_from_config
 from rag_eval_pipeline.core.judges.base import SUPPORT_SCORES
 from rag_eval_pipeline.core.metrics.names import CITATION_METRICS as CITATION_METRICS  # re-exported

@@ -1,11 +1,13 @@
 """Reports people read: one Markdown and one self-contained HTML page per evaluation run, and a trend page.
 
-The package's parts: :mod:`.access` (who may read what: the access-control policy),
-:mod:`.bands` (headline metrics and the faithfulness bands), :mod:`.blocks` (the document model),
-:mod:`.markdown` and :mod:`.html` (the two renderings; :func:`markdown_table` is the one
-Markdown-table helper), :mod:`.build` and :mod:`.questions` (the report's sections), :mod:`.trend`
-(the SVG trend charts), :mod:`.decision` (verdict and promotion: the report's first section, shared
-with the CLI's CI outputs), :mod:`.compare` (any two runs side by side). Nothing here imports Dagster.
+The package's parts: :mod:`.access` (who may read what: the access-control policy), :mod:`.bands` (headline
+metrics and the faithfulness bands), :mod:`.blocks` (the document model), :mod:`.markdown` and :mod:`.html`
+(the two renderings; :func:`markdown_table` is the one Markdown-table helper), :mod:`.build` (the report: its
+run header, the sections in order), the sections :mod:`.summary` (headline metrics, abstentions, segments),
+:mod:`.gates` (the baseline comparison), :mod:`.judge_trust` (calibration and noise), :mod:`.citations` and
+:mod:`.questions`, :mod:`.trend` (the SVG trend charts and the history section), :mod:`.decision` (verdict and
+promotion: the report's first section, shared with the CLI's CI outputs), :mod:`.compare` (any two runs side
+by side). Nothing here imports Dagster.
 """
 
 from rag_eval_pipeline.core.report.access import (

@@ -1,4 +1,5 @@
-"""Trends over the recorded runs: an inline-SVG line chart per metric and the trend page.
+"""Trends over the recorded runs: an inline-SVG line chart per metric, the trend page and the report's
+history section.
 
 Drawn here (no plotting dependency); one run is noisy, so a night is read against the nights before it.
 Nothing here imports Dagster.
@@ -13,14 +14,16 @@ from pathlib import Path
 import polars as pl
 
 from rag_eval_pipeline.core.errors import SchemaError
-from rag_eval_pipeline.core.report.bands import METRIC_NOTES, metric_label
+from rag_eval_pipeline.core.report.bands import METRIC_NOTES, is_judge_based, metric_label
 from rag_eval_pipeline.core.report.blocks import (
     Block,
     Cell,
     fmt,
     fmt_count,
     fmt_when,
+    heading,
     num_cell,
+    para,
 )
 from rag_eval_pipeline.core.report.html import escape_html, html_page, render_html
 from rag_eval_pipeline.core.storage import write_text_atomic
@@ -205,3 +208,64 @@ def trend_plot(history: pl.DataFrame, metrics: Sequence[str | tuple[str, int | N
              num_cell(str(r.get("n", ""))), r["run_id"]] for r in rows])
         parts.append("<details><summary>values</summary>" + render_html([table]) + "</details>")
     return write_text_atomic(html_page("RAG evaluation trend", "\n".join(parts)), Path(path))
+
+
+def history_section(history: pl.DataFrame | None, trend_metrics, trend_href: str | None) -> list[Block]:
+    """The "History (split all)" section: the recorded runs, per system and trend metric the previous and
+    latest value and their change (judge-based values with their judge errors when the history records
+    them), and an inline SVG chart per metric (:func:`trend_svg`).
+
+    Inputs: ``metric_history`` (None or empty: "no history yet"), the trend metrics (labels or (metric, k)),
+    the trend page's link (None for none). Output: blocks."""
+    blocks = [heading("History (split all)", 2)]
+    if history is None or not history.height:
+        blocks.append(para("No history yet: this is the first recorded run."))
+        return blocks
+    runs = history.select("run_id", "evaluated_at").unique().sort("evaluated_at")
+    blocks.append(para(f"{runs.height} recorded run(s), from {fmt_when(runs['evaluated_at'][0])} to "
+                     f"{fmt_when(runs['evaluated_at'][-1])}."))
+    if trend_href:
+        blocks.append(Block("link", text="Every run, metric by metric:", href=trend_href))
+    last_two = runs["run_id"].to_list()[-2:]
+    with_errors = "judge_errors" in history.columns
+    rows = []
+    hist = history.with_columns(pl.struct("metric", "k").map_elements(
+        lambda s: metric_label(s["metric"], s["k"]), return_dtype=pl.Utf8).alias("_label"))
+    for label in metric_labels(trend_metrics):
+        for system in sorted(hist["system"].unique().to_list()):
+            sel = hist.filter((pl.col("_label") == label) & (pl.col("system") == system))
+            vals = {r["run_id"]: r["value"] for r in sel.iter_rows(named=True)}
+            if not vals:
+                continue
+            errors = ({r["run_id"]: r["judge_errors"] for r in sel.iter_rows(named=True)}
+                      if with_errors and is_judge_based(label) else None)
+
+            def shown(run_id: str | None, v: float | None, none_text: str, *,
+                  errors: dict | None = errors) -> Cell:
+                if v is None:
+                    return Cell(none_text, css="na" if none_text != "—" else None)
+                cell = num_cell(fmt(v))
+                if errors is not None:
+                    count = errors.get(run_id)
+                    cell.text += f" · judge errors {count if count is not None else '?'}"
+                return cell
+
+            latest = vals.get(last_two[-1])
+            prev = vals.get(last_two[0]) if len(last_two) == 2 else None
+            change = "—" if latest is None or prev is None else f"{latest - prev:+.4f}"
+            doc = "level" in sel.columns and set(sel["level"].to_list()) == {"doc"}  # scored per document only
+            rows.append([system, label + (" (doc)" if doc else ""),
+                         shown(last_two[0] if len(last_two) == 2 else None, prev, "—"),
+                         shown(last_two[-1], latest, "not evaluable"), num_cell(change)])
+    if rows:
+        blocks.append(Block("table", headers=["system", "metric", "previous run", "latest run", "change"], rows=rows))
+        if not with_errors and any(is_judge_based(label) for label in metric_labels(trend_metrics)):
+            blocks.append(Block("note", text="The history does not record judge errors per run: read judge-based "
+                                             "trends with the judge-error counts of the summary above."))
+    for label in metric_labels(trend_metrics):
+        svg = trend_svg(history, label)
+        if svg:
+            doc = "level" in hist.columns and set(hist.filter(pl.col("_label") == label)["level"].to_list()) == {"doc"}
+            blocks.append(Block("svg", svg=svg, text=f"{label}{' (doc)' if doc else ''} over the recorded runs, one "
+                                                     "line per system."))
+    return blocks

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from rag_eval_pipeline.core.judges.cache import JudgeCache, cache_key, canonical_json
-from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge, judge_many
+from rag_eval_pipeline.core.judges.many import judge_many
+from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge
 from rag_eval_pipeline_tests.servers.fault_server import FaultServer
 
 pytestmark = pytest.mark.timeout(120)

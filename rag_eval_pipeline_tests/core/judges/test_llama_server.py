@@ -23,7 +23,8 @@ import pytest
 
 from rag_eval_pipeline.core.judges.base import JUDGEMENT_STATUSES
 from rag_eval_pipeline.core.judges.cache import JudgeCache
-from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge, judge_many
+from rag_eval_pipeline.core.judges.many import judge_many
+from rag_eval_pipeline.core.judges.openai_compatible import OpenAICompatibleJudge
 from rag_eval_pipeline.core.judges.quotes import quote_in_context
 from rag_eval_pipeline.core.tables import SCHEMAS, VERDICTS
 from rag_eval_pipeline_tests.servers.local import free_port
