@@ -13,6 +13,7 @@ from rag_eval_pipeline.core.judges.coordination import looks_verbal, split_coord
 from rag_eval_pipeline_tests.core.judges import (
     claim_split_heldout2,
     claim_split_heldout3,
+    claim_split_heldout4,
     claim_split_holdout,
     claim_split_set,
 )
@@ -284,6 +285,24 @@ def test_fourth_held_out_set_exact_split_rate_per_language():
     assert len(claim_split_heldout3.SPANISH) == 49 and len(claim_split_heldout3.ENGLISH) == 49
     assert _rate(claim_split_heldout3.SPANISH) >= 46 / 49
     assert _rate(claim_split_heldout3.ENGLISH) >= 48 / 49
+
+
+def _right_count(cases):
+    return sum(len(split_claims(s)) == len(exp) for s, exp in cases)
+
+
+def test_fifth_held_out_set_exact_split_rate_per_language():
+    # claim_split_heldout4.py (banking and insurance, public transport, school rules, release notes,
+    # real estate, weather, museums and libraries, HR policies) was committed on its own (d270be2)
+    # before the splitter was first run on it, and never tuned on. Measured blind (rule version 8):
+    # exact es 43/50 = 0.860, en 46/50 = 0.920; right number of claims 50/50 and 49/50. Rule version 9,
+    # written without sight of it, measured once at merge (still blind): es 43/50, en 47/50. The floors
+    # are the measured figures: a change that loses any of these sentences fails here.
+    assert len(claim_split_heldout4.SPANISH) == 50 and len(claim_split_heldout4.ENGLISH) == 50
+    assert _rate(claim_split_heldout4.SPANISH) >= 43 / 50
+    assert _rate(claim_split_heldout4.ENGLISH) >= 47 / 50
+    assert _right_count(claim_split_heldout4.SPANISH) >= 50
+    assert _right_count(claim_split_heldout4.ENGLISH) >= 49
 
 
 def test_the_guides_compound_sentence_is_three_claims():
