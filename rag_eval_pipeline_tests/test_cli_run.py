@@ -107,9 +107,11 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     assert sorted(status) == SAMPLE_CHECKS
     assert status.pop("judge_calibration:judge_calibrated_above_floor") == "passed"  # the embedded judge clears 0.4
     # κ beside the check on the sample's 34 hand labels (README, "Judges"): 20 + 8 agreements, 3 + 3
-    # disagreements; p_o = 28/34, p_e = (23*23 + 11*11)/34^2 = 650/1156, κ = 302/506 = 0.597
+    # disagreements; p_o = 28/34, p_e = (23*23 + 11*11)/34^2 = 650/1156, κ = 302/506 = 0.597; n 34 >= min_labels 30;
+    # 95% CI κ ± 1.96 sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)) = 0.597 ± 0.293 = [0.304, 0.890]
     assert re.search(r"^  passed\s+sample/judge_calibration:judge_calibrated_above_floor  — "
-                     r"κ 0\.597 ≥ floor 0\.4 \(n 34, response level\)$", stdout, flags=re.M), stdout[-3000:]
+                     r"κ 0\.597 \[95% CI 0\.304, 0\.890\] ≥ floor 0\.4 \(n 34, response level\)$",
+                     stdout, flags=re.M), stdout[-3000:]
     assert "verdict: PASS — every gate passed on split test" in stdout
     assert status.pop("golden_set:golden_evidence_is_current") == "warned"  # q26 rests on the replaced 2023 policy
     assert set(status.values()) == {"passed"}

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 ON_DUPLICATE = ("error", "keep_first")
 DEFAULT_VIEWER_GROUPS = ("customers",)
 DEFAULT_KAPPA_FLOOR = 0.4
+#: Fewest items compared (hand label and judge label on the same item) for a κ to count: see docs/judges.md.
+DEFAULT_MIN_LABELS = 30
 #: Full runs whose per-question archive is kept (about a month of nightly runs).
 DEFAULT_KEEP_RUNS = 30
 #: Largest cut-off: the ``k`` column of every metric table is a 32-bit integer (as the ``rank`` of a hit).
@@ -262,7 +264,8 @@ class CalibrationConfig:
     """``calibration``: ``configured`` (the section is present), ``human_labels`` (absolute path of
     a label file; required when configured; ``rag-eval run`` refuses an absent one (create it empty to
     start: ``rag-eval label`` appends to it)),
-    ``kappa_floor`` in [-1, 1] (default 0.4), ``level`` (:data:`CALIBRATION_LEVELS`, default
+    ``kappa_floor`` in [-1, 1] (default 0.4), ``min_labels`` (>= 1, default 30: fewer items compared
+    and the calibration counts as not done), ``level`` (:data:`CALIBRATION_LEVELS`, default
     "claim"), ``mapping`` (:class:`CalibrationMapping`, or None for the level's defaults),
     ``family_labels`` (hand labels of the verdict families citation_support and nugget_coverage, rows with
     a ``family`` column; ``family_labels_path`` gives the default)."""
@@ -270,6 +273,8 @@ class CalibrationConfig:
     configured: bool = key(False, internal=True)
     human_labels: Path | None = key(None, doc="hand labels (JSONL / CSV / Parquet); required in the section")
     kappa_floor: float = key(DEFAULT_KAPPA_FLOOR, low=-1.0, high=1.0, doc="Cohen's kappa below this blocks or warns")
+    min_labels: int = key(DEFAULT_MIN_LABELS, low=1, doc="fewest items compared (hand and judge label on the same "
+                                                         "item) for κ to count; fewer: not enough labels, uncalibrated")
     level: str = key("claim", choices=CALIBRATION_LEVELS, doc="claim: one label per claim; response: per answer")
     mapping: CalibrationMapping | None = key(None, doc="judge_rule, judge, human_rule, human, labels")
     family_labels: Path | None = key(None, doc="hand labels of citation support and nugget coverage (JSONL, "

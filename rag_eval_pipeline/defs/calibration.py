@@ -239,7 +239,7 @@ def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.D
     cfg = settings.config
     section = cfg.calibration
     status = calibration_status(judge_calibration, configured=section.configured, kappa_floor=section.kappa_floor,
-                                gated_metrics=[t.metric for t in cfg.thresholds])
+                                gated_metrics=[t.metric for t in cfg.thresholds], min_labels=section.min_labels)
     # A failure blocks only when a gate rests on the judge's numbers; otherwise it is a warning, visible in the
     # UI, the CLI and the report, so a night is not lost to an ungated instrument. Missing or stale never passes.
     severity = dg.AssetCheckSeverity.ERROR if status.judge_based_gates else dg.AssetCheckSeverity.WARN
@@ -251,6 +251,9 @@ def judge_calibrated_above_floor(settings: EvalSettings, judge_calibration: pl.D
         # the lowest current kappa as a number, so the UI plots it over runs beside the floor
         "kappa": dg.MetadataValue.null() if status.kappa is None else float(status.kappa),
         "n": dg.MetadataValue.null() if status.n is None else int(status.n),
+        "min_labels": status.min_labels,
+        "kappa_ci": (dg.MetadataValue.null() if status.kappa_ci is None
+                     else dg.MetadataValue.json(list(status.kappa_ci))),
         "blocks_promotion": status.blocks,
         "kappa_floor": status.floor,
         "failures": dg.MetadataValue.json(status.failures),

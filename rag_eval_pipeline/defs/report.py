@@ -191,7 +191,8 @@ def run_decision(settings: EvalSettings, store: TableFolder, gate_results: pl.Da
     except EvalError as exc:
         table, error = None, str(exc)
     status = calibration_status(table, configured=section.configured, kappa_floor=section.kappa_floor,
-                                gated_metrics=[t.metric for t in cfg.thresholds], error=error)
+                                gated_metrics=[t.metric for t in cfg.thresholds], error=error,
+                                min_labels=section.min_labels)
     # the run-error check on gate_verdict stops promotion, not the report: decided here by the function it calls
     failed_checks = {RUN_ERRORS_CHECK: error_share_failures(rag_runs, cfg.gates.max_run_error_share)}
     split = cfg.gate_split

@@ -46,7 +46,8 @@ def write_config(tmp_path, calibration=None, gates=None) -> str:
     cfg = {"corpus": {"source": "documents_dir", "path": "docs"}, "golden": {"path": "golden.jsonl"},
            "systems": [{"name": "sys", "kind": "reference"}]}
     if calibration is not None:
-        cfg["calibration"] = calibration
+        # these tiny hand-made inputs hold a few labels: min_labels 1 unless the test sets it (its own tests below)
+        cfg["calibration"] = {"min_labels": 1, **calibration}
     if gates is not None:
         cfg["gates"] = {"thresholds": gates}
     path = tmp_path / "config.yaml"
@@ -196,7 +197,9 @@ def test_calibrated_check_summary_carries_kappa(tmp_path):
     cfg = write_config(tmp_path, {"human_labels": "human.csv", "kappa_floor": 0.6})
     result, _ = run(tmp_path, cfg, labels(JUDGE))
     ev = check_of(result)
-    assert ev.passed and ev.metadata["summary"].value == "κ 0.800 ≥ floor 0.6 (n 20, claim level)"
+    # 95% CI (Cohen 1960): σ = sqrt(p_o (1 - p_o) / (n (1 - p_e)²)) = sqrt(0.9·0.1 / (20·0.25)) = 0.13416;
+    # 1.96 σ = 0.26295 → [0.537, 1.063 clipped to 1]
+    assert ev.passed and ev.metadata["summary"].value == "κ 0.800 [95% CI 0.537, 1.000] ≥ floor 0.6 (n 20, claim level)"
 
 
 def test_a_label_file_not_yet_written_is_a_missing_calibration_not_an_error(tmp_path):

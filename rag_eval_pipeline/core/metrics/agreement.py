@@ -173,3 +173,33 @@ def inter_labeller_agreement(human_mapped: pl.DataFrame, item: Sequence[str], la
         out["human_kappa_reason"] = None
     return out
 
+
+
+#: The two-sided 95% normal quantile, Φ⁻¹(0.975) (scipy.stats.norm.ppf(0.975)).
+Z_95 = 1.959963984540054
+
+
+def kappa_interval(matrix: Sequence[Sequence[int]], z: float = Z_95) -> tuple[float | None, float | None]:
+    """Approximate 95% confidence interval of Cohen's kappa from a confusion matrix.
+
+    Input: a square matrix of non-negative counts (rows = rater a, columns = rater b), ``z`` the normal
+    quantile (default 1.96 for 95%). Output: ``(low, high)`` clipped to [-1, 1]; ``(None, None)`` when
+    the matrix is empty (n = 0) or kappa is undefined (p_e = 1). Method: kappa ± z·σ with Cohen's large-
+    sample standard error σ = sqrt(p_o (1 - p_o) / (n (1 - p_e)²)) (J. Cohen, "A coefficient of
+    agreement for nominal scales", Educational and Psychological Measurement 20(1), 1960, eq. 9). It is
+    an approximation for large n; with few labels the interval is wide, which is the point of showing it.
+    Raises nothing.
+    """
+    n = sum(sum(row) for row in matrix)
+    if n <= 0:
+        return None, None
+    k = len(matrix)
+    p_o = sum(matrix[i][i] for i in range(k)) / n
+    rows = [sum(r) / n for r in matrix]
+    cols = [sum(matrix[i][j] for i in range(k)) / n for j in range(k)]
+    p_e = sum(r * c for r, c in zip(rows, cols))
+    if p_e >= 1.0:
+        return None, None
+    kappa = (p_o - p_e) / (1.0 - p_e)
+    half = z * (p_o * (1.0 - p_o) / (n * (1.0 - p_e) ** 2)) ** 0.5
+    return max(-1.0, kappa - half), min(1.0, kappa + half)

@@ -18,10 +18,12 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from rag_eval_pipeline.core.config_sections import DEFAULT_MIN_LABELS
 from rag_eval_pipeline.core.metrics.calibration import judge_based_metrics
 
 #: The states, worst first: the state of several judge keys is the worst of theirs.
-STATES = ("error", "not_configured", "missing", "stale", "kappa_null", "below_floor", "no_labels", "passed")
+STATES = ("error", "not_configured", "missing", "stale", "kappa_null", "too_few_labels", "below_floor", "no_labels",
+          "passed")
 #: The state of a run that stopped before its report (``core.report.decision.stopped_decision``): nothing was
 #: computed; it never passes, never blocks and warns of nothing.
 NOT_EVALUATED = "not_evaluated"
@@ -32,6 +34,7 @@ _STATE_WORDS = {
     "not_configured": "the configuration has no calibration section",
     "missing": "no calibration against human labels for this judge, model and prompt",
     "stale": "calibrated for another judge, model or prompt",
+    "too_few_labels": "not enough labels",
     "kappa_null": "κ could not be computed",
     "below_floor": "κ below the floor",
     "no_labels": "no judge labels",
@@ -50,7 +53,9 @@ class CalibrationStatus:
     judge, model or prompt and is never this judge's), ``floor``, ``n`` (items compared for that κ),
     ``level`` ("claim" / "response"), ``judge_based_gates`` (sorted metric names), ``stale`` (one entry per
     stale row: its κ labelled with the judge/model/prompt it was made for, ``κ 0.800 (n 40) made for
-    j/m/abc123def456``).
+    j/m/abc123def456``), ``kappa_ci`` (the approximate 95% interval of that lowest κ, Cohen 1960's standard
+    error: ``core.metrics.agreement.kappa_interval``; None when unknown), ``min_labels`` (fewest items
+    compared for a κ to count).
     """
 
     state: str
@@ -63,6 +68,8 @@ class CalibrationStatus:
     level: str | None = None
     judge_based_gates: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
+    kappa_ci: tuple[float, float] | None = None
+    min_labels: int = DEFAULT_MIN_LABELS
 
     @property
     def severity(self) -> str:
@@ -89,9 +96,10 @@ class CalibrationStatus:
         if self.kappa is None:
             return f"κ null (floor {self.floor:g})" + stale
         sign = "≥" if self.kappa >= self.floor else "below"
+        ci = f" [95% CI {self.kappa_ci[0]:.3f}, {self.kappa_ci[1]:.3f}]" if self.kappa_ci else ""
         extra = ", ".join(x for x in (f"n {self.n}" if self.n is not None else "",
                                       f"{self.level} level" if self.level else "") if x)
-        return f"κ {self.kappa:.3f} {sign} floor {self.floor:g}" + (f" ({extra})" if extra else "") + stale
+        return f"κ {self.kappa:.3f}{ci} {sign} floor {self.floor:g}" + (f" ({extra})" if extra else "") + stale
 
     def line(self) -> str:
         """The text the CLI prints beside the check: the figures; when not passed, first the state and why,
@@ -103,7 +111,8 @@ class CalibrationStatus:
             return self.state_words
         effect = ("blocks promotion (gates on " + ", ".join(self.judge_based_gates) + ")" if self.blocks
                   else "a warning (no judge-based gate)")
-        why = "" if self.state == "below_floor" else f"{self.state_words}; "  # the figures say "below floor"
+        why = ("" if self.state == "below_floor" else f"{self.state_words} (n {self.n} < {self.min_labels}); "
+               if self.state == "too_few_labels" else f"{self.state_words}; ")  # the figures say "below floor"
         return f"{self.state.replace('_', ' ')}: {why}{self.figures()}; {effect}"
 
     @property
@@ -115,6 +124,8 @@ class CalibrationStatus:
             return ""
         if self.state == "below_floor" and self.kappa is not None:
             return f"κ {self.kappa:.3f} below the floor {self.floor:g}"
+        if self.state == "too_few_labels":
+            return f"not enough labels (n {self.n} < {self.min_labels})"
         return self.state_words
 
     @property
@@ -137,15 +148,29 @@ def _stale_kappa(r: dict) -> str:
     return f"{kappa} (n {r.get('n')}) made for {_made_for(r)}"
 
 
+def _interval(r: dict) -> tuple[float, float] | None:
+    """The approximate 95% interval of a row's κ from its confusion matrix (None when not computable)."""
+    import json
+
+    from rag_eval_pipeline.core.metrics.agreement import kappa_interval
+
+    if not r.get("confusion"):
+        return None
+    low, high = kappa_interval(json.loads(r["confusion"]))
+    return None if low is None or high is None else (low, high)
+
+
 def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_floor: float,
-                       gated_metrics: Iterable[str], error: str | None = None) -> CalibrationStatus:
+                       gated_metrics: Iterable[str], error: str | None = None,
+                       min_labels: int = DEFAULT_MIN_LABELS) -> CalibrationStatus:
     """Decide the calibration check from the calibration-in-force table.
 
     Inputs: ``table`` (the ``judge_calibration`` table: one row per current judge key and level with
     kappa, n, stale, missing, kappa_reason, calibrated_* columns; None or empty = no judge labels),
     ``configured`` (the configuration has a ``calibration`` section), ``kappa_floor`` (in [-1, 1]),
     ``gated_metrics`` (the metric names of the gate thresholds), ``error`` (the calibration could not
-    be computed: this text is the reason).
+    be computed: this text is the reason), ``min_labels`` (>= 1: a current row with fewer items compared
+    is "too_few_labels", never passed, as if there were no calibration at all).
     Output: a :class:`CalibrationStatus`. Per judge key: missing, stale, κ null or κ below the floor is
     a failure with its reason; a stale row's κ is left out of the current κ and shown only labelled with
     the judge/model/prompt it was made for; the overall state is the worst one (:data:`STATES`). With no calibration
@@ -169,10 +194,10 @@ def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_fl
     rows = [r for r in ([] if table is None else table.iter_rows(named=True))
             if r.get("level") not in VERDICT_FAMILIES or r.get("level") in needed or not r.get("missing")]
     # a stale row carries the κ of the calibration made for another judge, model or prompt: never the current κ
-    kappas = [(r["kappa"], r.get("n"), r.get("level")) for r in rows
+    kappas = [(r["kappa"], r.get("n"), r.get("level"), _interval(r)) for r in rows
               if r.get("kappa") is not None and not r.get("missing") and not r.get("stale")]
     stale = [_stale_kappa(r) for r in rows if r.get("stale") and not r.get("missing")]
-    low = min(kappas, key=lambda t: t[0]) if kappas else (None, None, rows[0].get("level") if rows else None)
+    low = min(kappas, key=lambda t: t[0]) if kappas else (None, None, rows[0].get("level") if rows else None, None)
     failures: list[str] = []
     states: list[str] = []
     if error:
@@ -196,6 +221,11 @@ def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_fl
             elif r.get("kappa") is None:
                 states.append("kappa_null")
                 failures.append(f"{who}: kappa null ({r.get('kappa_reason') or 'no reason given'})")
+            elif (r.get("n") or 0) < min_labels:
+                # κ on a handful of labels says little (its interval spans most of [-1, 1]): not a calibration
+                states.append("too_few_labels")
+                failures.append(f"{who}: not enough labels (n {r.get('n') or 0} < {min_labels}): label more items "
+                                "(rag-eval label) before the judge's numbers count")
             elif r["kappa"] < floor:
                 states.append("below_floor")
                 failures.append(f"{who}: kappa {r['kappa']:.3f} < floor {floor:g} (n {r.get('n')})")
@@ -210,4 +240,4 @@ def calibration_status(table: pl.DataFrame | None, *, configured: bool, kappa_fl
     passed = state == "passed"
     return CalibrationStatus(state=state, passed=passed, blocks=bool(gated) and not passed, floor=floor,
                              failures=failures, kappa=low[0], n=low[1], level=low[2], judge_based_gates=gated,
-                             stale=stale)
+                             stale=stale, kappa_ci=low[3], min_labels=int(min_labels))

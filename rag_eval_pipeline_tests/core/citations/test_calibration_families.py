@@ -68,7 +68,7 @@ def _calibration_rows(*rows: dict):
 def test_calibration_status_counts_a_family_only_when_gated_or_labelled():
     from rag_eval_pipeline.core.metrics.calibration_status import calibration_status
 
-    faith = {"level": "claim", "kappa": 0.8, "n": 20}
+    faith = {"level": "claim", "kappa": 0.8, "n": 40}  # n >= the default min_labels 30
     unlabelled = {"level": "citation_support", "kappa": None, "n": None, "missing": True}
     table = _calibration_rows(faith, unlabelled)
     # no gate on a citation metric and nobody labelled citations: the family row is shown, never a failure
@@ -83,7 +83,7 @@ def test_calibration_status_counts_a_family_only_when_gated_or_labelled():
                                gated_metrics=["nugget_recall_weighted"])
     assert alone.state == "missing" and "nugget_coverage: missing" in alone.failures[0]
     # a labelled family below the floor fails even ungated (a warning: no judge-based gate)
-    low = _calibration_rows(faith, {"level": "nugget_coverage", "kappa": 0.1, "n": 12})
+    low = _calibration_rows(faith, {"level": "nugget_coverage", "kappa": 0.1, "n": 40})
     warned = calibration_status(low, configured=True, kappa_floor=0.4, gated_metrics=[])
     assert (warned.passed, warned.blocks, warned.state, warned.kappa) == (False, False, "below_floor", 0.1)
     # validity rates need no judge: a gate on them needs no citation calibration
