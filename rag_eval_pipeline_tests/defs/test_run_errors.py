@@ -41,6 +41,17 @@ class PostRefused(JsonPostServer):
     ("system 'web', question 'q02': timeout: no complete reply within timeout_s=10 s (after 3 attempt(s))", "timeout"),
     ("system 'py', question 'q03': the callable raised ValueError: index shard offline", "raised ValueError"),
     ("system 't', question 'q04': no trace for this question in /x/traces.jsonl", "no trace"),
+    # past a size bound: the kind the manual names (docs/systems.md, "Bounds"), not a schema mismatch
+    ("system 'web', question 'q1': reply of 12583021 bytes (Content-Length) is larger than max_reply_bytes=10485760",
+     "too_large"),
+    ("system 'web', question 'q2': reply larger than max_reply_bytes=10485760 (decompressed bytes; the body was "
+     "abandoned there)", "too_large"),
+    ("system 'web', question 'q3': reply field 'answer' has 120000 characters; expected at most 100000", "too_large"),
+    ("system 'py', question 'q4': return value is larger than max_reply_bytes=1024 (about 2048 bytes as JSON, "
+     "counted up to the cap)", "too_large"),
+    ("system 'web', question 'q5': path 'data.hits' lists 10001 hits; expected at most 10000", "too_large"),
+    ("system 'web', question 'q6': reply field 'retrieved' is a string; expected a list",
+     "reply outside the run-log schema"),  # a schema mismatch keeps its label
     ("generator timeout after 30 s", "generator timeout after 30 s"),  # a log's own words
     (None, "(no reason given)"),
 ])

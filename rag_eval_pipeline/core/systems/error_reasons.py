@@ -25,6 +25,11 @@ _RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^the callable raised (\w+)"), "raised {0}"),
     (re.compile(r"^no trace for this question"), "no trace"),
     (re.compile(r"^root span status ERROR"), "span status ERROR"),
+    # past a size bound (max_reply_bytes, the answer / hits / citations bounds): the kind ``too_large`` of
+    # ``errors_by_kind`` and of the manual, before the schema rule that would otherwise take "reply ..."
+    (re.compile(r".*?(?:larger than max_reply_bytes\b|\bhas (?:more than )?\d+ characters; expected at most"
+                r"|\blists \d+ (?:items|hits|retrieval documents); expected at most"
+                r"|^output\.value has more than \d+ characters)", re.S), "too_large"),
     (re.compile(r"^(reply|return value)\b"), "reply outside the run-log schema"),
     (re.compile(r"^the reply has no value at path"), "reply outside response_fields"),
     (re.compile(r"^the system returned no answer text"), "empty answer"),
@@ -34,9 +39,10 @@ _LISTED_CHARS = 300
 
 def error_reason(text: str | None) -> str:
     """The short reason of one ``error`` text: ``HTTP 405``, ``timeout``, ``connection failed``,
-    ``malformed JSON body``, ``raised ValueError``, ``no trace``, ``span status ERROR``, ``reply outside
-    the run-log schema`` ...; a reason logged by the system itself is its first 60 characters
-    (``(no reason given)`` when empty). Input: the ``error`` column's text or None."""
+    ``malformed JSON body``, ``raised ValueError``, ``no trace``, ``span status ERROR``, ``too_large`` (a reply
+    past a size bound: ``max_reply_bytes``, the answer / hits / citations bounds; the kind counted in
+    ``errors_by_kind``), ``reply outside the run-log schema`` ...; a reason logged by the system itself is
+    its first 60 characters (``(no reason given)`` when empty). Input: the ``error`` column's text or None."""
     if not text or not text.strip():
         return "(no reason given)"
     body = _PREFIX.sub("", text.strip(), count=1)
