@@ -93,6 +93,12 @@ def test_a_run_stopped_before_its_report_leaves_a_blocked_decision_and_keeps_the
     manifest = json.loads((out / "baseline" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["run_id"] == first_id
 
+    # the judge's reason is on the console beside the claim ids, counted (12 claims, one reason), not only in
+    # judge_labels.parquet
+    assert re.search(r"judge_labels:judge_error_share  \(blocking: stops promotion\)  — 12 of 12 labels are judge "
+                     r"errors \(share 1\.000, limit 0\.05\): .*judge model unavailable.* × 12$", std.out,
+                     flags=re.M), std.out[-4000:]
+    assert re.search(r"^  error_reasons: \[.*judge model unavailable.* × 12'\]$", std.out, flags=re.M)
     assert "verdict: not decided (the run stopped before its report" in std.out
     assert f"the last one written is kept at {out / 'previous' / 'report.html'}" in std.out
     assert "Traceback" not in std.err

@@ -146,13 +146,45 @@ def verdicts_in_allowed_set(judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
     )
 
 
+#: At most this many distinct judge-error reasons are listed (the most frequent first); the rest are counted.
+MAX_ERROR_REASONS = 5
+_REASON_CHARS = 200
+
+
+def judge_error_reasons(errors: pl.DataFrame, limit: int = MAX_ERROR_REASONS) -> list[str]:
+    """The distinct reasons of JUDGE_ERROR rows with their counts, most frequent first (ties by text):
+    ``["truncated: JSON ends early after 39 characters (after 2 attempt(s)) × 3", ...]``, each cut to 200
+    characters, at most ``limit`` of them, then ``"... and N more reason(s) (K rows)"``; ``[]`` for no rows.
+    Input: judge_labels rows (column ``error``; null or blank counts as "(no reason given)")."""
+    if errors.height == 0:
+        return []
+    counts: dict[str, int] = {}
+    for text in errors["error"].to_list():
+        reason = (text or "").strip() or "(no reason given)"
+        reason = reason if len(reason) <= _REASON_CHARS else reason[:_REASON_CHARS - 3] + "..."
+        counts[reason] = counts.get(reason, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines = [f"{reason} \u00d7 {n}" for reason, n in ranked[:limit]]
+    rest = ranked[limit:]
+    if rest:
+        lines.append(f"... and {len(rest)} more reason(s) ({sum(n for _, n in rest)} rows)")
+    return lines
+
+
 def judge_error_share(settings: EvalSettings, judge_labels: pl.DataFrame) -> dg.AssetCheckResult:
     limit = settings.config.max_judge_error_share
     errors = judge_labels.filter(pl.col("verdict") == "JUDGE_ERROR")
     share = errors.height / judge_labels.height if judge_labels.height else 0.0
+    reasons = judge_error_reasons(errors)
+    # the CLI prints "summary" beside the check, and a failed check's metadata in full: the reasons are on
+    # the console, not only in judge_labels.parquet
+    summary = (f"{errors.height} of {judge_labels.height} labels are judge errors (share {share:.3f}, limit "
+               f"{limit:g}): {'; '.join(reasons)}") if reasons else ""
     return dg.AssetCheckResult(
         passed=share <= limit,
-        metadata={"judge_errors": errors.height, "labels": judge_labels.height, "share": share, "limit": limit,
+        metadata={**({"summary": summary} if summary else {}), "judge_errors": errors.height,
+                  "labels": judge_labels.height, "share": share, "limit": limit,
+                  "error_reasons": dg.MetadataValue.json(reasons),
                   "error_claim_ids": dg.MetadataValue.json(errors["claim_id"].to_list()[:50])},
     )
 

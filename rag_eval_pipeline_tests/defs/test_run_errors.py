@@ -114,3 +114,19 @@ def test_an_endpoint_refusing_post_is_said_plainly_reported_apart_and_blocks_pro
                 if e.asset_key is not None and e.asset_key.path[-1] == "evaluation_report"]
     assert report["verdict"].value == "FAIL" and reason in report["blocking_failures"].value
     assert report["promotion"].value.startswith("not promoted: ")
+
+
+def test_judge_error_reasons_are_counted_and_capped():
+    import polars as pl
+
+    from rag_eval_pipeline.defs.judging import judge_error_reasons
+
+    trunc = "truncated: JSON ends early after 39 characters (after 2 attempt(s))"
+    # 3 truncated + 2 timeouts + 1 null + one each of 5 other reasons = 11 rows, 8 distinct reasons;
+    # the first 5 by count then text: trunc ×3, timeout ×2, then the 1-count ones sorted: "(no reason given)",
+    # "r0", "r1"; the 3 left ("r2", "r3", "r4") are 3 rows
+    texts = [trunc] * 3 + ["timeout: 30 s"] * 2 + [None] + [f"r{i}" for i in range(5)]
+    rows = pl.DataFrame({"error": texts}, schema={"error": pl.Utf8})
+    assert judge_error_reasons(rows) == [f"{trunc} × 3", "timeout: 30 s × 2", "(no reason given) × 1", "r0 × 1",
+                                         "r1 × 1", "... and 3 more reason(s) (3 rows)"]
+    assert judge_error_reasons(rows.head(0)) == []
