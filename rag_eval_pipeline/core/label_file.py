@@ -111,7 +111,9 @@ class LabelFile:
 
         A quote is kept for SUPPORTED and CONTRADICTED claim labels only.
         Output: the JSON object written. Raises InputError for a claim-level SUPPORTED without a quote
-        (the file format's rule), for a file whose last line is cut off (not valid JSON), and as
+        (the file format's rule) or with a quote that is in no chunk of the item (a nugget's: not in the answer;
+        the judge's literal-quote rule, ``core.judges.quotes.quote_in_context``), for a file whose last line
+        is cut off (not valid JSON), and as
         :meth:`rows`. A complete last line that lacks only its newline gets one before the new line.
         """
         family = self.level in FAMILY_LEVELS
@@ -120,6 +122,17 @@ class LabelFile:
             where = "the answer" if self.level == "nugget_coverage" else "a chunk"
             raise InputError(f"a {verdict} label needs the quote it rests on: select the words in {where} first",
                              path=str(self.path), field="quote")
+        if verdict in needs_quote and item.claim_id is not None:
+            # the judge path's own rule (core.judges.quotes.quote_in_context): the quote must be literally in what
+            # the person was shown (the chunks; a nugget's: the answer), after typography-only normalisation
+            from rag_eval_pipeline.core.judges.quotes import quote_in_context
+
+            where = "the answer" if self.level == "nugget_coverage" else "a chunk"
+            shown = [item.answer] if self.level == "nugget_coverage" else [c.get("text") for c in item.chunks]
+            if not quote_in_context(quote, shown):
+                raise InputError(f"a {verdict} label's quote must be words of {where} shown, copied literally; "
+                                 f"{(quote or '').strip()[:80]!r} is in none: select the supporting words in {where}",
+                                 path=str(self.path), field="quote")
         line: dict[str, Any] = {"system": item.system, "question_id": item.question_id}
         if item.claim_id is not None:
             line.update(claim_id=item.claim_id, claim=item.claim)

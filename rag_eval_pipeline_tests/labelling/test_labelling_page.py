@@ -97,6 +97,12 @@ def test_claim_level_blind_page_refusals_and_end_page(tmp_path, serve):
     code, _ = post(base + "/api/label", {"pos": 0, "verdict": "NOT_MENTIONED", "content_sha256": sha},
                    content_type="text/plain")
     assert code == 415
+    # SUPPORTED needs a quote literally in a chunk shown (the judge's rule, core.judges.quotes): the item's chunks
+    # hold no "moon", so this quote is refused like a missing one
+    assert not any("moon" in (c.get("text") or "").lower() for c in it.chunks)
+    code, body = post(base + "/api/label", {"pos": 0, "verdict": "SUPPORTED", "quote": "the moon is cheese",
+                                            "content_sha256": sha})
+    assert code == 400 and "'the moon is cheese' is in none" in body["error"] and "chunk" in body["error"]
     assert not (tmp_path / "labels.jsonl").exists(), "nothing refused is written"
 
     for pos, verdict in ((0, "SUPPORTED"), (1, "NOT_MENTIONED"), (2, "CONTRADICTED")):
