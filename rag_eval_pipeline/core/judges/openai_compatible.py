@@ -129,8 +129,9 @@ class OpenAICompatibleJudge:
     ``stats`` is a snapshot dict: the transport's counters (``calls``, ``prompt_tokens``,
     ``completion_tokens``, ``seconds``, ``errors``, ``failures``, ``retries``, ``response_format``)
     and settings (``timeout_s``, ``max_retries``, ``backoff_s``, ``settings_source``), plus
-    ``cache_hits``, ``cache_writes`` and ``flight_waits`` (calls answered by an identical call in
-    flight elsewhere, also counted as hits). ``transport`` is the
+    ``cache_hits``, ``cache_writes``, ``flight_waits`` (calls answered by an identical call in
+    flight elsewhere, also counted as hits) and ``failed_waits`` (identical calls given the failure of one
+    that already spent its ``1 + max_retries`` attempts, not sent again). ``transport`` is the
     :class:`~rag_eval_pipeline.core.judges.transport.ChatTransport`.
     """
 

@@ -19,7 +19,13 @@ from typing import Any
 
 from rag_eval_pipeline.core.judges.cache import JudgeCache, cache_key
 from rag_eval_pipeline.core.judges.prompt_files import RENDER_VERSION, Prompt, render_inputs, sized_schema
-from rag_eval_pipeline.core.judges.transport import AttemptError, ChatTransport, scrub_reply, scrub_secret
+from rag_eval_pipeline.core.judges.transport import (
+    AttemptError,
+    ChatTransport,
+    JudgeCallError,
+    scrub_reply,
+    scrub_secret,
+)
 
 __all__ = ["TaskCalls"]
 
@@ -32,7 +38,8 @@ class TaskCalls:
     asked for), ``cache`` (a :class:`~rag_eval_pipeline.core.judges.cache.JudgeCache` or None),
     ``temperature`` and ``max_tokens`` (sent with every call and part of its cache key).
     ``model_seen``: the model version of the last reply or cache hit (None before any); ``models_seen``:
-    every version seen, sorted; :meth:`counts`: ``cache_hits``, ``cache_writes``, ``flight_waits``.
+    every version seen, sorted; :meth:`counts`: ``cache_hits``, ``cache_writes``, ``flight_waits``,
+    ``failed_waits`` (calls answered by the failure of an identical call of this judge, not sent again).
     Thread-safe.
     """
 
@@ -43,7 +50,9 @@ class TaskCalls:
         self._lock = threading.Lock()
         self._model_seen: str | None = None
         self._models_seen: set[str] = set()
-        self._cache_counts = {"cache_hits": 0, "cache_writes": 0, "flight_waits": 0}
+        self._cache_counts = {"cache_hits": 0, "cache_writes": 0, "flight_waits": 0, "failed_waits": 0}
+        #: cache key -> the JudgeCallError of an identical call that already spent its 1 + max_retries attempts
+        self._failed: dict[str, JudgeCallError] = {}
 
     @property
     def model_seen(self) -> str | None:
@@ -70,7 +79,9 @@ class TaskCalls:
         """Run one task: cache read (repeat 0), else the transport's bounded attempts; cache write.
         An identical call already in flight (another thread, step or process on the same cache file)
         is waited for, not sent again (:meth:`JudgeCache.single_flight`, bounded by one whole call's
-        time: ``(1 + max_retries) * timeout_s`` plus a minute). Output: the validated reply dict.
+        time: ``(1 + max_retries) * timeout_s`` plus a minute). An identical call of this judge object that
+        already failed after its attempts fails again at once with the same error (``failed_waits``): the
+        configured ``1 + max_retries`` requests per distinct call, not per caller. Output: the validated reply dict.
         Raises JudgeCallError (scrubbed) when every attempt fails."""
         inputs = self.inputs(values)
         if self.cache is None:
@@ -82,13 +93,26 @@ class TaskCalls:
             return hit
         t = self.transport
         wait_s = (1 + t.max_retries) * t.timeout_s + 60.0
-        with self.cache.single_flight(cache_key(self.requested_model, prompt.sha256, inputs, repeat),
-                                      wait_s=wait_s) as flight:
+        key = cache_key(self.requested_model, prompt.sha256, inputs, repeat)
+        with self.cache.single_flight(key, wait_s=wait_s) as flight:
             hit = self._from_cache(flight.value, validate)
             if hit is not None:
                 self._count_cache("flight_waits")
                 return hit
-            return self._send(task, prompt, values, inputs, repeat, validate)
+            with self._lock:
+                failed = self._failed.get(key)
+            if failed is not None:
+                # an identical call of this judge already failed after its 1 + max_retries attempts: the same
+                # failure, not another round of requests (two systems with the same answer would otherwise
+                # double the requests a failing call sends)
+                self._count_cache("failed_waits")
+                raise JudgeCallError(failed.reason, failed.detail, failed.attempts)
+            try:
+                return self._send(task, prompt, values, inputs, repeat, validate)
+            except JudgeCallError as exc:
+                with self._lock:
+                    self._failed[key] = exc
+                raise
 
     def _from_cache(self, hit: dict | None, validate: Callable[[Any], dict]) -> dict | None:
         """The validated reply of a cache entry, or None (absent, or an entry this code no longer accepts)."""
