@@ -172,7 +172,12 @@ def gate_lines(out: Path, rewritten: bool, thresholds: int | None = None, listed
     if gates.height == 0:
         from rag_eval_pipeline.core.report.decision import no_gate_words
 
-        return [f"gates: {no_gate_words(thresholds)}"]
+        lines = [f"gates: {no_gate_words(thresholds)}"]
+        if not thresholds:  # nothing can block: a CI job reading only the exit code would ship anything
+            lines.append("  add a gate: under gates.thresholds in the configuration, e.g. "
+                         "`- {metric: recall_5, max_abs_drop: 0.05}` (rag-eval init writes a starter set; "
+                         "docs/gates-and-reports.md); until then nothing blocks promotion and the run exits 0")
+        return lines
     # counted apart from the verdict's "N blocking failure(s)", which also counts failed checks and steps
     head = (f"gates: {gates.height} gate(s), {failed.height} of them failed blocking (the verdict's blocking "
             f"failures also count failed checks and steps; every gate in {path} and in the report)")
