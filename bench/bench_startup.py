@@ -3,17 +3,22 @@
 Everything in one run, side by side, with the load average printed beside each block (others share the
 machine: compare the figures of one run, and the ratios to ``import dagster`` measured in the same run).
 
-1. Import time in a fresh interpreter, best and median of ``--repeats``, the statements interleaved repeat
-   by repeat: ``python -c pass``, ``import dagster`` (Dagster's own floor), ``import polars`` (what
+1. Import time in a fresh interpreter, wall and CPU seconds (user + system: less sensitive to the load than
+   the wall), best and median of ``--repeats``, the statements interleaved repeat by repeat: ``python -c pass``,
+   ``import dagster`` (Dagster's own floor), ``import polars`` (what
    the first step that reads a table adds) and ``import rag_eval_pipeline.definitions`` (the code location:
    Dagster, this package's definition-time modules and every suite's Definitions; polars, pyarrow and numpy are
    imported by the steps, ``core/lazy.py``), each also as a ratio to ``import dagster``. Bytecode is cached in a
    temporary ``PYTHONPYCACHEPREFIX`` and every statement runs once before it is timed, so that a
    ``PYTHONDONTWRITEBYTECODE`` environment does not make the figure a compile time.
-2. The code location's import split, in one interpreter (the fastest of ``--repeats``): ``import dagster``, this
-   package's modules (with what they import), and building the Definitions (``load_code_location``: the suites'
-   configurations and Dagster's asset, check and job objects); and the packages that must not be imported at
-   definition time (polars, pyarrow, numpy, pandas, scipy, bm25s, a model client, a server, an encoder) that were.
+2. The code location's import split, in one interpreter (of ``--repeats``, the one whose import took the least
+   CPU), wall and CPU seconds and the full garbage collections (generation 2) in each phase: ``import dagster``,
+   this package's modules (with what they import), and building the Definitions (``load_code_location``: the
+   suites' configurations and Dagster's asset, check and job objects); then, not in the goal's figure, what Dagster
+   does when it loads the code location: resolving the repository and all its jobs (every process that runs a
+   job resolves its job) and the code server's snapshot of them (``RepositorySnap.from_def``: the webserver's and
+   the daemon's code server); and the packages that must not be imported at definition time (polars, pyarrow,
+   numpy, pandas, scipy, bm25s, a model client, a server, an encoder) that were.
 3. One step process: the sample's full evaluation under ``dagster job execute`` with the multiprocess
    executor, one step at a time (``max_concurrent: 1``), read back from the run's event log: per step, the
    seconds from the parent's STEP_WORKER_STARTING to the child's STEP_START, split into the new process and
@@ -25,7 +30,10 @@ machine: compare the figures of one run, and the ratios to ``import dagster`` me
    imports): it is printed apart, and best and median are over the other steps.
 
 ``--baseline PATH`` (another checkout of this repository, e.g. ``git worktree add /tmp/before <commit>``)
-measures that tree too, interleaved with this one, for before/after figures in one run.
+measures that tree too, interleaved with this one, for before/after figures in one run, and compares the two
+trees' definitions (:data:`FINGERPRINT`: asset keys with their groups, tags, kinds, partitions and parents, check
+keys and whether they block, jobs with their tags, asset and check selections, ops' pools and tags, schedules,
+sensors, resources): it prints "identical" or the differences.
 
 Goal: <= 1 s for the code location's import and for a step's start-up, on an idle machine.
 
@@ -56,18 +64,90 @@ METHODS = {
     "preload": {"forkserver": {"preload_modules": ["rag_eval_pipeline.defs.preload"]}},
 }
 SPLIT = """
-import json, sys, time
-t0 = time.perf_counter()
-import dagster
-t1 = time.perf_counter()
-import rag_eval_pipeline.defs.location as location
-t2 = time.perf_counter()
-location.load_code_location()
-t3 = time.perf_counter()
-print(json.dumps({"import dagster": t1 - t0, "this package's modules": t2 - t1, "building the Definitions": t3 - t2,
-                  "total": t3 - t0, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
-"""
+import gc, importlib.abc, importlib.machinery, json, sys, time
+clock = {"wall": time.perf_counter, "cpu": time.process_time}
+marks, full_gcs = [], []  # (phase, wall, cpu) at each phase's end; (start wall, start cpu, end wall, end cpu)
 
+def mark(phase):
+    marks.append((phase, clock["wall"](), clock["cpu"]()))
+
+def on_gc(phase, info):
+    if info["generation"] == 2:
+        if phase == "start":
+            full_gcs.append([clock["wall"](), clock["cpu"]()])
+        else:
+            full_gcs[-1] += [clock["wall"](), clock["cpu"]()]
+
+class WrapLocation(importlib.abc.MetaPathFinder):  # times load_code_location without importing it first
+    def find_spec(self, name, path, target=None):
+        if name != "rag_eval_pipeline.defs.location":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            build = module.load_code_location
+            def load_code_location():
+                mark("this package's modules")
+                try:
+                    return build()
+                finally:
+                    mark("building the Definitions")
+            module.load_code_location = load_code_location
+        spec.loader.exec_module = exec_module
+        return spec
+
+gc.callbacks.append(on_gc)
+sys.meta_path.insert(0, WrapLocation())
+mark("start")
+import dagster
+mark("import dagster")
+import rag_eval_pipeline.definitions as location
+mark("the rest of definitions.py")
+repository = location.defs.get_repository_def()
+repository.get_all_jobs()
+mark("Dagster: the repository and its jobs")
+from dagster._core.remote_representation.external_data import RepositorySnap
+RepositorySnap.from_def(repository)
+mark("Dagster: the code server's snapshot")
+phases = {}
+for (_, w0, c0), (phase, w1, c1) in zip(marks, marks[1:]):
+    gcs = [g for g in full_gcs if len(g) == 4 and w0 <= g[0] < w1]
+    phases[phase] = {"wall": w1 - w0, "cpu": c1 - c0, "full_gcs": len(gcs), "gc_cpu": sum(g[3] - g[1] for g in gcs)}
+print(json.dumps({"phases": phases, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
+"""
+#: The phases of :data:`SPLIT` that make up ``import rag_eval_pipeline.definitions`` (the others are Dagster's load:
+#: the repository and its jobs, resolved by every process that runs a job; the code server's snapshot of them).
+IN_IMPORT = ("import dagster", "this package's modules", "building the Definitions", "the rest of definitions.py")
+#: The code location's definitions, for a before/after comparison: asset keys (group, tags, kinds, partitions,
+#: parents), check keys (blocking), jobs (tags, selected asset and check keys, each op's pool and tags),
+#: schedules, sensors and resources. Printed as one JSON line, the checkout's path replaced by ``<tree>``.
+FINGERPRINT = """
+import json
+from rag_eval_pipeline.definitions import PROJECT_ROOT, defs
+repo = defs.get_repository_def()
+graph = defs.resolve_asset_graph()
+s = lambda k: k.to_user_string()
+assets = {s(k): {"group": n.group_name, "tags": dict(n.tags), "kinds": sorted(n.kinds),
+                 "parents": sorted(map(s, n.parent_keys)),
+                 "partitions": n.partitions_def.get_partition_keys() if n.partitions_def else None,
+                 "materializable": n.is_materializable, "checks": sorted(c.name for c in n.check_keys)}
+          for k, n in ((k, graph.get(k)) for k in graph.get_all_asset_keys())}
+checks = {f"{s(k.asset_key)}:{k.name}": graph.get_check_spec(k).blocking for k in graph.asset_check_keys}
+jobs = {j.name: {"tags": dict(j.tags), "assets": sorted(map(s, j.asset_layer.executable_asset_keys)),
+                 "checks": sorted(f"{s(k.asset_key)}:{k.name}" for k in j.asset_layer.asset_graph.asset_check_keys),
+                 "ops": {n.name: {"pool": n.definition.pool, "tags": dict(n.definition.tags)}
+                         for n in j.graph.nodes}}
+        for j in repo.get_all_jobs()}
+schedules = {x.name: [x.cron_schedule, x.job_name, x.execution_timezone, str(x.default_status)]
+             for x in repo.schedule_defs}
+sensors = {x.name: [sorted(t.job_name for t in x.targets), x.minimum_interval_seconds, str(x.default_status)]
+           for x in repo.sensor_defs}
+resources = {k: type(v).__name__ for k, v in (defs.resources or {}).items()}
+text = json.dumps({"assets": assets, "checks": checks, "jobs": jobs, "schedules": schedules, "sensors": sensors,
+                   "resources": resources}, sort_keys=True, default=str)
+print(text.replace(str(PROJECT_ROOT), "<tree>"))  # the paths in the run tags name the checkout
+"""
 
 def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -88,34 +168,69 @@ def _verdict(seconds: float) -> str:
     return "OK" if seconds <= GOAL_S else "MISSED"
 
 
+def _timed(cmd: list[str], tree: Path, pycache: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of the child) of running ``cmd`` in ``tree``. The CPU seconds
+    depend less on the load than the wall (a busy machine makes a process wait, not work)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=tree, env=_env(tree, pycache))
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{cmd[-1][:80]!r} failed in {tree} (exit {proc.returncode})")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
 def time_imports(trees: dict[str, Path], statements: list[str], repeats: int, pycache: Path) -> dict:
-    """{(tree, statement): [wall seconds of ``python -c statement``]}: fresh interpreters, every statement
+    """{(tree, statement): [(wall, CPU) seconds of ``python -c statement``]}: fresh interpreters, every statement
     of every tree once per repeat (interleaved, so a change of load hits them alike), after one untimed run
     that fills the bytecode cache."""
     times: dict = {(t, s): [] for t in trees for s in statements}
     for rep in range(repeats + 1):
         for t, tree in trees.items():
             for s in statements:
-                start = time.perf_counter()
-                subprocess.run([sys.executable, "-c", s], check=True, cwd=tree, env=_env(tree, pycache))
+                measured = _timed([sys.executable, "-c", s], tree, pycache)
                 if rep:  # the first round fills the bytecode cache
-                    times[(t, s)].append(time.perf_counter() - start)
+                    times[(t, s)].append(measured)
     return times
 
 
-def import_split(trees: dict[str, Path], repeats: int, pycache: Path) -> dict[str, tuple[dict[str, float], list[str]]]:
-    """Per tree: the phases of the code location's import in the fastest of ``repeats`` interpreters (the trees
+def import_split(trees: dict[str, Path], repeats: int, pycache: Path) -> dict[str, tuple[dict, list[str]]]:
+    """Per tree: the phases of :data:`SPLIT` (wall and CPU seconds, full garbage collections and their CPU
+    seconds) in the interpreter of ``repeats`` whose import of the code location took the least CPU (the trees
     interleaved repeat by repeat), and the packages of :data:`NOT_AT_DEFINITION_TIME` it imported."""
-    best: dict[str, tuple[dict[str, float], list[str]]] = {}
+    best: dict[str, tuple[dict, list[str]]] = {}
     for _ in range(repeats):
         for t, tree in trees.items():
             proc = subprocess.run([sys.executable, "-c", SPLIT], capture_output=True, text=True, check=True,
                                   cwd=tree, env=_env(tree, pycache))
             out = json.loads(proc.stdout.strip().splitlines()[-1])
-            heavy = sorted(set(out.pop("modules")) & set(NOT_AT_DEFINITION_TIME))
-            if t not in best or out["total"] < best[t][0]["total"]:
-                best[t] = (out, heavy)
+            heavy = sorted(set(out["modules"]) & set(NOT_AT_DEFINITION_TIME))
+            phases = out["phases"]
+            cpu = sum(phases[p]["cpu"] for p in IN_IMPORT)
+            if t not in best or cpu < sum(best[t][0][p]["cpu"] for p in IN_IMPORT):
+                best[t] = (phases, heavy)
     return best
+
+
+def fingerprints(trees: dict[str, Path], pycache: Path) -> dict[str, dict]:
+    """Per tree: :data:`FINGERPRINT` of its code location (fresh interpreter)."""
+    out = {}
+    for t, tree in trees.items():
+        proc = subprocess.run([sys.executable, "-c", FINGERPRINT], capture_output=True, text=True, check=True,
+                              cwd=tree, env=_env(tree, pycache))
+        out[t] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def _differences(before: dict, after: dict, path: str = "") -> list[str]:
+    """Where two fingerprints differ: ``section/name: before -> after`` lines (the first few levels)."""
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return [] if before == after else [f"{path}: {before!r:.120} -> {after!r:.120}"]
+    lines = []
+    for k in sorted(set(before) | set(after)):
+        lines += _differences(before.get(k), after.get(k), f"{path}/{k}")
+    return lines
 
 
 def step_startups(tree: Path, method: dict, work: Path, name: str, pycache: Path) -> tuple[list[dict], float]:
@@ -184,25 +299,43 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         pycache = Path(tmp) / "pycache"
         times = time_imports(trees, statements, args.repeats, pycache)
-        print(f"\nimport in a fresh interpreter, best / median of {args.repeats} (load {_load()}):")
+        print(f"\nimport in a fresh interpreter, wall best / median and CPU best / median of {args.repeats} "
+              f"(load {_load()}):")
         # the same Dagster in every tree: the ratios use the best of all its runs
-        dagster_best = min(min(times[(t, "import dagster")]) for t in trees)
+        dagster_best = min(min(w for w, _ in times[(t, "import dagster")]) for t in trees)
+        dagster_cpu = min(min(c for _, c in times[(t, "import dagster")]) for t in trees)
         for t in trees:
             for s in statements:
-                best, median = _best_median(times[(t, s)])
+                best, median = _best_median([w for w, _ in times[(t, s)]])
+                cbest, cmedian = _best_median([c for _, c in times[(t, s)]])
                 label = f"python -c {s!r}" + (f"  [{t}]" if len(trees) > 1 else "")
-                ratio = f"{best / dagster_best:5.2f}x import dagster" if s != "pass" else ""
+                ratio = (f"{best / dagster_best:5.2f}x / {cbest / dagster_cpu:5.2f}x import dagster"
+                         if s != "pass" else "")
                 goal = f"  goal <= {GOAL_S:.0f} s: {_verdict(best)}" if s.endswith("definitions") else ""
-                print(f"  {label:<66} {best:5.2f} s / {median:5.2f} s  {ratio}{goal}")
+                print(f"  {label:<62} wall {best:5.2f} / {median:5.2f} s  CPU {cbest:5.2f} / {cmedian:5.2f} s  "
+                      f"{ratio}{goal}")
 
-        for t, (split, heavy) in import_split(trees, args.repeats, pycache).items():
-            total = split.pop("total")
-            print(f"\nthe code location's import in one interpreter, the fastest of {args.repeats}"
-                  f"{f' [{t}]' if len(trees) > 1 else ''} (load {_load()}):")
-            for phase, s in split.items():
-                print(f"  {phase:<34} {s:5.2f} s  {100 * s / total:5.1f} %")
-            print(f"  {'total':<34} {total:5.2f} s")
+        for t, (phases, heavy) in import_split(trees, args.repeats, pycache).items():
+            print(f"\nthe code location's import in one interpreter, the one of {args.repeats} with the least CPU"
+                  f"{f' [{t}]' if len(trees) > 1 else ''} (load {_load()}); full collections: how many, their CPU s:")
+            row = "  {:<40} wall {:5.2f} s  CPU {:5.2f} s"
+            for phase in IN_IMPORT:
+                p = phases[phase]
+                print(row.format(phase, p["wall"], p["cpu"]) + f"  full GCs {p['full_gcs']} ({p['gc_cpu']:.3f} s)")
+            wall, cpu = (sum(phases[p][k] for p in IN_IMPORT) for k in ("wall", "cpu"))
+            print(row.format("import rag_eval_pipeline.definitions", wall, cpu)
+                  + f"  goal <= {GOAL_S:.0f} s: {_verdict(wall)}")
+            print("  then what Dagster does when it loads the code location (not in the goal's figure):")
+            for phase, p in phases.items():
+                if phase not in IN_IMPORT:
+                    print(row.format(phase, p["wall"], p["cpu"]) + f"  full GCs {p['full_gcs']} ({p['gc_cpu']:.3f} s)")
             print(f"  imported although no definition needs them: {', '.join(heavy) or 'none'}")
+        if len(trees) > 1:
+            prints = fingerprints(trees, pycache)
+            diff = _differences(prints["baseline"], prints["this tree"])
+            counts = {k: len(v) for k, v in prints["this tree"].items()}
+            print(f"\nthe definitions of both trees ({counts}): "
+                  + ("identical" if not diff else f"{len(diff)} differences:\n  " + "\n  ".join(diff[:40])))
         if args.skip_steps:
             return 0
 

@@ -115,3 +115,22 @@ def test_the_forkserver_preloads_every_core_module_a_step_imports_and_nothing_on
     assert {"polars", "pyarrow"} <= set(out)  # what every table step uses
     step_only = set(NOT_AT_DEFINITION_TIME) - {"polars", "pyarrow", "numpy"}
     assert sorted(set(out) & step_only) == []
+
+
+#: In a fresh interpreter: whether ``defs`` (the code location's Definitions) and Dagster's ``AssetKey`` class are
+#: among the objects the garbage collector still tracks (``gc.get_objects()``: not frozen), and the frozen count.
+FROZEN_PROBE = ("import gc, json, dagster; {load}; tracked = gc.get_objects(); "
+                "print(json.dumps({{'defs_tracked': any(o is defs for o in tracked), "
+                "'dagster_tracked': any(o is dagster.AssetKey for o in tracked), 'frozen': gc.get_freeze_count(), "
+                "'enabled': gc.isenabled()}}))")
+
+
+def test_the_code_location_freezes_dagster_and_its_definitions_out_of_the_garbage_collectors_reach():
+    # Python's gc.freeze(): no later full collection traverses them (docs/scale-out.md, "Step start-up")
+    out = _fresh(FROZEN_PROBE.format(load="from rag_eval_pipeline.definitions import defs"))
+    assert out["defs_tracked"] is False and out["dagster_tracked"] is False
+    assert out["frozen"] > 10_000 and out["enabled"] is True  # the collector still runs on what comes after
+    # the control: the same Definitions built without the code location's module are tracked, like Dagster
+    control = _fresh(FROZEN_PROBE.format(
+        load="from rag_eval_pipeline.defs.location import load_code_location; defs = load_code_location()"))
+    assert control == {"defs_tracked": True, "dagster_tracked": True, "frozen": 0, "enabled": True}
