@@ -169,7 +169,7 @@ def test_the_report_leads_with_the_decision(failing_gate_run):
         assert line.replace("|", "\\|") in first, line
     assert "| comparison split | test (26 golden questions)" in first  # 26 of the 52 questions are in test
     assert ("| judge calibration | warning (blocks nothing: no judge-based gate): κ below the floor; "
-            "κ 0.597 below floor 0.9") in first
+            "κ 0.597 [95% CI 0.304, 0.890] below floor 0.9") in first  # interval: test_calibration_min_labels.py
     assert (md.index("## Run") < md.index("## Summary (split all)")
             < md.index("## Comparison with the baseline (split test)"))
     decision = json.loads((out / "decision.json").read_text(encoding="utf-8"))

@@ -104,7 +104,7 @@ def test_the_reports_first_screen_shows_the_verdict_and_the_promotion(cli_run, r
     assert _in_first_screen(d, verdict) and _in_first_screen(d, promotion)
     table = d.find_element(By.CSS_SELECTOR, "table.decision")
     assert _in_first_screen(d, table)
-    assert "judge calibration" in table.text and "κ 0.597 ≥ floor 0.4" in table.text
+    assert "judge calibration" in table.text and "κ 0.597 [95% CI 0.304, 0.890] ≥ floor 0.4" in table.text
     assert "comparison split" in table.text and "test (26 golden questions)" in table.text
     # the run metadata comes after the decision
     run = d.find_element(By.ID, "run")
