@@ -7,7 +7,7 @@ can be run and tested without Dagster.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import polars as pl
 
@@ -182,13 +182,18 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
                            labels: pl.DataFrame, judgements: pl.DataFrame,
                            extra: list[pl.DataFrame] | None = None, *,
                            citations: tuple[pl.DataFrame, pl.DataFrame] | None = None,
-                           nugget_labels: pl.DataFrame | None = None) -> tuple[pl.DataFrame, dict]:
+                           nugget_labels: pl.DataFrame | None = None,
+                           levels: Sequence[str] | None = None) -> tuple[pl.DataFrame, dict]:
     """Every per-question metric of every system: retrieval, claim evidence, decisions, faithfulness,
     and, when their tables are given, citations (``citations`` = (citation_claims, citations) of
     :func:`build_citations`) and completeness (``nugget_labels`` of :func:`build_nuggets`).
 
     Retrieval is scored at each level the golden set judges (``core/metrics/doc_level.py``: chunk,
-    document, or both), and every retrieval row says which in ``level``. A run whose decision is
+    document, or both), and every retrieval row says which in ``level``. ``levels``: the levels to score,
+    decided from the WHOLE golden set (``levels_of`` of it) when ``golden`` is only a part of it (a batch,
+    a question shard): a part without any ``relevant_docs`` must still be scored at document level when
+    the whole set is. None = ``levels_of(golden)`` (``golden`` is the whole set). Raises ValueError for a
+    level outside ``LEVELS``. A run whose decision is
     ``error`` is reported apart: its retrieval and claim-evidence rows are null with status
     ``run_error`` (it counts in ``run_error_rate``, never as an empty retrieval scored 0). A system
     whose ids were documents only (``chunk_map: {doc_ids: true}``) has null chunk-level rows
@@ -210,7 +215,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     )
     from rag_eval_pipeline.core.systems.id_mapping import doc_ids_only
 
-    levels = levels_of(golden)
+    levels = levels_of(golden) if levels is None else _checked_levels(levels)
     qrels = {"chunk": qrels_from_golden(golden)}
     if "doc" in levels:
         qrels["doc"] = doc_qrels(golden, snapshot)
@@ -283,6 +288,16 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     return tables.conform(pl.DataFrame(built), "question_metrics"), info
 
 
+def _checked_levels(levels: Sequence[str]) -> tuple[str, ...]:
+    """``levels`` as a tuple in ``LEVELS`` order; ValueError for an empty list or a level outside ``LEVELS``."""
+    from rag_eval_pipeline.core.plain_names import LEVELS
+
+    bad = [lv for lv in levels if lv not in LEVELS]
+    if bad or not levels:
+        raise ValueError(f"levels must be a non-empty subset of {LEVELS}, got {list(levels)!r}")
+    return tuple(lv for lv in LEVELS if lv in levels)
+
+
 def scored_levels(cfg: EvalConfig, golden: pl.DataFrame, system: str) -> list[str]:
     """The levels (``chunk``, ``doc``) at which ``system``'s retrieval rows get values, by the rules of
     :func:`build_question_metrics`: the levels the golden set judges (``core.metrics.doc_level.levels_of``), less
@@ -320,7 +335,8 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
                             extra: list[pl.DataFrame] | None = None, *,
                             citations: tuple[pl.DataFrame, pl.DataFrame] | None = None,
                             nugget_labels: pl.DataFrame | None = None, info: dict | None = None,
-                            batch_questions: int = QUESTION_BATCH) -> Iterator[pl.DataFrame]:
+                            batch_questions: int = QUESTION_BATCH,
+                            levels: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
     """:func:`build_question_metrics` of the golden questions ``batch_questions`` at a time: the question_metrics
     table in parts (a generator; each part is computed when it is asked for), so that a suite of 100,000
     questions never holds its ~13 million rows at once.
@@ -334,17 +350,24 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
     all missing in a batch), the table is computed in one part instead, as before. A golden set of at most
     ``batch_questions`` questions is one part (the rows in the same order as :func:`build_question_metrics`).
     ``info``: when given, filled with the counts :func:`build_question_metrics` returns (summed over parts).
+    ``levels``: the retrieval levels scored, decided once from the whole golden set and given to every batch
+    (a batch without any ``relevant_docs`` is still scored at document level when the whole set is); None =
+    ``levels_of(golden)``. A question shard (``core/shards.py``) passes the levels of the whole golden set, of
+    which its ``golden`` is a part.
     Raises what :func:`build_question_metrics` raises; ValueError for ``batch_questions`` < 1.
     """
+    from rag_eval_pipeline.core.metrics.doc_level import levels_of
+
     if batch_questions < 1:
         raise ValueError(f"batch_questions must be >= 1, got {batch_questions!r}")
+    levels = levels_of(golden) if levels is None else _checked_levels(levels)
     ids = golden["question_id"].unique(maintain_order=True)
     batches = [ids.slice(start, batch_questions) for start in range(0, len(ids), batch_questions)]
     if len(batches) > 1 and not _batches_see_every_system(runs, ids, batches):
         batches = [ids]
     if len(batches) <= 1:
         qm, got = build_question_metrics(cfg, snapshot, golden, runs, labels, judgements, extra,
-                                         citations=citations, nugget_labels=nugget_labels)
+                                         citations=citations, nugget_labels=nugget_labels, levels=levels)
         if info is not None:
             info.update(got)
         yield qm
@@ -361,7 +384,7 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
             cfg, snapshot, golden.filter(pl.col("question_id").is_in(batch.implode())), runs.filter(mine),
             labels.filter(mine), judgements.filter(mine), [f.filter(mine) for f in extra or []],
             citations=None if citations is None else (citations[0].filter(mine), citations[1].filter(mine)),
-            nugget_labels=part(nugget_labels))
+            nugget_labels=part(nugget_labels), levels=levels)
         if info is not None:
             for system, counts in got.items():
                 into = info.setdefault(system, {})

@@ -32,10 +32,12 @@ SNAPSHOT_FOR_SUMMARY = ["chunk_id", "acl", "status", "valid_from"]
 def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
                      golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
                      answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame, citation_claims: pl.DataFrame,
-                     citations: pl.DataFrame, nugget_labels: pl.DataFrame) -> dg.Output[TableBatches]:
+                     citations: pl.DataFrame, nugget_labels: pl.DataFrame,
+                     levels: tuple[str, ...] | None = None) -> dg.Output[TableBatches]:
     """One metric of one question for one system; value null when not evaluable, with the reason.
     Citation and completeness metrics come from ``citation_claims`` / ``citations`` / ``nugget_labels``.
-    Computed and written 5,000 golden questions at a time (``core/pipeline.question_metric_batches``)."""
+    Computed and written 5,000 golden questions at a time (``core/pipeline.question_metric_batches``).
+    Retrieval is scored at the levels the whole golden set judges, also in a question shard."""
     from rag_eval_pipeline.core.pipeline import question_metric_batches
 
     info: dict = {}
@@ -45,7 +47,7 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
         for part in question_metric_batches(settings.config, corpus_snapshot, golden_set, rag_runs, judge_labels,
                                             answer_judgements, extra=[answer_quality],
                                             citations=(citation_claims, citations), nugget_labels=nugget_labels,
-                                            info=info):
+                                            info=info, levels=levels):
             counts["rows"] += part.height
             counts["null_values"] += int(part["value"].null_count())
             yield part
@@ -54,7 +56,8 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
         return {"rows": counts["rows"], "retrieval_leftovers": dg.MetadataValue.json(info),
                 "null_values": counts["null_values"]}
 
-    return dg.Output(TableBatches(parts(), written), metadata={"ranking_mode": settings.config.ranking_mode})
+    return dg.Output(TableBatches(parts(), written), metadata={"ranking_mode": settings.config.ranking_mode,
+                                                               "levels": ", ".join(levels or ())})
 
 
 def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
@@ -229,10 +232,15 @@ def build(scope: SuiteScope) -> tuple[list, list]:
                          rag_runs: pl.DataFrame, judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame,
                          answer_quality: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
                          nugget_labels: pl.DataFrame) -> dg.Output[TableBatches]:
+            from rag_eval_pipeline.core.metrics.doc_level import levels_of
+
+            # decided from the whole golden set, never from the shard's part of it (a shard whose questions
+            # have no relevant_docs is still scored at document level when the suite is)
+            levels = levels_of(golden_set)
             golden_set = scope.shard_rows(context, golden_set)
             return question_metrics(context, scope.settings(context), corpus_snapshot, golden_set, rag_runs,
                                     judge_labels, answer_judgements, answer_quality, citation_claims, citations,
-                                    nugget_labels)
+                                    nugget_labels, levels=levels)
 
         assets.append(per_question)
     if scope.shard_layer:
