@@ -22,7 +22,8 @@ else:
     pl = lazy_module("polars")
 
 STAGE = "metrics"
-DENOMINATORS_DESCRIPTION = "No rate without its counts, no NaN, null exactly where the denominator is 0."
+DENOMINATORS_DESCRIPTION = ("No rate without its counts, no NaN, null exactly where the denominator is 0; every "
+                            "retrieval measure scored over the same questions at every level (chunk, doc).")
 
 # Only the snapshot's columns a step reads: a 200,000-chunk corpus's texts stay on disk.
 SNAPSHOT_FOR_QUESTION_METRICS = ["chunk_id", "doc_id", "acl"]  # doc_id: document-level relevance
@@ -88,6 +89,13 @@ def summary_markdown(headline: pl.DataFrame) -> str:
 
 
 def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult:
+    """The blocking check of ``metric_summary``: no NaN, no rate without its counts, null exactly where the
+    denominator is 0, value = numerator / denominator; and every retrieval measure of a system scored over the
+    same questions at every level, every system at the same levels
+    (:func:`~rag_eval_pipeline.core.metrics.doc_level.levels_not_scored`: a question shard that scored its
+    questions at fewer levels than the suite shows as ``n`` 7 at one level and 8 at the other)."""
+    from rag_eval_pipeline.core.metrics.doc_level import levels_not_scored
+
     s = metric_summary
     problems = {
         "nan_values": s.filter(pl.col("value").is_nan()),
@@ -102,11 +110,13 @@ def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult
         ),
     }
     bad = {k: v for k, v in problems.items() if v.height}
+    levels = levels_not_scored(s)
     return dg.AssetCheckResult(
-        passed=not bad,
+        passed=not bad and not levels,
         metadata={k: dg.MetadataValue.json(v.select("system", "split", "segment", "metric", "k", "level").head(20)
                                            .to_dicts())
-                  for k, v in bad.items()} | {"rows_checked": s.height},
+                  for k, v in bad.items()} | {"rows_checked": s.height}
+        | ({"levels_not_scored": dg.MetadataValue.json(levels[:20])} if levels else {}),
     )
 
 

@@ -18,7 +18,7 @@ from rag_eval_pipeline.core.config_sections import Threshold
 from rag_eval_pipeline.core.gates import evaluate_gates
 from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
 from rag_eval_pipeline.core.judging import judge_runs
-from rag_eval_pipeline.core.metrics.doc_level import levels_of
+from rag_eval_pipeline.core.metrics.doc_level import levels_not_scored, levels_of
 from rag_eval_pipeline.core.pipeline import (
     build_citations,
     build_golden,
@@ -100,8 +100,10 @@ def test_shards_and_batches_score_the_levels_of_the_whole_golden_set(sample, var
     golden = _golden_variant(sample["golden"], sample["snapshot"], variant)
     whole_levels = levels_of(golden)
     assert whole_levels == ("chunk", "doc")
-    # the case the test is about: shard 0 on its own judges a single level (its slice would drop the other)
-    assert levels_of(select_shard(golden, 0, SHARDS)) == (("chunk",) if variant == "docs_in_one_shard" else ("doc",))
+    # the case the test is about: shards 0 and 1 on their own judge a single level (their slices drop the other)
+    for k in (0, 1):
+        assert levels_of(select_shard(golden, k, SHARDS)) == (("chunk",) if variant == "docs_in_one_shard"
+                                                              else ("doc",))
     cfg, snapshot = sample["cfg"], sample["snapshot"]
     whole = _question_metrics(sample, golden, None)  # one pass: levels_of(golden) of the whole set
     sharded = pl.concat([_question_metrics(sample, golden, whole_levels, keep=k) for k in range(SHARDS)])
@@ -128,4 +130,40 @@ def test_shards_and_batches_score_the_levels_of_the_whole_golden_set(sample, var
     sliced = pl.concat([_question_metrics(sample, golden, levels_of(select_shard(golden, k, SHARDS)), keep=k)
                         for k in range(SHARDS)])
     assert sliced.height < whole.height
+    # ... and the metric_summary check (denominators_consistent) sees it: one level holds fewer questions
+    assert levels_not_scored(summary, whole_levels) == [] and levels_not_scored(summary) == []
+    breaches = levels_not_scored(build_summary(cfg, sliced, golden, snapshot))
+    assert breaches and {b["problem"] for b in breaches} == {"questions_differ"}
+    # shards 0 and 1 judge one level only, so the other is scored over shard 2's questions alone
+    n2 = select_shard(golden, 2, SHARDS).height
+    lost = "doc" if variant == "docs_in_one_shard" else "chunk"
+    assert {b["n_by_level"][lost] for b in breaches} == {n2} and 0 < n2 < golden.height
+    assert {b["n_by_level"]["doc" if lost == "chunk" else "chunk"] for b in breaches} == {golden.height}
     assert set(SCHEMAS["question_metrics"]) == set(whole.columns)
+
+
+def _summary_rows(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"system": pl.Utf8, "split": pl.Utf8, "segment": pl.Utf8, "metric": pl.Utf8,
+                                      "k": pl.Int32, "level": pl.Utf8, "n": pl.Int64}, orient="row")
+
+
+def test_levels_not_scored_finds_a_level_with_fewer_questions_or_missing_and_ignores_the_rest():
+    # the trial's case by hand: 8 golden questions; recall@5 of cite_sys over 8 at chunk level, 7 at doc level
+    ok = [("cite_sys", "all", "all", "recall", 5, "chunk", 8), ("cite_sys", "all", "all", "recall", 5, "doc", 8),
+          ("cite_sys", "test", "all", "recall", 5, "doc", 3),  # another split: not read
+          ("cite_sys", "all", "all", "claim_evidence_availability", 5, "chunk", 6),  # not a trec_eval measure
+          ("cite_sys", "all", "all", "faithfulness", None, None, 5)]  # no level
+    assert levels_not_scored(_summary_rows(ok)) == []
+    assert levels_not_scored(_summary_rows(ok), ("chunk", "doc")) == []
+    lost = [*ok[:1], ("cite_sys", "all", "all", "recall", 5, "doc", 7), *ok[2:]]
+    assert levels_not_scored(_summary_rows(lost)) == [
+        {"system": "cite_sys", "problem": "questions_differ", "metric": "recall", "k": 5,
+         "n_by_level": {"chunk": 8, "doc": 7}}]
+    # a system without the doc level while another has it; the golden set's levels given
+    other = [("bm25", "all", "all", "recall", 5, "chunk", 8)]
+    assert levels_not_scored(_summary_rows(ok + other)) == [
+        {"system": "bm25", "problem": "levels", "scored": ["chunk"], "expected": ["chunk", "doc"]}]
+    assert levels_not_scored(_summary_rows(other), ("chunk", "doc")) == [
+        {"system": "bm25", "problem": "levels", "scored": ["chunk"], "expected": ["chunk", "doc"]}]
+    assert levels_not_scored(_summary_rows(other).drop("level")) == []
+    assert levels_not_scored(_summary_rows([])) == []
