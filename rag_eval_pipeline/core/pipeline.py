@@ -7,7 +7,7 @@ can be run and tested without Dagster.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 import polars as pl
 
@@ -183,7 +183,8 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
                            extra: list[pl.DataFrame] | None = None, *,
                            citations: tuple[pl.DataFrame, pl.DataFrame] | None = None,
                            nugget_labels: pl.DataFrame | None = None,
-                           levels: Sequence[str] | None = None) -> tuple[pl.DataFrame, dict]:
+                           levels: Sequence[str] | None = None,
+                           latency_systems: Collection[str] | None = None) -> tuple[pl.DataFrame, dict]:
     """Every per-question metric of every system: retrieval, claim evidence, decisions, faithfulness,
     and, when their tables are given, citations (``citations`` = (citation_claims, citations) of
     :func:`build_citations`) and completeness (``nugget_labels`` of :func:`build_nuggets`).
@@ -193,8 +194,9 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     decided from the WHOLE golden set (``levels_of`` of it) when ``golden`` is only a part of it (a batch,
     a question shard): a part without any ``relevant_docs`` must still be scored at document level when
     the whole set is. None = ``levels_of(golden)`` (``golden`` is the whole set). Raises ValueError for a
-    level outside ``LEVELS``. A run whose decision is
-    ``error`` is reported apart: its retrieval and claim-evidence rows are null with status
+    level outside ``LEVELS``. ``latency_systems``: the systems that measured a latency over the WHOLE run
+    table (``core/metrics/latency.latency_systems``), when ``runs`` is a part of it; None = those of ``runs``.
+    A run whose decision is ``error`` is reported apart: its retrieval and claim-evidence rows are null with status
     ``run_error`` (it counts in ``run_error_rate``, never as an empty retrieval scored 0). A system
     whose ids were documents only (``chunk_map: {doc_ids: true}``) has null chunk-level rows
     (status ``doc_ids_only``).
@@ -253,7 +255,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden, citation_formats=citation_formats(cfg),
                                                known_chunks=set(snapshot["chunk_id"].to_list())))
-    frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)
+    frames.append(latency_question_metrics(runs, latency_systems))  # systems that measured latency (http, python, ...)
     phrases = cfg.judge.abstention_phrases
     if citations is not None:
         from rag_eval_pipeline.core.metrics.citations import citation_question_metrics
@@ -336,7 +338,8 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
                             citations: tuple[pl.DataFrame, pl.DataFrame] | None = None,
                             nugget_labels: pl.DataFrame | None = None, info: dict | None = None,
                             batch_questions: int = QUESTION_BATCH,
-                            levels: Sequence[str] | None = None) -> Iterator[pl.DataFrame]:
+                            levels: Sequence[str] | None = None,
+                            latency_systems: Collection[str] | None = None) -> Iterator[pl.DataFrame]:
     """:func:`build_question_metrics` of the golden questions ``batch_questions`` at a time: the question_metrics
     table in parts (a generator; each part is computed when it is asked for), so that a suite of 100,000
     questions never holds its ~13 million rows at once.
@@ -344,16 +347,17 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
     The parts hold exactly the rows of :func:`build_question_metrics` on the whole input, batch after batch
     (golden questions in golden order; run, label and citation rows of questions outside the golden set go
     with the first batch, where they are counted as before). Every per-question metric reads only its own
-    question's rows, except two facts taken per system over its rows: which systems ran (a system without a
-    run row gets no rows) and whether a system measured latency at all (``latency_ms``). When some batch would
-    see either differently from the whole input (a system absent from a batch, a system whose latencies are
-    all missing in a batch), the table is computed in one part instead, as before. A golden set of at most
+    question's rows, except three facts taken over the whole input: the retrieval levels (``levels``, below),
+    which systems measured latency at all (``latency_systems``, decided once over ``runs`` and given to every
+    batch) and which systems ran (a system without a run row gets no rows): when some batch would not see a
+    system of the whole input, the table is computed in one part instead, as before. A golden set of at most
     ``batch_questions`` questions is one part (the rows in the same order as :func:`build_question_metrics`).
     ``info``: when given, filled with the counts :func:`build_question_metrics` returns (summed over parts).
     ``levels``: the retrieval levels scored, decided once from the whole golden set and given to every batch
     (a batch without any ``relevant_docs`` is still scored at document level when the whole set is); None =
-    ``levels_of(golden)``. A question shard (``core/shards.py``) passes the levels of the whole golden set, of
-    which its ``golden`` is a part.
+    ``levels_of(golden)``. ``latency_systems``: None = ``latency_systems(runs)``. A question shard
+    (``core/shards.py``) passes the levels of the whole golden set, of which its ``golden`` is a part, and every
+    system of its runs as ``latency_systems`` (the merge drops the rows of systems that measured none).
     Raises what :func:`build_question_metrics` raises; ValueError for ``batch_questions`` < 1.
     """
     from rag_eval_pipeline.core.metrics.doc_level import levels_of
@@ -361,13 +365,18 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
     if batch_questions < 1:
         raise ValueError(f"batch_questions must be >= 1, got {batch_questions!r}")
     levels = levels_of(golden) if levels is None else _checked_levels(levels)
+    if latency_systems is None:
+        from rag_eval_pipeline.core.metrics.latency import latency_systems as measured_latency
+
+        latency_systems = measured_latency(runs)
     ids = golden["question_id"].unique(maintain_order=True)
     batches = [ids.slice(start, batch_questions) for start in range(0, len(ids), batch_questions)]
     if len(batches) > 1 and not _batches_see_every_system(runs, ids, batches):
         batches = [ids]
     if len(batches) <= 1:
         qm, got = build_question_metrics(cfg, snapshot, golden, runs, labels, judgements, extra,
-                                         citations=citations, nugget_labels=nugget_labels, levels=levels)
+                                         citations=citations, nugget_labels=nugget_labels, levels=levels,
+                                         latency_systems=latency_systems)
         if info is not None:
             info.update(got)
         yield qm
@@ -384,7 +393,7 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
             cfg, snapshot, golden.filter(pl.col("question_id").is_in(batch.implode())), runs.filter(mine),
             labels.filter(mine), judgements.filter(mine), [f.filter(mine) for f in extra or []],
             citations=None if citations is None else (citations[0].filter(mine), citations[1].filter(mine)),
-            nugget_labels=part(nugget_labels), levels=levels)
+            nugget_labels=part(nugget_labels), levels=levels, latency_systems=latency_systems)
         if info is not None:
             for system, counts in got.items():
                 into = info.setdefault(system, {})
@@ -395,21 +404,14 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
 
 def _batches_see_every_system(runs: pl.DataFrame, ids: pl.Series, batches: list[pl.Series]) -> bool:
     """Whether every batch of golden question ids (the first also holding the run rows of questions outside
-    ``ids``) has a run row of every system of ``runs``, and, of every system that measured a latency, a
-    measured latency: then each batch's per-system facts are those of the whole run table."""
+    ``ids``) has a run row of every system of ``runs``: then each batch's systems are those of the whole run
+    table."""
     if runs.height == 0:
         return True
     number = {q: i for i, batch in enumerate(batches) for q in batch.to_list()}
     part = pl.Series("_b", [number.get(q, 0) for q in runs["question_id"].to_list()], dtype=pl.Int64)
-    frame = runs.select("system", *(["latency_ms"] if "latency_ms" in runs.columns else [])).with_columns(part)
-    present = frame.group_by("system").agg(pl.col("_b").n_unique().alias("n"))
-    if present.filter(pl.col("n") < len(batches)).height:
-        return False
-    if "latency_ms" not in frame.columns:
-        return True
-    measured = frame.filter(pl.col("latency_ms").is_not_null()).group_by("system").agg(
-        pl.col("_b").n_unique().alias("n"))
-    return not measured.filter(pl.col("n") < len(batches)).height
+    present = runs.select("system").with_columns(part).group_by("system").agg(pl.col("_b").n_unique().alias("n"))
+    return not present.filter(pl.col("n") < len(batches)).height
 
 
 def _system_kind_doc_ids_only(cfg: EvalConfig, system: str, doc_ids_only) -> bool:

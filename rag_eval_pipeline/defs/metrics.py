@@ -34,11 +34,14 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
                      golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
                      answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame, citation_claims: pl.DataFrame,
                      citations: pl.DataFrame, nugget_labels: pl.DataFrame,
-                     levels: tuple[str, ...] | None = None) -> dg.Output[TableBatches]:
+                     levels: tuple[str, ...] | None = None,
+                     latency_systems: list[str] | None = None) -> dg.Output[TableBatches]:
     """One metric of one question for one system; value null when not evaluable, with the reason.
     Citation and completeness metrics come from ``citation_claims`` / ``citations`` / ``nugget_labels``.
     Computed and written 5,000 golden questions at a time (``core/pipeline.question_metric_batches``).
     Retrieval is scored at the levels the whole golden set judges, also in a question shard."""
+    # a question shard gives latency rows of every system (latency_systems): the merge keeps those of the
+    # systems that measured a latency in some shard (defs/shards.py), which one shard cannot tell
     from rag_eval_pipeline.core.pipeline import question_metric_batches
 
     info: dict = {}
@@ -48,7 +51,7 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
         for part in question_metric_batches(settings.config, corpus_snapshot, golden_set, rag_runs, judge_labels,
                                             answer_judgements, extra=[answer_quality],
                                             citations=(citation_claims, citations), nugget_labels=nugget_labels,
-                                            info=info, levels=levels):
+                                            info=info, levels=levels, latency_systems=latency_systems):
             counts["rows"] += part.height
             counts["null_values"] += int(part["value"].null_count())
             yield part
@@ -248,9 +251,12 @@ def build(scope: SuiteScope) -> tuple[list, list]:
             # have no relevant_docs is still scored at document level when the suite is)
             levels = levels_of(golden_set)
             golden_set = scope.shard_rows(context, golden_set)
+            # whether a system measured latency is a fact of every shard's runs: a shard writes latency rows of
+            # every system, and the merge drops those of systems that measured none (defs/shards.py)
+            latency = rag_runs["system"].unique().sort().to_list() if scope.shard_layer else None
             return question_metrics(context, scope.settings(context), corpus_snapshot, golden_set, rag_runs,
                                     judge_labels, answer_judgements, answer_quality, citation_claims, citations,
-                                    nugget_labels, levels=levels)
+                                    nugget_labels, levels=levels, latency_systems=latency)
 
         assets.append(per_question)
     if scope.shard_layer:

@@ -167,3 +167,49 @@ def test_levels_not_scored_finds_a_level_with_fewer_questions_or_missing_and_ign
         {"system": "bm25", "problem": "levels", "scored": ["chunk"], "expected": ["chunk", "doc"]}]
     assert levels_not_scored(_summary_rows(other).drop("level")) == []
     assert levels_not_scored(_summary_rows([])) == []
+
+
+@pytest.mark.slow  # the sample chain (module fixture), then 3 shards and batches of 7
+def test_a_system_that_measured_latency_in_one_shard_only_has_latency_rows_for_every_question(sample):
+    from rag_eval_pipeline.core.metrics.latency import latency_question_metrics
+    from rag_eval_pipeline.defs.shards import kept_rows
+
+    # team_rag measured a latency on shard 2's questions only (100 ms + the row number); bm25_k5 on none
+    shard2 = pl.Series([shard_of(q, SHARDS) == 2 for q in sample["runs"]["question_id"]])
+    runs = sample["runs"].with_row_index("_i").with_columns(
+        pl.when((pl.col("system") == "team_rag") & shard2).then(100 + pl.col("_i")).otherwise(None)
+        .cast(sample["runs"].schema["latency_ms"]).alias("latency_ms")).drop("_i")
+    s = {**sample, "runs": runs}
+    golden, cfg, snapshot = sample["golden"], sample["cfg"], sample["snapshot"]
+    whole = _question_metrics(s, golden, None)
+    lat = whole.filter(pl.col("metric") == "latency_ms")
+    # one row per team_rag run (52 questions): 52 - n(shard 2) of them not_measured; no other system's
+    n2 = select_shard(golden, 2, SHARDS).height
+    assert lat["system"].unique().to_list() == ["team_rag"] and lat.height == golden.height
+    assert lat.filter(pl.col("status") == "not_measured").height == golden.height - n2
+    # each shard deciding from its own runs (the old way) leaves out shards 0 and 1's rows: the test can fail
+    alone = pl.concat([latency_question_metrics(select_shard(runs, k, SHARDS)) for k in range(SHARDS)])
+    assert alone.height == n2 < golden.height
+    # shards as the shard layer runs them: latency rows of every system of the shard, the merge keeping those
+    # of the systems that measured a latency in some shard's runs
+    systems = runs["system"].unique().sort().to_list()
+    parts = []
+    for k in range(SHARDS):  # the call as defs/metrics.py makes it for shard k
+        parts.append(pl.concat(list(question_metric_batches(
+            cfg, snapshot, select_shard(golden, k, SHARDS), select_shard(runs, k, SHARDS),
+            select_shard(sample["labels"], k, SHARDS), select_shard(sample["answers"], k, SHARDS),
+            citations=(select_shard(sample["claims"], k, SHARDS), select_shard(sample["cites"], k, SHARDS)),
+            nugget_labels=select_shard(sample["nuggets"], k, SHARDS), levels=levels_of(golden),
+            latency_systems=systems))))
+    keep = kept_rows("question_metrics", {"rag_runs": {str(k): select_shard(runs, k, SHARDS).lazy()
+                                                       for k in range(SHARDS)}})
+    assert keep is not None
+    merged = pl.concat(parts).filter(keep)
+    assert merged.sort(KEYS, nulls_last=True).equals(whole.sort(KEYS, nulls_last=True))
+    assert build_summary(cfg, merged, golden, snapshot).equals(build_summary(cfg, whole, golden, snapshot))
+    # batches of 7: the latency systems decided once over the whole run table (no fallback to one part needed)
+    batched = list(question_metric_batches(cfg, snapshot, golden, runs, sample["labels"], sample["answers"],
+                                           citations=(sample["claims"], sample["cites"]),
+                                           nugget_labels=sample["nuggets"], batch_questions=7))
+    assert len(batched) > 1
+    assert pl.concat(batched).sort(KEYS, nulls_last=True).equals(whole.sort(KEYS, nulls_last=True))
