@@ -20,11 +20,17 @@ syntax         written                      points at
 
 A bracket group is a marker when at least one of its comma- (or ``;``-) separated tokens is a
 number (``brackets`` / ``fullwidth``), ``^n`` (``footnote``) or an id (``ids``: a token holding
-``#`` followed by a digit, or a known chunk or document id). Any other group is text and stays
-("[sic]", "[optional]", empty "[ ]" check boxes, a Markdown link ``[text](url)``). Inside a marker,
-a token that is none of these is *unparseable*, a number outside the list it points into is
-*out of range*: both are counted and listed (:attr:`Reference.problem`), never dropped silently.
-An id with ``#`` that is not in the snapshot is kept as written: the validity check reports it.
+``#`` followed by a digit, a known chunk or document id, or a token *shaped like the snapshot's chunk
+ids*: the same text before a final number, :func:`id_stem`, so ``kb-99`` when chunk ids are ``kb-01``,
+``kb-02``). Any other group is text and stays ("[sic]", "[page 3]", "[optional]", empty "[ ]" check
+boxes, a Markdown link ``[text](url)``); a number is a number, never an id. Inside a marker, a token that
+is none of these is *unparseable*, a number outside the list it points into is *out of range*: both are
+counted and listed (:attr:`Reference.problem`), never dropped silently. An id that is not in the
+snapshot is kept as written (a chunk-level reference): the validity check reports it ``not_in_snapshot``.
+Documents are the snapshot's ``doc_id``s when the caller passes ``known_chunks`` as a mapping chunk id ->
+document id (else the part of each chunk id before ``#``), so ``[returns]`` names document ``returns``
+whatever its chunk ids look like; for a system whose ids are document ids the retrieved list holds the
+document (as its first chunk), so ``[returns]`` resolves to it.
 
 **Binding.** Markers are removed from the text (with the spaces just before them) before anything
 is judged, and each one binds to the citation unit it ends: units are the answer's sentences, list
@@ -225,7 +231,8 @@ def parse_answer(
     ids in rank order: what ``[n]`` points at by default); ``citations`` (the run's answer-level
     list: what ``[n]`` points at with ``numbers_refer_to: citations``); ``known_chunks`` /
     ``known_docs`` (the snapshot's ids, to recognise ``[doc_id#n]`` and ``[doc_id]`` written
-    without ``#``; None = only ids with ``#n`` are recognised).
+    without ``#``, and ids shaped like the chunk ids; ``known_chunks`` may be a mapping chunk id ->
+    document id, the snapshot's ``doc_id``; None = only ids with ``#n`` are recognised).
     Output: a :class:`ParsedAnswer`. Never raises for string input. Source: ALCE's and TREC RAG's
     bracketed citation markers bound to the sentence they end.
     """
