@@ -308,7 +308,9 @@ class SnapshotIds:
         return self.doc_of.get(chunk_id) or chunk_id.rsplit("#", 1)[0]
 
 
-_LAST_IDS: list[tuple[object, object, SnapshotIds]] = []  # one entry: the id sets of the last caller
+#: the id sets of the last few callers (newest last), so that callers taking turns do not rebuild them
+_LAST_IDS: list[tuple[object, object, SnapshotIds]] = []
+_KEEP_IDS = 4
 
 
 def _snapshot_ids(known_chunks: Collection[str] | None, known_docs: Collection[str] | None) -> SnapshotIds:
@@ -317,9 +319,9 @@ def _snapshot_ids(known_chunks: Collection[str] | None, known_docs: Collection[s
     chunk ids (documents = the part before ``#``). Built once per pair of objects and reused while a caller
     passes the same objects answer after answer (rebuilding 200,000 ids per answer made citation judging
     quadratic in suite size)."""
-    last = _LAST_IDS[0] if _LAST_IDS else None
-    if last is not None and last[0] is known_chunks and last[1] is known_docs:
-        return last[2]
+    for chunks_obj, docs_obj, cached in list(_LAST_IDS):
+        if chunks_obj is known_chunks and docs_obj is known_docs:
+            return cached
     chunks = _as_set(known_chunks)
     doc_of: Mapping[str, str] = known_chunks if isinstance(known_chunks, Mapping) else {}
     if known_docs is not None:
@@ -330,7 +332,7 @@ def _snapshot_ids(known_chunks: Collection[str] | None, known_docs: Collection[s
         docs = {c.rsplit("#", 1)[0] for c in chunks}
     stems = {st for st in map(id_stem, chunks) if st is not None}
     ids = SnapshotIds(chunks, docs, doc_of, stems)
-    _LAST_IDS[:] = [(known_chunks, known_docs, ids)]
+    _LAST_IDS[:] = [*_LAST_IDS[-(_KEEP_IDS - 1):], (known_chunks, known_docs, ids)]
     return ids
 
 
