@@ -170,3 +170,70 @@ def test_ordinary_bracketed_text_and_numbers_keep_their_meaning():
     # The same rule strips for faithfulness and nuggets: [returns] and [kb-99] go, [sic] stays.
     assert strip_markers("Within 30 days [returns]. Costs 12 euros [kb-99] [sic].", known_chunks=doc_of) == \
         "Within 30 days. Costs 12 euros [sic]."
+
+
+def test_pipeline_scores_an_abstaining_doc_id_system_on_whole_documents(tmp_path):
+    """The new-user trial's suite in small: a logged document-id system abstains on q3 and q8 although the
+    retrieved documents hold their evidence; build_question_metrics wires the documents in."""
+    import json
+
+    from rag_eval_pipeline.core.config import load_config
+    from rag_eval_pipeline.core.judging import judge_runs as judge
+    from rag_eval_pipeline.core.pipeline import build_golden, build_question_metrics, build_runs, build_snapshot
+
+    chunks = [("kb-01", "returns", "You may return any product within 30 calendar days of delivery."),
+              ("kb-02", "returns", "Opened software cannot be returned."),
+              ("kb-03", "shipping", "Standard shipping takes 3 to 5 business days."),
+              ("kb-04", "shipping", "Express shipping costs 12 euros and arrives the next day."),
+              ("kb-05", "store", "The store opens at ten.")]
+    gold = [{"question_id": "q1", "question": "How long to return?", "answerability": "answerable", "split": "test",
+             "relevant": ["kb-01"], "claims": [{"claim_id": "c1", "text": "30 days.", "supporting": ["kb-01"]}]},
+            {"question_id": "q3", "question": "Express cost?", "answerability": "answerable", "split": "test",
+             "relevant": ["kb-04"],
+             "claims": [{"claim_id": "c1", "text": "12 euros.", "supporting": ["kb-04"]},
+                        {"claim_id": "c2", "text": "Next day.", "supporting": ["kb-04"]}]},
+            {"question_id": "q8", "question": "Opened software?", "answerability": "answerable", "split": "test",
+             "relevant": ["kb-02"], "claims": [{"claim_id": "c1", "text": "No.", "supporting": ["kb-02"]}]}]
+    log = [{"question_id": "q1", "retrieved": [{"chunk_id": "shipping", "score": 1.0},
+                                               {"chunk_id": "returns", "score": 0.9}],
+            "decision": "answer", "answer": "You may return any product within 30 calendar days of delivery."},
+           {"question_id": "q3", "retrieved": [{"chunk_id": "returns", "score": 1.0},
+                                               {"chunk_id": "shipping", "score": 0.8}], "decision": "abstain"},
+           {"question_id": "q8", "retrieved": [{"chunk_id": "returns", "score": 1.0}], "decision": "abstain"}]
+    for name, rows in (("chunks.jsonl", [{"chunk_id": c, "doc_id": d, "text": t} for c, d, t in chunks]),
+                       ("golden.jsonl", gold), ("docs.jsonl", log)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "config.yaml").write_text(
+        "corpus: {source: chunks, path: chunks.jsonl}\ngolden: {path: golden.jsonl}\n"
+        "systems:\n  - {name: docs, kind: logged, path: docs.jsonl, chunk_map: {doc_ids: true}}\n"
+        "metrics: {ks: [1, 3]}\njudge: {type: rule_based}\nseed: 0\n", encoding="utf-8")
+    cfg = load_config(tmp_path / "config.yaml")
+    snap, version = build_snapshot(cfg)
+    golden_set = build_golden(cfg, snap)
+    rag_runs = build_runs(cfg, snap, golden_set, version)
+    labels, answers = judge(rag_runs, snap, RuleBasedJudge(), questions=golden_set.select("question_id", "question"),
+                            doc_id_systems={"docs"})
+    qm, _ = build_question_metrics(cfg, snap, golden_set, rag_runs, labels, answers)
+
+    def total(metric: str, k: int | None = None, level: str | None = None) -> tuple:
+        f = qm.filter((pl.col("metric") == metric) & pl.col("value").is_not_null())
+        if k is not None:
+            f = f.filter(pl.col("k") == k)
+        if level is not None:
+            f = f.filter(pl.col("level") == level)
+        return f["numerator"].sum(), f["denominator"].sum()
+
+    # evidence_retrieved: q1 returns (kb-01) yes, q3 shipping (kb-04) yes, q8 returns (kb-02) yes -> 3/3
+    # (first chunks only, the defect: q1 only -> 1/3).
+    assert total("evidence_retrieved") == (3.0, 3.0)
+    # abstained q3, q8, evidence in the retrieved documents both times: with 2/2, without 0/2.
+    assert total("abstention_with_evidence") == (2.0, 2.0)
+    assert total("abstention_without_evidence") == (0.0, 2.0)
+    # claim_evidence_availability@3: q1 1/1 (returns rank 2), q3 2/2 (shipping rank 2), q8 1/1 -> 4/4;
+    # @1: q1 0 (shipping first), q3 0 (returns first), q8 1 -> 1/4.
+    assert total("claim_evidence_availability", 3) == (4.0, 4.0)
+    assert total("claim_evidence_availability", 1) == (1.0, 4.0)
+    # chunk-level retrieval rows stay null (doc_ids_only): 3 questions x k in {1, 3} = 6 recall rows, all null.
+    chunk_recall = qm.filter((pl.col("metric") == "recall") & (pl.col("level") == "chunk"))
+    assert chunk_recall.height == 6 and chunk_recall["value"].null_count() == 6
+    assert set(chunk_recall["status"].to_list()) == {"doc_ids_only"}
