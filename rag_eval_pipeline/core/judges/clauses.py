@@ -134,6 +134,10 @@ def _subject_prefix(left: str) -> tuple[str, int, list[str]] | None:
     return left[offset:offset + len(prefix)] if offset else prefix, vi, words
 
 
+_ADVERBIAL = frozenset(fold(w) for w in ADVERBS | FOCUS_ADVERBS | NEGATIONS)
+_NEGATIVE_DEGREE = frozenset(("longer", "more"))  # "no longer", "not any more": adverbs of two words
+
+
 def _subject_only(prefix: str) -> str:
     """The subject of a prefix from :func:`_subject_prefix`, its fronted adverbials left out: "En
     verano la oficina" → "la oficina", "Yesterday it" → "it", "That year the harvest" → "the
@@ -142,9 +146,17 @@ def _subject_only(prefix: str) -> str:
     subject: a new one starts at a determiner, subject pronoun or name right after a content word, a
     number or a time adverb (not after a preposition, determiner or conjunction: "el precio de la luz"
     is one phrase; nor after a focus adverb: "solo los socios"), never at the prefix's last word (a
-    doubled clitic: "Los gastos de envío los")."""
+    doubled clitic: "Los gastos de envío los"). Adverbs and negations that end the prefix, before
+    the verb group, are not the subject's: "La aplicación ya" → "La aplicación", "The app no
+    longer" → "The app"."""
     spans = _spans(prefix)
     words = [m.group() for m in spans]
+    end = len(words)
+    while end > 1 and (fold(words[end - 1]) in _ADVERBIAL or fold(words[end - 1]) in _NEGATIVE_DEGREE
+                       and fold(words[end - 2]) in ("no", "any")) and fold(words[end - 2]) not in PREP_ES | PREP_EN:
+        end -= 2 if fold(words[end - 1]) in _NEGATIVE_DEGREE else 1  # "La aplicación ya", "The app no longer"
+    if end < len(words):
+        prefix, spans, words = prefix[: spans[end - 1].end()], spans[:end], words[:end]
     if not words:
         return ""
     spanish = _spanish(words)
@@ -308,10 +320,15 @@ def _agreement_gender(noun: str, after: list[str]) -> bool | None:
             if det in _FEMININE or det in _MASCULINE:
                 return det in _FEMININE
     k = 0
+    complement = False
     while k < len(after):  # up to the clause's verb: a participle agreeing with the noun
+        if fold(after[k]) in PREP_ES:
+            complement = True  # "su tarjeta de débito": the complement's noun agrees with nothing here
+            k += 1
+            continue
         form = es_form(after[k])
-        if form == "participle" or form is None and fold(after[k]).endswith(("o", "os")) \
-                and fold(after[k]) not in FUNCTION_ES and not is_number(after[k]):
+        if not complement and (form == "participle" or form is None and fold(after[k]).endswith(("o", "os"))
+                               and fold(after[k]) not in FUNCTION_ES and not is_number(after[k])):
             return fold(after[k]).endswith(("a", "as"))
         if form in ("aux", "strong", "mid", "weak") and after[k].casefold() not in FUNCTION_ES:
             break
@@ -335,17 +352,38 @@ def _agreement_gender(noun: str, after: list[str]) -> bool | None:
     return None
 
 
+_VOWEL_GROUP = re.compile(r"[aeiouáéíóúü]+")
+_STRONG_VOWELS = frozenset("aeoáéóíú")
+
+
+def _stressed_initial_a(noun: str) -> bool:
+    """True when a Spanish noun starts with a stressed "a" or "ha" ("aula", "agua", "área", "hacha"):
+    a written accent on that "a", or two syllables (a diphthong is one) and no written accent, so
+    the stress falls on the first (the rule of stress for words ending in a vowel, "n" or "s")."""
+    w = noun.casefold()
+    w = w[1:] if w.startswith("h") else w
+    if w.startswith("á"):
+        return True
+    if not w.startswith("a") or any(ch in "áéíóú" for ch in w) or not w.endswith(tuple("aeiouns")):
+        return False
+    syllables = sum(max(1, sum(ch in _STRONG_VOWELS for ch in g)) for g in _VOWEL_GROUP.findall(w))
+    return syllables == 2
+
+
 def _spanish_article(noun: str, plural: bool, after: list[str] | tuple[str, ...] = ()) -> str:
     """The definite article for a Spanish noun: its gender by agreement (:func:`_agreement_gender`),
-    else by the endings that are reliably feminine ("-a", "-ión", "-dad", "-tad", "-tud", "-umbre"),
-    else masculine, the gender of most nouns in "-e", consonants and "-o"."""
+    else by the endings that are reliably feminine ("-a", "-ión", "-dad", "-tad", "-tud", "-umbre",
+    and their plurals), else masculine, the gender of most nouns in "-e", consonants and "-o". A
+    feminine singular noun whose first syllable, stressed, starts with "a" takes "el" ("el aula",
+    RAE *Nueva gramática* §2.3a), found by :func:`_stressed_initial_a`."""
     feminine = _agreement_gender(noun, list(after))
     if feminine is None:
         f = fold(noun)
-        feminine = f.endswith(("a", "ion", "dad", "tad", "tud", "umbre", "as", "iones", "dades"))
+        feminine = f.endswith(("a", "ion", "dad", "tad", "tud", "umbre", "as", "iones", "dades", "tades",
+                               "tudes", "umbres"))
     if plural:
         return "las" if feminine else "los"
-    return "la" if feminine else "el"
+    return "la" if feminine and not _stressed_initial_a(noun) else "el"
 
 
 def _expletive_it(words: list[str], i: int) -> bool:

@@ -309,6 +309,8 @@ def _split_coordination(text: str) -> list[str] | None:
         negate = m.group(1).casefold() == "ni"
         if len(_words(left)) < 2:
             continue  # "Ana y Luis trabajan": a subject pair
+        if _noun_pair_before_vp(right):
+            continue  # "incluye el gimnasio y la piscina y se renueva": the later "y" closes the series
         segs = _top_commas(left)
         if len(segs) == 1 and _object_pair(left, right):
             continue  # "vende pan y leche", "sells bread and cakes": two objects of one verb
@@ -328,6 +330,27 @@ def _split_coordination(text: str) -> list[str] | None:
         if got is not None:
             return got
     return None
+
+
+def _noun_pair_before_vp(right: str) -> bool:
+    """True when the conjunct after a coordinator is a noun phrase followed by another coordinator
+    and a verb phrase with no subject of its own ("el autobús y se recarga ...", "the bus and can be
+    topped up ..."): "X y Y y <verb phrase>" joins two nouns with its first "y" and closes a series
+    of verb phrases with its second, so the first is not a clause boundary. Also when the conjunct
+    reads as a clause whose subject would end in the coordinator ("la piscina y se renueva": a noun
+    phrase never ends in "y")."""
+    kind, _, vi = _conjunct_kind(right)
+    if kind == "CLAUSE":
+        words = _words(right)
+        gs = _verb_group_start(words, vi, _spanish(words))
+        if 0 < gs < len(words) and fold(words[gs - 1]) in ("y", "e", "and"):
+            return True
+    for m in _COORD.finditer(right):
+        if not _top_level(right, m.start()):
+            continue
+        middle, after = right[: m.start()], right[m.end():]
+        return _conjunct_kind(middle)[0] == "NP" and _conjunct_kind(after)[0] == "VP"
+    return False
 
 
 def _gapped(left: str, right: str) -> list[str] | None:
