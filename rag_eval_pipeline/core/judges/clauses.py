@@ -181,6 +181,22 @@ def _subject_only(prefix: str) -> str:
     return prefix[spans[start].start():] if start else prefix
 
 
+def _clitic_antecedent(clitic: str) -> bool:
+    """Whether the object clitic "la" can have an antecedent in the sentence being split: a
+    feminine singular determiner other than the clitic's own word and the one
+    that opens the sentence (the subject, which an object clitic never repeats: that is "se"). "El
+    bono incluye el gimnasio y la piscina": no feminine noun phrase before, so "la piscina" is an
+    article and a noun, not "la" + a verb ("compra la fruta y la lava"). True when no sentence is
+    being split, and for "lo", "los", "las" ("lo" is also neuter; a plural clitic's antecedent is
+    often a bare plural: "presta libros … y los renueva")."""
+    if not _SENTENCE or clitic.casefold() != "la":
+        return True
+    words = [fold(w) for w in _words(_SENTENCE[-1])]
+    agreeing = {w for w in _FEMININE if not w.endswith("s")}
+    seen = sum(w in agreeing for w in words) - (1 if words and words[0] in agreeing else 0)
+    return seen > 1
+
+
 def _conjunct_kind(text: str) -> tuple[str, str | None, int]:
     """Kind of a conjunct after a conjunction: ("VP", strength, verb index) when it starts with a
     verb (after negation, clitics and function adverbs; strength "strong", "weak", "infinitive",
@@ -204,7 +220,8 @@ def _conjunct_kind(text: str) -> tuple[str, str | None, int]:
             nxt = words[k + 2].casefold() if k + 2 < len(words) else ""
             if form in ("aux", "strong") or form in ("weak", "mid") and (
                     not nxt or nxt[:1].isdigit() or nxt in DET_ES or (nxt in PREP_ES and nxt != "de")
-                    or nxt in ("si", "cuando", "salvo", "excepto", "porque")):
+                    or nxt in ("si", "cuando", "salvo", "excepto", "porque")) \
+                    and _clitic_antecedent(words[k]):
                 return "VP", "strong", k + 1
     if name_start:
         k = len(words)
