@@ -12,7 +12,6 @@ import re
 from rag_eval_pipeline.core.judges.morphology import (
     ADVERBS,
     BE_EN,
-    BE_ES,
     CLITICS_ES,
     DET_EN,
     DET_ES,
@@ -29,9 +28,13 @@ from rag_eval_pipeline.core.judges.morphology import (
     first_verb,
     fold,
     is_name,
-    is_number,
     is_spanish,
     plural_head_before_auxiliary,
+)
+from rag_eval_pipeline.core.judges.spanish_gender import (  # noqa: F401 - _SENTENCE re-exported
+    _FEMININE,
+    _SENTENCE,
+    _spanish_article,
 )
 
 DETERMINERS = DET_ES | DET_EN
@@ -51,7 +54,6 @@ def _spans(text: str) -> list[re.Match]:
 
 
 _LANG: list[bool] = []  # True while splitting a Spanish sentence (set by split_coordinated)
-_SENTENCE: list[str] = []  # the sentence being split (set by split_coordinated): gender evidence
 
 
 def _spanish(words: list[str]) -> bool:
@@ -313,94 +315,6 @@ def _genitive(subject: str, spanish: bool) -> str:
             return "del " + subj[3:]
         return "de " + subj
     return subj + ("'" if subj.endswith("s") and not subj.endswith("ss") and subj[-2:-1] != "u" else "'s")
-
-
-_MASCULINE = frozenset("el un este ese aquel del al otro mucho poco ningun algun nuestro vuestro dicho mismo "
-                       "los unos estos esos aquellos otros muchos pocos algunos nuestros vuestros dichos".split())
-_FEMININE = frozenset("la una esta esa aquella otra mucha poca ninguna alguna nuestra vuestra dicha misma "
-                      "las unas estas esas aquellas otras muchas pocas algunas nuestras vuestras dichas".split())
-_DEGREE = frozenset("mas menos mejor peor mayor menor".split())
-
-
-def _agreement_gender(noun: str, after: list[str]) -> bool | None:
-    """The gender a Spanish noun shows by agreement (RAE *Nueva gramática* §2.1: gender is the
-    noun's, seen in the words that agree with it): True feminine, False masculine, None unseen.
-    Evidence, first found: the same noun after a gendered determiner elsewhere in the sentence or
-    the text it comes from ("la torre", "un puente"); in ``after`` (the words that follow the noun in its clause), an
-    adjective or participle in "-o/-a/-os/-as" right after it ("su torre, restaurada en ..."), or the
-    predicate after a copula ("su llave está rota", "su torre es la más alta")."""
-    target = fold(noun)
-    words = _words(_SENTENCE[-1]) if _SENTENCE else []
-    for k in range(1, len(words)):
-        if fold(words[k]) == target:
-            det = fold(words[k - 1])
-            if det in _FEMININE or det in _MASCULINE:
-                return det in _FEMININE
-    k = 0
-    complement = False
-    while k < len(after):  # up to the clause's verb: a participle agreeing with the noun
-        if fold(after[k]) in PREP_ES:
-            complement = True  # "su tarjeta de débito": the complement's noun agrees with nothing here
-            k += 1
-            continue
-        form = es_form(after[k])
-        if not complement and (form == "participle" or form is None and fold(after[k]).endswith(("o", "os"))
-                               and fold(after[k]) not in FUNCTION_ES and not is_number(after[k])):
-            return fold(after[k]).endswith(("a", "as"))
-        if form in ("aux", "strong", "mid", "weak") and after[k].casefold() not in FUNCTION_ES:
-            break
-        k += 1
-    if k >= len(after) or after[k].casefold() not in BE_ES:
-        return None  # a full verb: what follows is its object, not the noun's predicate
-    k += 1
-    while k < len(after) and (fold(after[k]) in ADVERBS or fold(after[k]) in NEGATIONS):
-        k += 1
-    if k >= len(after):
-        return None
-    w = fold(after[k])
-    if (w in _FEMININE or w in _MASCULINE) and k + 1 < len(after) and fold(after[k + 1]) in _DEGREE:
-        return w in _FEMININE  # "es la más alta": the article of a superlative agrees
-    if w in FUNCTION_ES or after[k][:1].isupper() or is_number(after[k]):
-        return None
-    if w.endswith(("a", "as")):
-        return True
-    if w.endswith(("o", "os")):
-        return False
-    return None
-
-
-_VOWEL_GROUP = re.compile(r"[aeiouáéíóúü]+")
-_STRONG_VOWELS = frozenset("aeoáéóíú")
-
-
-def _stressed_initial_a(noun: str) -> bool:
-    """True when a Spanish noun starts with a stressed "a" or "ha" ("aula", "agua", "área", "hacha"):
-    a written accent on that "a", or two syllables (a diphthong is one) and no written accent, so
-    the stress falls on the first (the rule of stress for words ending in a vowel, "n" or "s")."""
-    w = noun.casefold()
-    w = w[1:] if w.startswith("h") else w
-    if w.startswith("á"):
-        return True
-    if not w.startswith("a") or any(ch in "áéíóú" for ch in w) or not w.endswith(tuple("aeiouns")):
-        return False
-    syllables = sum(max(1, sum(ch in _STRONG_VOWELS for ch in g)) for g in _VOWEL_GROUP.findall(w))
-    return syllables == 2
-
-
-def _spanish_article(noun: str, plural: bool, after: list[str] | tuple[str, ...] = ()) -> str:
-    """The definite article for a Spanish noun: its gender by agreement (:func:`_agreement_gender`),
-    else by the endings that are reliably feminine ("-a", "-ión", "-dad", "-tad", "-tud", "-umbre",
-    and their plurals), else masculine, the gender of most nouns in "-e", consonants and "-o". A
-    feminine singular noun whose first syllable, stressed, starts with "a" takes "el" ("el aula",
-    RAE *Nueva gramática* §2.3a), found by :func:`_stressed_initial_a`."""
-    feminine = _agreement_gender(noun, list(after))
-    if feminine is None:
-        f = fold(noun)
-        feminine = f.endswith(("a", "ion", "dad", "tad", "tud", "umbre", "as", "iones", "dades", "tades",
-                               "tudes", "umbres"))
-    if plural:
-        return "las" if feminine else "los"
-    return "la" if feminine and not _stressed_initial_a(noun) else "el"
 
 
 def _expletive_it(words: list[str], i: int) -> bool:

@@ -468,7 +468,7 @@ def test_coordination_boundaries(sentence, expected):
     ("ayuda", False), ("agenda", False), ("aldea", False), ("audiencia", False), ("piscina", False),
 ])
 def test_stressed_initial_a(word, stressed):
-    from rag_eval_pipeline.core.judges.clauses import _stressed_initial_a
+    from rag_eval_pipeline.core.judges.spanish_gender import _stressed_initial_a
 
     assert _stressed_initial_a(word) is stressed
 
