@@ -49,12 +49,7 @@ def _inverted_subject(words: list[str], vi: int, subject: str) -> bool:
     sw = _words(subject)
     if not sw:
         return False
-    if fold(sw[0]) in DETERMINERS:
-        plural_subject = fold(sw[0]) in _PLURAL_DET_ES
-    else:
-        head = next((w for w in sw if fold(w) in ("de", "del")), None)
-        plural_subject = fold(sw[sw.index(head) - 1] if head and sw.index(head) > 0 else sw[-1]).endswith("s")
-    return fold(words[vi]).endswith("n") != plural_subject
+    return fold(words[vi]).endswith("n") != _plural_np(sw)
 
 
 def _agreement(right: str) -> str | None:
@@ -202,3 +197,67 @@ def _verb_and_object(words: list[str], vi: int, spanish: bool) -> bool:
             return False
         return fold(words[vi]).endswith("s") != low.endswith("s")
     return en_form(words[vi]) == "s" and en_form(nxt) in ("s", "bare")
+
+
+def _passive_se_own_subject(words: list[str], vi: int, subject: str) -> bool:
+    """Spanish passive "se" whose subject follows the verb ("pero no se aceptan devoluciones", "y se
+    cobran diez euros"; RAE *Nueva gramática* §41.6): "se" right before the verb group's verb and a
+    verb that disagrees in number with the subject that would be carried, a noun phrase or a number
+    after it (the passive's subject). Nothing is carried; an agreeing verb ("los pedidos ... se
+    entregan en tres días") keeps the subject."""
+    if not _spanish(words) or vi < 1 or words[vi - 1].casefold() != "se" or vi + 1 >= len(words):
+        return False
+    if is_number(words[vi + 1]):
+        sw = _words(subject)
+        return bool(sw) and fold(words[vi]).endswith("n") != _plural_np(sw)
+    return _inverted_subject(words, vi, subject)
+
+
+def _plural_np(sw: list[str]) -> bool:
+    """Whether a Spanish noun phrase is plural: its determiner, else its head (the word before "de")."""
+    if fold(sw[0]) in DETERMINERS:
+        return fold(sw[0]) in _PLURAL_DET_ES
+    head = next((w for w in sw if fold(w) in ("de", "del")), None)
+    return fold(sw[sw.index(head) - 1] if head and sw.index(head) > 0 else sw[-1]).endswith("s")
+
+
+def _imperative(words: list[str]) -> bool:
+    """An English clause that opens with a bare verb or "do not" / "don't" / "never" + a bare verb
+    has no subject to take: an imperative ("so drive slowly", "so do not take them"; Quirk et al.
+    1985, §11.24). Used after a consequence ("so"), where a shared subject would need a verb that
+    agrees with it."""
+    if not words or _spanish(words):
+        return False
+    first = words[0].casefold().replace("’", "'")
+    rest = words[1:]
+    if first in ("do", "don't", "never", "please"):
+        rest = rest[1:] if first == "do" and rest and rest[0].casefold() == "not" else rest
+        return bool(rest) and en_form(rest[0]) == "bare" and not rest[0][:1].isupper()
+    return en_form(words[0]) == "bare" and not words[0][:1].isupper()
+
+
+def _parallel_kinds(rights: list[str], kinds: list[tuple[str, str | None, int]],
+                    spanish: bool) -> list[tuple[str, str | None, int]]:
+    """Coordination joins like constituents (Quirk et al. 1985, §13.47): in an English series whose
+    other conjuncts are all verb phrases, a conjunct read as a clause whose subject would be bare
+    lower-case open-class words, the first of the same verb form as those verb phrases' verbs ("-s" after
+    "-s", bare after bare), is a verb phrase too ("films in 4K, avoids obstacles and resists wind up
+    to 40 km/h"; "can upload photos, manage shared albums and download backups"), unless the clause's
+    verb is an auxiliary or modal, a verb whatever its neighbours. Returns the kinds
+    with those conjuncts re-read as ("VP", strength, 0)."""
+    if spanish:
+        return kinds
+    out = list(kinds)
+    for i, (r, (kd, _, vi)) in enumerate(zip(rights, kinds)):
+        rw = _words(r)
+        if kd != "CLAUSE" or vi < 1 or any(w[:1].isupper() or en_form(w) is None for w in rw[:vi]) \
+                or en_form(rw[vi]) in ("aux", "modal"):
+            continue  # the would-be subject: lower-case open-class words only ("shows power use"); an
+            # auxiliary is a verb whatever its neighbours ("…, chinese had …": a clause)
+        others = [(_words(o), k) for j, (o, k) in enumerate(zip(rights, kinds)) if j != i]
+        if not others or any(k[0] != "VP" or k[1] == "fronted" for _, k in others):
+            continue
+        form = en_form(rw[0])
+        if form in ("s", "bare") and all(en_form(ow[k[2]]) == form for ow, k in others):
+            out[i] = ("VP", "weak" if form == "s" else "bare", 0)
+    return out

@@ -31,6 +31,7 @@ from rag_eval_pipeline.core.judges.morphology import (
     is_name,
     is_number,
     is_spanish,
+    plural_head_before_auxiliary,
 )
 
 DETERMINERS = DET_ES | DET_EN
@@ -204,7 +205,8 @@ def _conjunct_kind(text: str) -> tuple[str, str | None, int]:
             f = finite_at(words, i, spanish)
             bare_noun = (es_form(words[k]) is None) if spanish else en_form(words[k]) in ("bare", None)
             if (f is not None and bare_noun and (f == "strong" or i + 1 < len(words))) or (
-                    not spanish and f is not None and en_form(words[k]) == "s" and en_form(words[i]) == "bare"):
+                    not spanish and f is not None and en_form(words[k]) == "s" and en_form(words[i]) == "bare") \
+                    or not spanish and plural_head_before_auxiliary(words, k, i):
                 k = len(words)  # "version 2.5 added", "registration closes", "customers pay": subject, verb
                 break
     if k < len(words):
@@ -401,7 +403,8 @@ def _verb_then_infinitive(text: str) -> bool:
     vi = first_verb(words, spanish)
     if vi is None or vi + 1 >= len(words) or not spanish:
         return False
-    return es_form(words[vi]) != "aux" and es_form(words[vi + 1]) == "infinitive"
+    impersonal_se = vi > 0 and words[vi - 1].casefold() == "se"  # "no se debe conducir", "se puede pasar"
+    return (es_form(words[vi]) != "aux" or impersonal_se) and es_form(words[vi + 1]) == "infinitive"
 
 
 def _own_subject(right: str, left_subject: str) -> str:
@@ -439,7 +442,10 @@ def _own_subject(right: str, left_subject: str) -> str:
             pp_noun = pp_noun or w not in DETERMINERS
             continue  # the fronted phrase "after that", "durante una semana"
         if w in _POSSESSIVES and i + 1 < gs:
-            noun_end = spans[gs - 1].end()
+            last = gs - 1
+            while last > i + 1 and (fold(words[last]) in ADVERBS or fold(words[last]) in NEGATIONS):
+                last -= 1  # "su maletero solo admite": the adverb before the verb is not the noun's
+            noun_end = spans[last].end()
             comma = right.find(",", spans[i + 1].end(), noun_end)
             if comma > 0:
                 noun_end = comma  # "su torre, restaurada en 1990, es ...": the phrase ends at the comma

@@ -61,7 +61,12 @@ noun phrase be the plural subject ("Young drivers pay more and must carry ...");
 a passive and "and" is an irregular participle ("is sliced ... and sold ..."); a Spanish verb after
 a fronted phrase that disagrees in number with the subject that would be carried, with a noun
 phrase after it, has its own subject ("..., y en él viven truchas"); and gapping takes a name as
-the remnant of a name ("Ana visitó Roma en mayo y París en junio").
+the remnant of a name ("Ana visitó Roma en mayo y París en junio"). Rule version 9 adds: an English
+"-s" word followed by a finite auxiliary or modal is a plural subject ("but lockers are not
+included"); in an English series whose other conjuncts are verb phrases, a conjunct that would be a
+clause with a bare subject of their verbs' form is a verb phrase too ("…, avoids obstacles and
+resists wind up to 40 km/h"); a Spanish preposition that is also a verb form, before another
+preposition, is the verb ("y para en Córdoba").
 
 Rules 1 and 3 live here; rules 2, 4 and 5 in :mod:`~rag_eval_pipeline.core.judges.relatives`; the
 clause pieces they share (first verb, subject, a conjunct's kind) in
@@ -77,9 +82,13 @@ without the first conjunct's fronted phrases when the second conjunct has its ow
 museo abre ..., y en julio abre ..." → "En julio el museo abre ..."; "Yesterday it ..." gives "it").
 Nothing is carried into a clause with no subject to take: existential "hay"; after a fronted
 phrase, a passive "se" whose subject follows the verb ("y desde 2024 se ofrecen funciones"); after
-"así que" / "por lo que" / "so", a full verb governing an infinitive ("conviene reservar"); an
-extraposed "it" ("it is wise to drive slowly", but not "it is easy to fold", whose infinitive has
-no object of its own). A pronoun after a preposition ("en ella", "with it") is not a subject.
+"así que" / "por lo que" / "so", a full verb governing an infinitive ("conviene reservar") or "se" +
+modal + infinitive ("no se debe conducir"); after "so", an imperative ("so drive slowly", "so do not
+take them"); a Spanish passive "se" whose verb disagrees in number with the subject that would be
+carried ("pero no se aceptan devoluciones"); an extraposed "it" ("it is wise to drive slowly", but
+not "it is easy to fold", whose infinitive has no object of its own). A pronoun after a
+preposition ("en ella", "with it") is not a subject. After ", y" / ", and", a time adverb opening
+the clause goes before the carried subject ("…, y luego se hornea" → "Luego el pan se hornea").
 
 **Kept whole.** A question; a sentence that starts with a condition or concession ("Si", "Cuando", "If",
 "Unless", "Aunque", ...); coordination after a condition, exception or cause in the same clause
@@ -97,7 +106,10 @@ import re
 from rag_eval_pipeline.core.judges.agreement import (
     _agreement,
     _chain_index,
+    _imperative,
     _inverted_subject,
+    _parallel_kinds,
+    _passive_se_own_subject,
     _plural_subject_reading,
     _shared_prefix,
     _verb_and_object,
@@ -127,6 +139,7 @@ from rag_eval_pipeline.core.judges.clauses import (  # noqa: F401 - looks_verbal
     looks_verbal,
 )
 from rag_eval_pipeline.core.judges.morphology import (
+    FRONTED_ADVERBS,
     NUMBER_WORDS,
     PREP_EN,
     PREP_ES,
@@ -226,13 +239,15 @@ def _split_contrast(text: str) -> list[str] | None:
 
 
 def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = False,
-               participles: bool = False) -> list[str] | None:
+               participles: bool = False, comma: bool = False) -> list[str] | None:
     """[left, right made self-contained] when ``left`` has a verb and ``right`` is a clause or verb
     phrase; else None. ``consequence``: ``right`` follows "así que", "por lo que", "so", where a
     verb governing an infinitive is impersonal ("conviene salir"). ``participles``: ``right`` follows
     "and" / "y", where a bare form after a passive ("is sliced by hand and sold in bags") is an
     irregular participle (after "but" it is a predicate adjective: "is closed on Mondays but open
-    on holidays")."""
+    on holidays"). ``comma``: ``right`` follows ", y" / ", and", a clause boundary, where a time
+    adverb that opens ``right`` is the clause's fronted adverbial and the subject is carried after
+    it ("…, y después se hornea" → "Después la masa se hornea")."""
     pre = _subject_prefix(left)
     if pre is None:
         return None
@@ -242,7 +257,11 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
     prefix, lvi, lwords = pre
     if kind == "CLAUSE":
         return [left, _own_subject(right, prefix)]
-    if _impersonal(right, strength == "fronted") or consequence and _verb_then_infinitive(right):
+    rwords = _words(right)
+    if _impersonal(right, strength == "fronted") or consequence and (
+            _verb_then_infinitive(right) or _imperative(rwords)):
+        return [left, right]
+    if strength != "fronted" and _passive_se_own_subject(rwords, vi, _subject_only(prefix)):
         return [left, right]
     if strength == "fronted":
         spans = _spans(right)
@@ -262,7 +281,15 @@ def _two_parts(left: str, right: str, negate: bool = False, consequence: bool = 
         prefix, lvi = plural
     elif (plural := _plural_subject_reading(left, lwords, lvi, _agreement(right))) is not None:
         prefix, lvi = plural
-    return [left, _join_vp(_shared_prefix(left, prefix, lwords, lvi, right, strength), right, negate)]
+    shared = _shared_prefix(left, prefix, lwords, lvi, right, strength)
+    rspans = _spans(right)
+    n = 0
+    while comma and shared and n < len(rspans) - 1 and fold(rspans[n].group()) in FRONTED_ADVERBS:
+        n += 1
+    if n:  # "…, y después se hornea": the time adverb before the carried subject
+        rest = right[rspans[n].start():]
+        return [left, right[: rspans[n].start()].strip() + " " + _lower_first(_join_vp(shared, rest, negate))]
+    return [left, _join_vp(shared, right, negate)]
 
 
 # --- rule 3: coordination ------------------------------------------------------------------------
@@ -297,7 +324,7 @@ def _split_coordination(text: str) -> list[str] | None:
         if not negate and _list_like(left, [right], max_words=2):
             continue
         # a bare form after "and" in a passive ("is sliced ... and sold ...") is an irregular participle
-        got = _two_parts(left, right, negate, participles=True)
+        got = _two_parts(left, right, negate, participles=True, comma=m.group().startswith(","))
         if got is not None:
             return got
     return None
@@ -419,7 +446,7 @@ def _series(left: str, right: str, negate: bool) -> list[str] | None:
         if pre is None:
             continue
         prefix, lvi, lwords = pre
-        kinds = [_conjunct_kind(r) for r in rights]
+        kinds = _parallel_kinds(rights, [_conjunct_kind(r) for r in rights], _spanish(lwords))
         if any(kd == "NP" for kd, _, _ in kinds):
             continue
         if _list_like(first, rights):

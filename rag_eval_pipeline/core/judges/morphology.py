@@ -49,6 +49,12 @@ sin sobre tras""".split())
 PREP_EN = frozenset("""of in on at for with from to by about into over under after before between through
 during without within across against along among around behind below beside beyond near off onto per
 since than toward towards upon via like""".split())
+#: Prepositions that are also verb forms ("para" of parar, "entre" of entrar, "sobre" of sobrar): a
+#: closed class. Before another preposition ("para en Córdoba") such a word is read as the verb,
+#: since a preposition takes a noun phrase, an infinitive or a clause, not a prepositional phrase
+#: (RAE *Nueva gramática* §29.1); "de", "con" and "entre" after it are left to the preposition
+#: ("para con", "de entre").
+PREP_VERB_ES = frozenset("para entre sobre".split())
 SUBJECT_PRONOUNS = frozenset("it they he she él ella ellos ellas".split())
 OTHER_PRONOUNS = frozenset("""i we you me him us them itself themselves yo tú usted ustedes nosotros nosotras
 vosotros esto eso aquello ello there""".split())
@@ -62,6 +68,11 @@ ADVERBS = frozenset("""ahora siempre nunca jamás antes después luego entonces 
 solo sólo además incluso bastante muy más menos pronto hoy ayer aquí allí ahí bien mal casi apenas
 now then also only still just often always never already later soon even again usually sometimes
 recently currently once first finally really yesterday today tomorrow tonight""".split())
+#: Time and sequence adverbs that open a clause as its fronted adverbial ("…, y después se hornea",
+#: "…, and then is baked"): after ", y" / ", and" the carried subject goes after them.
+#: Folded, as :func:`fold` writes them; each is in :data:`ADVERBS`.
+FRONTED_ADVERBS = frozenset("""despues luego entonces ahora hoy ayer antes then now later today yesterday
+tomorrow tonight finally""".split())
 #: Adverbs that focus the phrase after them ("solo los socios", "only members"): part of a subject.
 FOCUS_ADVERBS = frozenset("""solo sólo incluso también tampoco además casi apenas muy más menos bastante
 only also even just too almost nearly""".split())
@@ -242,6 +253,9 @@ def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool =
         return None
     if spanish:
         form = es_form(w)
+        if low in PREP_VERB_ES and nxt in PREP_ES and nxt not in ("de", "con", "entre") \
+                and (i > 0 or conjunct_start):
+            form = "weak"  # "y para en Córdoba": a preposition cannot govern a preposition, so a verb
         if form is None and (i == 0 or prev in ("te", "no")) and _ES_SECOND_PERSON.search(low) and len(low) > 4 \
                 and not _early_accent(low) and (nxt in PREP_ES or nxt in DET_ES or nxt[:1].isdigit()):
             return "weak"  # "Dispones de 30 días", "tienes dos opciones": second person
@@ -305,7 +319,47 @@ def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool =
     # noun a preposition may follow ("customers pay for returns")
     if starts_complement:
         return "weak"  # first_verb meets it before any object, so "the law came into force" is a verb
+    if _after_plural_noun_phrase(words, i, p):
+        return "weak"
     return "weak" if i + 1 < len(words) and words[i + 1][:1].isupper() and words[i - 1][:1].isupper() else None
+
+
+_POSSESSIVE_EN = frozenset("my your his her its our their".split())
+
+
+def _after_plural_noun_phrase(words: list[str], i: int, p: int) -> bool:
+    """English agreement: a bare form after the plural noun phrase that opens the clause with a
+    determiner other than a possessive ("the", "most", adjectives between: "The tablets contain
+    lactose", "The new trains carry bikes") agrees
+    with it as a present-tense verb when an open-class word, its object, follows; not when that word
+    is itself an "-s" verb before its complement ("The sports bag costs 20 euros": "costs" is the
+    verb). Quirk et al. 1985, §10.34 (subject-verb concord)."""
+    if p != i - 1 or en_form(words[p]) != "s" or words[p][:1].isupper() or i + 1 >= len(words):
+        return False
+    k = p - 1
+    while k >= 0 and k > p - 3 and en_form(words[k]) == "bare" and not words[k][:1].isupper():
+        k -= 1  # adjectives before the noun
+    if k != 0 or words[0].casefold() not in DET_EN or words[0].casefold() in _POSSESSIVE_EN:
+        return False  # the clause's opening noun phrase, not a possessive's ("his friends hermione …")
+    nxt = words[i + 1]
+    if nxt[:1].isupper() or en_form(nxt) not in ("bare", "s"):
+        return False
+    after = words[i + 2].casefold() if i + 2 < len(words) else ""
+    return not (en_form(nxt) == "s" and (after in DET_EN or after[:1].isdigit() or after in NUMBER_WORDS
+                                         or after in PREP_EN))
+
+
+def plural_head_before_auxiliary(words: list[str], k: int, i: int) -> bool:
+    """English agreement: an "-s" word at ``k`` followed, across adverbs and bare or "-ed" modifiers
+    only, by a finite auxiliary or modal at ``i`` is a plural noun, the auxiliary's subject ("but
+    lockers are not included", "months already paid are not refunded", "transfers made abroad can
+    take"): a third-person "-s" verb is never followed by a finite auxiliary (Quirk et al. 1985,
+    §3.21: one finite verb per verb phrase). Input: a clause's words and two indices into them,
+    ``k`` < ``i`` (IndexError outside). Output: bool."""
+    if en_form(words[k]) != "s" or en_form(words[i]) not in ("aux", "modal") \
+            or fold(words[i]) in ("be", "been", "being"):
+        return False
+    return all(fold(w) in ADVERBS or en_form(w) in ("bare", "ed") and not w[:1].isupper() for w in words[k + 1:i])
 
 
 #: Spanish clitics that are never articles: before a finite verb they mark it ("se fundó").
@@ -347,9 +401,24 @@ def _agreeing_adjective(words: list[str], i: int) -> bool:
     return any(noun.endswith(e) and adj.endswith(e) for e in ("as", "os", "a", "o"))
 
 
+#: Closed-class words of one language only (determiners, prepositions, clitics, conjunctions,
+#: relatives), folded; words of both ("a", "no", "me") count for neither.
+_ES_ONLY = frozenset(DET_ES | PREP_ES | CLITICS_ES | frozenset(
+    "y e ni o u pero sino que como donde cuando quien cual porque aunque mientras".split()))
+_EN_ONLY = frozenset(DET_EN | PREP_EN | frozenset("and or nor but yet what which who whom whose".split()))
+_ES_CLOSED = frozenset(ES_MARKERS | _ES_ONLY) - (EN_MARKERS | _EN_ONLY)
+_EN_CLOSED = frozenset(EN_MARKERS | _EN_ONLY) - (ES_MARKERS | _ES_ONLY)
+
+
 def is_spanish(words: list[str]) -> bool:
-    """True when more of ``words`` (surface words, folded here) are Spanish than English function
-    words (:data:`~rag_eval_pipeline.core.judges.tokens.ES_MARKERS`, ``EN_MARKERS``; ties: English)."""
-    es = sum(fold(w) in ES_MARKERS for w in words)
-    en = sum(fold(w) in EN_MARKERS for w in words)
+    """True when more of ``words`` (surface words, folded here) are Spanish than English
+    closed-class words: :data:`~rag_eval_pipeline.core.judges.tokens.ES_MARKERS`, ``EN_MARKERS``
+    and the determiners, prepositions, clitics and conjunctions of this module, a word of both
+    languages ("a", "no") counting for neither ("Ana viaja a Lima, pero su hermano ..." is Spanish
+    by "pero" and "su"); ties: English."""
+    es = en = 0
+    for w in words:
+        f = fold(w)
+        es += f in _ES_CLOSED
+        en += f in _EN_CLOSED
     return es > en

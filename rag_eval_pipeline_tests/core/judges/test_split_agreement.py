@@ -107,3 +107,21 @@ def test_spanish_subject_after_its_verb(sentence, expected):
 ])
 def test_gapping_with_names(sentence, expected):
     assert split_claims(sentence) == expected
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    # rule version 9: a bare form after the plural noun phrase that opens the clause, with an object
+    # after it, is the verb (plural concord); by hand: "contain" / "accept" agree with "tablets" /
+    # "shops", "lactose" / "cards" are their objects
+    ("The tablets contain lactose and must be kept dry.",
+     ["The tablets contain lactose.", "The tablets must be kept dry."]),
+    ("Most shops accept cards and close at eight.", ["Most shops accept cards.", "Most shops close at eight."]),
+    # "costs" before its number is the verb; "bag" is the noun after the modifier "sports"
+    ("The sports bag costs 20 euros and weighs 1 kilo.",
+     ["The sports bag costs 20 euros.", "The sports bag weighs 1 kilo."]),
+    # a possessive's noun phrase is no clause's subject here: lower-case names stay a pair
+    ("The novels follow a young wizard and his friends hermione granger and ron weasley.",
+     ["The novels follow a young wizard and his friends hermione granger and ron weasley."]),
+])
+def test_a_bare_verb_after_an_opening_plural_noun_phrase(sentence, expected):
+    assert split_claims(sentence) == expected
