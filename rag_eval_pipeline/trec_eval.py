@@ -145,8 +145,12 @@ def select_measures(specs: Sequence[str] | None) -> tuple[dict[str, tuple[int, .
             left_out.extend(s for s in skipped if s not in left_out)
             continue
         if name not in PRINT_ORDER:
-            raise ConfigError(f"illegal measure '{spec}' (implemented: {', '.join(PRINT_ORDER)}; "
-                              f"nicknames: {', '.join(NICKNAMES)}; also as printed, e.g. ndcg_cut_10)")
+            from rag_eval_pipeline.core.sections import did_you_mean
+
+            hint = did_you_mean([name], [*PRINT_ORDER, *NICKNAMES]).strip(" ()")
+            raise ConfigError(f"illegal measure '{spec}'" + (f" ({hint})" if hint else "")
+                              + f" (implemented: {', '.join(PRINT_ORDER)}; nicknames: {', '.join(NICKNAMES)}; also "
+                              "as printed, e.g. ndcg_cut_10)")
         cut = PRINT_ORDER[name]
         if params:
             if cut is None:
@@ -275,10 +279,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point: parse trec_eval-style arguments, print its output lines.
 
     Input: ``argv`` (None = ``sys.argv[1:]``): ``[-q] [-c] [-l N] [-m MEASURE ...] [--mode M] QRELS
-    RUN``. Output: the lines on stdout; the return value is the exit status: 0 on success, 1 for a
-    bad measure or option (ConfigError), 2 for an unreadable or malformed file (InputError, the
-    message names file, line and field), 7 when no topic has both results and judgments.
-    argparse exits with 2 on a usage error. Source: trec_eval 10.0 ``trec_eval.c``.
+    RUN``. Output: the lines on stdout; the return value is the exit status: 0 on success, 2 for a
+    bad measure or option (ConfigError: a usage error, with a did-you-mean for a near miss such as
+    ``mapp``), 2 for an unreadable or malformed file (InputError, the message names file, line and
+    field), 7 when no topic has both results and judgments. argparse exits with 2 on a usage error.
+    Source: trec_eval 10.0 ``trec_eval.c``.
     """
     p = argparse.ArgumentParser(
         prog="python -m rag_eval_pipeline.trec_eval",
@@ -287,8 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "descending; the run file's rank column is ignored).",
         epilog="Measures: trec_eval's syntax (-m P.5,10 -m ndcg_cut.10 -m ndcg), the printed names "
                "(-m ndcg_cut_10 recall_100: several after one -m) or readable aliases (ndcg@10, mrr). "
-               "Exit status: 0 ok, 1 bad measure or option, 2 unreadable or malformed file or usage error, "
-               "7 no topic with both results and judgments.")
+               "Exit status: 0 ok, 2 unknown measure, bad option, unreadable or malformed file or other usage "
+               "error, 7 no topic with both results and judgments.")
     p.add_argument("-q", action="store_true", help="also print per-topic values")
     p.add_argument("-c", action="store_true", help="average over every qrels topic; missing ones score 0")
     p.add_argument("-l", type=int, default=1, metavar="N", help="minimum grade counted relevant (default 1)")
@@ -308,9 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"note: not implemented here, left out: {', '.join(left_out)}", file=sys.stderr)
         lines = evaluate(args.qrels, args.run, query_flag=args.q, complete=args.c, rel_level=args.l,
                          measures=args.m, mode=args.mode)
-    except ConfigError as exc:
+    except ConfigError as exc:  # an unknown measure or bad option: a usage error, as argparse's own
         print(f"trec_eval: {exc}", file=sys.stderr)
-        return 1
+        return 2
     except InputError as exc:
         print(f"trec_eval: {exc}", file=sys.stderr)
         return 2

@@ -48,6 +48,12 @@ def test_exit_1_and_both_files_written(failing_run):
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"junit xml: {ci / 'junit.xml'}" in proc.stdout and f"summary markdown: {ci / 'summary.md'}" in proc.stdout
     assert "verdict: FAIL — " in proc.stdout
+    # the CLI names what blocked promotion (the two recall_5 floors) and says the stored baseline stays
+    assert re.search(r"^promotion: not promoted: 2 blocking failure\(s\) stop bm25_k10; the stored baseline "
+                     r"\(none yet\) stays; blocked by gate bm25_k10/recall_5 \(below_floor\), gate "
+                     r"team_rag/recall_5 \(below_floor\)$", proc.stdout, flags=re.M), proc.stdout[-3000:]
+    # the gate line counts gates, and says the verdict's count also includes checks and steps
+    assert "of them failed blocking (the verdict's blocking failures also count failed checks and steps" in proc.stdout
 
 
 def test_junit_has_one_case_per_gate_and_per_blocking_check(failing_run):
@@ -107,22 +113,32 @@ def test_summary_numbers_are_the_gate_tables(failing_run):
     decision = json.loads((folder / "decision.json").read_text(encoding="utf-8"))
     gates = pl.read_parquet(folder / "gate_results.parquet")
     assert md.splitlines()[0].endswith(": FAIL")
-    assert "**Promotion:** not promoted (a blocking check failed or a step failed)" in md
+    # the promotion line says what blocked it and that the stored baseline stays, as the report does: the two
+    # recall_5 >= 0.99 floors (bm25_k10 0.6316 and team_rag 0.8684 on test), below_floor, not "regression"
+    assert ("**Promotion:** not promoted: 2 blocking failure(s) stop bm25_k10; the stored baseline (none yet) stays; "
+            "blocked by gate bm25_k10/recall_5 (below_floor), gate team_rag/recall_5 (below_floor)") in md
     for failure in decision["blocking_failures"]:
         assert f"- {failure.replace('|', chr(92) + '|')}" in md
 
-    rows = _table(md, "#### Changed metrics (split test)")
-    changed = gates.filter(pl.col("difference").is_not_null() & (pl.col("difference").abs() > 1e-12))
+    rows = _table(md, "#### Changed or failing gated metrics (split test)")
+    moved = pl.col("difference").is_not_null() & (pl.col("difference").abs() > 1e-12)
+    changed = gates.filter(moved | ~pl.col("passed"))
     assert len(rows) == changed.height > 0
     for r, row in zip(changed.iter_rows(named=True), rows):
-        system, metric, baseline, candidate, diff, ci, p, status = row
+        system, metric, baseline, candidate, diff, compared, ci, p, status = row
         assert (system, status) == (r["system"], r["status"])
         assert metric == r["metric"] + ("" if r["k"] is None else f"_{r['k']}")
+        assert compared.startswith(f"n {r['n']}")
         assert float(baseline) == pytest.approx(r["baseline"], abs=5e-5)
         assert float(candidate) == pytest.approx(r["candidate"], abs=5e-5)
         assert float(diff) == pytest.approx(r["candidate"] - r["baseline"], abs=1e-4)
         assert float(p) == pytest.approx(r["p_value"], abs=5e-5)
-    assert f"{gates.height - changed.height} gated metric(s) unchanged or not compared." in md
+    # every passed row not listed is counted once: unchanged (difference 0) or not compared (no difference)
+    same = gates.filter(~moved & pl.col("passed") & pl.col("difference").is_not_null()).height
+    uncompared = gates.filter(pl.col("passed") & pl.col("difference").is_null()).height
+    assert same + uncompared + changed.height == gates.height
+    assert f"{same} passed gated metric(s) unchanged (difference 0); {uncompared} passed without a comparison" in md
+    assert set(gates.filter(pl.col("metric") == "recall")["status"]) >= {"below_floor"}
 
     # the regressed questions: per (system, question) the gated metrics it regressed on, most first
     expected: dict[tuple[str, str], set[str]] = {}

@@ -114,7 +114,7 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     assert status.pop("golden_set:golden_evidence_is_current") == "warned"  # q26 rests on the replaced 2023 policy
     assert set(status.values()) == {"passed"}
     gates = pl.read_parquet(out / "sample" / "gate_results.parquet")
-    assert f"gates: {gates.height} gate(s), 0 blocking failure(s) (every gate in" in stdout
+    assert f"gates: {gates.height} gate(s), 0 of them failed blocking (the verdict" in stdout
     assert len(re.findall(r"^(?:\w+ )?verdict: ", stdout, flags=re.M)) == 1  # the run's verdict, said once
     assert "promotion: promoted bm25_k10 as the baseline" in stdout  # gates.promote of the sample configuration
     assert f"report: {out / 'sample' / 'report.html'}" in stdout
@@ -146,7 +146,7 @@ def test_a_run_prints_checks_gates_promotion_and_report_and_an_ad_hoc_config_kee
     failed = pl.read_parquet(adhoc / "gate_results.parquet").filter(pl.col("blocking") & ~pl.col("passed"))
     # both candidates (bm25_k10, team_rag) fail both floors: no sample system reaches 0.99
     assert failed.height == 4 and set(failed["system"]) == {"bm25_k10", "team_rag"}
-    assert "gates: 4 gate(s), 4 blocking failure(s) (every gate in" in proc.stdout
+    assert "gates: 4 gate(s), 4 of them failed blocking (the verdict" in proc.stdout
     verdicts = re.findall(r"^(?:\w+ )?verdict: .*$", proc.stdout, flags=re.M)
     assert len(verdicts) == 1 and verdicts[0].startswith("verdict: FAIL — 4 blocking failure(s)"), verdicts
     for reason in failed["reason"]:

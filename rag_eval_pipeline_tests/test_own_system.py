@@ -109,3 +109,31 @@ def test_init_refuses_a_folder_without_a_corpus(tmp_path, capsys):
     assert "no corpus found" in capsys.readouterr().err
     assert not (tmp_path / "config.yaml").exists()
     assert main(["init", str(tmp_path / "missing")]) == 2
+
+
+def test_init_writes_starter_gates_for_one_system(tmp_path, capsys):
+    """One system and no baseline: init still writes gates (recall_5 and false_abstention_rate drops, no judge
+    needed), commented, so a second run is compared with the first one's promoted baseline instead of passing
+    "no gate configured" forever; a folder whose only log gives document ids against a chunk-judged golden set
+    gets the recall gate commented out (it could never be computed) and keeps the abstention gate."""
+    folder = tmp_path / "one"
+    shutil.copytree(SAMPLE_DIR / "corpus", folder / "docs")
+    shutil.copyfile(SAMPLE_DIR / "golden.jsonl", folder / "questions.jsonl")
+    shutil.copyfile(SAMPLE_DIR / "runs" / "team_rag.jsonl", folder / "team_rag.jsonl")
+    assert main(["init", str(folder)]) == 0
+    capsys.readouterr()
+    text = (folder / "config.yaml").read_text(encoding="utf-8")
+    assert "# Starter gates on retrieval and abstention: neither needs a judge" in text
+    cfg = load_config(folder / "config.yaml")
+    got = [(t.metric, t.k, t.max_abs_drop, t.higher_is_better) for t in cfg.thresholds]
+    assert got == [("recall", 5, 0.05, True), ("false_abstention_rate", None, 0.10, False)]
+    assert cfg.baseline_system is None  # the first run's promotion becomes the baseline
+
+    log = [json.loads(x) for x in (SAMPLE_DIR / "runs" / "team_rag.jsonl").read_text(encoding="utf-8").splitlines()]
+    (folder / "team_rag.jsonl").write_text("".join(json.dumps({**r, "citations": [], "retrieved": [
+        {"chunk_id": d} for d in dict.fromkeys(h["chunk_id"].rsplit("#", 1)[0] for h in r["retrieved"])]},
+        ensure_ascii=False) + "\n" for r in log), encoding="utf-8")
+    assert main(["init", "--force", str(folder)]) == 0
+    text = (folder / "config.yaml").read_text(encoding="utf-8")
+    assert "    # - {metric: recall_5, max_abs_drop: 0.05}   # needs relevant_docs in the golden set" in text
+    assert [t.metric for t in load_config(folder / "config.yaml").thresholds] == ["false_abstention_rate"]

@@ -76,7 +76,7 @@ def test_full_depth_ndcg_matches_trec_evals_own_output(datasets_dir: Path, capsy
 
 def test_gain_parameters_and_unknown_names_are_errors(files, capsys) -> None:
     qrels, run, _, _ = files
-    assert main(["-m", "ndcg.1=3.5", str(qrels), str(run)]) == 1
+    assert main(["-m", "ndcg.1=3.5", str(qrels), str(run)]) == 2  # a usage error, as every other bad input
     assert "gain parameters are not implemented" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:  # not a measure, so a third file name: a usage error
         main(["-m", "ndcg_cut_10", "bogus_measure", str(qrels), str(run)])

@@ -23,6 +23,7 @@ from rag_eval_pipeline.cli.common import (
 )
 from rag_eval_pipeline.cli.exit_codes import EXIT_FAILED, EXIT_LOCKED, EXIT_OK, epilog
 from rag_eval_pipeline.cli.run_output import (
+    blocking_names,
     check_lines,
     format_summary,
     gate_lines,
@@ -142,7 +143,9 @@ def run(args: argparse.Namespace) -> int:
     # the gate counts (not a second verdict); failing gates are listed under the verdict when it was decided
     print("\n".join(gate_lines(out, gates_path.exists() and not stale(gates_path), len(loaded.config.thresholds),
                                listed=decision_rewritten)))
-    promotion = promotion_line(result, suite.name, quick)
+    gates_rewritten = gates_path.exists() and not stale(gates_path)
+    promotion = promotion_line(result, suite.name, quick, decision_path if decision_rewritten else None,
+                               blocking_names(out, gates_rewritten, checks, failed_steps))
     print(promotion)
     report = out / "report.html"
     if report.exists() and not stale(report):

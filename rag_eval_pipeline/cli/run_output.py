@@ -172,9 +172,15 @@ def gate_lines(out: Path, rewritten: bool, thresholds: int | None = None, listed
     if gates.height == 0:
         from rag_eval_pipeline.core.report.decision import no_gate_words
 
-        return [f"gates: {no_gate_words(thresholds)}"]
-    head = (f"gates: {gates.height} gate(s), {failed.height} blocking failure(s) (every gate in {path} and in the "
-            "report)")
+        lines = [f"gates: {no_gate_words(thresholds)}"]
+        if not thresholds:  # nothing can block: a CI job reading only the exit code would ship anything
+            lines.append("  add a gate: under gates.thresholds in the configuration, e.g. "
+                         "`- {metric: recall_5, max_abs_drop: 0.05}` (rag-eval init writes a starter set; "
+                         "docs/gates-and-reports.md); until then nothing blocks promotion and the run exits 0")
+        return lines
+    # counted apart from the verdict's "N blocking failure(s)", which also counts failed checks and steps
+    head = (f"gates: {gates.height} gate(s), {failed.height} of them failed blocking (the verdict's blocking "
+            f"failures also count failed checks and steps; every gate in {path} and in the report)")
     if listed:
         return [head]
     from rag_eval_pipeline.core.metrics.names import level_label
@@ -217,10 +223,16 @@ def verdict_line(decision_path: Path | None, extra_failures: Sequence[str] = (),
     return "\n".join(lines)
 
 
-def promotion_line(result, suite: str, quick: bool) -> str:
+def promotion_line(result, suite: str, quick: bool, decision_path: Path | None = None,
+                   blocked_by: Sequence[str] = ()) -> str:
     """Whether this run promoted a baseline, read from the ``<suite>/promotion`` materialisation's metadata:
     promoted, kept (the candidate is already the promoted baseline: nothing written), no candidate
-    configured, or not promoted (the asset did not run)."""
+    configured, or not promoted (the asset did not run). Not promoted says why, as the report does: the
+    decision's promotion words (``decision.json`` of this run at ``decision_path``: how many blocking failures
+    stop which candidate, and that the stored baseline stays) and ``blocked_by`` (:func:`blocking_names`:
+    the failed gates, checks and steps), else that a blocking check or step failed."""
+    import json
+
     if quick:
         return "promotion: none (the quick evaluation never promotes)"
     for event in result.get_asset_materialization_events():
@@ -233,7 +245,43 @@ def promotion_line(result, suite: str, quick: bool) -> str:
             if "unchanged_since_promotion" not in md:  # promotion writes it whenever a candidate is configured
                 return "promotion: none (no candidate configured: gates.promote is not set)"
             return f"promotion: promoted {system} as the baseline"
-    return "promotion: not promoted (a blocking check failed or a step failed)"
+    by = f"; blocked by {', '.join(blocked_by)}" if blocked_by else ""
+    words = None
+    if decision_path is not None:
+        try:
+            d = json.loads(decision_path.read_text(encoding="utf-8"))
+            if d.get("promotion_action") == "blocked" and str(d.get("promotion", "")).startswith("not promoted"):
+                words = str(d["promotion"])
+        except (OSError, ValueError, AttributeError):
+            words = None
+    if words:
+        return f"promotion: {words}{by}"
+    return ("promotion: not promoted (" + (by[2:] if by else "a blocking check failed or a step failed")
+            + "; the stored baseline stays)")
+
+
+def blocking_names(out: Path, gates_rewritten: bool, checks: Sequence, failed_steps: Sequence[str]) -> list[str]:
+    """What blocked promotion, named short: every blocking gate row of this run's ``gate_results`` that did
+    not pass (``gate team_rag/recall_5 (inconclusive)``), every failed or errored check case but the gate
+    check itself (its failures are those gates: ``check sample/judge_calibration:judge_calibrated_above_floor``),
+    and every failed step. Raises nothing for a missing table (no gates named)."""
+    import polars as pl
+
+    from rag_eval_pipeline.core.metrics.names import level_label
+    from rag_eval_pipeline.core.plain_names import GATE_CHECK
+    from rag_eval_pipeline.core.storage import read_table
+
+    names = []
+    path = out / "gate_results.parquet"
+    if gates_rewritten and path.exists():
+        gates = read_table(path, "gate_results")
+        for r in gates.filter(pl.col("blocking") & ~pl.col("passed")).iter_rows(named=True):
+            label = (r["metric"] if r["metric"] in ("versions", "baseline")
+                     else level_label(r["metric"], r["k"], r.get("level")))
+            names.append(f"gate {r['system']}/{label} ({r['status']})")
+    names += [f"check {c.classname[len('checks.'):]}:{c.name}" for c in checks
+              if c.outcome in ("failed", "error") and not (names and c.name == GATE_CHECK)]
+    return names + [s.split(":", 1)[0] for s in failed_steps]  # "step golden_set failed", "interrupted (...)"
 
 
 def interrupted(error) -> bool:

@@ -19,6 +19,10 @@ from rag_eval_pipeline.core.tables import SCHEMAS
 
 #: Gate statuses that let a candidate through (``inconclusive`` too when ``block_inconclusive`` is off).
 PASSING_STATUSES = ("pass", "within_noise", "unchanged_since_promotion")
+#: Every status a gate row can have (``GateResult``'s docstring says what each means; the last two are the
+#: rows of :class:`GateVerdict` errors).
+GATE_STATUSES = ("pass", "regression", "below_floor", "inconclusive", "within_noise", "not_evaluable",
+                 "unchanged_since_promotion", "version_mismatch", "baseline_damaged")
 #: Manifest fields that identify what a system ran; equal fields = the same run configuration.
 IDENTITY_FIELDS = ("system", "corpus_version", "golden_version", "retriever", "generator", "model", "prompt_version",
                    "system_version")
@@ -32,7 +36,17 @@ class VersionMismatchError(EvalError):
 class GateResult:
     """The outcome of one threshold for one candidate system.
 
-    ``status`` is one of: ``pass``, ``regression`` (breach the paired test calls real, or a floor),
+    ``candidate`` / ``baseline`` are the two sides' means over the ``n`` questions both evaluated (the
+    paired set) and ``difference`` = candidate - baseline over those same questions: the figures the
+    thresholds, the interval, p and W/T/L are all about. ``candidate_all`` / ``baseline_all`` are each
+    side's headline mean over its own evaluable questions of the split (a floor, ``min_value``, reads
+    ``candidate_all``). ``n_baseline`` = the baseline's questions with a value; ``n_candidate_errors`` =
+    those the candidate could not be compared on because its run errored (``n_baseline - n`` is every
+    baseline question left out; the run-error check counts the errors).
+
+    ``status`` is one of: ``pass``, ``regression`` (breach the paired test calls real), ``below_floor``
+    (the candidate's own mean is under ``min_value``, over it for a lower-is-better metric: always blocks
+    when blocking, nothing to test),
     ``inconclusive`` (breach, but the paired test cannot tell it from chance: fails when
     ``block_inconclusive``, the default, since a material drop on a small test split is not
     evidence of safety), ``within_noise`` (breach smaller than the judge's own resolution: passes),
@@ -60,10 +74,37 @@ class GateResult:
 
     block_inconclusive: bool = True
     level: str | None = None  # the level of the gated rows (chunk / doc); None for metrics without one
+    candidate_all: float | None = None
+    baseline_all: float | None = None
+    n: int | None = None
+    n_baseline: int | None = None
+    n_candidate_errors: int | None = None
+
+    def compared_words(self) -> str:
+        """``n 10 of 11; 1 candidate error`` (how many baseline questions the gate compared, and why the
+        rest were not); empty when nothing was compared against a baseline."""
+        return compared_words(self.n, self.n_baseline, self.n_candidate_errors)
 
     @property
     def passed(self) -> bool:
         return self.status in PASSING_STATUSES or (self.status == "inconclusive" and not self.block_inconclusive)
+
+
+def compared_words(n: int | None, n_baseline: int | None, n_candidate_errors: int | None) -> str:
+    """``n 10 of 11; 1 candidate error``: ``n`` questions compared of the baseline's ``n_baseline``, and
+    of those left out how many the candidate errored on (the rest: no candidate value, e.g. not
+    evaluable for it). Empty string when ``n`` is None (no comparison). Raises nothing."""
+    if n is None:
+        return ""
+    words = f"n {n}" + (f" of {n_baseline}" if n_baseline is not None and n_baseline != n else "")
+    left = (n_baseline - n) if n_baseline is not None else 0
+    errs = n_candidate_errors or 0
+    parts = []
+    if errs:
+        parts.append(f"{errs} candidate error{'s' if errs != 1 else ''}")
+    if left - errs > 0:
+        parts.append(f"{left - errs} without a candidate value")
+    return words + ("; " + ", ".join(parts) if parts else "")
 
 
 def check_versions(candidate: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:
@@ -114,19 +155,22 @@ def _value(summary: pl.DataFrame, system: str, split: str, metric: str, k: int |
 
 def _per_question(qm: pl.DataFrame, system: str, split: str, metric: str, k: int | None,
                   level: str | None = None) -> pl.DataFrame:
-    return qm.filter(
+    rows = qm.filter(
         (pl.col("system") == system) & (pl.col("metric") == metric)
         & ((pl.col("split") == split) if split != "all" else pl.lit(True))
         & (pl.col("k").is_null() if k is None else pl.col("k") == k)
         & _at_level(qm, level)
-    ).select("question_id", "value")
+    )
+    status = pl.col("status") if "status" in rows.columns else pl.lit(None, dtype=pl.String)
+    return rows.select("question_id", "value", status.alias("status"))
 
 
 @dataclass(frozen=True)
 class PairedComparison:
     """A paired comparison of one metric over the questions both sides have a value for.
 
-    ``n`` pairs; ``difference`` = mean(candidate - baseline) (None when n = 0); ``p_value`` of the
+    ``n`` pairs; ``candidate_mean`` / ``baseline_mean`` each side's mean over those n questions;
+    ``difference`` = mean(candidate - baseline) = candidate_mean - baseline_mean (None when n = 0); ``p_value`` of the
     two-sided paired randomisation test; ``ci_low`` / ``ci_high`` the paired-bootstrap 95% interval of
     that mean difference; ``wins`` / ``ties`` / ``losses`` = questions where the candidate is better /
     equal / worse (oriented by ``higher_is_better``); ``worse`` / ``better`` the question ids, sorted.
@@ -142,6 +186,8 @@ class PairedComparison:
     losses: int
     worse: list[str]
     better: list[str]
+    candidate_mean: float | None = None
+    baseline_mean: float | None = None
 
 
 def paired_comparison(candidate: pl.DataFrame, baseline: pl.DataFrame, *, higher_is_better: bool = True,
@@ -175,7 +221,9 @@ def paired_comparison(candidate: pl.DataFrame, baseline: pl.DataFrame, *, higher
         n=test["n"], difference=test["diff"], p_value=test["p_value"], ci_low=test["ci_low"], ci_high=test["ci_high"],
         wins=wins, ties=test["ties"], losses=losses,
         worse=sorted(paired.filter(delta < 0)["question_id"].to_list()),
-        better=sorted(paired.filter(delta > 0)["question_id"].to_list()))
+        better=sorted(paired.filter(delta > 0)["question_id"].to_list()),
+        candidate_mean=float(paired["value"].cast(pl.Float64).sum()) / paired.height,
+        baseline_mean=float(paired["value_base"].cast(pl.Float64).sum()) / paired.height)
 
 
 def evaluate_gates(
@@ -197,20 +245,22 @@ def evaluate_gates(
 
     Inputs: metric_summary and question_metrics tables for candidate and baseline (they may be the
     same tables when both systems ran together). Output: one :class:`GateResult` per threshold.
-    A drop beyond ``max_abs_drop`` or ``max_rel_drop`` is a regression when the paired two-sided
-    randomisation test over the questions both systems answered gives p < ``alpha`` and the drop is
+    The drop is the paired mean difference over the questions of ``split`` both systems have a value
+    for (the same questions the interval, p and W/T/L are computed on); ``max_rel_drop`` is relative to
+    the baseline's mean over those questions. A drop beyond ``max_abs_drop`` or ``max_rel_drop`` is a
+    regression when the paired two-sided randomisation test gives p < ``alpha`` and the drop is
     larger than the judge's noise resolution for that metric (``noise_resolution``); otherwise it is
-    ``inconclusive`` (blocking unless ``block_inconclusive`` is False). A value under ``min_value``
-    (over it, for lower-is-better metrics) is always a regression. A null candidate or baseline value is
-    ``not_evaluable``.
+    ``inconclusive`` (blocking unless ``block_inconclusive`` is False). A candidate mean over its own
+    evaluable questions under ``min_value`` (over it, for lower-is-better metrics) is ``below_floor``.
+    A null candidate or baseline value, or no question evaluated by both, is ``not_evaluable``.
     """
     results = []
     for t in thresholds:
         level = gated_level(candidate_summary, t.metric, getattr(t, "level", None))
         cand = _value(candidate_summary, candidate_system, split, t.metric, t.k, level)
         base = _value(baseline_summary, baseline_system, split, t.metric, t.k, level)
-        res = GateResult(candidate_system, t.metric, t.k, cand, base, None, "pass", "", t.blocking,
-                         block_inconclusive=block_inconclusive, level=level)
+        res = GateResult(candidate_system, t.metric, t.k, None, None, None, "pass", "", t.blocking,
+                         block_inconclusive=block_inconclusive, level=level, candidate_all=cand, baseline_all=base)
         known = candidate_summary.filter(pl.col("metric") == t.metric)
         if candidate_summary.height and not known.filter(
                 pl.col("k").is_null() if t.k is None else pl.col("k") == t.k).height:
@@ -238,31 +288,53 @@ def evaluate_gates(
             results.append(res)
             continue
         sign = 1.0 if t.higher_is_better else -1.0
+        # a floor is about the candidate's own mean over its evaluable questions (nothing to pair)
         if t.min_value is not None and sign * (cand - t.min_value) < 0:
-            res.status = "regression"
-            res.reason = f"{cand:.4f} is {'below' if t.higher_is_better else 'above'} the floor {t.min_value}"
+            res.status = "below_floor"
+            res.reason = (f"{cand:.4f} (its mean over its own evaluable questions) is "
+                          f"{'below' if t.higher_is_better else 'above'} the floor {t.min_value}")
         if base is None:
             results.append(res)
             continue
-        res.difference = cand - base
-        drop = sign * (base - cand)
-        breaches = []
-        # a lower-is-better metric (an error rate) gets worse by rising: say so, not "drop"
-        worse = "drop" if t.higher_is_better else "rise (lower is better)"
-        if t.max_abs_drop is not None and drop > t.max_abs_drop + 1e-12:
-            breaches.append(f"{worse} {drop:.4f} > allowed {t.max_abs_drop}")
-        if t.max_rel_drop is not None and base != 0 and drop / abs(base) > t.max_rel_drop + 1e-12:
-            breaches.append(f"relative {worse} {drop / abs(base):.2%} > allowed {t.max_rel_drop:.0%}")
         a = _per_question(candidate_qm, candidate_system, split, t.metric, t.k, level)
         b = _per_question(baseline_qm, baseline_system, split, t.metric, t.k, level)
         # higher_is_better: set to the metric's own direction when the section loads (never None here)
         test = paired_comparison(a, b, higher_is_better=bool(t.higher_is_better), n_permutations=n_permutations,
                                  seed=seed)
-        if test.n:
-            res.p_value, res.ci_low, res.ci_high = test.p_value, test.ci_low, test.ci_high
-            res.wins, res.ties, res.losses = test.wins, test.ties, test.losses
-            res.regressed_questions = test.worse
-        if breaches and res.status != "regression":
+        # the baseline questions the gate could not compare: no candidate value (its run errored, or the
+        # question is not evaluable for it); the run-error check counts the errors themselves
+        based = b.filter(pl.col("value").is_not_null())
+        uncompared = based.join(a.filter(pl.col("value").is_not_null()), on="question_id", how="anti")
+        errored = a.filter(pl.col("status") == "run_error").select("question_id")
+        res.n, res.n_baseline = test.n, based.height
+        res.n_candidate_errors = uncompared.join(errored, on="question_id", how="semi").height
+        if not test.n:
+            if res.status == "pass":
+                res.status = "not_evaluable"
+                res.reason = (f"no question of split {split} has a value for both the candidate and the baseline "
+                              f"({res.compared_words()}): nothing to compare")
+            results.append(res)
+            continue
+        res.candidate, res.baseline = test.candidate_mean, test.baseline_mean
+        assert res.candidate is not None and res.baseline is not None
+        res.p_value, res.ci_low, res.ci_high = test.p_value, test.ci_low, test.ci_high
+        res.wins, res.ties, res.losses = test.wins, test.ties, test.losses
+        res.regressed_questions = test.worse
+        # the thresholds are about the same quantity as the interval, p and W/T/L: the paired mean
+        # difference over the questions both systems evaluated
+        res.difference = test.difference
+        drop = -sign * test.difference if test.difference is not None else 0.0
+        breaches = []
+        # a lower-is-better metric (an error rate) gets worse by rising: say so, not "drop"
+        worse = "drop" if t.higher_is_better else "rise (lower is better)"
+        over = f" over {res.compared_words()}"
+        if t.max_abs_drop is not None and drop > t.max_abs_drop + 1e-12:
+            breaches.append(f"{worse} {drop:.4f} > allowed {t.max_abs_drop}{over}")
+        if t.max_rel_drop is not None and res.baseline != 0 and drop / abs(res.baseline) > t.max_rel_drop + 1e-12:
+            breaches.append(f"relative {worse} {drop / abs(res.baseline):.2%} > allowed {t.max_rel_drop:.0%}{over}")
+        if breaches and res.status == "below_floor":
+            res.reason += "; also " + "; ".join(breaches) + f" (p = {res.p_value:.4f})"
+        elif breaches:
             noise = (noise_resolution or {}).get(t.metric)
             if noise is not None and drop <= noise:
                 res.status = "within_noise"
@@ -273,8 +345,8 @@ def evaluate_gates(
             else:
                 res.status = "regression"
                 res.reason = "; ".join(breaches) + (f" (p = {res.p_value:.4f})" if res.p_value is not None else "")
-        elif not breaches and res.status == "pass":
-            res.reason = f"difference {res.difference:+.4f} within thresholds"
+        elif res.status == "pass":
+            res.reason = f"difference {res.difference:+.4f} over {res.compared_words()} within thresholds"
         results.append(res)
     return results
 
@@ -371,6 +443,8 @@ def gate_frame(results: list[GateResult], errors: list[str], error_status: str =
         "difference": r.difference, "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value,
         "wins": r.wins, "ties": r.ties, "losses": r.losses, "status": r.status, "reason": r.reason,
         "blocking": r.blocking, "passed": r.passed, "regressed_questions": r.regressed_questions, "level": r.level,
+        "n": r.n, "n_baseline": r.n_baseline, "n_candidate_errors": r.n_candidate_errors,
+        "candidate_all": r.candidate_all, "baseline_all": r.baseline_all,
     } for r in results]
     metric = "baseline" if error_status == "baseline_damaged" else "versions"
     rows += [{"system": e.split(":", 1)[0], "metric": metric, "status": error_status, "reason": e,

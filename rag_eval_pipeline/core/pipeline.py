@@ -171,7 +171,7 @@ def build_nuggets(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame,
     from rag_eval_pipeline.core.completeness import judge_nuggets
 
     formats = citation_formats(cfg)
-    known = set(snapshot["chunk_id"].to_list())
+    known = dict(zip(snapshot["chunk_id"].to_list(), snapshot["doc_id"].to_list()))  # chunk -> document
     (labels,) = _in_run_batches(
         lambda part: (judge_nuggets(part, golden, judge, formats=formats, known_chunks=known, repeats=repeats,
                                     abstention_phrases=cfg.judge.abstention_phrases),), runs, batch_runs)
@@ -192,7 +192,8 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
     ``error`` is reported apart: its retrieval and claim-evidence rows are null with status
     ``run_error`` (it counts in ``run_error_rate``, never as an empty retrieval scored 0). A system
     whose ids were documents only (``chunk_map: {doc_ids: true}``) has null chunk-level rows
-    (status ``doc_ids_only``).
+    (status ``doc_ids_only``); its evidence rates (``claim_evidence_availability``, ``evidence_retrieved``,
+    abstention with/without evidence) read each retrieved document as all its chunks.
     Output: (question_metrics table, info) where info counts, per system, what the retrieval
     evaluation left out (dropped duplicates, golden questions with no run row, run rows for unknown
     questions, errored questions, chunks dropped at document level).
@@ -208,6 +209,7 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
         qrels_from_golden,
         retrieval_question_metrics,
     )
+    from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
     from rag_eval_pipeline.core.systems.id_mapping import doc_ids_only
 
     levels = levels_of(golden)
@@ -241,13 +243,19 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
                     "missing_questions": len(ev.missing_questions),
                     "unknown_questions": len(ev.unknown_questions),
                 })
-    frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete)
+    # a document-id system retrieved whole documents: its evidence rates read every chunk of each (the mapping
+    # judging reads), never only the first chunk rag_runs stores
+    documents = JudgingEvidence(snapshot, doc_id_systems(cfg))
+    frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete,
+                                              doc_evidence=documents)
                   .with_columns(pl.lit("chunk", pl.Utf8).alias("level")))
     frames = [_not_evaluable(f, errored, "run_error") for f in frames]  # errors are reported apart (run_error_rate)
-    frames.append(decision_question_metrics(runs, golden, snapshot, abstention_phrases=cfg.judge.abstention_phrases))
+    frames.append(decision_question_metrics(runs, golden, snapshot, abstention_phrases=cfg.judge.abstention_phrases,
+                                            doc_evidence=documents))
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden, citation_formats=citation_formats(cfg),
-                                               known_chunks=set(snapshot["chunk_id"].to_list())))
+                                               known_chunks=dict(zip(snapshot["chunk_id"].to_list(),
+                                                                     snapshot["doc_id"].to_list()))))
     frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)
     phrases = cfg.judge.abstention_phrases
     if citations is not None:

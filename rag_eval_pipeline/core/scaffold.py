@@ -281,6 +281,29 @@ def _yaml_str(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+#: The comment above the starter gates ``init`` writes: what they are and how to change them.
+_STARTER_GATES_NOTE = (
+    "  # Starter gates on retrieval and abstention: neither needs a judge, so no calibration first. Each",
+    "  # blocks promotion when the candidate is worse than the baseline, on the questions both answered, by",
+    "  # more than max_abs_drop (max_rel_drop: a share of the baseline). Loosen or tighten the numbers, add",
+    "  # min_value for a floor, or blocking: false to only warn (the manual: docs/gates-and-reports.md).",
+)
+
+
+def _starter_gates(recall: bool) -> list[str]:
+    """The starter ``gates.thresholds`` lines: recall@5 (when the systems' ids can be scored against the golden
+    set's relevance, ``recall``) and the false abstention rate (lower is better), with a commented floor."""
+    gates = ["    - {metric: false_abstention_rate, max_abs_drop: 0.10, higher_is_better: false}   # answerable "
+             "questions it declined"]
+    if recall:
+        gates.insert(0, "    - {metric: recall_5, max_abs_drop: 0.05}     # share of the relevant chunks in the top 5")
+    else:
+        gates.insert(0, "    # - {metric: recall_5, max_abs_drop: 0.05}   # needs relevant_docs in the golden set: "
+                        "the system gives document ids")
+    return gates + ["    # - {metric: recall_5, min_value: 0.5}       # a floor: the candidate's own mean must "
+                    "reach it"]
+
+
 def render_config(found: Survey) -> str:
     """The commented ``config.yaml`` for a survey (paths relative to its folder). Raises ValueError when
     the folder holds no corpus."""
@@ -349,11 +372,15 @@ def render_config(found: Survey) -> str:
                       "computed for them;", "  # give relevant_docs in the golden set (rag-eval check says which gate "
                       "cannot be computed)"]
         lines += [f"  baseline_system: {names[0]}", f"  candidate_systems: [{', '.join(names[1:])}]",
-                  "  thresholds:", "    - {metric: recall_5, max_abs_drop: 0.05}",
-                  "    - {metric: false_abstention_rate, max_abs_drop: 0.10, higher_is_better: false}"]
+                  *_STARTER_GATES_NOTE, "  thresholds:", *_starter_gates(recall=True)]
     else:
+        # one system: no baseline yet. The first run promotes it (nothing to compare: the verdict is
+        # inconclusive and says so); every later run is compared with it by these gates
+        recall = not (ordered and _doc_ids_only(ordered[0]) and not found.golden_has_docs)
         lines += ["  # baseline_system: ...          # with two systems: compare a candidate against a baseline",
-                  "  # thresholds:", "  #   - {metric: recall_5, max_abs_drop: 0.05}"]
+                  "  # One system: the first run's promotion becomes the baseline (nothing to compare yet, so that",
+                  "  # run is INCONCLUSIVE); from the next run on, these gates compare each run with it.",
+                  *_STARTER_GATES_NOTE, "  thresholds:", *_starter_gates(recall=recall)]
     lines += ["  max_run_error_share: 0.10      # a system whose runs errored more often blocks promotion", "",
               "seed: 0", "quick_subset_size: 24", ""]
     return "\n".join(lines)

@@ -79,9 +79,12 @@ def claim_output_folder(folder: str | Path, suite: str, config_path: str | Path 
                               f"{folder}; delete it only if {folder} holds one suite's outputs") from None
         if not isinstance(owner, dict) or owner.get("suite") != suite:
             name = owner.get("suite") if isinstance(owner, dict) else owner
-            raise ConfigError(f"output folder {folder} belongs to suite {name!r} (recorded in {record}, "
-                              f"configuration {owner.get('config') if isinstance(owner, dict) else '?'}), not to "
-                              f"{suite!r} ({config_path}); give this suite its own --output")
+            recorded = owner.get("config") if isinstance(owner, dict) else None
+            # a suite claimed without a configuration file (the sample's, from the suites file) records none: say so
+            theirs = f"configuration {recorded}" if recorded else "no configuration file recorded"
+            ours = f" ({config_path})" if config_path is not None else ""
+            raise ConfigError(f"output folder {folder} belongs to suite {name!r} (recorded in {record}, {theirs}), "
+                              f"not to {suite!r}{ours}; give this suite its own --output")
         return
     if write:
         write_json_atomic({"suite": suite, "config": None if config_path is None else str(config_path)}, record)

@@ -275,14 +275,16 @@ declare("metric_summary", 2, "one metric for one system, split, segment, k and l
     _LEVEL,
 ])
 
-declare("gate_results", 2, "one gated metric of one candidate system against the promoted baseline",
+declare("gate_results", 3, "one gated metric of one candidate system against the promoted baseline",
         depends_on=JUDGED, columns=[
     _SYSTEM,
     column("metric", STRING, "the gated metric (or versions, for a version mismatch row)", nullable=False),
     _K,
-    column("candidate", FLOAT64, "the candidate's value; null when not evaluable"),
-    column("baseline", FLOAT64, "the baseline's value; null when not evaluable or no baseline"),
-    column("difference", FLOAT64, "candidate - baseline"),
+    column("candidate", FLOAT64, "the candidate's mean over the n questions both systems evaluated (the gate's "
+           "figure); null when nothing was compared"),
+    column("baseline", FLOAT64, "the baseline's mean over the same n questions; null when nothing was compared"),
+    column("difference", FLOAT64, "candidate - baseline over the n shared questions: the paired mean difference "
+           "the thresholds, the interval and p are about"),
     column("ci_low", FLOAT64, "lower bound of the paired bootstrap 95% interval of the difference"),
     column("ci_high", FLOAT64, "upper bound of the paired bootstrap 95% interval of the difference"),
     column("p_value", FLOAT64, "two-sided paired randomisation test, in [0, 1]; null when not tested"),
@@ -295,6 +297,16 @@ declare("gate_results", 2, "one gated metric of one candidate system against the
     column("passed", BOOL, "true when the gate passed", nullable=False),
     column("regressed_questions", list_of(STRING), "question ids that got worse"),
     column("level", STRING, "the level of the gated rows (chunk or doc); null for a metric without one"),
+    column("n", INT64, "questions of the split both systems have a value for (the paired set); null when not "
+           "compared"),
+    column("n_baseline", INT64, "questions of the split the baseline has a value for; n_baseline - n were not "
+           "compared"),
+    column("n_candidate_errors", INT64, "of the baseline questions not compared, those whose candidate run errored "
+           "(counted by the run-error check)"),
+    column("candidate_all", FLOAT64, "headline: the candidate's mean over all its own evaluable questions of the "
+           "split (what a floor, min_value, reads); not the gate's compared figure"),
+    column("baseline_all", FLOAT64, "headline: the baseline's mean over all its own evaluable questions of the "
+           "split; not the gate's compared figure"),
 ])
 
 declare("answer_quality", 1, "one model-judged metric of one answer", depends_on=JUDGED, columns=[
@@ -430,6 +442,17 @@ def _claims_with_importance(df: pl.DataFrame) -> pl.DataFrame:
 def drop_baseline_value(df: pl.DataFrame) -> pl.DataFrame:
     """Version 1 declared ``baseline_value``, which no release ever wrote (always null): version 2 drops it."""
     return df.drop("baseline_value", strict=False)
+
+
+@migration("gate_results", 2)
+def _gate_means_as_headline(df: pl.DataFrame) -> pl.DataFrame:
+    """gate_results 2 -> 3: version 2's ``candidate`` / ``baseline`` / ``difference`` were each side's mean
+    over its own questions, not over the questions both evaluated: they become ``candidate_all`` /
+    ``baseline_all``, and the compared figures (and ``n``) read null, since version 2 did not record them."""
+    return df.with_columns(pl.col("candidate").alias("candidate_all"), pl.col("baseline").alias("baseline_all"),
+                           pl.lit(None, dtype=pl.Float64).alias("candidate"),
+                           pl.lit(None, dtype=pl.Float64).alias("baseline"),
+                           pl.lit(None, dtype=pl.Float64).alias("difference"))
 
 
 #: Every table's polars schema, derived from its Arrow declaration (what :func:`conform` checks).

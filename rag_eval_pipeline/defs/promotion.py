@@ -68,14 +68,18 @@ def damaged_verdict(cfg, reason: str) -> "GateVerdict":
 
 
 def gates_markdown(gates: pl.DataFrame) -> str:
-    """A Markdown table of gate results: candidate, baseline, difference, p-value, wins/ties/losses, status."""
+    """A Markdown table of gate results: candidate and baseline means over the n questions both evaluated, their
+    difference, interval, p-value, wins/ties/losses (all over those n), n compared, status."""
+    from rag_eval_pipeline.core.gates import compared_words
     from rag_eval_pipeline.core.metrics.names import level_label
     from rag_eval_pipeline.core.report.markdown import markdown_table
 
     f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
-    return markdown_table(["system", "metric", "candidate", "baseline", "diff", "95% CI", "p", "W/T/L", "status"], [
+    return markdown_table(["system", "metric", "candidate", "baseline", "diff", "n compared", "95% CI", "p", "W/T/L",
+                           "status"], [
         [r["system"], level_label(r["metric"], r["k"], r.get("level")), f(r["candidate"]), f(r["baseline"]),
-         f(r["difference"]), "" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
+         f(r["difference"]), compared_words(r.get("n"), r.get("n_baseline"), r.get("n_candidate_errors")),
+         "" if r["ci_low"] is None else f"[{r['ci_low']:+.3f}, {r['ci_high']:+.3f}]",
          f(r["p_value"]), f"{r['wins']}/{r['ties']}/{r['losses']}", r["status"]]
         for r in gates.iter_rows(named=True)])
 

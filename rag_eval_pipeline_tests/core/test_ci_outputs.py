@@ -17,13 +17,19 @@ ROWS = [
     {"system": "cand", "metric": "recall", "k": 5, "candidate": 0.5, "baseline": 0.75, "difference": -0.25,
      "ci_low": -0.4, "ci_high": -0.1, "p_value": 0.01, "wins": 0, "ties": 3, "losses": 5, "status": "regression",
      "reason": "drop 0.2500 > allowed 0.05 <&> (p = 0.0100)", "blocking": True, "passed": False,
-     "regressed_questions": ["q1", "q2"]},
+     "regressed_questions": ["q1", "q2"], "n": 8, "n_baseline": 9, "n_candidate_errors": 1,
+     "candidate_all": 0.52, "baseline_all": 0.7},
     {"system": "cand", "metric": "map", "k": None, "candidate": 0.6, "baseline": 0.6, "difference": 0.0,
      "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0, "wins": 0, "ties": 8, "losses": 0, "status": "pass",
      "reason": "difference +0.0000 within thresholds", "blocking": True, "passed": True, "regressed_questions": []},
     {"system": "cand", "metric": "ndcg_cut", "k": 10, "candidate": 0.5, "baseline": 0.7, "difference": -0.2,
      "ci_low": None, "ci_high": None, "p_value": 0.02, "wins": 0, "ties": 6, "losses": 2, "status": "regression",
      "reason": "below", "blocking": False, "passed": False, "regressed_questions": ["q2"]},
+    # a floor breach: nothing changed on the shared questions, yet it failed (listed, not counted as unchanged)
+    {"system": "cand", "metric": "recall", "k": 10, "candidate": 0.4, "baseline": 0.4, "difference": 0.0,
+     "ci_low": 0.0, "ci_high": 0.0, "p_value": 1.0, "wins": 0, "ties": 8, "losses": 0, "status": "below_floor",
+     "reason": "0.4000 is below the floor 0.5", "blocking": True, "passed": False, "regressed_questions": [],
+     "n": 8, "n_baseline": 8, "n_candidate_errors": 0},
 ]
 
 
@@ -32,12 +38,20 @@ def test_junit_cases_counts_and_escaping():
                                                 JUnitCase("checks.s/a", "d", "skipped", "not run: upstream")]
     root = ET.fromstring(junit_xml("rag-eval s (job)", cases, {"verdict": "fail"}).split("\n", 1)[1])
     [suite] = root.findall("testsuite")
-    # 3 gate cases + 2 check cases; 1 blocking gate failed, 1 check raised, 1 check did not run (skipped)
-    assert [suite.get(k) for k in ("tests", "failures", "errors", "skipped")] == ["5", "1", "1", "1"]
+    # 4 gate cases + 2 check cases; 2 blocking gates failed (recall_5, recall_10), 1 check raised, 1 check did
+    # not run (skipped)
+    assert [suite.get(k) for k in ("tests", "failures", "errors", "skipped")] == ["6", "2", "1", "1"]
+    floor = suite.find("testcase[@name='recall_10 (split test)']/failure")
+    assert floor.get("message") == "below_floor: 0.4000 is below the floor 0.5"
+    assert suite.find("testcase[@name='recall_10 (split test)']/properties/property[@name='status']") is not None
     assert suite.find("testcase[@name='d']/skipped").get("message") == "not run: upstream"
     assert suite.find("testcase[@name='d']/error") is None and suite.find("testcase[@name='d']/failure") is None
     failure = suite.find("testcase[@name='recall_5 (split test)']/failure")
     assert failure.get("message") == "regression: drop 0.2500 > allowed 0.05 <&> (p = 0.0100)"  # escaped, read back
+    # the body says which questions the figures are over, and labels the own-question means apart
+    assert failure.text.startswith("over n 8 of 9; 1 candidate error: candidate 0.5000, baseline 0.7500, "
+                                   "difference -0.2500, p 0.0100, W/T/L 0/3/5; own means over all questions (not the "
+                                   "gate's figures): candidate 0.5200, baseline 0.7000;")
     assert suite.find("testcase[@name='map (split test)']/failure") is None
     warn = suite.find("testcase[@name='ndcg_cut_10 (split test)']/system-out")
     assert warn.text.startswith("WARNING: regression: below")
@@ -52,10 +66,14 @@ def test_summary_changed_metrics_and_regressed_questions():
                 "calibration": {"line": "κ 0.5 ≥ floor 0.4"}, "judge_errors_line": "0 of 9 claim labels"}
     md = summary_markdown(decision, _gates(ROWS), title="rag-eval s", promotion="none", report_link="https://r/x.html")
     assert md.splitlines()[0] == "### ❌ rag-eval s: FAIL"
-    # map did not change: 2 of the 3 gated metrics changed
-    assert "| cand | recall_5 | 0.7500 | 0.5000 | -0.2500 | [-0.4000, -0.1000] | 0.0100 | regression |" in md
-    assert "| cand | ndcg_cut_10 | 0.7000 | 0.5000 | -0.2000 |  | 0.0200 | regression |" in md
-    assert "| cand | map |" not in md and "1 gated metric(s) unchanged or not compared." in md
+    # map did not change and passed: not listed; recall_5 and ndcg_cut_10 changed; recall_10 did not change but
+    # failed its floor: listed, and not counted among the unchanged (1 of the 4: map)
+    assert ("| cand | recall_5 | 0.7500 | 0.5000 | -0.2500 | n 8 of 9; 1 candidate error | [-0.4000, -0.1000] | "
+            "0.0100 | regression |") in md
+    assert "| cand | ndcg_cut_10 | 0.7000 | 0.5000 | -0.2000 | — |  | 0.0200 | regression |" in md
+    assert "| cand | recall_10 | 0.4000 | 0.4000 | +0.0000 | n 8 | [+0.0000, +0.0000] | 1.0000 | below_floor |" in md
+    assert "| cand | map |" not in md
+    assert "1 passed gated metric(s) unchanged (difference 0); 0 passed without a comparison" in md
     # q2 regressed on two metrics, q1 on one: q2 first
     assert md.index("[q2](https://r/x.html#q-cand-q2)") < md.index("[q1](https://r/x.html#q-cand-q1)")
     assert "| cand | [q2](https://r/x.html#q-cand-q2) | recall_5, ndcg_cut_10 |" in md

@@ -103,6 +103,26 @@ def test_metric_rows_difference_and_exact_paired_test():
     assert rows["map"].b is None and rows["map"].difference is None and rows["map"].n_pairs == 0
 
 
+def test_the_difference_is_over_the_questions_both_sides_have_a_value_for():
+    """The user's repro in small: A has recall@5 on q0..q2 = 1, 1, 0 (own mean 2/3); B has q0 = 1, q1 = 0.5 and
+    no value on q2 (own mean 0.75). Own means give B - A = 0.75 - 0.6667 = +0.0833 ("better"), yet B is worse or
+    equal on each of the 2 shared questions: over q0, q1 A's mean is 1, B's 0.75, B - A = -0.25 ("worse"),
+    W/T/L 0/1/1, and the interval covers the difference."""
+    a_rows = [("a", "q0", "all", "recall", 5, 1.0), ("a", "q1", "all", "recall", 5, 1.0),
+              ("a", "q2", "all", "recall", 5, 0.0)]
+    b_rows = [("b", "q0", "all", "recall", 5, 1.0), ("b", "q1", "all", "recall", 5, 0.5),
+              ("b", "q2", "all", "recall", 5, None)]
+    a = _side("a", _qm(a_rows), _summary("a", {("recall", 5): 2 / 3}))
+    b = _side("b", _qm(b_rows), _summary("b", {("recall", 5): 0.75}))
+    [row] = compare_metrics(a, b, "all", n_permutations=500)
+    assert row.paired and row.n_pairs == 2 and (row.n_a, row.n_b) == (3, 2)
+    assert row.a_mean == pytest.approx(1.0) and row.b_mean == pytest.approx(0.75)
+    assert row.difference == pytest.approx(-0.25) and row.direction == "worse"
+    assert (row.wins, row.ties, row.losses) == (0, 1, 1)
+    assert row.ci_low <= row.difference <= row.ci_high
+    assert row.a["value"] == pytest.approx(2 / 3) and row.b["value"] == pytest.approx(0.75)  # own means, kept
+
+
 def test_lower_is_better_direction():
     a = _side("a", None, _summary("a", {("false_abstention_rate", None): 0.4}))
     b = _side("b", None, _summary("b", {("false_abstention_rate", None): 0.1}))

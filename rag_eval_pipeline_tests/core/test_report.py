@@ -255,7 +255,8 @@ def test_not_evaluable_is_shown_with_counts_never_as_zero():
 
 def test_sections_and_worst_questions_are_present():
     gates = [{"system": "sys", "metric": "recall", "k": 5, "candidate": 0.7, "baseline": 0.8, "difference": -0.1,
-              "p_value": 0.01, "wins": 1, "ties": 2, "losses": 5, "status": "regression", "reason": "drop"}]
+              "p_value": 0.01, "wins": 1, "ties": 2, "losses": 5, "status": "regression", "reason": "drop",
+              "n": 8, "n_baseline": 9, "n_candidate_errors": 1, "candidate_all": 0.72, "baseline_all": 0.75}]
     calibration = pl.DataFrame({"level": ["claim"], "judge": ["rule"], "judge_model": ["rule-v1"],
                                 "prompt_sha256": ["abc123"], "n": [None], "kappa": [None],
                                 "kappa_reason": ["no human labels"], "stale": [False], "missing": [True]})
@@ -264,7 +265,10 @@ def test_sections_and_worst_questions_are_present():
     for heading in ("## Run", "## Summary", "## Retrieval failures and abstentions", "## Comparison with the baseline",
                     "## Judge calibration and noise", "## By segment", "## History", "## Questions to read"):
         assert heading in md
-    assert "| sys | recall_5 | 0.7000 | 0.8000 | -0.1000 | 0.0100 | 1/2/5 | regression | drop |" in md
+    # the gate's figures over the 8 shared questions, then (labelled apart) each side's mean over its own questions
+    assert ("| sys | recall_5 | 0.7000 | 0.8000 | -0.1000 | n 8 of 9; 1 candidate error |  | 0.0100 | 1/2/5 | "
+            "regression | drop | 0.7200 / 0.7500 |") in md
+    assert "own means, all questions (candidate / baseline)" in md
     assert "missing" in md and "no human labels" in md
     assert "q3 — faithfulness 0.00; answered an absent question" in md
     assert "prompt sha256 abc123" in md

@@ -35,10 +35,12 @@ def two_runs(tmp_path_factory):
         first_gates = pl.read_parquet(out / "gate_results.parquet")
         first_manifest = json.loads((out / "baseline" / "manifest.json").read_text())
         first_summary = pl.read_parquet(out / "metric_summary.parquet")
+        first_qm = pl.read_parquet(out / "question_metrics.parquet")
         calls_first = len(calls)
         second = _materialize(out)
     return {"first": first, "second": second, "first_gates": first_gates, "first_manifest": first_manifest,
-            "first_summary": first_summary, "second_gates": pl.read_parquet(out / "gate_results.parquet"),
+            "first_summary": first_summary, "first_qm": first_qm,
+            "second_gates": pl.read_parquet(out / "gate_results.parquet"),
             "second_manifest": json.loads((out / "baseline" / "manifest.json").read_text()),
             "calls_first": calls_first, "calls": len(calls), "out": out}
 
@@ -75,9 +77,27 @@ def test_the_sample_compares_different_systems(two_runs):
                              & (pl.col("k").is_null() if k is None else pl.col("k") == k))
         return row["value"][0]
 
+    qm = two_runs["first_qm"].filter(pl.col("split") == "test")
+
+    def per_question(system, metric, k, level):
+        rows = qm.filter((pl.col("system") == system) & (pl.col("metric") == metric) & pl.col("value").is_not_null()
+                         & (pl.col("k").is_null() if k is None else pl.col("k") == k)
+                         & (pl.col("level").is_null() if level is None else pl.col("level") == level))
+        return dict(zip(rows["question_id"], rows["value"], strict=True))
+
     for r in gates.iter_rows(named=True):
-        assert r["baseline"] == pytest.approx(value("bm25_k5", r["metric"], r["k"]))
-        assert r["candidate"] == pytest.approx(value(r["system"], r["metric"], r["k"]))
+        # the headline figures: each side's mean over its own evaluable questions (the summary's values)
+        assert r["baseline_all"] == pytest.approx(value("bm25_k5", r["metric"], r["k"]))
+        assert r["candidate_all"] == pytest.approx(value(r["system"], r["metric"], r["k"]))
+        # the gate's figures: both means over the questions both systems have a value for, worked out here
+        # with plain Python from question_metrics
+        cand, base = (per_question(s, r["metric"], r["k"], r["level"]) for s in (r["system"], "bm25_k5"))
+        shared = sorted(set(cand) & set(base))
+        assert r["n"] == len(shared) and r["n_baseline"] == len(base)
+        assert r["candidate"] == pytest.approx(sum(cand[q] for q in shared) / len(shared))
+        assert r["baseline"] == pytest.approx(sum(base[q] for q in shared) / len(shared))
+        assert r["difference"] == pytest.approx(sum(cand[q] - base[q] for q in shared) / len(shared))
+        assert r["ci_low"] - 1e-12 <= r["difference"] <= r["ci_high"] + 1e-12
     team = gates.filter(pl.col("system") == "team_rag")
     assert (team["difference"].abs() > 0.05).all() and set(team["status"]) == {"pass"}
 
@@ -90,11 +110,12 @@ def test_after_promotion_the_promoted_candidate_is_unchanged_not_a_vacuous_pass(
     assert all("is the promoted baseline itself" in r for r in promoted["reason"])
     assert (promoted["difference"] == 0).all()
     # team_rag is now compared with the promoted bm25_k10 (its first-run values), a real comparison
-    first = two_runs["first_gates"].filter(pl.col("system") == "bm25_k10").select("metric", "k", "candidate")
+    # (headline means over each side's own questions: the promoted tables are bm25_k10's first-run ones)
+    first = two_runs["first_gates"].filter(pl.col("system") == "bm25_k10").select("metric", "k", "candidate_all")
     team = gates.filter(pl.col("system") == "team_rag").join(first, on=["metric", "k"], suffix="_first_run",
                                                              nulls_equal=True)
     assert team.height == 5 and set(team["status"]) == {"pass"}
-    assert team["baseline"].to_list() == pytest.approx(team["candidate_first_run"].to_list())
+    assert team["baseline_all"].to_list() == pytest.approx(team["candidate_all_first_run"].to_list())
     # the stored baseline is kept as promoted, not rewritten by a run that changed nothing
     assert two_runs["second_manifest"] == two_runs["first_manifest"]
     promo = two_runs["second"].asset_materializations_for_node("promotion")[0].metadata

@@ -57,7 +57,8 @@ def test_report_is_written_even_when_the_gate_fails(failing_gate_run):
     for name in ("report.md", "report.html", "trend.html"):
         assert (out / name).is_file(), name
     md = (out / "report.md").read_text(encoding="utf-8")
-    assert "| regression |" in md and "is below the floor 0.99" in md
+    # a floor breach is below_floor (nothing was tested), not a regression
+    assert "| below_floor |" in md and "is below the floor 0.99" in md and "| regression |" not in md
     for name in ("report.md", "report.html", "trend.html"):
         assert RESTRICTED_MARKER not in (out / name).read_text(encoding="utf-8"), name
     assert "[restricted: " in md
@@ -130,12 +131,15 @@ def test_metadata_tables_are_escaped_markdown_tables():
     odd = "team|rag\nv2"
     gates = pl.DataFrame([{"system": odd, "metric": "recall", "k": 5, "candidate": 0.7, "baseline": 0.8,
                            "difference": -0.1, "ci_low": -0.2, "ci_high": 0.0, "p_value": 0.01, "wins": 1, "ties": 2,
-                           "losses": 5, "status": "regression"}]).cast({"k": pl.Int32}, strict=False)
+                           "losses": 5, "status": "regression", "n": 8, "n_baseline": 9,
+                           "n_candidate_errors": 1}]).cast({"k": pl.Int32}, strict=False)
     headline_rows = [{"system": odd, "metric": "recall_5", "value": 0.5, "numerator": 1.0, "denominator": 2.0, "n": 2,
                       "n_not_evaluable": 0, "ci_low": 0.1, "ci_high": 0.9, "judge_errors": None, "band": None}]
     summary = pl.DataFrame([{"system": odd, "metric": "recall", "k": 5, "value": 0.5, "numerator": 1.0,
                              "denominator": 2.0, "n": 2, "ci_low": 0.1, "ci_high": 0.9}])
-    for table, columns in ((gates_markdown(gates), 9), (headline_markdown(headline_rows), 8),
+    # the gate table: system, metric, candidate, baseline, diff, n compared, 95% CI, p, W/T/L, status = 10
+    assert "| n 8 of 9; 1 candidate error |" in gates_markdown(gates)
+    for table, columns in ((gates_markdown(gates), 10), (headline_markdown(headline_rows), 8),
                            (summary_markdown(summary), 6)):
         lines = table.splitlines()
         assert len(lines) == 3, table  # header, separator, one row: the newline did not split the row

@@ -25,6 +25,7 @@ from typing import Any
 
 import polars as pl
 
+from rag_eval_pipeline.core.gates import compared_words
 from rag_eval_pipeline.core.metrics.names import trec_name
 from rag_eval_pipeline.core.report.decision import verdict_word
 from rag_eval_pipeline.core.report.markdown import markdown_table, md_text
@@ -72,8 +73,11 @@ def gate_cases(gates: pl.DataFrame, split: str) -> list[JUnitCase]:
         nth = seen[(r["system"], label)]
         name = f"{label} (split {split})" + (f" #{nth}" if nth > 1 else "")  # two thresholds on one metric
         fmt = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
-        details = (f"candidate {fmt(r['candidate'])}, baseline {fmt(r['baseline'])}, difference {fmt(r['difference'])}"
-                   f", p {fmt(r['p_value'])}, W/T/L {r['wins']}/{r['ties']}/{r['losses']}; {r['reason']}")
+        compared = compared_words(r.get("n"), r.get("n_baseline"), r.get("n_candidate_errors"))
+        details = (f"over {compared or 'no compared question'}: candidate {fmt(r['candidate'])}, baseline "
+                   f"{fmt(r['baseline'])}, difference {fmt(r['difference'])}, p {fmt(r['p_value'])}, W/T/L "
+                   f"{r['wins']}/{r['ties']}/{r['losses']}; own means over all questions (not the gate's figures): "
+                   f"candidate {fmt(r.get('candidate_all'))}, baseline {fmt(r.get('baseline_all'))}; {r['reason']}")
         outcome = "passed" if r["passed"] else ("failed" if r["blocking"] else "warning")
         props = (("status", str(r["status"])), ("blocking", str(bool(r["blocking"])).lower()))
         cases.append(JUnitCase(f"gates.{r['system']}", name, outcome,
@@ -159,9 +163,11 @@ def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *,
     ``not_run`` (the blocking checks that did not run because a step upstream of them failed, named
     ``<asset>:<check>``: listed under "Not run", never counted as failures).
     Output: Markdown text: a heading with the verdict, the promotion and calibration lines, the blocking
-    failures, the checks not run, "Changed metrics" (gate rows whose difference is not 0: candidate, baseline,
-    difference, 95% CI, p, status, as the gate table holds them, to 4 decimals) and "Top regressed questions"
-    (:func:`core.report.questions.regressed_questions` order). Raises nothing for well-formed inputs.
+    failures, the checks not run, "Changed or failing gated metrics" (gate rows whose difference is not 0 or
+    that did not pass: candidate, baseline, difference, n compared, 95% CI, p, status, as the gate table holds
+    them, to 4 decimals; then how many passed rows are unchanged and how many were not compared) and "Top
+    regressed questions" (:func:`core.report.questions.regressed_questions` order). Raises nothing for
+    well-formed inputs.
     """
     verdict, why = final_verdict(decision, extra_failures)
     failures = list(extra_failures) + list(decision.get("blocking_failures") or [])
@@ -201,21 +207,28 @@ def summary_markdown(decision: Mapping[str, Any], gates: pl.DataFrame | None, *,
         lines += [f"- {md_text(w)}" for w in warnings]
         lines += ["", "</details>", ""]
     if gates is not None and gates.height:
-        changed = gates.filter(pl.col("difference").is_not_null() & (pl.col("difference").abs() > 1e-12))
-        unchanged = gates.height - changed.height
-        lines.append(f"#### Changed metrics (split {md_text(split)})")
+        moved = pl.col("difference").is_not_null() & (pl.col("difference").abs() > 1e-12)
+        changed = gates.filter(moved | ~pl.col("passed"))  # a failed gate is listed even with difference 0
+        same = gates.filter(~moved & pl.col("passed") & pl.col("difference").is_not_null()).height
+        uncompared = gates.filter(~moved & pl.col("passed") & pl.col("difference").is_null()).height
+        lines.append(f"#### Changed or failing gated metrics (split {md_text(split)})")
         lines.append("")
         if changed.height:
             lines.append(markdown_table(
-                ["system", "metric", "baseline", "candidate", "difference", "95% CI", "p", "status"],
+                ["system", "metric", "baseline", "candidate", "difference", "n compared", "95% CI", "p", "status"],
                 [[r["system"], trec_name(r["metric"], r["k"]), _num(r["baseline"]), _num(r["candidate"]),
                   _num(r["difference"], sign=True),
+                  compared_words(r.get("n"), r.get("n_baseline"), r.get("n_candidate_errors")) or "—",
                   "" if r["ci_low"] is None else f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]", _num(r["p_value"]),
                   r["status"]] for r in changed.iter_rows(named=True)]))
+            lines.append("")
+            lines.append("baseline, candidate, difference, 95% CI and p are over the same questions: the n both "
+                         "systems evaluated.")
         else:
-            lines.append("No gated metric changed.")
+            lines.append("No gated metric changed or failed.")
         lines.append("")
-        lines.append(f"{unchanged} gated metric(s) unchanged or not compared.")
+        lines.append(f"{same} passed gated metric(s) unchanged (difference 0); {uncompared} passed without a "
+                     "comparison (a floor only, or no baseline).")
         lines.append("")
         regressed = regressed_questions(gates.to_dicts())
         if regressed:

@@ -72,8 +72,14 @@ def ranks_questions(metric: str) -> bool:
 
 @dataclass(frozen=True)
 class MetricRow:
-    """One metric on both sides (split of the comparison, segment all): values with their counts, difference
-    B − A, the paired test over the questions both sides have a value for (``n_pairs``; None when no pair)."""
+    """One metric on both sides (split of the comparison, segment all).
+
+    ``a`` / ``b``: each side's summary row (its headline mean over its own evaluable questions, with counts).
+    When both sides kept per-question values (``paired``), ``a_mean`` / ``b_mean`` are their means over the
+    ``n_pairs`` questions both have a value for, and ``difference`` = B − A over those same questions (the
+    quantity the interval, p and W/T/L are about); ``n_a`` / ``n_b`` each side's questions with a value.
+    Otherwise (a side from history keeps no per-question values) ``difference`` is the difference of the
+    headline means and nothing is tested."""
 
     metric: str
     k: int | None
@@ -88,6 +94,11 @@ class MetricRow:
     ties: int
     losses: int
     higher_is_better: bool
+    paired: bool = False
+    a_mean: float | None = None
+    b_mean: float | None = None
+    n_a: int | None = None
+    n_b: int | None = None
 
     @property
     def label(self) -> str:
@@ -172,9 +183,10 @@ def _order(key: tuple[str, int | None]) -> tuple:
 def compare_metrics(a: Side, b: Side, split: str, *, n_permutations: int = 10000, seed: int = 0) -> list[MetricRow]:
     """Every (metric, k) either side has at ``split`` (segment all), in the report's headline order then by name.
 
-    Output: a :class:`MetricRow` per metric: both values (None when a side lacks it), B − A, and the paired
-    test of :func:`core.gates.paired_comparison` (B as candidate, A as baseline) when both sides kept
-    per-question values. Raises ValueError for ``n_permutations`` < 1."""
+    Output: a :class:`MetricRow` per metric: both headline values (None when a side lacks it) and, when both
+    sides kept per-question values, both means over the questions both have a value for, B − A over those
+    same questions and the paired test of :func:`core.gates.paired_comparison` (B as candidate, A as
+    baseline); otherwise B − A of the headline values, untested. Raises ValueError for ``n_permutations`` < 1."""
     va, vb = _values(a, split), _values(b, split)
     qa, qb = _per_question(a, split), _per_question(b, split)
     rows = []
@@ -184,14 +196,17 @@ def compare_metrics(a: Side, b: Side, split: str, *, n_permutations: int = 10000
         hib = higher_is_better(metric)
         diff = (rb["value"] - ra["value"]) if ra and rb and ra["value"] is not None and rb["value"] is not None \
             else None
-        test = None
-        if qa is not None and qb is not None:
-            sel = (pl.col("metric") == metric) & (pl.col("k").is_null() if k is None else pl.col("k") == k)
-            test = paired_comparison(qb.filter(sel), qa.filter(sel), higher_is_better=hib,
-                                     n_permutations=n_permutations, seed=seed)
-        rows.append(MetricRow(metric, k, ra, rb, diff, test.p_value if test else None, test.ci_low if test else None,
-                              test.ci_high if test else None, test.n if test else 0, test.wins if test else 0,
-                              test.ties if test else 0, test.losses if test else 0, hib))
+        if qa is None or qb is None:
+            rows.append(MetricRow(metric, k, ra, rb, diff, None, None, None, 0, 0, 0, 0, hib))
+            continue
+        sel = (pl.col("metric") == metric) & (pl.col("k").is_null() if k is None else pl.col("k") == k)
+        fa, fb = qa.filter(sel), qb.filter(sel)
+        test = paired_comparison(fb, fa, higher_is_better=hib, n_permutations=n_permutations, seed=seed)
+        # the difference is over the same questions as the test: B − A over the n pairs (None without a pair)
+        rows.append(MetricRow(metric, k, ra, rb, test.difference, test.p_value, test.ci_low, test.ci_high, test.n,
+                              test.wins, test.ties, test.losses, hib, paired=True, a_mean=test.baseline_mean,
+                              b_mean=test.candidate_mean, n_a=int(fa["value"].is_not_null().sum()),
+                              n_b=int(fb["value"].is_not_null().sum())))
     return rows
 
 
@@ -261,20 +276,29 @@ def _metric_blocks(c: Comparison) -> list[Block]:
     rows: list[list[Cell | str]] = []
     for m in c.metrics:
         css = {"better": "status-pass", "worse": "status-regression"}.get(m.direction)
+        no_pairs = [Cell("—", css="na", title="no per-question values")] * 2
+        shared = [num_cell(f"{v:.4f}", sort=f"{v:.6f}") if v is not None else Cell("—", css="na")
+                  for v in (m.a_mean, m.b_mean)] if m.paired else no_pairs
         rows.append([
-            Cell(m.label, title=f"{METRIC_NOTES.get(m.metric, '')} ({definition_ref(m.metric)})"), _val(m.a), _val(m.b),
+            Cell(m.label, title=f"{METRIC_NOTES.get(m.metric, '')} ({definition_ref(m.metric)})"), *shared,
             num_cell(f"{m.difference:+.4f}", sort=f"{m.difference:.6f}") if m.difference is not None else Cell("—"),
             Cell(m.direction, css=css),
             num_cell(fmt(m.p_value)) if m.p_value is not None else Cell("—", css="na", title="no paired values"),
             Cell("—" if m.ci_low is None else f"[{m.ci_low:+.4f}, {m.ci_high:+.4f}]"),
-            num_cell(str(m.n_pairs)), f"{m.wins}/{m.ties}/{m.losses}" if m.n_pairs else "—"])
+            num_cell(str(m.n_pairs)) if m.paired else Cell("—", css="na"),
+            f"{m.wins}/{m.ties}/{m.losses}" if m.n_pairs else "—", _val(m.a), _val(m.b)])
     return [heading(f"Every metric (split {c.split})", 2),
-            Block("note", text=f"Split {c.split}, segment all. difference = B − A; better / worse follow each metric's "
-                               "direction. p: two-sided paired randomisation test over the questions both sides have "
-                               "a value for (n pairs); 95% CI: paired bootstrap interval of the mean difference; "
-                               "W/T/L: questions where B is better / equal / worse. The same test as the gates. "
+            Block("note", text=f"Split {c.split}, segment all. A, B, difference, p, 95% CI and W/T/L are all over "
+                               "the same questions: the n pairs both sides have a value for. difference = B − A "
+                               "over them; better / worse follow each metric's direction. p: two-sided paired "
+                               "randomisation test; 95% CI: paired bootstrap interval of the mean difference; "
+                               "W/T/L: questions where B is better / equal / worse. The same test and figures as "
+                               "the gates. The last two columns are each side's headline mean over its own "
+                               "evaluable questions (with its counts), not the compared figures; when a side kept "
+                               "no per-question values, difference is theirs, untested. "
                                "Definitions: " + definition_ref() + "."),
-            Block("table", headers=["metric", "A", "B", "difference", "B vs A", "p", "95% CI", "n pairs", "W/T/L"],
+            Block("table", headers=["metric", "A", "B", "difference", "B vs A", "p", "95% CI", "n pairs", "W/T/L",
+                                    "A, own questions", "B, own questions"],
                   rows=rows, css="sortable metrics")]
 
 

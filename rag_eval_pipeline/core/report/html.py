@@ -80,7 +80,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap;ove
 table.meta td:first-child{white-space:nowrap;color:#4a5160;overflow-wrap:normal}
 .na{color:#7a4d00;background:#fff4dc}.flag{color:#8a5a00}
 .band-good{background:#e3f4e6}.band-fair{background:#fff4d6}.band-poor{background:#ffe3cc}.band-bad{background:#fbd9d9}
-.status-pass{background:#e3f4e6}.status-regression,.status-version_mismatch{background:#fbd9d9}
+.status-pass{background:#e3f4e6}.status-regression,.status-below_floor,.status-version_mismatch{background:#fbd9d9}
 .status-within_noise,.status-inconclusive{background:#fff4d6}.status-not_evaluable{background:#fff4dc}
 .restricted{color:#6b6f76;font-style:italic;background:#eceef2}
 .verdict-SUPPORTED{background:#e3f4e6}.verdict-CONTRADICTED{background:#fbd9d9}

@@ -140,8 +140,13 @@ def test_cli_default_prints_every_official_measure_we_implement(fixtures: Path, 
 
 
 def test_cli_errors(fixtures: Path, tmp_path: Path, capsys) -> None:
-    assert main(["-m", "infAP", str(fixtures / "qrels.test"), str(fixtures / "results.test")]) == 1
+    assert main(["-m", "infAP", str(fixtures / "qrels.test"), str(fixtures / "results.test")]) == 2
     assert "illegal measure 'infAP'" in capsys.readouterr().err
+    # an unknown measure is a usage error (exit 2, as every other bad input) with the closest name offered:
+    # difflib's ratio of "mapp" to "map" is 2*3/7 = 0.857 >= 0.6
+    assert main(["-m", "mapp", str(fixtures / "qrels.test"), str(fixtures / "results.test")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trec_eval: illegal measure 'mapp' (mapp: did you mean 'map'?) (implemented: ")
     bad = tmp_path / "bad.run"
     bad.write_text("301 Q0 doc1 1 2.5 run\n301 Q0 doc2 2\n")
     assert main([str(fixtures / "qrels.test"), str(bad)]) == 2
