@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_eval_pipeline.core.errors import ConfigError
-from rag_eval_pipeline.core.sections import did_you_mean
+from rag_eval_pipeline.core.section_errors import did_you_mean
 
 #: Marker syntaxes a system may use (``citation_format.markers``).
 SYNTAXES = ("brackets", "fullwidth", "footnote", "ids")
