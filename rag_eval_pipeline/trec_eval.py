@@ -145,7 +145,7 @@ def select_measures(specs: Sequence[str] | None) -> tuple[dict[str, tuple[int, .
             left_out.extend(s for s in skipped if s not in left_out)
             continue
         if name not in PRINT_ORDER:
-            from rag_eval_pipeline.core.sections import did_you_mean
+            from rag_eval_pipeline.core.section_errors import did_you_mean
 
             hint = did_you_mean([name], [*PRINT_ORDER, *NICKNAMES]).strip(" ()")
             raise ConfigError(f"illegal measure '{spec}'" + (f" ({hint})" if hint else "")

@@ -94,14 +94,12 @@ def _pending(rag_runs: pl.DataFrame, golden: pl.DataFrame, formats: Mapping[str,
     phrases = phrases_from_config(abstention_phrases)
     nuggets = {q: [(c["claim_id"], c["text"], c.get("importance") or "vital") for c in (claims or [])]
                for q, claims in golden.select("question_id", "claims").iter_rows()}
-    docs = {c.rsplit("#", 1)[0] for c in known_chunks} if known_chunks is not None else None
     pending = []
     for system, qid, decision, answer in rag_runs.select("system", "question_id", "decision", "answer").iter_rows():
         items = nuggets.get(qid) or []
         if not items or answer_status(decision, answer, phrases) is not None:
             continue
-        text = strip_markers(answer, (formats or {}).get(system, DEFAULT_FORMAT), known_chunks=known_chunks,
-                             known_docs=docs)
+        text = strip_markers(answer, (formats or {}).get(system, DEFAULT_FORMAT), known_chunks=known_chunks)
         pending.append((system, qid, text, items))
     return pending
 

@@ -48,7 +48,8 @@ from rag_eval_pipeline.core.config_sections import (
 from rag_eval_pipeline.core.errors import ConfigError, InputError
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, judge_env, resolve_judge
 from rag_eval_pipeline.core.metrics.names import METRICS, PIPELINE_METRICS
-from rag_eval_pipeline.core.sections import MAX_NAME_CHARS, At, parse_section, read_value, shown, unknown_keys
+from rag_eval_pipeline.core.section_errors import At, shown, unknown_keys
+from rag_eval_pipeline.core.sections import parse_section, read_value
 from rag_eval_pipeline.core.shards import MAX_SHARDS
 
 #: Top-level keys; any other key is a typo that would otherwise be ignored silently (a misspelt
@@ -58,7 +59,7 @@ TOP_LEVEL_KEYS = ("corpus", "golden", "systems", "metrics", "judge", "gates", "s
 
 __all__ = [
     "CALIBRATION_LEVELS", "CHUNKING_STRATEGIES", "DEFAULT_KAPPA_FLOOR", "DEFAULT_VIEWER_GROUPS", "GATE_SPLITS",
-    "MAX_BOOTSTRAP_RESAMPLES", "MAX_K", "MAX_NAME_CHARS", "RANKING_MODES", "CalibrationConfig",
+    "MAX_BOOTSTRAP_RESAMPLES", "MAX_K", "RANKING_MODES", "CalibrationConfig",
     "CalibrationMapping", "ChunkingConfig", "CorpusConfig", "EvalConfig", "GatesConfig", "GoldenConfig",
     "JudgeConfig", "JudgeConfigError", "MetricsConfig", "ReportConfig", "ScheduleConfig", "Threshold",
     "known_metrics", "load_config", "resolve_judge",

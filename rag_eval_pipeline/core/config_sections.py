@@ -21,7 +21,8 @@ from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.judges.base import CALIBRATION_LEVELS
 from rag_eval_pipeline.core.metrics.names import RANKING_MODES
 from rag_eval_pipeline.core.plain_names import CHUNKING_STRATEGIES, GATE_SPLITS  # plain names: no polars
-from rag_eval_pipeline.core.sections import Key, check_nonblank, check_short_text, key
+from rag_eval_pipeline.core.section_checks import check_nonblank, check_short_text
+from rag_eval_pipeline.core.sections import Key, key
 
 if TYPE_CHECKING:
     from rag_eval_pipeline.core.systems.base import SystemSpec

@@ -111,7 +111,7 @@ def judge_runs(
         if not isinstance(value, str):
             raise TypeError(f"judge {judge!r} has no string attribute {attr!r}")
     evidence = JudgingEvidence(snapshot, doc_id_systems)
-    strip = _marker_stripper(evidence.texts, citation_formats)
+    strip = _marker_stripper(evidence.doc_of, citation_formats)
     qtext = _question_texts(questions)
     phrases = phrases_from_config(abstention_phrases)
 
@@ -175,19 +175,18 @@ def judge_runs(
     return judge_labels, answer_judgements
 
 
-def _marker_stripper(texts: Mapping[str, str], formats: Mapping[str, Any] | None
+def _marker_stripper(doc_of: Mapping[str, str], formats: Mapping[str, Any] | None
                      ) -> Callable[[str, str | None], str | None]:
-    """``strip(system, answer)``: the answer without its inline citation markers (None stays None)."""
+    """``strip(system, answer)``: the answer without its inline citation markers (None stays None).
+    ``doc_of``: the snapshot's chunk id -> document id (so that ``[doc_id]`` is a marker whatever the
+    chunk ids look like, and an id shaped like the chunk ids is one even when invented)."""
     from rag_eval_pipeline.core.citations.markers import DEFAULT_FORMAT, strip_markers
-
-    chunks = set(texts)
-    docs = {c.rsplit("#", 1)[0] for c in chunks}
 
     def strip(system: str, answer: str | None) -> str | None:
         if not answer or ("[" not in answer and "【" not in answer):
             return answer
         fmt = (formats or {}).get(system, DEFAULT_FORMAT)
-        return strip_markers(answer, fmt, known_chunks=chunks, known_docs=docs)
+        return strip_markers(answer, fmt, known_chunks=doc_of)
 
     return strip
 

@@ -1,7 +1,9 @@
 """The documentation tables of the registries, written from the kinds' own declarations.
 
 Each registered system kind, judge type and corpus source declares its keys (a typed section), its
-documentation and, for systems, an example entry. :func:`render` turns one registry into Markdown;
+documentation and, for systems, an example entry. :func:`describe` lists the keys of one section (type,
+default, doc, range, choices, variable) and :func:`markdown_table` makes them a table; :func:`render` turns
+one registry into Markdown;
 :func:`update` rewrites the block between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated:
 NAME -->`` of a docs page with it. A test asserts every block is current, so a page can never list a
 key the code does not read, nor miss one it does.
@@ -13,18 +15,64 @@ reports stale blocks, exit 1). Nothing here imports Dagster.
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import typing
 from collections.abc import Callable
+from dataclasses import MISSING
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from rag_eval_pipeline.core.sections import describe, fields_of, markdown_table
+from rag_eval_pipeline.core.sections import fields_of, number_text, plain_value, range_text, type_text
 
 ROOT = Path(__file__).resolve().parents[2]
 
-__all__ = ["BLOCKS", "render", "stale_blocks", "update"]
+__all__ = ["BLOCKS", "describe", "markdown_table", "render", "stale_blocks", "update"]
+
+
+def _default_text(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (bool, int, float, str)):
+        return f"`{json.dumps(value) if isinstance(value, bool) else value}`"
+    return f"`{json.dumps(plain_value(value), ensure_ascii=False)}`"
+
+
+def describe(cls: type) -> list[dict[str, str]]:
+    """One row per key of section ``cls``: ``key``, ``type``, ``default`` (``required`` when none),
+    ``doc`` (with the range, choices and variable appended). For documentation tables and the test
+    that keeps the docs pages in step with the sections."""
+    rows = []
+    for f, tp, k in fields_of(cls):
+        if f.default is not MISSING:
+            default = _default_text(f.default)
+        elif f.default_factory is not MISSING:
+            d = f.default_factory()
+            default = "its keys' defaults" if dataclasses.is_dataclass(d) else _default_text(d)
+        else:
+            default = "required"
+        notes = [k.doc] if k.doc else []
+        rng = range_text(k)
+        if rng and (k.low is not None or k.high is not None):
+            notes.append(rng)
+        if k.cap is not None:
+            notes.append(f"at most {number_text(k.cap)}")
+        if k.choices is not None:
+            notes.append("one of " + ", ".join(f"`{c}`" for c in k.allowed() or ()))
+        if k.when is not None:
+            notes.append(f"only with {k.when[0]} " + " / ".join(f"`{v}`" for v in k.when[1]))
+        if k.env:
+            notes.append(f"variable `{k.env}` overrides it")
+        rows.append({"key": f.name, "type": type_text(tp), "default": default, "doc": "; ".join(notes)})
+    return rows
+
+
+def markdown_table(cls: type) -> str:
+    """:func:`describe` as a Markdown table (``| key | type | default | meaning |``)."""
+    head = "| key | type | default | meaning |\n|---|---|---|---|\n"
+    return head + "\n".join(f"| `{r['key']}` | {r['type']} | {r['default']} | {r['doc']} |" for r in describe(cls))
 
 
 def _table(cls: type) -> str:

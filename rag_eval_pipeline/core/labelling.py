@@ -264,14 +264,13 @@ def build_family_items(family: str, rag_runs: pl.DataFrame, golden: pl.DataFrame
         return items
     _need(table, "nugget_labels", ("system", "question_id", "nugget_id", "nugget", "verdict", "repeat"))
     first = table.filter((pl.col("repeat") == pl.col("repeat").min()) & (pl.col("verdict") != "JUDGE_ERROR"))
-    known_chunks = set(chunks)
-    known_docs = {c.rsplit("#", 1)[0] for c in known_chunks}
+    known_chunks = {c: row.get("doc_id") or c.rsplit("#", 1)[0] for c, row in chunks.items()}  # chunk -> document
     for r in first.iter_rows(named=True):
         run = runs.get((r["system"], r["question_id"]))
         if run is None or not run.get("answer"):
             continue
         answer = strip_markers(run["answer"], (formats or {}).get(r["system"], DEFAULT_FORMAT),
-                               known_chunks=known_chunks, known_docs=known_docs)
+                               known_chunks=known_chunks)
         q = questions.get(r["question_id"])
         used = [h["chunk_id"] for h in run["hits"]] + run["cited"]
         items.append(LabelItem(

@@ -7,7 +7,7 @@ can be run and tested without Dagster.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 
 import polars as pl
 
@@ -171,7 +171,7 @@ def build_nuggets(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.DataFrame,
     from rag_eval_pipeline.core.completeness import judge_nuggets
 
     formats = citation_formats(cfg)
-    known = set(snapshot["chunk_id"].to_list())
+    known = dict(zip(snapshot["chunk_id"].to_list(), snapshot["doc_id"].to_list()))  # chunk -> document
     (labels,) = _in_run_batches(
         lambda part: (judge_nuggets(part, golden, judge, formats=formats, known_chunks=known, repeats=repeats,
                                     abstention_phrases=cfg.judge.abstention_phrases),), runs, batch_runs)
@@ -182,17 +182,25 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
                            labels: pl.DataFrame, judgements: pl.DataFrame,
                            extra: list[pl.DataFrame] | None = None, *,
                            citations: tuple[pl.DataFrame, pl.DataFrame] | None = None,
-                           nugget_labels: pl.DataFrame | None = None) -> tuple[pl.DataFrame, dict]:
+                           nugget_labels: pl.DataFrame | None = None,
+                           levels: Sequence[str] | None = None,
+                           latency_systems: Collection[str] | None = None) -> tuple[pl.DataFrame, dict]:
     """Every per-question metric of every system: retrieval, claim evidence, decisions, faithfulness,
     and, when their tables are given, citations (``citations`` = (citation_claims, citations) of
     :func:`build_citations`) and completeness (``nugget_labels`` of :func:`build_nuggets`).
 
     Retrieval is scored at each level the golden set judges (``core/metrics/doc_level.py``: chunk,
-    document, or both), and every retrieval row says which in ``level``. A run whose decision is
-    ``error`` is reported apart: its retrieval and claim-evidence rows are null with status
+    document, or both), and every retrieval row says which in ``level``. ``levels``: the levels to score,
+    decided from the WHOLE golden set (``levels_of`` of it) when ``golden`` is only a part of it (a batch,
+    a question shard): a part without any ``relevant_docs`` must still be scored at document level when
+    the whole set is. None = ``levels_of(golden)`` (``golden`` is the whole set). Raises ValueError for a
+    level outside ``LEVELS``. ``latency_systems``: the systems that measured a latency over the WHOLE run
+    table (``core/metrics/latency.latency_systems``), when ``runs`` is a part of it; None = those of ``runs``.
+    A run whose decision is ``error`` is reported apart: its retrieval and claim-evidence rows are null with status
     ``run_error`` (it counts in ``run_error_rate``, never as an empty retrieval scored 0). A system
     whose ids were documents only (``chunk_map: {doc_ids: true}``) has null chunk-level rows
-    (status ``doc_ids_only``).
+    (status ``doc_ids_only``); its evidence rates (``claim_evidence_availability``, ``evidence_retrieved``,
+    abstention with/without evidence) read each retrieved document as all its chunks.
     Output: (question_metrics table, info) where info counts, per system, what the retrieval
     evaluation left out (dropped duplicates, golden questions with no run row, run rows for unknown
     questions, errored questions, chunks dropped at document level).
@@ -208,9 +216,10 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
         qrels_from_golden,
         retrieval_question_metrics,
     )
+    from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
     from rag_eval_pipeline.core.systems.id_mapping import doc_ids_only
 
-    levels = levels_of(golden)
+    levels = levels_of(golden) if levels is None else _checked_levels(levels)
     qrels = {"chunk": qrels_from_golden(golden)}
     if "doc" in levels:
         qrels["doc"] = doc_qrels(golden, snapshot)
@@ -241,14 +250,20 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
                     "missing_questions": len(ev.missing_questions),
                     "unknown_questions": len(ev.unknown_questions),
                 })
-    frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete)
+    # a document-id system retrieved whole documents: its evidence rates read every chunk of each (the mapping
+    # judging reads), never only the first chunk rag_runs stores
+    documents = JudgingEvidence(snapshot, doc_id_systems(cfg))
+    frames.append(claim_evidence_availability(runs, golden, cfg.ks, mode=cfg.ranking_mode, complete=cfg.complete,
+                                              doc_evidence=documents)
                   .with_columns(pl.lit("chunk", pl.Utf8).alias("level")))
     frames = [_not_evaluable(f, errored, "run_error") for f in frames]  # errors are reported apart (run_error_rate)
-    frames.append(decision_question_metrics(runs, golden, snapshot, abstention_phrases=cfg.judge.abstention_phrases))
+    frames.append(decision_question_metrics(runs, golden, snapshot, abstention_phrases=cfg.judge.abstention_phrases,
+                                            doc_evidence=documents))
     frames.append(faithfulness_question_metrics(labels, judgements))
     frames.append(correctness_question_metrics(runs, golden, citation_formats=citation_formats(cfg),
-                                               known_chunks=set(snapshot["chunk_id"].to_list())))
-    frames.append(latency_question_metrics(runs))  # systems that measured latency (http, python, traces)
+                                               known_chunks=dict(zip(snapshot["chunk_id"].to_list(),
+                                                                     snapshot["doc_id"].to_list()))))
+    frames.append(latency_question_metrics(runs, latency_systems))  # systems that measured latency (http, python, ...)
     phrases = cfg.judge.abstention_phrases
     if citations is not None:
         from rag_eval_pipeline.core.metrics.citations import citation_question_metrics
@@ -281,6 +296,16 @@ def build_question_metrics(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.D
         built[col] = pl.concat([part.get_column(col) for part in parts], rechunk=True)
         parts = [part.drop(col) for part in parts]
     return tables.conform(pl.DataFrame(built), "question_metrics"), info
+
+
+def _checked_levels(levels: Sequence[str]) -> tuple[str, ...]:
+    """``levels`` as a tuple in ``LEVELS`` order; ValueError for an empty list or a level outside ``LEVELS``."""
+    from rag_eval_pipeline.core.plain_names import LEVELS
+
+    bad = [lv for lv in levels if lv not in LEVELS]
+    if bad or not levels:
+        raise ValueError(f"levels must be a non-empty subset of {LEVELS}, got {list(levels)!r}")
+    return tuple(lv for lv in LEVELS if lv in levels)
 
 
 def scored_levels(cfg: EvalConfig, golden: pl.DataFrame, system: str) -> list[str]:
@@ -320,7 +345,9 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
                             extra: list[pl.DataFrame] | None = None, *,
                             citations: tuple[pl.DataFrame, pl.DataFrame] | None = None,
                             nugget_labels: pl.DataFrame | None = None, info: dict | None = None,
-                            batch_questions: int = QUESTION_BATCH) -> Iterator[pl.DataFrame]:
+                            batch_questions: int = QUESTION_BATCH,
+                            levels: Sequence[str] | None = None,
+                            latency_systems: Collection[str] | None = None) -> Iterator[pl.DataFrame]:
     """:func:`build_question_metrics` of the golden questions ``batch_questions`` at a time: the question_metrics
     table in parts (a generator; each part is computed when it is asked for), so that a suite of 100,000
     questions never holds its ~13 million rows at once.
@@ -328,23 +355,36 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
     The parts hold exactly the rows of :func:`build_question_metrics` on the whole input, batch after batch
     (golden questions in golden order; run, label and citation rows of questions outside the golden set go
     with the first batch, where they are counted as before). Every per-question metric reads only its own
-    question's rows, except two facts taken per system over its rows: which systems ran (a system without a
-    run row gets no rows) and whether a system measured latency at all (``latency_ms``). When some batch would
-    see either differently from the whole input (a system absent from a batch, a system whose latencies are
-    all missing in a batch), the table is computed in one part instead, as before. A golden set of at most
+    question's rows, except three facts taken over the whole input: the retrieval levels (``levels``, below),
+    which systems measured latency at all (``latency_systems``, decided once over ``runs`` and given to every
+    batch) and which systems ran (a system without a run row gets no rows): when some batch would not see a
+    system of the whole input, the table is computed in one part instead, as before. A golden set of at most
     ``batch_questions`` questions is one part (the rows in the same order as :func:`build_question_metrics`).
     ``info``: when given, filled with the counts :func:`build_question_metrics` returns (summed over parts).
+    ``levels``: the retrieval levels scored, decided once from the whole golden set and given to every batch
+    (a batch without any ``relevant_docs`` is still scored at document level when the whole set is); None =
+    ``levels_of(golden)``. ``latency_systems``: None = ``latency_systems(runs)``. A question shard
+    (``core/shards.py``) passes the levels of the whole golden set, of which its ``golden`` is a part, and every
+    system of its runs as ``latency_systems`` (the merge drops the rows of systems that measured none).
     Raises what :func:`build_question_metrics` raises; ValueError for ``batch_questions`` < 1.
     """
+    from rag_eval_pipeline.core.metrics.doc_level import levels_of
+
     if batch_questions < 1:
         raise ValueError(f"batch_questions must be >= 1, got {batch_questions!r}")
+    levels = levels_of(golden) if levels is None else _checked_levels(levels)
+    if latency_systems is None:
+        from rag_eval_pipeline.core.metrics.latency import latency_systems as measured_latency
+
+        latency_systems = measured_latency(runs)
     ids = golden["question_id"].unique(maintain_order=True)
     batches = [ids.slice(start, batch_questions) for start in range(0, len(ids), batch_questions)]
     if len(batches) > 1 and not _batches_see_every_system(runs, ids, batches):
         batches = [ids]
     if len(batches) <= 1:
         qm, got = build_question_metrics(cfg, snapshot, golden, runs, labels, judgements, extra,
-                                         citations=citations, nugget_labels=nugget_labels)
+                                         citations=citations, nugget_labels=nugget_labels, levels=levels,
+                                         latency_systems=latency_systems)
         if info is not None:
             info.update(got)
         yield qm
@@ -361,7 +401,7 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
             cfg, snapshot, golden.filter(pl.col("question_id").is_in(batch.implode())), runs.filter(mine),
             labels.filter(mine), judgements.filter(mine), [f.filter(mine) for f in extra or []],
             citations=None if citations is None else (citations[0].filter(mine), citations[1].filter(mine)),
-            nugget_labels=part(nugget_labels))
+            nugget_labels=part(nugget_labels), levels=levels, latency_systems=latency_systems)
         if info is not None:
             for system, counts in got.items():
                 into = info.setdefault(system, {})
@@ -372,21 +412,14 @@ def question_metric_batches(cfg: EvalConfig, snapshot: pl.DataFrame, golden: pl.
 
 def _batches_see_every_system(runs: pl.DataFrame, ids: pl.Series, batches: list[pl.Series]) -> bool:
     """Whether every batch of golden question ids (the first also holding the run rows of questions outside
-    ``ids``) has a run row of every system of ``runs``, and, of every system that measured a latency, a
-    measured latency: then each batch's per-system facts are those of the whole run table."""
+    ``ids``) has a run row of every system of ``runs``: then each batch's systems are those of the whole run
+    table."""
     if runs.height == 0:
         return True
     number = {q: i for i, batch in enumerate(batches) for q in batch.to_list()}
     part = pl.Series("_b", [number.get(q, 0) for q in runs["question_id"].to_list()], dtype=pl.Int64)
-    frame = runs.select("system", *(["latency_ms"] if "latency_ms" in runs.columns else [])).with_columns(part)
-    present = frame.group_by("system").agg(pl.col("_b").n_unique().alias("n"))
-    if present.filter(pl.col("n") < len(batches)).height:
-        return False
-    if "latency_ms" not in frame.columns:
-        return True
-    measured = frame.filter(pl.col("latency_ms").is_not_null()).group_by("system").agg(
-        pl.col("_b").n_unique().alias("n"))
-    return not measured.filter(pl.col("n") < len(batches)).height
+    present = runs.select("system").with_columns(part).group_by("system").agg(pl.col("_b").n_unique().alias("n"))
+    return not present.filter(pl.col("n") < len(batches)).height
 
 
 def _system_kind_doc_ids_only(cfg: EvalConfig, system: str, doc_ids_only) -> bool:

@@ -3,125 +3,49 @@
 A section is a frozen dataclass; each field is one key of the YAML file, declared with :func:`key`:
 its default (none: the key is required), its documentation, and its checks in the field's metadata
 (a :class:`Key`: numeric range ``low``/``high``, a sanity ``cap``, ``choices``, the environment
-variable that overrides it, a ``when`` condition on a sibling key, an extra ``check``). The field's
+variable that overrides it, a ``when`` condition on a sibling key, an extra ``check``; the checks several
+sections share are in :mod:`rag_eval_pipeline.core.section_checks`). The field's
 annotation is its type: ``bool``, ``int``, ``float``, ``str``, ``Path`` (resolved against the
 configuration's folder), ``X | None``, ``tuple[X, ...]`` (a YAML list), ``Mapping[str, X]`` (a YAML
 mapping), another section (a nested mapping), or ``object`` (any JSON-like value, kept as is).
 
 :func:`parse_section` reads one mapping into a section: an unknown key, a missing required key, a
-value of the wrong type or out of range is a :class:`SectionError` (a ConfigError) naming the file,
-the line of the key (from :func:`rag_eval_pipeline.core.yamlio.load_yaml_located`), the section and
-the key, with at most 80 characters of the value. A section class may define ``validate(self,
-ctx) -> Self | None`` for rules that span its fields (``ctx`` is the :class:`At` of the section; its
+value of the wrong type or out of range is a :class:`~rag_eval_pipeline.core.section_errors.SectionError` (a
+ConfigError) naming the file, the line of the key (from :func:`rag_eval_pipeline.core.yamlio.load_yaml_located`),
+the section and the key, with at most 80 characters of the value. A section class may define ``validate(self,
+ctx) -> Self | None`` for rules that span its fields (``ctx`` is the
+:class:`~rag_eval_pipeline.core.section_errors.At` of the section; its
 ``fail(key, message)`` builds a located error). Messages keep the configuration's established forms:
 ``judge.repeats must be an integer in [1, 100], got 'two'``, ``gates.thresholds[0].max_abs_drop must
 be a finite number >= 0.0, got nan``, ``unknown key(s) ['splt'] in corpus; expected only [...]``.
 
 Why frozen dataclasses rather than pydantic models: the core stays free of a library that reaches it
 only through Dagster, the messages stay the product's (file, line, key; values cut to 80
-characters), and the sections are the documentation: :func:`describe` lists every key with its type,
-default and doc, which the docs pages are checked against. Nothing here imports Dagster.
+characters), and the sections are the documentation: :func:`rag_eval_pipeline.core.kind_docs.describe` lists
+every key with its type, default and doc, in the words of the messages (:func:`type_text`, :func:`range_text`),
+which the docs pages are checked against. Nothing here imports Dagster.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import math
 import operator
-import re
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from rag_eval_pipeline.core.errors import ConfigError
-from rag_eval_pipeline.core.yamlio import line_of
-from rag_eval_pipeline.core.yamlio import shown as _shown
+from rag_eval_pipeline.core.section_errors import At, SectionError, shown, unknown_keys
 
 S = TypeVar("S")
-_SHOWN = 80
-#: Longest name or version string stored on every row (system names, prompt_version, a judge's model).
-MAX_NAME_CHARS = 200
-_BAD_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
 
-__all__ = ["MAX_NAME_CHARS", "At", "Key", "SectionError", "check_callable_target", "check_name", "check_nonblank",
-           "check_short_text", "describe", "did_you_mean", "fields_of", "key", "parse_section", "section_keys", "shown",
-           "unknown_keys"]
-
-
-def shown(value: object) -> str:
-    """A value for an error message: its repr, cut to 80 characters (a value may be megabytes long)."""
-    return _shown(value, _SHOWN)
-
-
-def did_you_mean(unknown: Sequence[str], allowed: Sequence[str], label: str = "") -> str:
-    """For keys a section does not declare, the closest allowed key of each (``difflib.get_close_matches``,
-    Python's standard library: ratio >= 0.6, the best one): `` (gates.aplha: did you mean 'alpha'?)``; ``""``
-    when no unknown key is close to an allowed one. ``label``: the section's dotted path (``""``: the top level).
-    Raises nothing."""
-    hints = []
-    for name in sorted(str(k) for k in unknown):
-        close = difflib.get_close_matches(name, [str(a) for a in allowed], n=1)
-        if close:
-            hints.append(f"{label + '.' if label else ''}{name}: did you mean {close[0]!r}?")
-    return f" ({'; '.join(hints)})" if hints else ""
-
-
-def unknown_keys(unknown: Sequence[str], allowed: Sequence[str], label: str = "") -> str:
-    """The problem text for keys a section does not declare: ``unknown key(s) ['aplha'] in gates (gates.aplha:
-    did you mean 'alpha'?); expected only [...]`` (:func:`did_you_mean`; ``label`` ``""``: "in the top level").
-    Raises nothing."""
-    where = f"in {label}" if label else "in the top level"
-    return (f"unknown key(s) {sorted(str(k) for k in unknown)} {where}{did_you_mean(unknown, allowed, label)}; "
-            f"expected only {list(allowed)}")
-
-
-def check_name(value: str) -> str | None:
-    """The problem with a name stored on every row and used in file names (a system's), or None: blank,
-    longer than :data:`MAX_NAME_CHARS`, or holding ``/``, ``\\``, a control character or a leading ``.``."""
-    if not value.strip():
-        return f"must be a non-empty string, got {shown(value)}"
-    if len(value) > MAX_NAME_CHARS:
-        return f"is {len(value)} characters long; expected at most {MAX_NAME_CHARS}"
-    if _BAD_NAME.search(value) or value.startswith("."):
-        return f"{shown(value)} contains '/', '\\', a control character or starts with '.'; expected a plain name"
-    return None
-
-
-def check_nonblank(value: str) -> str | None:
-    """The problem with a blank string (a name, a header, a phrase), or None."""
-    return None if value.strip() else f"must be a non-empty string, got {value!r}"
-
-
-_CALLABLE_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-
-
-def check_callable_target(value: str) -> str | None:
-    """The problem with a ``package.module:function`` reference (the attribute part may be dotted), or None."""
-    return None if _CALLABLE_TARGET.match(value) else f"must be 'package.module:function', got {value!r}"
-
-
-def check_short_text(value: str) -> str | None:
-    """The problem with a label stored on every row (a version, a model name): longer than
-    :data:`MAX_NAME_CHARS` characters; or None."""
-    if len(value) > MAX_NAME_CHARS:
-        return f"is {len(value)} characters long; expected at most {MAX_NAME_CHARS}"
-    return None
-
-
-class SectionError(ConfigError):
-    """A configuration value refused when the file loads. ``path`` (the file), ``line`` (1-based or
-    None), ``key`` (the dotted key at fault, e.g. ``systems[2].retriever.k``) and ``problem`` (the
-    message without the location) are attributes, for tools that list problems (``rag-eval check``)."""
-
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None, key: str | None = None,
-                 problem: str | None = None):
-        super().__init__(message)
-        self.path, self.line, self.key, self.problem = path, line, key, problem or message
+__all__ = ["Key", "env_keys", "fields_of", "key", "number_text", "parse_section", "plain_value", "range_text",
+           "read_value", "section_keys", "type_text", "value_from_env"]
 
 
 @dataclass(frozen=True)
@@ -189,69 +113,60 @@ def section_keys(cls: type) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------------------------------
-# where a value is
-
-
-@dataclass(frozen=True)
-class At:
-    """Where a section or value is: the file (``source``), the key lines of the document, the YAML
-    path (``path``), the dotted label used in messages (``label``: ``judge``, ``systems[2].retriever``),
-    a ``prefix`` said before it (``systems[2] (bm25, kind reference)``), the folder relative paths are
-    resolved against (``base_dir``) and the environment (``environ``; None: no overrides)."""
-
-    source: Path
-    lines: Mapping[tuple, int] = field(default_factory=dict)
-    path: tuple = ()
-    label: str = ""
-    prefix: str = ""
-    base_dir: Path | None = None
-    environ: Mapping[str, str] | None = None
-
-    def line(self, path: tuple | None = None) -> int | None:
-        """The file line of ``path`` (default: this value's), or of its nearest enclosing key
-        (:func:`rag_eval_pipeline.core.yamlio.line_of`)."""
-        return line_of(self.lines, self.path if path is None else path)
-
-    def child(self, name: str | int, label: str | None = None) -> At:
-        """The place of key ``name`` (or list index) inside this value."""
-        if label is None:
-            label = f"{self.label}[{name}]" if isinstance(name, int) else (
-                f"{self.label}.{name}" if self.label else str(name))
-        return dataclasses.replace(self, path=self.path + (name,), label=label)
-
-    def error(self, problem: str, path: tuple | None = None, label: str | None = None) -> SectionError:
-        """A located error: ``FILE, line N: PREFIX: LABEL PROBLEM`` (LABEL omitted when ``label=""``)."""
-        line = self.line(path)
-        where = f"{self.source}, line {line}" if line is not None else f"{self.source}"
-        lab = self.label if label is None else label
-        text = f"{lab} {problem}" if lab else problem
-        prefix = f"{self.prefix}: " if self.prefix else ""
-        return SectionError(f"{where}: {prefix}{text}", path=str(self.source), line=line, key=lab or None,
-                            problem=text)
-
-    def fail(self, name: str, problem: str) -> SectionError:
-        """A located error about key ``name`` of this section."""
-        c = self.child(name)
-        return c.error(problem)
-
-
-# ------------------------------------------------------------------------------------------------
 # values
 
 
-def _num(v: float) -> str:
+def number_text(v: float) -> str:
+    """A number as messages and the docs tables write it: a float by its ``repr`` (``0.0``, ``1e-06``: the
+    shortest text that reads back to the same float), an int (or a bool) by ``str`` (``100``).
+
+    Input: an int or a float (any value: NaN and infinities as ``nan``, ``inf``). Output: the text. Raises
+    nothing. Source: Python's ``float.__repr__`` (shortest round-trip repr, since Python 3.1)."""
     return repr(v) if isinstance(v, float) else str(v)
 
 
-def _range_text(k: Key, integer: bool) -> str:
+def range_text(k: Key) -> str:
+    """The range of a number key in words: ``in [1, 100]``, ``in (0.0, 1.0]`` (a parenthesis: that bound is
+    open, ``low_open``/``high_open``), ``>= 0.0``, ``< 5``; ``""`` when ``k`` sets neither ``low`` nor ``high``.
+
+    Input: a :class:`Key`. Output: the text the refusal of an out-of-range value and the docs tables share
+    (bounds by :func:`number_text`). Raises nothing. Source: the usual mathematical interval notation (a
+    bracket includes its bound, a parenthesis excludes it)."""
     if k.low is not None and k.high is not None:
         lo, hi = ("(" if k.low_open else "["), (")" if k.high_open else "]")
-        return f"in {lo}{_num(k.low)}, {_num(k.high)}{hi}"
+        return f"in {lo}{number_text(k.low)}, {number_text(k.high)}{hi}"
     if k.low is not None:
-        return f"{'>' if k.low_open else '>='} {_num(k.low)}"
+        return f"{'>' if k.low_open else '>='} {number_text(k.low)}"
     if k.high is not None:
-        return f"{'<' if k.high_open else '<='} {_num(k.high)}"
+        return f"{'<' if k.high_open else '<='} {number_text(k.high)}"
     return ""
+
+
+def type_text(tp: Any) -> str:
+    """What a field's type is called in messages and the docs tables: ``int``, ``float or null``, ``list of
+    str``, ``mapping of int``, ``mapping`` (a nested section), ``path``, ``JSON value``; the alternatives of a
+    union joined by `` or `` (a value no alternative reads is told it must be one of them).
+
+    Input: a resolved annotation (``typing.get_type_hints`` of a section). Output: the text. Raises nothing.
+    Source: the annotation is read with ``typing.get_origin`` / ``typing.get_args`` (Python's typing module);
+    the words are YAML's (mapping, list, null: YAML 1.2 core schema)."""
+    optional, tp = _optional(tp)
+    origin, args = _origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        text = " or ".join(type_text(a) for a in args)
+    elif dataclasses.is_dataclass(tp):
+        text = "mapping"
+    elif origin is tuple:
+        text = f"list of {type_text(args[0]) if args else 'values'}"
+    elif origin in (Mapping, dict) or tp in (dict, Mapping):
+        text = f"mapping of {type_text(args[1])}" if len(args) == 2 else "mapping"
+    elif tp is Path:
+        text = "path"
+    elif tp in (object, Any):
+        text = "JSON value"
+    else:
+        text = getattr(tp, "__name__", str(tp))
+    return text + (" or null" if optional else "")
 
 
 def _in_range(v: float, k: Key) -> bool:
@@ -269,7 +184,7 @@ def _finite(value: int | float) -> bool:
 
 
 def _number(value: Any, k: Key, at: At, integer: bool) -> int | float:
-    rng = _range_text(k, integer)
+    rng = range_text(k)
     if integer:
         what = f"an integer {rng}".rstrip()
         typed = isinstance(value, int) and not isinstance(value, bool)
@@ -278,13 +193,13 @@ def _number(value: Any, k: Key, at: At, integer: bool) -> int | float:
         what = (f"a number {rng}" if two_sided else f"a {k.noun} {rng}").rstrip()
         typed = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
     if not typed:
-        cap = f" (and at most {_num(k.cap)})" if k.cap is not None else ""
+        cap = f" (and at most {number_text(k.cap)})" if k.cap is not None else ""
         raise at.error(f"must be {what}, got {shown(value)}{cap}")
     if not _in_range(value, k):
         raise at.error(f"must be {what}, got {shown(value)}")
     if k.cap is not None and value > k.cap:
         why = f" ({k.cap_why})" if k.cap_why else ""
-        raise at.error(f"must be at most {_num(k.cap)}{why}, got {shown(value)}")
+        raise at.error(f"must be at most {number_text(k.cap)}{why}, got {shown(value)}")
     return value if integer else float(value)
 
 
@@ -300,12 +215,18 @@ def _optional(tp: Any) -> tuple[bool, Any]:
     return False, tp
 
 
-def _plain(value: Any) -> Any:
-    """A JSON-like copy of a YAML value (dicts and lists rebuilt, scalars kept)."""
+def plain_value(value: Any) -> Any:
+    """A JSON-like copy of a YAML value: every mapping rebuilt as a ``dict`` with ``str`` keys, every list or tuple
+    as a ``list``, scalars kept as they are (what an ``object`` field holds, and how the docs tables show a
+    default that is a list or a mapping).
+
+    Input: any value the YAML loader returns or a section declares as a default. Output: dicts, lists and the
+    scalars of ``value``. Raises nothing. Source: the JSON data model (RFC 8259: objects with string names,
+    arrays, scalars)."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): plain_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     return value
 
 
@@ -337,7 +258,7 @@ def _read(value: Any, tp: Any, k: Key, at: At) -> Any:
                 return _read(value, arm, k, at)
             except _WrongType:
                 continue
-        raise _WrongType(" or ".join(_type_text(a) for a in args))
+        raise _WrongType(" or ".join(type_text(a) for a in args))
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         out: Any = parse_section(tp, value, at)
     elif tp is bool:
@@ -376,7 +297,7 @@ def _read(value: Any, tp: Any, k: Key, at: At) -> Any:
                 raise at.error(f"has a key {shown(name)} that is not a string")
             out[name] = read_value(v, val_tp, ik, at.child(name))
     elif tp is object or tp is Any:
-        out = _plain(value)
+        out = plain_value(value)
     else:  # pragma: no cover - a section declared with a type this parser does not read
         raise TypeError(f"section field {at.label}: unsupported type {tp!r}")
     choices = k.allowed()
@@ -491,72 +412,3 @@ def _default(cls: type, name: str) -> Any:
 def env_keys(cls: type) -> dict[str, str]:
     """``{key: environment variable}`` for the fields of ``cls`` that a variable overrides."""
     return {f.name: k.env for f, _, k in fields_of(cls) if k.env}
-
-
-# ------------------------------------------------------------------------------------------------
-# documentation
-
-
-def _type_text(tp: Any) -> str:
-    optional, tp = _optional(tp)
-    origin, args = _origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        text = " or ".join(_type_text(a) for a in args)
-    elif dataclasses.is_dataclass(tp):
-        text = "mapping"
-    elif origin is tuple:
-        text = f"list of {_type_text(args[0]) if args else 'values'}"
-    elif origin in (Mapping, dict) or tp in (dict, Mapping):
-        text = f"mapping of {_type_text(args[1])}" if len(args) == 2 else "mapping"
-    elif tp is Path:
-        text = "path"
-    elif tp in (object, Any):
-        text = "JSON value"
-    else:
-        text = getattr(tp, "__name__", str(tp))
-    return text + (" or null" if optional else "")
-
-
-def _default_text(value: Any) -> str:
-    import json
-
-    if value is None:
-        return "null"
-    if isinstance(value, (bool, int, float, str)):
-        return f"`{json.dumps(value) if isinstance(value, bool) else value}`"
-    return f"`{json.dumps(_plain(value), ensure_ascii=False)}`"
-
-
-def describe(cls: type) -> list[dict[str, str]]:
-    """One row per key of section ``cls``: ``key``, ``type``, ``default`` (``required`` when none),
-    ``doc`` (with the range, choices and variable appended). For documentation tables and the test
-    that keeps the docs pages in step with the sections."""
-    rows = []
-    for f, tp, k in fields_of(cls):
-        if f.default is not MISSING:
-            default = _default_text(f.default)
-        elif f.default_factory is not MISSING:
-            d = f.default_factory()
-            default = "its keys' defaults" if dataclasses.is_dataclass(d) else _default_text(d)
-        else:
-            default = "required"
-        notes = [k.doc] if k.doc else []
-        rng = _range_text(k, typing.get_origin(tp) is None and tp is int)
-        if rng and (k.low is not None or k.high is not None):
-            notes.append(rng)
-        if k.cap is not None:
-            notes.append(f"at most {_num(k.cap)}")
-        if k.choices is not None:
-            notes.append("one of " + ", ".join(f"`{c}`" for c in k.allowed() or ()))
-        if k.when is not None:
-            notes.append(f"only with {k.when[0]} " + " / ".join(f"`{v}`" for v in k.when[1]))
-        if k.env:
-            notes.append(f"variable `{k.env}` overrides it")
-        rows.append({"key": f.name, "type": _type_text(tp), "default": default, "doc": "; ".join(notes)})
-    return rows
-
-
-def markdown_table(cls: type) -> str:
-    """:func:`describe` as a Markdown table (``| key | type | default | meaning |``)."""
-    head = "| key | type | default | meaning |\n|---|---|---|---|\n"
-    return head + "\n".join(f"| `{r['key']}` | {r['type']} | {r['default']} | {r['doc']} |" for r in describe(cls))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag_eval_pipeline.core.errors import ConfigError, EvalError
-from rag_eval_pipeline.core.sections import did_you_mean
+from rag_eval_pipeline.core.section_errors import did_you_mean
 from rag_eval_pipeline.core.yamlio import load_yaml, load_yaml_located
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -22,7 +22,8 @@ else:
     pl = lazy_module("polars")
 
 STAGE = "metrics"
-DENOMINATORS_DESCRIPTION = "No rate without its counts, no NaN, null exactly where the denominator is 0."
+DENOMINATORS_DESCRIPTION = ("No rate without its counts, no NaN, null exactly where the denominator is 0; every "
+                            "retrieval measure scored over the same questions at every level (chunk, doc).")
 
 # Only the snapshot's columns a step reads: a 200,000-chunk corpus's texts stay on disk.
 SNAPSHOT_FOR_QUESTION_METRICS = ["chunk_id", "doc_id", "acl"]  # doc_id: document-level relevance
@@ -32,10 +33,15 @@ SNAPSHOT_FOR_SUMMARY = ["chunk_id", "acl", "status", "valid_from"]
 def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
                      golden_set: pl.DataFrame, rag_runs: pl.DataFrame, judge_labels: pl.DataFrame,
                      answer_judgements: pl.DataFrame, answer_quality: pl.DataFrame, citation_claims: pl.DataFrame,
-                     citations: pl.DataFrame, nugget_labels: pl.DataFrame) -> dg.Output[TableBatches]:
+                     citations: pl.DataFrame, nugget_labels: pl.DataFrame,
+                     levels: tuple[str, ...] | None = None,
+                     latency_systems: list[str] | None = None) -> dg.Output[TableBatches]:
     """One metric of one question for one system; value null when not evaluable, with the reason.
     Citation and completeness metrics come from ``citation_claims`` / ``citations`` / ``nugget_labels``.
-    Computed and written 5,000 golden questions at a time (``core/pipeline.question_metric_batches``)."""
+    Computed and written 5,000 golden questions at a time (``core/pipeline.question_metric_batches``).
+    Retrieval is scored at the levels the whole golden set judges, also in a question shard."""
+    # a question shard gives latency rows of every system (latency_systems): the merge keeps those of the
+    # systems that measured a latency in some shard (defs/shards.py), which one shard cannot tell
     from rag_eval_pipeline.core.pipeline import question_metric_batches
 
     info: dict = {}
@@ -45,7 +51,7 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
         for part in question_metric_batches(settings.config, corpus_snapshot, golden_set, rag_runs, judge_labels,
                                             answer_judgements, extra=[answer_quality],
                                             citations=(citation_claims, citations), nugget_labels=nugget_labels,
-                                            info=info):
+                                            info=info, levels=levels, latency_systems=latency_systems):
             counts["rows"] += part.height
             counts["null_values"] += int(part["value"].null_count())
             yield part
@@ -54,7 +60,8 @@ def question_metrics(context: dg.AssetExecutionContext, settings: EvalSettings, 
         return {"rows": counts["rows"], "retrieval_leftovers": dg.MetadataValue.json(info),
                 "null_values": counts["null_values"]}
 
-    return dg.Output(TableBatches(parts(), written), metadata={"ranking_mode": settings.config.ranking_mode})
+    return dg.Output(TableBatches(parts(), written), metadata={"ranking_mode": settings.config.ranking_mode,
+                                                               "levels": ", ".join(levels or ())})
 
 
 def metric_summary(context: dg.AssetExecutionContext, settings: EvalSettings, corpus_snapshot: pl.DataFrame,
@@ -85,6 +92,13 @@ def summary_markdown(headline: pl.DataFrame) -> str:
 
 
 def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult:
+    """The blocking check of ``metric_summary``: no NaN, no rate without its counts, null exactly where the
+    denominator is 0, value = numerator / denominator; and every retrieval measure of a system scored over the
+    same questions at every level, every system at the same levels
+    (:func:`~rag_eval_pipeline.core.metrics.doc_level.levels_not_scored`: a question shard that scored its
+    questions at fewer levels than the suite shows as ``n`` 7 at one level and 8 at the other)."""
+    from rag_eval_pipeline.core.metrics.doc_level import levels_not_scored
+
     s = metric_summary
     problems = {
         "nan_values": s.filter(pl.col("value").is_nan()),
@@ -99,11 +113,13 @@ def denominators_consistent(metric_summary: pl.DataFrame) -> dg.AssetCheckResult
         ),
     }
     bad = {k: v for k, v in problems.items() if v.height}
+    levels = levels_not_scored(s)
     return dg.AssetCheckResult(
-        passed=not bad,
+        passed=not bad and not levels,
         metadata={k: dg.MetadataValue.json(v.select("system", "split", "segment", "metric", "k", "level").head(20)
                                            .to_dicts())
-                  for k, v in bad.items()} | {"rows_checked": s.height},
+                  for k, v in bad.items()} | {"rows_checked": s.height}
+        | ({"levels_not_scored": dg.MetadataValue.json(levels[:20])} if levels else {}),
     )
 
 
@@ -229,10 +245,18 @@ def build(scope: SuiteScope) -> tuple[list, list]:
                          rag_runs: pl.DataFrame, judge_labels: pl.DataFrame, answer_judgements: pl.DataFrame,
                          answer_quality: pl.DataFrame, citation_claims: pl.DataFrame, citations: pl.DataFrame,
                          nugget_labels: pl.DataFrame) -> dg.Output[TableBatches]:
+            from rag_eval_pipeline.core.metrics.doc_level import levels_of
+
+            # decided from the whole golden set, never from the shard's part of it (a shard whose questions
+            # have no relevant_docs is still scored at document level when the suite is)
+            levels = levels_of(golden_set)
             golden_set = scope.shard_rows(context, golden_set)
+            # whether a system measured latency is a fact of every shard's runs: a shard writes latency rows of
+            # every system, and the merge drops those of systems that measured none (defs/shards.py)
+            latency = rag_runs["system"].unique().sort().to_list() if scope.shard_layer else None
             return question_metrics(context, scope.settings(context), corpus_snapshot, golden_set, rag_runs,
                                     judge_labels, answer_judgements, answer_quality, citation_claims, citations,
-                                    nugget_labels)
+                                    nugget_labels, levels=levels, latency_systems=latency)
 
         assets.append(per_question)
     if scope.shard_layer:

@@ -41,15 +41,32 @@ STAGE = "shards"
 MERGE = "merge_shards"
 
 
-def merged_table(name: str, parts: dict[str, pl.LazyFrame]) -> dg.Output[TableBatches]:
+def merged_table(name: str, parts: dict[str, pl.LazyFrame], keep: pl.Expr | None = None) -> dg.Output[TableBatches]:
     """The merged table ``name`` from ``parts`` (shard key -> scan of its file), in shard order, with the rows
-    per shard in the metadata: written one shard at a time (never the merged table in memory). Raises
-    ValueError when a question is in two shards (``core/shards.py``)."""
+    per shard in the metadata: written one shard at a time (never the merged table in memory). ``keep``: when
+    given, only the rows it holds true for (each shard filtered as it is read). Raises ValueError when a
+    question is in two shards (``core/shards.py``)."""
     order = sorted(parts, key=int)
+    if keep is not None:
+        parts = {k: v.filter(keep) for k, v in parts.items()}
     batches = shard_parts([parts[k] for k in order], name)
     rows = {k: int(parts[k].select(pl.len()).collect().item()) for k in order}
     return dg.Output(TableBatches(batches), metadata={"rows": sum(rows.values()), "shards": len(order),
                                                       "rows_per_shard": dg.MetadataValue.json(rows)})
+
+
+def kept_rows(name: str, shards: dict) -> pl.Expr | None:
+    """The rows of merged ``question_metrics`` to keep: a shard wrote ``latency_ms`` rows of every system (it
+    cannot tell whether another shard measured one), the unsplit table has those of the systems that measured
+    a latency in some run row (``core/metrics/latency.latency_systems`` of every shard's ``rag_runs``)."""
+    if name != "question_metrics":
+        return None
+    from rag_eval_pipeline.core.metrics.latency import LATENCY_METRIC, latency_systems
+
+    runs = [scan.select("system", "latency_ms") if "latency_ms" in scan.collect_schema().names()
+            else scan.select("system") for scan in shards["rag_runs"].values()]
+    measured = latency_systems(pl.concat(runs, how="diagonal")) if runs else []
+    return (pl.col("metric") != LATENCY_METRIC) | pl.col("system").is_in(measured)
 
 
 def build(scope: SuiteScope) -> tuple[list, list]:
@@ -72,7 +89,7 @@ def build(scope: SuiteScope) -> tuple[list, list]:
         selected = context.selected_output_names
         for name in SHARDED_TABLES:  # one shard of one table in memory at a time
             if name in selected:
-                out = merged_table(name, shards[name])
+                out = merged_table(name, shards[name], kept_rows(name, shards))
                 yield dg.Output(out.value, output_name=name, metadata=out.metadata)
                 del out
 

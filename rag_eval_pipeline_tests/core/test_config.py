@@ -15,11 +15,11 @@ import yaml
 from rag_eval_pipeline.core.config import (
     CALIBRATION_LEVELS,
     CHUNKING_STRATEGIES,
-    MAX_NAME_CHARS,
     JudgeConfigError,
     load_config,
 )
 from rag_eval_pipeline.core.errors import ConfigError
+from rag_eval_pipeline.core.section_checks import MAX_NAME_CHARS
 from rag_eval_pipeline_tests.conftest import REPO_ROOT, SAMPLE_DIR
 from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
 

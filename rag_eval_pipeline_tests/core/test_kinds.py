@@ -21,7 +21,8 @@ from rag_eval_pipeline.core.config import load_config
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.judges.registry import JUDGE_TYPES, judge_env
 from rag_eval_pipeline.core.kind_docs import stale_blocks
-from rag_eval_pipeline.core.sections import SectionError, section_keys
+from rag_eval_pipeline.core.section_errors import SectionError
+from rag_eval_pipeline.core.sections import section_keys
 from rag_eval_pipeline.core.sources.corpus_base import CORPUS_SOURCES
 from rag_eval_pipeline.core.systems.base import SYSTEM_KINDS, SystemSpec
 from rag_eval_pipeline.core.systems.estimate import offline_systems, system_calls

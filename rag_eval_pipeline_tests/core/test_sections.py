@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from rag_eval_pipeline.core.errors import ConfigError
-from rag_eval_pipeline.core.sections import At, Key, SectionError, describe, key, parse_section
+from rag_eval_pipeline.core.kind_docs import describe
+from rag_eval_pipeline.core.section_errors import At, SectionError
+from rag_eval_pipeline.core.sections import Key, key, parse_section
 from rag_eval_pipeline.core.yamlio import load_yaml_located
 
 

@@ -2,6 +2,7 @@
 partition, and ``rag-eval run`` on the sample split in 3 shards giving the unsplit run's tables."""
 
 import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ from rag_eval_pipeline.defs.location import build_definitions, check_suite
 from rag_eval_pipeline.defs.schedules import FULL, QUICK_JOB, SHARDS_JOB, job_name
 from rag_eval_pipeline.defs.scope import SHARDED_TABLES
 from rag_eval_pipeline_tests.conftest import REPO_ROOT
-from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config
+from rag_eval_pipeline_tests.defs.subprocess_runs import cli_env, dagster_home, sample_config, sample_config_dict
 from rag_eval_pipeline_tests.deploy.tables import parquet_tables
 
 PER_QUESTION = {f"{t}.parquet" for t in SHARDED_TABLES}
@@ -86,12 +87,34 @@ def _run(config: Path, out: Path, home: Path) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True)
 
 
+def _golden_with_docs_in_one_shard(tmp_path: Path) -> tuple[Path, dict]:
+    """The sample's golden set with ``relevant_docs`` on q02 alone (shard 2 of 3: core/test_shards.py works it
+    out), so shards 0 and 1 hold no question with ``relevant_docs`` while the suite is scored at document level
+    (every question then judged by its relevant chunks' documents); and the sample's gates plus one on
+    ``recall_5`` at document level."""
+    cfg = sample_config_dict()
+    rows = [json.loads(line) for line in Path(cfg["golden"]["path"]).read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    for row in rows:
+        if row["question_id"] == "q02":  # its first relevant chunk is returns-a1-en#1, of document returns-a1-en
+            assert row["relevant"][0]["chunk_id"] == "returns-a1-en#1"
+            row["relevant_docs"] = [{"doc_id": "returns-a1-en", "grade": 2}]
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    gates = dict(cfg["gates"])
+    gates["thresholds"] = [*gates["thresholds"], {"metric": "recall_5", "level": "doc", "max_abs_drop": 0.05}]
+    return golden, gates
+
+
 @pytest.mark.slow  # two full runs of the sample (~50 s each on the shared 2-core machine), side by side
 def test_the_sample_in_3_shards_gives_the_unsplit_run_s_tables(tmp_path):
+    # one shard without any relevant_docs: every level the whole golden set is scored at must be scored in it too
+    assert shard_of("q02", 3) == 2
+    golden, gates = _golden_with_docs_in_one_shard(tmp_path)
     configs = {}
     for n in (1, 3):
         (tmp_path / f"c{n}").mkdir()
-        configs[n] = sample_config(tmp_path / f"c{n}", shards=n)
+        configs[n] = sample_config(tmp_path / f"c{n}", shards=n, golden={"path": str(golden)}, gates=gates)
     procs = {n: _run(configs[n], tmp_path / f"out{n}", dagster_home(tmp_path / f"h{n}")) for n in (1, 3)}
     logs = {n: p.communicate(timeout=900)[0] for n, p in procs.items()}
     for n, p in procs.items():
@@ -111,6 +134,12 @@ def test_the_sample_in_3_shards_gives_the_unsplit_run_s_tables(tmp_path):
     for name in ("metric_summary.parquet", "gate_results.parquet", "judge_variance.parquet",
                  "judge_calibration.parquet", "metric_history.parquet", "regression_cases.parquet"):
         assert name in one and one[name].height > 0
+    # document-level rows of every golden question, shard 0's and 1's included, and a gate that reads them
+    qm, n_golden = one["question_metrics.parquet"], one["golden_set.parquet"].height
+    doc = qm.filter((pl.col("level") == "doc") & (pl.col("metric") == "recall") & (pl.col("k") == 5))
+    assert doc.select("system", "question_id").unique().height == doc["system"].n_unique() * n_golden
+    assert {shard_of(q, 3) for q in doc["question_id"]} == {0, 1, 2}
+    assert one["gate_results.parquet"].filter(pl.col("level") == "doc").height > 0
     # each shard's file holds its own questions only, and the shards hold every golden question once
     golden = one["golden_set.parquet"]["question_id"]
     seen = []
@@ -145,3 +174,20 @@ def test_check_and_estimate_say_how_the_golden_set_splits(tmp_path, monkeypatch,
         assert main([command, "--config", str(config)]) == 0
         said = capsys.readouterr().out
         assert f"question shards: 3 (questions per shard: {sizes[0]}, {sizes[1]}, {sizes[2]})" in said
+
+
+def test_denominators_consistent_fails_when_a_level_holds_fewer_questions_than_another():
+    from rag_eval_pipeline.defs.metrics import denominators_consistent
+
+    def summary(n_doc: int) -> pl.DataFrame:
+        # recall@5 of one system, 7 of 8 questions relevant-found at each level: value = 7/8 (by hand)
+        return pl.DataFrame({"system": ["s", "s"], "split": ["all", "all"], "segment": ["all", "all"],
+                             "metric": ["recall", "recall"], "k": [5, 5], "level": ["chunk", "doc"],
+                             "value": [7 / 8, 7 / n_doc], "numerator": [7.0, 7.0], "denominator": [8.0, float(n_doc)],
+                             "n": [8, n_doc]})
+    assert denominators_consistent(summary(8)).passed
+    check = denominators_consistent(summary(7))  # each rate consistent alone; the doc level lost a question
+    assert not check.passed
+    assert check.metadata["levels_not_scored"].value == [
+        {"system": "s", "problem": "questions_differ", "metric": "recall", "k": 5,
+         "n_by_level": {"chunk": 8, "doc": 7}}]

@@ -99,7 +99,8 @@ def read_answers(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.Data
     from rag_eval_pipeline.core.judges.rule_based import checkable_claims, fixed_reason
 
     index = SnapshotIndex(snapshot)
-    known_chunks, known_docs = set(index.chunks), set(index.docs)
+    known_chunks = {cid: f.doc_id for cid, f in index.chunks.items()}  # chunk -> document: [doc_id] for any chunk ids
+    known_docs = set(index.docs)
     phrases = phrases_from_config(abstention_phrases)
     groups = {q: list(g or []) for q, g in golden.select("question_id", "user_groups").iter_rows()}
     questions = dict(golden.select("question_id", "question").iter_rows())

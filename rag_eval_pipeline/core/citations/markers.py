@@ -20,11 +20,17 @@ syntax         written                      points at
 
 A bracket group is a marker when at least one of its comma- (or ``;``-) separated tokens is a
 number (``brackets`` / ``fullwidth``), ``^n`` (``footnote``) or an id (``ids``: a token holding
-``#`` followed by a digit, or a known chunk or document id). Any other group is text and stays
-("[sic]", "[optional]", empty "[ ]" check boxes, a Markdown link ``[text](url)``). Inside a marker,
-a token that is none of these is *unparseable*, a number outside the list it points into is
-*out of range*: both are counted and listed (:attr:`Reference.problem`), never dropped silently.
-An id with ``#`` that is not in the snapshot is kept as written: the validity check reports it.
+``#`` followed by a digit, a known chunk or document id, or a token *shaped like the snapshot's chunk
+ids*: the same text before a final number, :func:`id_stem`, so ``kb-99`` when chunk ids are ``kb-01``,
+``kb-02``). Any other group is text and stays ("[sic]", "[page 3]", "[optional]", empty "[ ]" check
+boxes, a Markdown link ``[text](url)``); a number is a number, never an id. Inside a marker, a token that
+is none of these is *unparseable*, a number outside the list it points into is *out of range*: both are
+counted and listed (:attr:`Reference.problem`), never dropped silently. An id that is not in the
+snapshot is kept as written (a chunk-level reference): the validity check reports it ``not_in_snapshot``.
+Documents are the snapshot's ``doc_id``s when the caller passes ``known_chunks`` as a mapping chunk id ->
+document id (else the part of each chunk id before ``#``), so ``[returns]`` names document ``returns``
+whatever its chunk ids look like; for a system whose ids are document ids the retrieved list holds the
+document (as its first chunk), so ``[returns]`` resolves to it.
 
 **Binding.** Markers are removed from the text (with the spaces just before them) before anything
 is judged, and each one binds to the citation unit it ends: units are the answer's sentences, list
@@ -50,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_eval_pipeline.core.errors import ConfigError
-from rag_eval_pipeline.core.sections import did_you_mean
+from rag_eval_pipeline.core.section_errors import did_you_mean
 
 #: Marker syntaxes a system may use (``citation_format.markers``).
 SYNTAXES = ("brackets", "fullwidth", "footnote", "ids")
@@ -68,6 +74,7 @@ _NUMBER = re.compile(r"^\d{1,9}$")
 _RANGE = re.compile(r"^(\d{1,9})\s*[-–]\s*(\d{1,9})$")
 _FOOTNOTE = re.compile(r"^\^\s*(\d{1,9})$")
 _CHUNK_ID = re.compile(r"#\d+$")
+_STEM = re.compile(r"^(.*?)\d+$")
 
 
 @dataclass(frozen=True)
@@ -224,7 +231,8 @@ def parse_answer(
     ids in rank order: what ``[n]`` points at by default); ``citations`` (the run's answer-level
     list: what ``[n]`` points at with ``numbers_refer_to: citations``); ``known_chunks`` /
     ``known_docs`` (the snapshot's ids, to recognise ``[doc_id#n]`` and ``[doc_id]`` written
-    without ``#``; None = only ids with ``#n`` are recognised).
+    without ``#``, and ids shaped like the chunk ids; ``known_chunks`` may be a mapping chunk id ->
+    document id, the snapshot's ``doc_id``; None = only ids with ``#n`` are recognised).
     Output: a :class:`ParsedAnswer`. Never raises for string input. Source: ALCE's and TREC RAG's
     bracketed citation markers bound to the sentence they end.
     """
@@ -234,17 +242,12 @@ def parse_answer(
     if "[" not in raw and "\u3010" not in raw:  # no bracket group, so no marker
         return ParsedAnswer(raw, tuple(citation_units(raw)), ())
     retrieved = list(retrieved)
-    # the snapshot's ids are passed per answer: copy them only when not already a set (200,000 ids
-    # copied per answer made citation judging quadratic in suite size)
-    chunks = _as_set(known_chunks)
-    docs = _as_set(known_docs)
-    if known_chunks is not None and known_docs is None:
-        docs = {c.rsplit("#", 1)[0] for c in chunks}
+    ids = _snapshot_ids(known_chunks, known_docs)
     found: list[tuple[int, int, str, tuple[Reference, ...]]] = []
     for m in _GROUP.finditer(raw):
         fullwidth = m.group("f") is not None
         content = m.group("f") if fullwidth else m.group("b")
-        read = _read_group(content, fullwidth, fmt, retrieved, list(citations), chunks, docs)
+        read = _read_group(content, fullwidth, fmt, retrieved, list(citations), ids)
         if read is not None:
             found.append((m.start(), m.end(), *read))
     if not found:
@@ -274,6 +277,65 @@ def _as_set(ids: Collection[str] | None) -> AbstractSet[str]:
     return ids if isinstance(ids, (set, frozenset)) else set(ids)
 
 
+def id_stem(token: str) -> str | None:
+    """The shape of an id that ends in a number: the text before its last run of digits ("kb-" for
+    "kb-07", "returns#" for "returns#2"), or None when the token does not end in digits, is only digits,
+    or its stem holds a space or no letter (so "[1]", "[sic]" and "[page 3]" have no id shape). Never
+    raises."""
+    m = _STEM.match(token)
+    if m is None:
+        return None
+    stem = m.group(1)
+    if any(ch.isspace() for ch in stem) or not any(ch.isalpha() for ch in stem):
+        return None
+    return stem
+
+
+@dataclass(frozen=True)
+class SnapshotIds:
+    """The snapshot's ids as the marker parser reads them: ``chunks`` (chunk ids), ``docs`` (document
+    ids), ``doc_of`` (chunk id -> document id; a chunk absent from it belongs to the document before its
+    ``#``) and ``stems`` (the :func:`id_stem` of every chunk id: a bracketed token of one of these shapes
+    is an id even when the snapshot lacks it, so that an invented id is reported, never read as text)."""
+
+    chunks: AbstractSet[str]
+    docs: AbstractSet[str]
+    doc_of: Mapping[str, str]
+    stems: AbstractSet[str]
+
+    def document(self, chunk_id: str) -> str:
+        """The document id of ``chunk_id`` (``doc_of``, else the part before its last ``#``)."""
+        return self.doc_of.get(chunk_id) or chunk_id.rsplit("#", 1)[0]
+
+
+#: the id sets of the last few callers (newest last), so that callers taking turns do not rebuild them
+_LAST_IDS: list[tuple[object, object, SnapshotIds]] = []
+_KEEP_IDS = 4
+
+
+def _snapshot_ids(known_chunks: Collection[str] | None, known_docs: Collection[str] | None) -> SnapshotIds:
+    """:class:`SnapshotIds` of the given id sets. ``known_chunks`` may be a mapping chunk id -> document id
+    (the snapshot's own ``doc_id``s: ``[doc_id]`` is then recognised for any chunk ids) or a collection of
+    chunk ids (documents = the part before ``#``). Built once per pair of objects and reused while a caller
+    passes the same objects answer after answer (rebuilding 200,000 ids per answer made citation judging
+    quadratic in suite size)."""
+    for chunks_obj, docs_obj, cached in list(_LAST_IDS):
+        if chunks_obj is known_chunks and docs_obj is known_docs:
+            return cached
+    chunks = _as_set(known_chunks)
+    doc_of: Mapping[str, str] = known_chunks if isinstance(known_chunks, Mapping) else {}
+    if known_docs is not None:
+        docs = _as_set(known_docs)
+    elif doc_of:
+        docs = set(doc_of.values())
+    else:
+        docs = {c.rsplit("#", 1)[0] for c in chunks}
+    stems = {st for st in map(id_stem, chunks) if st is not None}
+    ids = SnapshotIds(chunks, docs, doc_of, stems)
+    _LAST_IDS[:] = [*_LAST_IDS[-(_KEEP_IDS - 1):], (known_chunks, known_docs, ids)]
+    return ids
+
+
 def strip_markers(answer: str | None, fmt: CitationFormat = DEFAULT_FORMAT, *,
                   known_chunks: Collection[str] | None = None, known_docs: Collection[str] | None = None) -> str:
     """``answer`` with its inline markers (and the spaces just before them) removed: the text claims
@@ -288,8 +350,7 @@ def _nfc(s: str) -> str:
 
 
 def _read_group(content: str, fullwidth: bool, fmt: CitationFormat, retrieved: list[str],
-                citations: list[str], chunks: AbstractSet[str], docs: AbstractSet[str]
-                ) -> tuple[str, tuple[Reference, ...]] | None:
+                citations: list[str], ids: SnapshotIds) -> tuple[str, tuple[Reference, ...]] | None:
     """(syntax, references) when the bracket group is a marker under ``fmt``, else None."""
     numbers_on = ("fullwidth" if fullwidth else "brackets") in fmt.markers
     ids_on = "ids" in fmt.markers
@@ -306,7 +367,8 @@ def _read_group(content: str, fullwidth: bool, fmt: CitationFormat, retrieved: l
     for t in tokens:
         if numbers_on and (_NUMBER.match(t) or _RANGE.match(t)):
             kinds.append("number")
-        elif ids_on and t and (_CHUNK_ID.search(t) or _nfc(t) in chunks or _nfc(t) in docs):
+        elif ids_on and t and (_CHUNK_ID.search(t) or _nfc(t) in ids.chunks or _nfc(t) in ids.docs
+                               or id_stem(_nfc(t)) in ids.stems):
             kinds.append("id")
         else:
             kinds.append(None)
@@ -325,7 +387,7 @@ def _read_group(content: str, fullwidth: bool, fmt: CitationFormat, retrieved: l
                 continue
             refs.extend(_number(str(n), fmt, retrieved, citations) for n in range(a, b + 1))
         elif kind == "id":
-            refs.extend(_identifier(_nfc(t), retrieved, chunks, docs))
+            refs.extend(_identifier(_nfc(t), retrieved, ids))
         else:
             refs.append(Reference(t, None, problem="unparseable"))
     syntax = "ids" if "number" not in kinds else ("fullwidth" if fullwidth else "brackets")
@@ -340,10 +402,12 @@ def _number(token: str, fmt: CitationFormat, retrieved: list[str], citations: li
     return Reference(token, None, problem="out_of_range")
 
 
-def _identifier(token: str, retrieved: list[str], chunks: AbstractSet[str], docs: AbstractSet[str]) -> list[Reference]:
-    if _CHUNK_ID.search(token) or token in chunks:
+def _identifier(token: str, retrieved: list[str], ids: SnapshotIds) -> list[Reference]:
+    if _CHUNK_ID.search(token) or token in ids.chunks:
         return [Reference(token, token)]
-    hits = [c for c in retrieved if c.rsplit("#", 1)[0] == token]
-    if hits:
-        return [Reference(token, c) for c in hits]
-    return [Reference(token, token, level="document")]
+    if token in ids.docs:
+        hits = [c for c in retrieved if ids.document(c) == token]
+        if hits:
+            return [Reference(token, c) for c in hits]
+        return [Reference(token, token, level="document")]
+    return [Reference(token, token)]  # id-shaped, in no document of the snapshot: validity says not_in_snapshot

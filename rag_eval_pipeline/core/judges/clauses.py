@@ -12,7 +12,6 @@ import re
 from rag_eval_pipeline.core.judges.morphology import (
     ADVERBS,
     BE_EN,
-    BE_ES,
     CLITICS_ES,
     DET_EN,
     DET_ES,
@@ -29,9 +28,13 @@ from rag_eval_pipeline.core.judges.morphology import (
     first_verb,
     fold,
     is_name,
-    is_number,
     is_spanish,
     plural_head_before_auxiliary,
+)
+from rag_eval_pipeline.core.judges.spanish_gender import (  # noqa: F401 - _SENTENCE re-exported
+    _FEMININE,
+    _SENTENCE,
+    _spanish_article,
 )
 
 DETERMINERS = DET_ES | DET_EN
@@ -51,7 +54,6 @@ def _spans(text: str) -> list[re.Match]:
 
 
 _LANG: list[bool] = []  # True while splitting a Spanish sentence (set by split_coordinated)
-_SENTENCE: list[str] = []  # the sentence being split (set by split_coordinated): gender evidence
 
 
 def _spanish(words: list[str]) -> bool:
@@ -134,6 +136,10 @@ def _subject_prefix(left: str) -> tuple[str, int, list[str]] | None:
     return left[offset:offset + len(prefix)] if offset else prefix, vi, words
 
 
+_ADVERBIAL = frozenset(fold(w) for w in ADVERBS | FOCUS_ADVERBS | NEGATIONS)
+_NEGATIVE_DEGREE = frozenset(("longer", "more"))  # "no longer", "not any more": adverbs of two words
+
+
 def _subject_only(prefix: str) -> str:
     """The subject of a prefix from :func:`_subject_prefix`, its fronted adverbials left out: "En
     verano la oficina" → "la oficina", "Yesterday it" → "it", "That year the harvest" → "the
@@ -142,9 +148,17 @@ def _subject_only(prefix: str) -> str:
     subject: a new one starts at a determiner, subject pronoun or name right after a content word, a
     number or a time adverb (not after a preposition, determiner or conjunction: "el precio de la luz"
     is one phrase; nor after a focus adverb: "solo los socios"), never at the prefix's last word (a
-    doubled clitic: "Los gastos de envío los")."""
+    doubled clitic: "Los gastos de envío los"). Adverbs and negations that end the prefix, before
+    the verb group, are not the subject's: "La aplicación ya" → "La aplicación", "The app no
+    longer" → "The app"."""
     spans = _spans(prefix)
     words = [m.group() for m in spans]
+    end = len(words)
+    while end > 1 and (fold(words[end - 1]) in _ADVERBIAL or fold(words[end - 1]) in _NEGATIVE_DEGREE
+                       and fold(words[end - 2]) in ("no", "any")) and fold(words[end - 2]) not in PREP_ES | PREP_EN:
+        end -= 2 if fold(words[end - 1]) in _NEGATIVE_DEGREE else 1  # "La aplicación ya", "The app no longer"
+    if end < len(words):
+        prefix, spans, words = prefix[: spans[end - 1].end()], spans[:end], words[:end]
     if not words:
         return ""
     spanish = _spanish(words)
@@ -167,6 +181,22 @@ def _subject_only(prefix: str) -> str:
         if (det or pron or name) and _has_subject(words[i:], len(words) - i, spanish):
             start = i
     return prefix[spans[start].start():] if start else prefix
+
+
+def _clitic_antecedent(clitic: str) -> bool:
+    """Whether the object clitic "la" can have an antecedent in the sentence being split: a
+    feminine singular determiner other than the clitic's own word and the one
+    that opens the sentence (the subject, which an object clitic never repeats: that is "se"). "El
+    bono incluye el gimnasio y la piscina": no feminine noun phrase before, so "la piscina" is an
+    article and a noun, not "la" + a verb ("compra la fruta y la lava"). True when no sentence is
+    being split, and for "lo", "los", "las" ("lo" is also neuter; a plural clitic's antecedent is
+    often a bare plural: "presta libros … y los renueva")."""
+    if not _SENTENCE or clitic.casefold() != "la":
+        return True
+    words = [fold(w) for w in _words(_SENTENCE[-1])]
+    agreeing = {w for w in _FEMININE if not w.endswith("s")}
+    seen = sum(w in agreeing for w in words) - (1 if words and words[0] in agreeing else 0)
+    return seen > 1
 
 
 def _conjunct_kind(text: str) -> tuple[str, str | None, int]:
@@ -192,7 +222,8 @@ def _conjunct_kind(text: str) -> tuple[str, str | None, int]:
             nxt = words[k + 2].casefold() if k + 2 < len(words) else ""
             if form in ("aux", "strong") or form in ("weak", "mid") and (
                     not nxt or nxt[:1].isdigit() or nxt in DET_ES or (nxt in PREP_ES and nxt != "de")
-                    or nxt in ("si", "cuando", "salvo", "excepto", "porque")):
+                    or nxt in ("si", "cuando", "salvo", "excepto", "porque")) \
+                    and _clitic_antecedent(words[k]):
                 return "VP", "strong", k + 1
     if name_start:
         k = len(words)
@@ -284,68 +315,6 @@ def _genitive(subject: str, spanish: bool) -> str:
             return "del " + subj[3:]
         return "de " + subj
     return subj + ("'" if subj.endswith("s") and not subj.endswith("ss") and subj[-2:-1] != "u" else "'s")
-
-
-_MASCULINE = frozenset("el un este ese aquel del al otro mucho poco ningun algun nuestro vuestro dicho mismo "
-                       "los unos estos esos aquellos otros muchos pocos algunos nuestros vuestros dichos".split())
-_FEMININE = frozenset("la una esta esa aquella otra mucha poca ninguna alguna nuestra vuestra dicha misma "
-                      "las unas estas esas aquellas otras muchas pocas algunas nuestras vuestras dichas".split())
-_DEGREE = frozenset("mas menos mejor peor mayor menor".split())
-
-
-def _agreement_gender(noun: str, after: list[str]) -> bool | None:
-    """The gender a Spanish noun shows by agreement (RAE *Nueva gramática* §2.1: gender is the
-    noun's, seen in the words that agree with it): True feminine, False masculine, None unseen.
-    Evidence, first found: the same noun after a gendered determiner elsewhere in the sentence or
-    the text it comes from ("la torre", "un puente"); in ``after`` (the words that follow the noun in its clause), an
-    adjective or participle in "-o/-a/-os/-as" right after it ("su torre, restaurada en ..."), or the
-    predicate after a copula ("su llave está rota", "su torre es la más alta")."""
-    target = fold(noun)
-    words = _words(_SENTENCE[-1]) if _SENTENCE else []
-    for k in range(1, len(words)):
-        if fold(words[k]) == target:
-            det = fold(words[k - 1])
-            if det in _FEMININE or det in _MASCULINE:
-                return det in _FEMININE
-    k = 0
-    while k < len(after):  # up to the clause's verb: a participle agreeing with the noun
-        form = es_form(after[k])
-        if form == "participle" or form is None and fold(after[k]).endswith(("o", "os")) \
-                and fold(after[k]) not in FUNCTION_ES and not is_number(after[k]):
-            return fold(after[k]).endswith(("a", "as"))
-        if form in ("aux", "strong", "mid", "weak") and after[k].casefold() not in FUNCTION_ES:
-            break
-        k += 1
-    if k >= len(after) or after[k].casefold() not in BE_ES:
-        return None  # a full verb: what follows is its object, not the noun's predicate
-    k += 1
-    while k < len(after) and (fold(after[k]) in ADVERBS or fold(after[k]) in NEGATIONS):
-        k += 1
-    if k >= len(after):
-        return None
-    w = fold(after[k])
-    if (w in _FEMININE or w in _MASCULINE) and k + 1 < len(after) and fold(after[k + 1]) in _DEGREE:
-        return w in _FEMININE  # "es la más alta": the article of a superlative agrees
-    if w in FUNCTION_ES or after[k][:1].isupper() or is_number(after[k]):
-        return None
-    if w.endswith(("a", "as")):
-        return True
-    if w.endswith(("o", "os")):
-        return False
-    return None
-
-
-def _spanish_article(noun: str, plural: bool, after: list[str] | tuple[str, ...] = ()) -> str:
-    """The definite article for a Spanish noun: its gender by agreement (:func:`_agreement_gender`),
-    else by the endings that are reliably feminine ("-a", "-ión", "-dad", "-tad", "-tud", "-umbre"),
-    else masculine, the gender of most nouns in "-e", consonants and "-o"."""
-    feminine = _agreement_gender(noun, list(after))
-    if feminine is None:
-        f = fold(noun)
-        feminine = f.endswith(("a", "ion", "dad", "tad", "tud", "umbre", "as", "iones", "dades"))
-    if plural:
-        return "las" if feminine else "los"
-    return "la" if feminine else "el"
 
 
 def _expletive_it(words: list[str], i: int) -> bool:

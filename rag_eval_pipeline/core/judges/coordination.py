@@ -66,7 +66,13 @@ the remnant of a name ("Ana visitó Roma en mayo y París en junio"). Rule versi
 included"); in an English series whose other conjuncts are verb phrases, a conjunct that would be a
 clause with a bare subject of their verbs' form is a verb phrase too ("…, avoids obstacles and
 resists wind up to 40 km/h"); a Spanish preposition that is also a verb form, before another
-preposition, is the verb ("y para en Córdoba").
+preposition, is the verb ("y para en Córdoba"). Rule version 10 adds: in "X y Y y <verb phrase>"
+the first "y" joins two nouns and the second closes the series ("vale para el metro y el autobús y
+se recarga ..."); a Spanish "la" + weak form that ends a conjunct is a clitic and a verb only when a
+feminine singular noun phrase other than the subject can be its antecedent ("incluye el gimnasio y
+la piscina" is a noun pair; "compra la fruta y la lava" is not); an English bare form after the
+plural noun that opens the clause and a phrase ending in a number is the verb ("Customers under 25
+pay no fees and ...").
 
 Rules 1 and 3 live here; rules 2, 4 and 5 in :mod:`~rag_eval_pipeline.core.judges.relatives`; the
 clause pieces they share (first verb, subject, a conjunct's kind) in
@@ -76,9 +82,13 @@ clause pieces they share (first verb, subject, a conjunct's kind) in
 **Self-contained claims.** A clause whose subject is a pronoun ("it", "she", "él") gets the first
 conjunct's subject in its place; a possessive at the start of its subject ("its", "their", "su",
 "sus") becomes the subject's genitive ("its battery" → "the speaker's battery"; "su batería" → "la
-batería del altavoz"; the article from what agrees with the noun in the answer, a determiner before
-it elsewhere or a participle or predicate after it, else from the noun's ending). What is carried is the subject
-without the first conjunct's fronted phrases when the second conjunct has its own ("En enero el
+batería del altavoz"; the article from what agrees with the head noun in the answer, a determiner
+before it elsewhere or a participle or predicate after it, never the noun of its complement ("su
+tarjeta de débito es gratuita" → "La tarjeta de débito"), else from the noun's ending; a feminine
+noun with a stressed initial "a" takes "el": "el aula"). What is carried is the subject, without
+the first conjunct's adverbs before its verb ("La aplicación ya no ..., y su sistema ..." → "de la
+aplicación"; "The app no longer ..." → "The app's") and without its fronted phrases when the
+second conjunct has its own ("En enero el
 museo abre ..., y en julio abre ..." → "En julio el museo abre ..."; "Yesterday it ..." gives "it").
 Nothing is carried into a clause with no subject to take: existential "hay"; after a fronted
 phrase, a passive "se" whose subject follows the verb ("y desde 2024 se ofrecen funciones"); after
@@ -309,6 +319,8 @@ def _split_coordination(text: str) -> list[str] | None:
         negate = m.group(1).casefold() == "ni"
         if len(_words(left)) < 2:
             continue  # "Ana y Luis trabajan": a subject pair
+        if _noun_pair_before_vp(right):
+            continue  # "incluye el gimnasio y la piscina y se renueva": the later "y" closes the series
         segs = _top_commas(left)
         if len(segs) == 1 and _object_pair(left, right):
             continue  # "vende pan y leche", "sells bread and cakes": two objects of one verb
@@ -328,6 +340,27 @@ def _split_coordination(text: str) -> list[str] | None:
         if got is not None:
             return got
     return None
+
+
+def _noun_pair_before_vp(right: str) -> bool:
+    """True when the conjunct after a coordinator is a noun phrase followed by another coordinator
+    and a verb phrase with no subject of its own ("el autobús y se recarga ...", "the bus and can be
+    topped up ..."): "X y Y y <verb phrase>" joins two nouns with its first "y" and closes a series
+    of verb phrases with its second, so the first is not a clause boundary. Also when the conjunct
+    reads as a clause whose subject would end in the coordinator ("la piscina y se renueva": a noun
+    phrase never ends in "y")."""
+    kind, _, vi = _conjunct_kind(right)
+    if kind == "CLAUSE":
+        words = _words(right)
+        gs = _verb_group_start(words, vi, _spanish(words))
+        if 0 < gs < len(words) and fold(words[gs - 1]) in ("y", "e", "and"):
+            return True
+    for m in _COORD.finditer(right):
+        if not _top_level(right, m.start()):
+            continue
+        middle, after = right[: m.start()], right[m.end():]
+        return _conjunct_kind(middle)[0] == "NP" and _conjunct_kind(after)[0] == "VP"
+    return False
 
 
 def _gapped(left: str, right: str) -> list[str] | None:

@@ -292,7 +292,7 @@ def finite_at(words: list[str], i: int, spanish: bool, *, conjunct_start: bool =
         return None if prev in DET_EN else "strong"
     if prev in DET_EN or prev in PREP_EN:
         return None
-    if (prev[:1].isdigit() or prev in NUMBER_WORDS) and form != "ed":
+    if (prev[:1].isdigit() or prev in NUMBER_WORDS) and form != "ed" and not _after_number_modifier(words, i, p):
         return None
     if prev in SUBJECT_PRONOUNS or prev in ("i", "we", "you"):
         return "strong"
@@ -347,6 +347,26 @@ def _after_plural_noun_phrase(words: list[str], i: int, p: int) -> bool:
     after = words[i + 2].casefold() if i + 2 < len(words) else ""
     return not (en_form(nxt) == "s" and (after in DET_EN or after[:1].isdigit() or after in NUMBER_WORDS
                                          or after in PREP_EN))
+
+
+def _after_number_modifier(words: list[str], i: int, p: int) -> bool:
+    """English agreement: a bare form after the plural noun that opens the clause and a phrase that
+    ends in a number ("Customers under 25 pay no fees", "Members over 60 pay half price") agrees with
+    that noun as a present-tense verb when a complement follows (any word but a name, a
+    conjunction, an auxiliary or a modal). The number is the preposition's object, not a quantity of
+    the bare word. Quirk et al. 1985, §10.34 (subject-verb concord)."""
+    if p != i - 1 or p < 2 or words[p - 1].casefold() not in PREP_EN or i + 1 >= len(words):
+        return False
+    noun = p - 2
+    if en_form(words[noun]) != "s" or words[noun][:1].isupper() and noun > 0:
+        return False
+    k = noun - 1
+    while k >= 0 and k > noun - 3 and en_form(words[k]) == "bare" and not words[k][:1].isupper():
+        k -= 1  # adjectives before the noun
+    if k >= 0 and (k != 0 or words[0].casefold() not in DET_EN or words[0].casefold() in _POSSESSIVE_EN):
+        return False  # the clause's opening noun phrase
+    nxt = words[i + 1]
+    return not nxt[:1].isupper() and nxt.casefold() not in CONJ and en_form(nxt) not in ("aux", "modal")
 
 
 def plural_head_before_auxiliary(words: list[str], k: int, i: int) -> bool:

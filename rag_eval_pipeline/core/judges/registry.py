@@ -27,7 +27,8 @@ from rag_eval_pipeline.core.config_sections import JudgeConfig
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.judges.base import Judge
 from rag_eval_pipeline.core.registry import Registry
-from rag_eval_pipeline.core.sections import At, env_keys, parse_section, section_keys, shown
+from rag_eval_pipeline.core.section_errors import At, shown
+from rag_eval_pipeline.core.sections import env_keys, parse_section, section_keys
 
 TYPE_ENV = "RAG_EVAL_JUDGE"
 API_KEY_ENV = "RAG_EVAL_JUDGE_API_KEY"

@@ -137,7 +137,7 @@ JUDGE_NAME = "rule_based"
 #: The version of the rule *code* (tokens, claim splitting, evidence, decision): part of the judge's
 #: identity (``prompt_sha256``), so labels and calibrations made by older code are not reused. Bump
 #: it in every change that can change a verdict with the same parameter file.
-RULE_VERSION = 9
+RULE_VERSION = 10
 
 
 def load_params(path: Path = PARAMS_FILE) -> tuple[dict, str]:

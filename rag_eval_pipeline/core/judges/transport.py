@@ -164,7 +164,8 @@ def transport_settings(timeout_s: float | None = None, max_retries: int | None =
     from pathlib import Path
 
     from rag_eval_pipeline.core.judges.registry import JudgeConfigError
-    from rag_eval_pipeline.core.sections import At, SectionError, read_value, value_from_env
+    from rag_eval_pipeline.core.section_errors import At, SectionError
+    from rag_eval_pipeline.core.sections import read_value, value_from_env
 
     env = os.environ if environ is None else environ
     given = {"timeout_s": timeout_s, "max_retries": max_retries, "backoff_s": backoff_s}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -10,6 +11,9 @@ from rag_eval_pipeline.core.errors import ConfigError, InputError, SchemaError
 from rag_eval_pipeline.core.metrics.names import CLAIM_METRIC, RANKING_MODES
 from rag_eval_pipeline.core.metrics.ranking import check_ks
 from rag_eval_pipeline.core.metrics.retrieval_frames import PER_QUESTION_SCHEMA, explode_runs
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
 
 
 def _positions(hits: pl.DataFrame, mode: str) -> pl.DataFrame:
@@ -32,7 +36,8 @@ def _positions(hits: pl.DataFrame, mode: str) -> pl.DataFrame:
 
 
 def claim_evidence_availability(rag_runs: pl.DataFrame, golden: pl.DataFrame, ks: Sequence[int],
-                                mode: str = "system", complete: bool = False) -> pl.DataFrame:
+                                mode: str = "system", complete: bool = False,
+                                doc_evidence: JudgingEvidence | None = None) -> pl.DataFrame:
     """Share of a question's human-annotated claims whose supporting chunks were retrieved in the top k.
 
     Inputs: ``rag_runs`` (``system``, ``question_id``, ``retrieved``: list of struct ``chunk_id``,
@@ -41,7 +46,11 @@ def claim_evidence_availability(rag_runs: pl.DataFrame, golden: pl.DataFrame, ks
     ``rank`` order (what the generator saw; ties by list order), ``"trec_eval"`` by score descending,
     ties by chunk id descending, as trec_eval ranks; ``complete``: a golden question without a run row
     of a system scores as an empty retrieval (0 when it has claims), as ``trec_eval -c`` scores a
-    missing topic.
+    missing topic; ``doc_evidence``: the snapshot's documents for the systems whose ids are document
+    ids (``chunk_map: {doc_ids: true}``; the mapping judging reads,
+    :class:`~rag_eval_pipeline.core.systems.doc_evidence.JudgingEvidence`): for those systems the
+    positions are the documents' and a supporting chunk is retrieved at its document's position, so a
+    claim is available when a document holding one of its supporting chunks is in the top k documents.
     Output: ``question_metrics`` rows without ``split`` (:data:`PER_QUESTION_SCHEMA`), one per system,
     evaluated question present in ``golden`` and k: metric ``claim_evidence_availability``,
     ``numerator`` = claims with at least one supporting chunk in the top k, ``denominator`` = claims
@@ -74,8 +83,20 @@ def claim_evidence_availability(rag_runs: pl.DataFrame, golden: pl.DataFrame, ks
                 .unique("question_id", keep="first"))
     support = (claims.select("question_id", "claim_no", "supporting").explode("supporting")
                .rename({"supporting": "chunk_id"}).filter(pl.col("chunk_id").is_not_null()))
-    best = (support.join(hits, on=["question_id", "chunk_id"], how="inner")
-            .group_by("system", "question_id", "claim_no").agg(pl.col("pos").min()))
+    if doc_evidence is not None and doc_evidence.doc_id_systems:
+        # a document-id system's hit (its document's first chunk) meets every chunk of its document
+        docs = doc_evidence.documents()
+        as_doc = pl.col("chunk_id").replace_strict(docs["chunk_id"], docs["document"], default=pl.col("chunk_id"),
+                                                   return_dtype=pl.Utf8)
+        by_doc = pl.col("system").is_in(list(doc_evidence.doc_id_systems))
+        doc_hits = hits.filter(by_doc).with_columns(as_doc)
+        doc_best = support.with_columns(as_doc).join(doc_hits, on=["question_id", "chunk_id"], how="inner")
+        chunk_best = support.join(hits.filter(~by_doc), on=["question_id", "chunk_id"], how="inner")
+        best = (pl.concat([chunk_best, doc_best.select(chunk_best.columns)])
+                .group_by("system", "question_id", "claim_no").agg(pl.col("pos").min()))
+    else:
+        best = (support.join(hits, on=["question_id", "chunk_id"], how="inner")
+                .group_by("system", "question_id", "claim_no").agg(pl.col("pos").min()))
     base = asked.join(n_claims, on="question_id", how="inner").sort("system", "question_id")
     frames = []
     for k in ks_t:

@@ -14,6 +14,7 @@ import re
 import string
 import unicodedata
 from collections import Counter
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -63,8 +64,9 @@ def correctness_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame, *
     """
     ref = golden.select("question_id", "answerability", "reference_answer")
     # the id sets once, not per answer (see strip_markers)
-    chunks = set(known_chunks) if known_chunks is not None else None
-    docs = {c.rsplit("#", 1)[0] for c in chunks} if chunks is not None else None
+    # a mapping chunk id -> document id (the snapshot's doc_id) is kept as it is: it names the documents
+    chunks = (known_chunks if isinstance(known_chunks, Mapping) else set(known_chunks)) \
+        if known_chunks is not None else None
     rows = []
     for r in rag_runs.join(ref, on="question_id", how="inner").iter_rows(named=True):
         base = {"system": r["system"], "question_id": r["question_id"], "k": None, "ranking_mode": None}
@@ -81,8 +83,7 @@ def correctness_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame, *
             from rag_eval_pipeline.core.citations.markers import DEFAULT_FORMAT, strip_markers
 
             fmt = (citation_formats or {}).get(r["system"], DEFAULT_FORMAT)
-            scores = token_scores(strip_markers(r["answer"], fmt, known_chunks=chunks,
-                                                known_docs=docs), r["reference_answer"])
+            scores = token_scores(strip_markers(r["answer"], fmt, known_chunks=chunks), r["reference_answer"])
         if scores is None:
             for m in ("answer_token_f1", "reference_token_recall"):
                 rows.append(base | {"metric": m, "value": None, "numerator": None, "denominator": None,

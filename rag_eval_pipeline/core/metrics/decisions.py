@@ -44,6 +44,7 @@ otherwise. Aggregation (sum of values / count of non-null) is done by ``summary.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -51,6 +52,9 @@ from rag_eval_pipeline.core.errors import InputError
 from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
 from rag_eval_pipeline.core.metrics.names import DECISION_METRICS  # declared once, in the registry
 from rag_eval_pipeline.core.plain_names import ANSWERABILITY, DECISIONS
+
+if TYPE_CHECKING:
+    from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
 
 OUTPUT_COLUMNS = ("system", "question_id", "metric", "k", "value", "numerator", "denominator",
                   "status", "ranking_mode")
@@ -171,10 +175,27 @@ def _validate(rag_runs: pl.DataFrame, golden: pl.DataFrame) -> None:
         )
 
 
+def _as_documents(base: pl.DataFrame, doc_evidence: JudgingEvidence) -> pl.DataFrame:
+    """``base`` (one row per system x question, list columns ``retrieved_ids`` and ``evidence``) with both
+    lists read as documents on the rows of document-id systems: each id replaced by its document's key
+    (:meth:`JudgingEvidence.documents`), so that a retrieved document meets every evidence chunk it
+    holds. An id outside the snapshot stands for itself. Rows of other systems are unchanged."""
+    docs = doc_evidence.documents()
+
+    def as_docs(col: str) -> pl.Expr:
+        mapped = pl.col(col).list.eval(pl.element().replace_strict(
+            docs["chunk_id"], docs["document"], default=pl.element(), return_dtype=pl.Utf8))
+        return (pl.when(pl.col("system").is_in(list(doc_evidence.doc_id_systems)))
+                .then(mapped).otherwise(pl.col(col)).alias(col))
+
+    return base.with_columns(as_docs("retrieved_ids"), as_docs("evidence"))
+
+
 def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
                               snapshot: pl.DataFrame | None = None, *,
                               abstention_phrases: Mapping[str, Sequence[str]] | None = None,
-                              text_abstention_is_abstention: bool = True) -> pl.DataFrame:
+                              text_abstention_is_abstention: bool = True,
+                              doc_evidence: JudgingEvidence | None = None) -> pl.DataFrame:
     """Per-question 0/1 decision indicators for every system in ``rag_runs`` and every golden question.
 
     Input: ``rag_runs`` (``rag_runs`` schema; ``system``, ``question_id``, ``retrieved``,
@@ -189,7 +210,12 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
     a golden question without a run of a system gets ``status == "missing_run"``.
     ``abstention_phrases``: the configuration's ``judge.abstention_phrases`` (None = the default
     lists); ``text_abstention_is_abstention``: count abstaining answers as abstentions (module
-    docstring). Raises ConfigError for malformed phrase lists, InputError for an answerability outside
+    docstring). ``doc_evidence``: the snapshot's documents for the systems whose ids are document ids
+    (``chunk_map: {doc_ids: true}``; :class:`~rag_eval_pipeline.core.systems.doc_evidence.JudgingEvidence`,
+    the mapping judging reads): for those systems a retrieved document retrieves every chunk of it, so
+    ``evidence_retrieved`` and abstention with/without evidence ask whether a document holding an
+    evidence chunk was retrieved (None: every id is one chunk).
+    Raises ConfigError for malformed phrase lists, InputError for an answerability outside
     ``tables.ANSWERABILITY``, a decision outside ``tables.DECISIONS``, a duplicated golden question or two
     runs of one system for one question.
     Source: module docstring (every definition); SQuAD 2.0 (Rajpurkar, Jia & Liang, ACL 2018).
@@ -222,7 +248,11 @@ def decision_question_metrics(rag_runs: pl.DataFrame, golden: pl.DataFrame,
             pl.col("text_abstains").fill_null(False),
             pl.col("retrieved_ids").fill_null(pl.lit([], pl.List(pl.Utf8))),
         )
-        .with_columns(
+    )
+    if doc_evidence is not None and doc_evidence.doc_id_systems:
+        base = _as_documents(base, doc_evidence)
+    base = (
+        base.with_columns(
             (pl.col("retrieved_ids").list.set_intersection(pl.col("evidence")).list.len() > 0).alias("hit"),
             (pl.col("evidence").list.len() == 0).alias("no_evidence"),
         )

@@ -173,5 +173,46 @@ def sole_level(frame: pl.DataFrame, metric: str) -> str | None:
     return "doc" if metric_levels(frame, metric) == ["doc"] else None
 
 
-__all__ = ["LEVELS", "DocRun", "chunk_documents_map", "doc_qrels", "doc_run", "levels_of", "metric_levels",
-           "primary_level_rows", "sole_level"]
+def levels_not_scored(summary: pl.DataFrame, levels: tuple[str, ...] | None = None) -> list[dict]:
+    """Where a ``metric_summary`` breaks the rule that every question is scored at every level: the check that
+    catches a per-question step that scored some questions at fewer levels than the others (a question shard
+    or batch that decided the levels from its own part of the golden set).
+
+    Input: a ``metric_summary`` frame (``system``, ``split``, ``segment``, ``metric``, ``k``, ``level``, ``n``);
+    ``levels``: the levels the whole golden set is scored at (:func:`levels_of`), or None when not known (only
+    the summary's own consistency is checked). Read: the trec_eval retrieval measures
+    (``core/metrics/names.MEASURES``) of split ``all``, segment ``all``. The invariant: every level is scored
+    over the same questions, each golden question with a run row of the system (the qrels of each level hold
+    every golden question, one without any relevance as a placeholder scored null; a system whose ids are
+    documents keeps null chunk-level rows), so (a) every system's retrieval rows sit at the same levels,
+    ``levels`` when given, and (b) for each system, each (metric, k) has the same ``n`` (questions) at every
+    level.
+    Output: one dict per breach, sorted: ``{"system", "problem": "levels", "scored", "expected"}`` or
+    ``{"system", "problem": "questions_differ", "metric", "k", "n_by_level"}``; empty when the rule holds, for
+    an empty summary or one without a ``level`` column (tables written before levels existed). Raises nothing
+    for a well-formed summary. Source: trec_eval scores every topic of the run (every topic of the qrels with
+    ``-c``); a level is a second qrels over the same topics (``docs/METRICS.md``, "Document-level relevance").
+    """
+    from rag_eval_pipeline.core.metrics.names import MEASURES
+
+    if "level" not in summary.columns or summary.height == 0:
+        return []
+    rows = summary.filter((pl.col("split") == "all") & (pl.col("segment") == "all")
+                          & pl.col("metric").is_in(list(MEASURES)) & pl.col("level").is_not_null())
+    if rows.height == 0:
+        return []
+    scored = {system: sorted(own["level"].unique().to_list())
+              for (system,), own in rows.group_by("system", maintain_order=True)}
+    expected = sorted(levels) if levels is not None else max(scored.values(), key=len)
+    out: list[dict] = [{"system": system, "problem": "levels", "scored": got, "expected": expected}
+                       for system, got in scored.items() if got != expected]
+    per = rows.group_by("system", "metric", "k", maintain_order=True).agg(pl.col("level"), pl.col("n"))
+    for system, metric, k, lv, n in per.iter_rows():
+        if len(set(n)) > 1:
+            out.append({"system": system, "problem": "questions_differ", "metric": metric, "k": k,
+                        "n_by_level": dict(zip(lv, n, strict=True))})
+    return sorted(out, key=lambda d: (str(d["system"]), d["problem"], str(d.get("metric")), d.get("k") or 0))
+
+
+__all__ = ["LEVELS", "DocRun", "chunk_documents_map", "doc_qrels", "doc_run", "levels_not_scored", "levels_of",
+           "metric_levels", "primary_level_rows", "sole_level"]

@@ -16,6 +16,8 @@ without a measured latency; no interval (``ci_method`` ``none``).
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import polars as pl
 
 from rag_eval_pipeline.core.tables import SCHEMAS, conform
@@ -24,15 +26,28 @@ LATENCY_METRIC = "latency_ms"
 LATENCY_SUMMARY_METRICS = {"latency_ms_p50": 0.50, "latency_ms_p95": 0.95}
 
 
-def latency_question_metrics(rag_runs: pl.DataFrame) -> pl.DataFrame:
+def latency_systems(rag_runs: pl.DataFrame | pl.LazyFrame) -> list[str]:
+    """The systems with at least one measured latency (non-null ``latency_ms``) in ``rag_runs`` (a frame or a
+    scan; sorted names; empty when the column is absent). Decide it over the WHOLE run table: a batch or a
+    question shard may hold none of a system's measured rows."""
+    runs = rag_runs.lazy()
+    if "latency_ms" not in runs.collect_schema().names():
+        return []
+    got = runs.filter(pl.col("latency_ms").is_not_null()).select(pl.col("system").unique().sort()).collect()
+    return got["system"].to_list()
+
+
+def latency_question_metrics(rag_runs: pl.DataFrame, measured: Collection[str] | None = None) -> pl.DataFrame:
     """``question_metrics`` rows (no ``split`` column) of metric ``latency_ms`` for every run row of
-    every system that measured at least one latency. Input: a ``rag_runs`` frame; output columns
-    system, question_id, metric, k, value, numerator, denominator, status, ranking_mode."""
+    every system that measured at least one latency. Input: a ``rag_runs`` frame; ``measured``: those systems,
+    decided over the whole run table (:func:`latency_systems`) when ``rag_runs`` is a part of it; None =
+    :func:`latency_systems` of ``rag_runs``. Output columns system, question_id, metric, k, value, numerator,
+    denominator, status, ranking_mode."""
     cols = [c for c in SCHEMAS["question_metrics"] if c != "split"]
     if "latency_ms" not in rag_runs.columns or rag_runs.height == 0:
         return pl.DataFrame(schema={c: SCHEMAS["question_metrics"][c] for c in cols})
-    measured = rag_runs.group_by("system").agg(pl.col("latency_ms").is_not_null().any().alias("_m"))
-    runs = rag_runs.join(measured.filter(pl.col("_m")), on="system", how="semi")
+    systems = latency_systems(rag_runs) if measured is None else sorted(measured)
+    runs = rag_runs.filter(pl.col("system").is_in(systems))
     is_error = pl.col("decision") == "error"
     return runs.select(
         "system", "question_id",

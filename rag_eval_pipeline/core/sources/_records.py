@@ -223,7 +223,7 @@ class Fields:
     def check_keys(self, allowed: tuple[str, ...] | set[str]) -> None:
         unknown = sorted(k for k in self.record if k not in allowed)
         if unknown:
-            from rag_eval_pipeline.core.sections import did_you_mean
+            from rag_eval_pipeline.core.section_errors import did_you_mean
 
             raise self.error(unknown[0], f"unknown field(s) {unknown}{did_you_mean(unknown, sorted(allowed))}; "
                                          f"expected only {sorted(allowed)}")

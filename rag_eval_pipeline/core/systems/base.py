@@ -25,15 +25,9 @@ from typing import TYPE_CHECKING, Any
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.registry import Registry
-from rag_eval_pipeline.core.sections import (  # the name checks live with the parser; re-exported here
-    MAX_NAME_CHARS,
-    At,
-    check_name,
-    check_short_text,
-    key,
-    parse_section,
-    shown,
-)
+from rag_eval_pipeline.core.section_checks import check_name
+from rag_eval_pipeline.core.section_errors import At, shown
+from rag_eval_pipeline.core.sections import key, parse_section
 from rag_eval_pipeline.core.systems.records import RunContext
 
 if TYPE_CHECKING:
@@ -44,9 +38,8 @@ else:
     pl = lazy_module("polars")
     tables = lazy_module("rag_eval_pipeline.core.tables")
 
-__all__ = ["MAX_NAME_CHARS", "SYSTEM_KINDS", "Deployment", "SystemKind", "SystemRun", "SystemSpec", "check_name",
-           "check_short_text", "parse_system", "parse_systems", "questions_of", "rows_frame", "row_counts",
-           "run_system", "system_from_mapping"]
+__all__ = ["SYSTEM_KINDS", "Deployment", "SystemKind", "SystemRun", "SystemSpec", "parse_system", "parse_systems",
+           "questions_of", "rows_frame", "row_counts", "run_system", "system_from_mapping"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,12 +24,18 @@ class JudgingEvidence:
     Build it once per snapshot: ``JudgingEvidence(snapshot, doc_id_systems)`` with ``snapshot`` a
     corpus_snapshot frame (chunk_id, text; doc_id and chunk_index are read when ``doc_id_systems`` is
     not empty, chunk order falling back to chunk_id without chunk_index) and ``doc_id_systems`` the names
-    of systems whose ids are document ids. ``texts`` is the chunk id → text map of the snapshot.
+    of systems whose ids are document ids. ``texts`` is the chunk id → text map of the snapshot, ``doc_of``
+    its chunk id → document id map.
     """
 
     def __init__(self, snapshot: pl.DataFrame, doc_id_systems: Collection[str] = ()):
-        self.texts: dict[str, str] = dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
+        self.texts: dict[str, str] = (dict(zip(snapshot["chunk_id"].to_list(), snapshot["text"].to_list()))
+                                      if "text" in snapshot.columns else {})  # no text column: ids only
         self.doc_id_systems = frozenset(doc_id_systems)
+        #: chunk id -> its document id (the snapshot's ``doc_id``; without that column, the part before ``#``)
+        self.doc_of: dict[str, str] = (dict(zip(snapshot["chunk_id"].to_list(), snapshot["doc_id"].to_list()))
+                                       if "doc_id" in snapshot.columns
+                                       else {c: c.rsplit("#", 1)[0] for c in snapshot["chunk_id"].to_list()})
         self._document: dict[str, tuple[str, ...]] = {}  # chunk id -> every chunk id of its document, in order
         if not self.doc_id_systems or "doc_id" not in snapshot.columns:
             return
@@ -59,6 +65,18 @@ class JudgingEvidence:
                     seen.add(c)
                     out.append(c)
         return out
+
+    def documents(self) -> pl.DataFrame:
+        """The same mapping as :meth:`chunk_ids`, as a frame, for the evidence metrics of document-id systems.
+
+        Output: columns ``chunk_id`` and ``document`` (the first chunk id of its document, in chunk order:
+        one key per document), one row per chunk of the snapshot when document-id systems were named
+        (empty otherwise). Two chunk ids stand for the same retrieved document exactly when their
+        ``document`` is equal: a retrieved document counts as retrieving each of its chunks
+        (``core/metrics/decisions.py``, ``core/metrics/claim_evidence.py``). Linear in the snapshot's
+        chunks. Never raises."""
+        rows = [(cid, whole[0]) for cid, whole in self._document.items()]
+        return pl.DataFrame(rows, schema={"chunk_id": pl.Utf8, "document": pl.Utf8}, orient="row")
 
 
 __all__ = ["JudgingEvidence"]

@@ -42,7 +42,7 @@ from typing import Any
 import polars as pl
 
 from rag_eval_pipeline.core.errors import ConfigError, InputError
-from rag_eval_pipeline.core.sections import did_you_mean
+from rag_eval_pipeline.core.section_errors import did_you_mean
 
 CHUNK_MAP_KEYS = ("file", "strip_prefix", "doc_ids")
 _LISTED = 50

@@ -10,7 +10,7 @@ import yaml
 from rag_eval_pipeline.core.config import JudgeConfigError, load_config
 from rag_eval_pipeline.core.judges.registry import build_judge, judge_config
 from rag_eval_pipeline.core.judging import judge_runs
-from rag_eval_pipeline.core.sections import SectionError
+from rag_eval_pipeline.core.section_errors import SectionError
 from rag_eval_pipeline_tests.defs.subprocess_runs import sample_config_dict
 
 HERE = "rag_eval_pipeline_tests.core.judges.test_python_judge"

@@ -9,7 +9,8 @@ from pathlib import Path
 from rag_eval_pipeline.core.config_sections import JudgeConfig
 from rag_eval_pipeline.core.judges.base import Judge
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, JudgeType, judge_env, register
-from rag_eval_pipeline.core.sections import check_short_text, key
+from rag_eval_pipeline.core.section_checks import check_short_text
+from rag_eval_pipeline.core.sections import key
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from rag_eval_pipeline.core.config_sections import JudgeConfig
 from rag_eval_pipeline.core.errors import ConfigError
 from rag_eval_pipeline.core.judges.base import AnswerJudgement, ClaimVerdict, holistic_label
 from rag_eval_pipeline.core.judges.registry import JudgeConfigError, JudgeType, judge_env, register
-from rag_eval_pipeline.core.sections import check_callable_target, key
+from rag_eval_pipeline.core.section_checks import check_callable_target
+from rag_eval_pipeline.core.sections import key
 
 _VERDICTS = ("SUPPORTED", "CONTRADICTED", "NOT_MENTIONED")
 

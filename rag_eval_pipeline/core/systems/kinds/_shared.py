@@ -6,7 +6,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag_eval_pipeline.core.sections import Key, check_nonblank, key
+from rag_eval_pipeline.core.section_checks import check_nonblank
+from rag_eval_pipeline.core.sections import Key, key
 from rag_eval_pipeline.core.systems.base import SystemSpec
 
 #: Phrases that make an answer an abstention when the system gives no decision of its own

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_eval_pipeline.core.lazy import lazy_module
-from rag_eval_pipeline.core.sections import check_callable_target, key
+from rag_eval_pipeline.core.section_checks import check_callable_target
+from rag_eval_pipeline.core.sections import key
 from rag_eval_pipeline.core.systems.base import Deployment, SystemKind, SystemRun, register
 from rag_eval_pipeline.core.systems.kinds._shared import AnswerTextSpec
 from rag_eval_pipeline.core.systems.records import DEFAULT_MAX_REPLY_BYTES, MAX_REPLY_BYTES_LIMIT, RunContext

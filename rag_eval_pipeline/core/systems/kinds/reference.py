@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 from rag_eval_pipeline.core.lazy import lazy_module
 from rag_eval_pipeline.core.plain_names import CHUNK_STATUS
 from rag_eval_pipeline.core.retrieval.bm25 import METHODS, stemmer_languages
-from rag_eval_pipeline.core.sections import Key, key, shown
+from rag_eval_pipeline.core.section_checks import check_short_text
+from rag_eval_pipeline.core.section_errors import shown
+from rag_eval_pipeline.core.sections import Key, key
 from rag_eval_pipeline.core.systems.base import (
     Deployment,
     SystemKind,
     SystemRun,
     SystemSpec,
-    check_short_text,
     register,
 )
 from rag_eval_pipeline.core.systems.records import RunContext
@@ -147,7 +148,8 @@ def resolve_retriever_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
     """
     from pathlib import Path
 
-    from rag_eval_pipeline.core.sections import At, parse_section
+    from rag_eval_pipeline.core.section_errors import At
+    from rag_eval_pipeline.core.sections import parse_section
 
     return parse_section(RetrieverConfig, cfg, At(Path("<retriever>"), label="retriever")).resolved()
 
