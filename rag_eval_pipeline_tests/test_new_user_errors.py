@@ -137,7 +137,9 @@ def test_a_gate_on_a_metric_that_is_not_computed_says_so_not_empty_denominator()
     assert "'recall'" in typo.reason and "empty denominator" not in typo.reason
     assert bad_k.status == "not_evaluable" and bad_k.reason == "metric 'recall' is computed at k in [5], not at k=7"
     assert k_on_map.reason == "metric 'map' has no cut-off k; expected no k, got k=5"
-    assert null.status == "not_evaluable" and null.reason == "candidate or baseline value is null (empty denominator)"
+    assert null.status == "not_evaluable"
+    assert null.reason == ("the candidate's and the baseline's values are null (empty denominator: no evaluable "
+                           "question)")
 
 
 # --- inputs ------------------------------------------------------------------------------------------

@@ -45,8 +45,9 @@ class GateResult:
     baseline question left out; the run-error check counts the errors).
 
     ``status`` is one of: ``pass``, ``regression`` (breach the paired test calls real), ``below_floor``
-    (the candidate's own mean is under ``min_value``, over it for a lower-is-better metric: always blocks
-    when blocking, nothing to test),
+    (the candidate's own mean is beyond ``min_value``: under it, or over it for a lower-is-better metric,
+    where ``min_value`` is a ceiling; always blocks when blocking, nothing to test; evaluated even when no
+    question is shared with the baseline),
     ``inconclusive`` (breach, but the paired test cannot tell it from chance: fails when
     ``block_inconclusive``, the default, since a material drop on a small test split is not
     evidence of safety), ``within_noise`` (breach smaller than the judge's own resolution: passes),
@@ -105,6 +106,18 @@ def compared_words(n: int | None, n_baseline: int | None, n_candidate_errors: in
     if left - errs > 0:
         parts.append(f"{left - errs} without a candidate value")
     return words + ("; " + ", ".join(parts) if parts else "")
+
+
+def bound_words(t: Threshold, within: bool = False) -> str:
+    """How a threshold's ``min_value`` reads for its metric's direction: ``below the floor 0.6`` for a
+    higher-is-better metric; ``above the ceiling 0.1 (min_value on a lower-is-better metric is its worst
+    allowed value)`` for a lower-is-better one (an error or abstention rate). ``within=True``: the bound met
+    (``the floor 0.6`` / ``the ceiling 0.1 (...)``). Input: a :class:`Threshold` with ``min_value`` set;
+    raises nothing. The same direction rule as the metric registry (``core/metrics/names.py``)."""
+    if t.higher_is_better:
+        return f"{'' if within else 'below '}the floor {t.min_value}"
+    return (f"{'' if within else 'above '}the ceiling {t.min_value} (min_value on a lower-is-better metric is its "
+            "worst allowed value)")
 
 
 def check_versions(candidate: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:
@@ -250,9 +263,12 @@ def evaluate_gates(
     the baseline's mean over those questions. A drop beyond ``max_abs_drop`` or ``max_rel_drop`` is a
     regression when the paired two-sided randomisation test gives p < ``alpha`` and the drop is
     larger than the judge's noise resolution for that metric (``noise_resolution``); otherwise it is
-    ``inconclusive`` (blocking unless ``block_inconclusive`` is False). A candidate mean over its own
-    evaluable questions under ``min_value`` (over it, for lower-is-better metrics) is ``below_floor``.
-    A null candidate or baseline value, or no question evaluated by both, is ``not_evaluable``.
+    ``inconclusive`` (blocking unless ``block_inconclusive`` is False). A worsening over a baseline mean of 0
+    is an infinite relative change: it breaches any ``max_rel_drop`` (no change from 0 passes). A candidate
+    mean over its own evaluable questions under ``min_value`` (over it, for lower-is-better metrics: a
+    ceiling) is ``below_floor``, whether or not any question is shared. A null candidate or baseline value,
+    or no question evaluated by both under a drop limit, is ``not_evaluable`` (with the counts ``n``,
+    ``n_baseline``, ``n_candidate_errors`` filled whenever the baseline has a value).
     """
     results = []
     for t in thresholds:
@@ -283,38 +299,50 @@ def evaluate_gates(
                           f"{sorted(set(known['level'].drop_nulls().to_list()))})")
             results.append(res)
             continue
+        sign = 1.0 if t.higher_is_better else -1.0
+        a = _per_question(candidate_qm, candidate_system, split, t.metric, t.k, level)
+        b = _per_question(baseline_qm, baseline_system, split, t.metric, t.k, level)
+        if base is not None:
+            # the baseline questions the gate could not compare: no candidate value (its run errored, or the
+            # question is not evaluable for it); the run-error check counts the errors themselves
+            based = b.filter(pl.col("value").is_not_null())
+            shared = based.join(a.filter(pl.col("value").is_not_null()), on="question_id", how="semi")
+            uncompared = based.join(shared, on="question_id", how="anti")
+            errored = a.filter(pl.col("status") == "run_error").select("question_id")
+            res.n, res.n_baseline = shared.height, based.height
+            res.n_candidate_errors = uncompared.join(errored, on="question_id", how="semi").height
         if cand is None or (base is None and t.min_value is None):
-            res.status, res.reason = "not_evaluable", "candidate or baseline value is null (empty denominator)"
+            res.status = "not_evaluable"
+            side = ("the candidate's and the baseline's values are" if cand is None and base is None else
+                    f"the {'candidate' if cand is None else 'baseline'}'s value is")
+            res.reason = (f"{side} null (empty denominator: no evaluable question)"
+                          + (f"; {res.compared_words()}" if res.n is not None else ""))
             results.append(res)
             continue
-        sign = 1.0 if t.higher_is_better else -1.0
         # a floor is about the candidate's own mean over its evaluable questions (nothing to pair)
-        if t.min_value is not None and sign * (cand - t.min_value) < 0:
+        floor_ok = t.min_value is None or sign * (cand - t.min_value) >= 0
+        if not floor_ok:
             res.status = "below_floor"
-            res.reason = (f"{cand:.4f} (its mean over its own evaluable questions) is "
-                          f"{'below' if t.higher_is_better else 'above'} the floor {t.min_value}")
+            res.reason = f"{cand:.4f} (its mean over its own evaluable questions) is {bound_words(t)}"
         if base is None:
             results.append(res)
             continue
-        a = _per_question(candidate_qm, candidate_system, split, t.metric, t.k, level)
-        b = _per_question(baseline_qm, baseline_system, split, t.metric, t.k, level)
-        # higher_is_better: set to the metric's own direction when the section loads (never None here)
-        test = paired_comparison(a, b, higher_is_better=bool(t.higher_is_better), n_permutations=n_permutations,
-                                 seed=seed)
-        # the baseline questions the gate could not compare: no candidate value (its run errored, or the
-        # question is not evaluable for it); the run-error check counts the errors themselves
-        based = b.filter(pl.col("value").is_not_null())
-        uncompared = based.join(a.filter(pl.col("value").is_not_null()), on="question_id", how="anti")
-        errored = a.filter(pl.col("status") == "run_error").select("question_id")
-        res.n, res.n_baseline = test.n, based.height
-        res.n_candidate_errors = uncompared.join(errored, on="question_id", how="semi").height
-        if not test.n:
-            if res.status == "pass":
+        if not res.n:
+            if res.status == "pass" and t.max_abs_drop is None and t.max_rel_drop is None:
+                # a floor alone needs no comparison: met on the candidate's own mean
+                res.reason = (f"{cand:.4f} (its mean over its own evaluable questions) meets "
+                              f"{bound_words(t, within=True)}; no question shared with the baseline "
+                              f"({res.compared_words()}), none needed")
+            elif res.status == "pass":
                 res.status = "not_evaluable"
                 res.reason = (f"no question of split {split} has a value for both the candidate and the baseline "
                               f"({res.compared_words()}): nothing to compare")
             results.append(res)
             continue
+        # higher_is_better: set to the metric's own direction when the section loads (never None here)
+        test = paired_comparison(a, b, higher_is_better=bool(t.higher_is_better), n_permutations=n_permutations,
+                                 seed=seed)
+        res.n = test.n
         res.candidate, res.baseline = test.candidate_mean, test.baseline_mean
         assert res.candidate is not None and res.baseline is not None
         res.p_value, res.ci_low, res.ci_high = test.p_value, test.ci_low, test.ci_high
@@ -332,6 +360,11 @@ def evaluate_gates(
             breaches.append(f"{worse} {drop:.4f} > allowed {t.max_abs_drop}{over}")
         if t.max_rel_drop is not None and res.baseline != 0 and drop / abs(res.baseline) > t.max_rel_drop + 1e-12:
             breaches.append(f"relative {worse} {drop / abs(res.baseline):.2%} > allowed {t.max_rel_drop:.0%}{over}")
+        elif t.max_rel_drop is not None and res.baseline == 0 and drop > 1e-12:
+            # a worsening from 0 is an infinite relative change: it breaches any max_rel_drop (no change passes)
+            verb = "drop" if t.higher_is_better else "rise"
+            breaches.append(f"{verb} {drop:.4f} from 0 (relative change undefined, any {verb} breaches "
+                            f"max_rel_drop {t.max_rel_drop:.0%}){over}")
         if breaches and res.status == "below_floor":
             res.reason += "; also " + "; ".join(breaches) + f" (p = {res.p_value:.4f})"
         elif breaches:
