@@ -58,7 +58,7 @@ def test_baseline_against_a_system_of_the_latest_run(sample_outputs):
     assert float(vb) == pytest.approx(sum(qb[q] for q in shared) / len(shared), abs=5e-5)
     assert float(diff) == pytest.approx(sum(qb[q] - qa[q] for q in shared) / len(shared), abs=1e-4)
     if (len(qa), len(qb)) != (len(shared), len(shared)):
-        assert f" {len(shared)} of {len(qa)}/{len(qb)} " in line
+        assert f" {len(shared)} (A {len(qa)}, B {len(qb)}) " in line
         assert f"(own: A {a:.4f} n {len(qa)}, B {b:.4f} n {len(qb)})" in line
     else:
         assert float(va) == pytest.approx(a, abs=5e-5) and float(vb) == pytest.approx(b, abs=5e-5)
@@ -80,6 +80,23 @@ def test_baseline_against_a_system_of_the_latest_run(sample_outputs):
     lower_better = metric in ("false_abstention_rate", "answer_without_evidence_rate", "contradicted_claim_rate",
                               "judge_error_rate", "run_error_rate", "quote_downgrade_rate", "abstention_with_evidence")
     assert change == pytest.approx((va - vb) if lower_better else (vb - va), abs=1e-4) and change < 0
+    # the terminal's largest regressions: B - A (the diff column's sign), read back from question_metrics; a
+    # lower-is-better rate that rises shows +, a higher-is-better one that falls shows -; each is labelled worse
+    listed = re.search(r"^largest regressions \(B - A\): (.*)$", proc.stdout, flags=re.M)
+    assert listed, proc.stdout[-2000:]
+    items = re.findall(r"(\S+) \((\S+) (\d\.\d{4}) -> (\d\.\d{4}): ([-+]\d\.\d{4}), worse\)", listed.group(1))
+    assert items and len(items) == listed.group(1).count("worse)")
+    for q, label, sa, sb, sd in items:
+        metric, k = (label.rsplit("_", 1)[0], int(label.rsplit("_", 1)[1])) if label[-1].isdigit() else (label, None)
+        sel = (pl.col("question_id") == q) & (pl.col("metric") == metric) & (
+            pl.col("k").is_null() if k is None else pl.col("k") == k)
+        va = qm.filter(sel & (pl.col("system") == "bm25_k10"))["value"][0]
+        vb = qm.filter(sel & (pl.col("system") == "team_rag"))["value"][0]
+        assert (float(sa), float(sb)) == (pytest.approx(va, abs=5e-5), pytest.approx(vb, abs=5e-5))
+        assert float(sd) == pytest.approx(vb - va, abs=1e-4)
+        lower = metric in ("false_abstention_rate", "answer_without_evidence_rate", "contradicted_claim_rate",
+                           "judge_error_rate", "run_error_rate", "quote_downgrade_rate", "abstention_with_evidence")
+        assert (float(sd) > 0) if lower else (float(sd) < 0)
 
 
 def test_a_night_of_the_history_and_another_folder(sample_outputs):

@@ -98,7 +98,7 @@ def compare(args: argparse.Namespace) -> int:
           f"(difference = B - A)")
     print("A, B, diff, p and the 95% CI are over the same n questions (both sides have a value); 'own' is each "
           "side's mean over its own questions, not compared")
-    print(f"{'metric':<32} {'A':>8} {'B':>8} {'diff':>9} {'p':>7}  95% CI             {'n':<12} B vs A")
+    print(f"{'metric':<32} {'A':>8} {'B':>8} {'diff':>9} {'p':>7}  95% CI             {'n':<16} B vs A")
     f = lambda v: "null" if v is None else f"{v:.4f}"  # noqa: E731
     for m in rows:
         if m.label not in PRINTED and not (m.p_value is not None and m.p_value < 0.05):
@@ -106,20 +106,22 @@ def compare(args: argparse.Namespace) -> int:
         ci = "" if m.ci_low is None else f"[{m.ci_low:+.4f}, {m.ci_high:+.4f}]"
         own_a, own_b = f(m.a and m.a["value"]), f(m.b and m.b["value"])
         if m.paired:
-            n = str(m.n_pairs) + (f" of {m.n_a}/{m.n_b}" if (m.n_a, m.n_b) != (m.n_pairs, m.n_pairs) else "")
+            n = str(m.n_pairs) + (f" (A {m.n_a}, B {m.n_b})" if (m.n_a, m.n_b) != (m.n_pairs, m.n_pairs) else "")
             shown = (f(m.a_mean), f(m.b_mean))
             own = f"   (own: A {own_a} n {m.n_a}, B {own_b} n {m.n_b})" if n != str(m.n_pairs) else ""
         else:  # a side without per-question values: the headline means, untested
             n, shown, own = "not paired", (own_a, own_b), ""
         print(f"{m.label:<32} {shown[0]:>8} {shown[1]:>8} "
               f"{'' if m.difference is None else f'{m.difference:+.4f}':>9} {f(m.p_value):>7}  {ci:<18} "
-              f"{n:<12} {m.direction}{own}")
+              f"{n:<16} {m.direction}{own}")
     regressed = [q for q in comparison.questions if q.regressed]
     print(f"\n{len(comparison.questions)} question(s) changed, {len(regressed)} with a regression, "
           f"{comparison.unchanged} unchanged")
     if regressed:
-        print("largest regressions: " + ", ".join(
-            f"{q.question_id} ({q.key_change[0]} {q.key_change[1]:+.4f})" for q in regressed[:5]))
+        # B - A, the sign convention of the diff column (a lower-is-better rate rising is +, and worse)
+        print("largest regressions (B - A): " + ", ".join(
+            f"{q.question_id} ({q.key_row[0]} {q.key_row[1]:.4f} -> {q.key_row[2]:.4f}: "
+            f"{q.key_row[2] - q.key_row[1]:+.4f}, worse)" for q in regressed[:5]))
     print(f"\ncomparison: {html}\n            {md}")
     return EXIT_OK
 

@@ -130,14 +130,18 @@ class QuestionChange:
         return any(d < -_EPS for *_x, d in self.changes)
 
     @property
-    def key_change(self) -> tuple[str, float]:
-        """(metric label, oriented delta) that sorts this question: its largest drop when it regressed, else
-        its largest gain (among equal ones, the first in ``changes``)."""
+    def key_row(self) -> tuple[str, float, float, float]:
+        """(metric label, A's value, B's value, oriented delta) of the change that sorts this question: its largest
+        drop when it regressed, else its largest gain (among equal ones, the first in ``changes``)."""
         if self.regressed:
-            label, _a, _b, d = self.changes[0] if self.changes[0][3] < -_EPS else min(self.changes, key=lambda c: c[3])
-        else:
-            top = max(c[3] for c in self.changes)
-            label, _a, _b, d = next(c for c in self.changes if c[3] == top)
+            return self.changes[0] if self.changes[0][3] < -_EPS else min(self.changes, key=lambda c: c[3])
+        top = max(c[3] for c in self.changes)
+        return next(c for c in self.changes if c[3] == top)
+
+    @property
+    def key_change(self) -> tuple[str, float]:
+        """(metric label, oriented delta) of :attr:`key_row`: negative is worse whatever the metric's direction."""
+        label, _a, _b, d = self.key_row
         return label, d
 
 
