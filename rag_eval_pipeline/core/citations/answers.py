@@ -125,8 +125,8 @@ def read_answers(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.Data
         retrieved = [h["chunk_id"] for _, h in hits]
         ranks: dict[str, int] = {}
         for i, cid in enumerate(retrieved, start=1):  # a doc-id system's document: each of its chunks, at its rank
-            for c in documents.chunk_ids(system, (cid,)):
-                ranks.setdefault(c, i)
+            for chunk in documents.chunk_ids(system, (cid,)):
+                ranks.setdefault(chunk, i)
         log = [c for c in (run["citations"] or []) if c]
         fmt = (formats or {}).get(system, DEFAULT_FORMAT)
         parsed = parse_answer(run["answer"], fmt, retrieved=retrieved, citations=log,
