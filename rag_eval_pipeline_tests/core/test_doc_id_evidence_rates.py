@@ -237,3 +237,46 @@ def test_pipeline_scores_an_abstaining_doc_id_system_on_whole_documents(tmp_path
     chunk_recall = qm.filter((pl.col("metric") == "recall") & (pl.col("level") == "chunk"))
     assert chunk_recall.height == 6 and chunk_recall["value"].null_count() == 6
     assert set(chunk_recall["status"].to_list()) == {"doc_ids_only"}
+
+
+def test_a_cited_chunk_of_a_retrieved_document_is_retrieved_for_a_doc_id_system():
+    """A document-id system retrieved shipping and returns; its answer cites chunks of them by chunk id.
+    A retrieved document stands for all its chunks, so those citations are retrieved and valid (the defect:
+    kb-02 and kb-04 were "not_retrieved", as only each document's first chunk was in the list)."""
+    from rag_eval_pipeline.core.citations.judging import support_requests
+
+    snap, gold = _snapshot(), golden({"question_id": "q1"})
+    answer = ("You may return any product within 30 calendar days of delivery [returns]. "
+              "Opened software cannot be returned [kb-02]. "
+              "Express shipping costs 12 euros [kb-04].")
+    rag_runs = runs(run("q1", answer, [SHIPPING, RETURNS], system="docs"),
+                    run("q1", answer, [SHIPPING, RETURNS], system="chunks"))
+    claims, cites = judge_citations(rag_runs, snap, gold, RuleBasedJudge(), doc_id_systems={"docs"})
+    fields = ("claim_id", "target", "in_snapshot", "retrieved", "rank", "valid", "support", "failures")
+    # "docs": shipping (kb-03, kb-04) at rank 1, returns (kb-01, kb-02) at rank 2.
+    #   c1 [returns] -> kb-01, rank 2; c2 [kb-02] -> returns, rank 2; c3 [kb-04] -> shipping, rank 1.
+    #   Each claim is words of one chunk (c3 the first half of kb-04), and each is judged against its cited
+    #   chunk's whole document (below), which holds that chunk: SUPPORTED, no failure.
+    assert cites.filter(pl.col("system") == "docs").select(fields).rows() == [
+        ("q1:c1", "kb-01", True, True, 2, True, "SUPPORTED", []),
+        ("q1:c2", "kb-02", True, True, 2, True, "SUPPORTED", []),
+        ("q1:c3", "kb-04", True, True, 1, True, "SUPPORTED", [])]
+    # "chunks" retrieved exactly kb-03, kb-01 as chunk ids: kb-02 and kb-04 were never retrieved, so they
+    # stay not_retrieved, invalid and unjudged (support null); c1 [returns] -> kb-01 at rank 2 as before.
+    assert cites.filter(pl.col("system") == "chunks").select(fields).rows() == [
+        ("q1:c1", "kb-01", True, True, 2, True, "SUPPORTED", []),
+        ("q1:c2", "kb-02", True, False, None, False, None, ["not_retrieved"]),
+        ("q1:c3", "kb-04", True, False, None, False, None, ["not_retrieved"])]
+    qm = citation_question_metrics(rag_runs, claims, cites)
+    # citation_validity_rate = valid distinct citations / distinct citations: docs 3/3, chunks 1/3.
+    # citation_recall = claims jointly SUPPORTED by their judged citations / claims needing one: docs 3/3,
+    # chunks 1/3 (c2 and c3 have no judgeable citation: NOT_SUPPORTED).
+    assert _by(qm, "citation_validity_rate") == {("docs", "q1"): 1.0, ("chunks", "q1"): 1 / 3}
+    assert _by(qm, "citation_recall") == {("docs", "q1"): 1.0, ("chunks", "q1"): 1 / 3}
+    # The judge reads a doc-id system's cited chunk as every chunk of its document, in chunk order:
+    # c2's passages are returns' kb-01, kb-02 and c3's shipping's kb-03, kb-04.
+    requests, _ = support_requests(rag_runs, snap, gold, doc_id_systems={"docs"})
+    passages = {(r.system, r.item_ids): r.passage_ids for r in requests}
+    assert passages[("docs", ("q1:c2",))] == ("kb-01", "kb-02")
+    assert passages[("docs", ("q1:c3",))] == ("kb-03", "kb-04")
+    assert passages[("chunks", ("q1:c1",))] == ("kb-01",)

@@ -10,12 +10,18 @@ markers binds its run-log ``citations`` (answer level) to every claim; an answer
 by marker, and a logged citation no marker names is listed bound to no claim. A claim "needs a
 citation" unless it is a question or speaks in the first person.
 
+**Document-id systems** (``chunk_map: {doc_ids: true}``): a retrieved document stands for all its
+chunks, so a cited chunk of a retrieved document (``[kb-08]`` when the system retrieved ``warranty``,
+stored as its first chunk ``kb-07``) is retrieved, at the document's rank, exactly as for a chunk-id
+system that retrieved every chunk of that document; the mapping is
+:class:`~rag_eval_pipeline.core.systems.doc_evidence.JudgingEvidence`, the one judging reads.
+
 Nothing here imports Dagster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +30,7 @@ import polars as pl
 from rag_eval_pipeline.core.citations.markers import DEFAULT_FORMAT, CitationFormat, Reference, parse_answer
 from rag_eval_pipeline.core.citations.validity import SnapshotIndex, check_citation
 from rag_eval_pipeline.core.judges.abstention import abstention_phrase, phrases_from_config
+from rag_eval_pipeline.core.systems.doc_evidence import JudgingEvidence
 
 __all__ = ["CitedAnswer", "CitedClaim", "answer_status", "formats_for_systems", "read_answers"]
 
@@ -88,12 +95,14 @@ class CitedAnswer:
 
 def read_answers(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.DataFrame, *,
                  formats: Mapping[str, CitationFormat] | None = None,
-                 abstention_phrases: Mapping[str, Any] | None = None) -> list[CitedAnswer]:
+                 abstention_phrases: Mapping[str, Any] | None = None,
+                 doc_id_systems: Collection[str] = ()) -> list[CitedAnswer]:
     """Every answered run's claims, their bound citations and the citations' validity (no judge).
 
     Inputs: ``rag_runs`` (system, question_id, retrieved, decision, answer, citations), ``snapshot``
     (corpus_snapshot), ``golden`` (question_id, question, user_groups), ``formats`` (system →
-    CitationFormat; default every syntax), ``abstention_phrases``. Output: one :class:`CitedAnswer` per
+    CitationFormat; default every syntax), ``abstention_phrases``, ``doc_id_systems`` (systems whose ids
+    are document ids: a retrieved document ranks each of its chunks at its rank). Output: one :class:`CitedAnswer` per
     answered run (runs with an :func:`answer_status` are left out), in ``rag_runs`` order. Rules: the module
     docstring (ALCE, Gao et al., EMNLP 2023, for binding citations to claims)."""
     from rag_eval_pipeline.core.judges.rule_based import checkable_claims, fixed_reason
@@ -101,6 +110,7 @@ def read_answers(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.Data
     index = SnapshotIndex(snapshot)
     known_chunks = {cid: f.doc_id for cid, f in index.chunks.items()}  # chunk -> document: [doc_id] for any chunk ids
     known_docs = set(index.docs)
+    documents = JudgingEvidence(snapshot, doc_id_systems)  # chunk id -> its document's chunks (doc-id systems)
     phrases = phrases_from_config(abstention_phrases)
     groups = {q: list(g or []) for q, g in golden.select("question_id", "user_groups").iter_rows()}
     questions = dict(golden.select("question_id", "question").iter_rows())
@@ -113,7 +123,10 @@ def read_answers(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.Data
         hits = [h for h in (run["retrieved"] or []) if h is not None]
         hits = sorted(enumerate(hits), key=lambda ih: (ih[1]["rank"] is None, ih[1]["rank"], ih[0]))
         retrieved = [h["chunk_id"] for _, h in hits]
-        ranks = {cid: i for i, cid in enumerate(retrieved, start=1)}
+        ranks: dict[str, int] = {}
+        for i, cid in enumerate(retrieved, start=1):  # a doc-id system's document: each of its chunks, at its rank
+            for chunk in documents.chunk_ids(system, (cid,)):
+                ranks.setdefault(chunk, i)
         log = [c for c in (run["citations"] or []) if c]
         fmt = (formats or {}).get(system, DEFAULT_FORMAT)
         parsed = parse_answer(run["answer"], fmt, retrieved=retrieved, citations=log,

@@ -89,7 +89,8 @@ def judge_citations(
         missing = [c for c in cols if c not in df.columns]
         if missing:
             raise SchemaError(f"table {name!r}: missing columns {missing}")
-    answers = read_answers(rag_runs, snapshot, golden, formats=formats, abstention_phrases=abstention_phrases)
+    answers = read_answers(rag_runs, snapshot, golden, formats=formats, abstention_phrases=abstention_phrases,
+                           doc_id_systems=doc_id_systems)
     evidence = JudgingEvidence(snapshot, doc_id_systems)
     supports = isinstance(judge, JudgesSupport)
     claim_rows: list[dict[str, Any]] = []
@@ -145,7 +146,8 @@ def support_requests(rag_runs: pl.DataFrame, snapshot: pl.DataFrame, golden: pl.
     one repeat, and an upper bound on the leave-one-out requests (one per answer and chunk of a claim
     citing two or more judged chunks; only those whose joint verdict is SUPPORTED and whose chunk
     alone is not are asked). Inputs as :func:`judge_citations`. Output: (requests, extra_bound)."""
-    answers = read_answers(rag_runs, snapshot, golden, formats=formats, abstention_phrases=abstention_phrases)
+    answers = read_answers(rag_runs, snapshot, golden, formats=formats, abstention_phrases=abstention_phrases,
+                           doc_id_systems=doc_id_systems)
     texts = JudgingEvidence(snapshot, doc_id_systems)
     bound = len({(a.system, a.qid, tuple(x for x in c.judged if x != cid))
                  for a in answers for c in a.claims if c.needs and len(c.judged) > 1 for cid in c.judged})
