@@ -27,7 +27,7 @@ machine these figures come from has 2 cores shared with other jobs: compare the 
 Needs Postgres 15, redis-server and requirements-deploy.txt, as the deployment test.
 Usage:  python bench/bench_shards.py --questions 10000 [--chunks 200000] [--shards 4] [--workdir DIR]
         python bench/bench_shards.py --questions 100000 --shards 4 --workdir DIR   (the figures in the manual:
-                                                            about 59 min on 1 worker, 32 min on 2, on 2 cores)
+                                                            about 60 min on 1 worker, 30–50 min on 2, on 2 cores)
 """
 
 from __future__ import annotations
