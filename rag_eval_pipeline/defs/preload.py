@@ -57,11 +57,12 @@ TABLE_MODULES = ("polars", "pyarrow.compute", "pyarrow.parquet")
 #: The core modules the steps of ``defs/`` import inside their bodies (a test keeps this list equal to theirs):
 #: none imports scipy, an encoder, a model client or a server when imported (those are imported where used).
 STEP_BODY_MODULES = tuple(f"rag_eval_pipeline.core.{m}" for m in (
-    "answer_quality", "baseline", "errors", "gates", "judges.human", "judging", "labelling", "metrics.calibration",
-    "metrics.calibration_families", "metrics.calibration_status", "metrics.decisions", "metrics.doc_level",
-    "metrics.names", "metrics.retrieval", "metrics.variance", "pipeline", "regressions", "report", "report.decision",
-    "report.markdown", "report.questions", "retrieval.dense", "shards", "sources.corpus_base", "sources.golden",
-    "sources.trec", "storage", "suites", "systems.error_reasons", "systems.runs", "yamlio"))
+    "answer_quality", "baseline", "errors", "gates", "judges.human", "judging",
+    "labelling", "metrics.calibration", "metrics.calibration_families", "metrics.calibration_status",
+    "metrics.decisions", "metrics.doc_level", "metrics.latency", "metrics.names", "metrics.retrieval",
+    "metrics.variance", "pipeline", "regressions", "report", "report.decision", "report.markdown",
+    "report.questions", "retrieval.dense", "shards", "sources.corpus_base", "sources.golden", "sources.trec",
+    "storage", "suites", "systems.error_reasons", "systems.runs", "yamlio"))
 
 
 def instance_modules(dagster_home: str | None) -> list[str]:

@@ -41,7 +41,7 @@ STAGE = "shards"
 MERGE = "merge_shards"
 
 
-def merged_table(name: str, parts: dict[str, pl.LazyFrame], keep: pl.Expr | None = None) -> dg.Output[TableBatches]:
+def merged_table(name: str, parts: dict[str, pl.LazyFrame], keep: "pl.Expr | None" = None) -> dg.Output[TableBatches]:
     """The merged table ``name`` from ``parts`` (shard key -> scan of its file), in shard order, with the rows
     per shard in the metadata: written one shard at a time (never the merged table in memory). ``keep``: when
     given, only the rows it holds true for (each shard filtered as it is read). Raises ValueError when a
@@ -55,7 +55,7 @@ def merged_table(name: str, parts: dict[str, pl.LazyFrame], keep: pl.Expr | None
                                                       "rows_per_shard": dg.MetadataValue.json(rows)})
 
 
-def kept_rows(name: str, shards: dict) -> pl.Expr | None:
+def kept_rows(name: str, shards: dict) -> "pl.Expr | None":
     """The rows of merged ``question_metrics`` to keep: a shard wrote ``latency_ms`` rows of every system (it
     cannot tell whether another shard measured one), the unsplit table has those of the systems that measured
     a latency in some run row (``core/metrics/latency.latency_systems`` of every shard's ``rag_runs``)."""
