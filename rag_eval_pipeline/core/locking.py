@@ -115,6 +115,7 @@ class OutputLock:
         self.run_id, self.wait_s, self.same_run_wait_s = run_id, float(wait_s), float(same_run_wait_s)
         self.shared = bool(shared and run_id)
         self._key: str | None = None
+        self._unknown_since: float | None = None  # when this waiter first saw the owner line empty
         self.removed_temp_files: list[str] = []
 
     def _owner_line(self) -> dict:
@@ -130,6 +131,18 @@ class OutputLock:
             raise OutputLocked(str(self.folder), owner, waited) from None
         return False
 
+    def _unknown_holder(self, owner: dict) -> bool:
+        """Whether to look again: the lock is held but its owner line is empty, which happens for a moment
+        between a holder's flock and its line (acquiring) and between clearing its line and closing (releasing).
+        True for up to 1 s from when this waiter first saw the line empty; then the holder is named unknown."""
+        if owner:
+            self._unknown_since = None
+            return False
+        now = time.monotonic()
+        if self._unknown_since is None:
+            self._unknown_since = now
+        return now - self._unknown_since < 1.0
+
     def _try_exclusive(self, fd: int, start: float) -> bool:
         """One attempt at the exclusive lock: True when taken, False to try again, OutputLocked to give up."""
         try:
@@ -137,7 +150,7 @@ class OutputLock:
             return True
         except BlockingIOError:
             owner = read_owner(self.folder)
-            if not owner and time.monotonic() - start < 1.0:  # the holder has not written its line yet
+            if self._unknown_holder(owner):
                 return False
             return self._give_up(start, owner)
 
@@ -158,7 +171,7 @@ class OutputLock:
                 os.close(probe)  # drops the probe's lock, if it got one
             owner = {} if free else read_owner(self.folder)
             if not free and owner.get("run_id") != self.run_id:
-                if not owner and time.monotonic() - start < 1.0:
+                if self._unknown_holder(owner):
                     return False
                 return self._give_up(start, owner)
             try:
@@ -187,6 +200,7 @@ class OutputLock:
                 return self
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         start = time.monotonic()
+        self._unknown_since = None
         first = True
         try:
             while True:

@@ -223,3 +223,25 @@ def test_a_second_run_with_wait_queues_behind_the_first(good_out, tmp_path):
     for name in visible_tables(out):
         if name.endswith(".parquet"):
             pl.read_parquet(out / name)
+
+
+def test_a_waiter_of_the_same_run_rides_out_a_holder_clearing_its_line_before_it_unlocks(tmp_path):
+    # A holder releases by clearing its owner line, then closing the lock file. A waiter of the same run that
+    # looks in between sees the lock held by nobody it can name; under load that moment lasted long enough
+    # for the waiter (which had already waited > 1 s for its own run) to give up "holder unknown". Here the
+    # moment is stretched to 0.3 s after 1.2 s of a named hold: the waiter must get the lock.
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = ("import fcntl, json, os, sys, time\n"
+              "fd = os.open(os.path.join(sys.argv[1], sys.argv[2]), os.O_RDWR | os.O_CREAT, 0o644)\n"
+              "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+              "os.pwrite(fd, (json.dumps({'pid': os.getpid(), 'run_id': 'run-C'}) + '\\n').encode(), 0)\n"
+              "print('held', flush=True)\ntime.sleep(1.2)\nos.ftruncate(fd, 0)\ntime.sleep(0.3)\nos.close(fd)\n")
+    proc = subprocess.Popen([sys.executable, "-c", holder, str(out), LOCK_NAME], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        with OutputLock(out, run_id="run-C", wait_s=0) as lock:
+            assert lock.held
+    finally:
+        proc.kill()
+        proc.wait()
