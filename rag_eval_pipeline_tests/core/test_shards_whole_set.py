@@ -13,24 +13,16 @@ compared with the unsplit ones: ``question_metrics`` row for row, ``metric_summa
 import polars as pl
 import pytest
 
-from rag_eval_pipeline.core.config import load_config
 from rag_eval_pipeline.core.config_sections import Threshold
 from rag_eval_pipeline.core.gates import evaluate_gates
-from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
-from rag_eval_pipeline.core.judging import judge_runs
 from rag_eval_pipeline.core.metrics.doc_level import levels_not_scored, levels_of
 from rag_eval_pipeline.core.pipeline import (
-    build_citations,
-    build_golden,
-    build_nuggets,
-    build_runs,
-    build_snapshot,
     build_summary,
     question_metric_batches,
 )
 from rag_eval_pipeline.core.shards import select_shard, shard_of
 from rag_eval_pipeline.core.tables import SCHEMAS
-from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+from rag_eval_pipeline_tests.core.sample_inputs import sample_chain
 
 KEYS = ["system", "question_id", "metric", "k", "level"]
 SHARDS = 3
@@ -60,16 +52,7 @@ def _golden_variant(golden: pl.DataFrame, snapshot: pl.DataFrame, variant: str) 
 
 @pytest.fixture(scope="module")
 def sample():
-    cfg = load_config(SAMPLE_DIR / "config.yaml")
-    snapshot, version = build_snapshot(cfg)
-    golden = build_golden(cfg, snapshot)
-    runs = build_runs(cfg, snapshot, golden, version)
-    judge = RuleBasedJudge()
-    labels, answers = judge_runs(runs, snapshot, judge, questions=golden.select("question_id", "question"))
-    claims, cites = build_citations(cfg, snapshot, golden, runs, judge)
-    nuggets = build_nuggets(cfg, snapshot, golden, runs, judge)
-    return {"cfg": cfg, "snapshot": snapshot, "golden": golden, "runs": runs, "labels": labels, "answers": answers,
-            "claims": claims, "cites": cites, "nuggets": nuggets}
+    return sample_chain()
 
 
 def _question_metrics(s, golden: pl.DataFrame, levels, keep=None, batch_questions: int = 5000) -> pl.DataFrame:

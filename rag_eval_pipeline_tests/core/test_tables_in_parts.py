@@ -12,16 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import rag_eval_pipeline.core.metrics.summary as summary_module
-from rag_eval_pipeline.core.config import load_config
-from rag_eval_pipeline.core.judges.rule_based import RuleBasedJudge
-from rag_eval_pipeline.core.judging import judge_runs
 from rag_eval_pipeline.core.pipeline import (
     build_citations,
-    build_golden,
     build_nuggets,
     build_question_metrics,
-    build_runs,
-    build_snapshot,
     build_summary,
     question_metric_batches,
 )
@@ -29,23 +23,14 @@ from rag_eval_pipeline.core.report.access import find_leaks
 from rag_eval_pipeline.core.storage import scan_slices, write_parquet_atomic, write_parquet_batches_atomic
 from rag_eval_pipeline.core.table_files import read_file_metadata
 from rag_eval_pipeline.core.tables import SCHEMAS
-from rag_eval_pipeline_tests.conftest import SAMPLE_DIR
+from rag_eval_pipeline_tests.core.sample_inputs import sample_chain
 
 KEYS = ["system", "question_id", "metric", "k", "level"]
 
 
 @pytest.fixture(scope="module")
 def sample():
-    cfg = load_config(SAMPLE_DIR / "config.yaml")
-    snapshot, version = build_snapshot(cfg)
-    golden = build_golden(cfg, snapshot)
-    runs = build_runs(cfg, snapshot, golden, version)
-    judge = RuleBasedJudge()
-    labels, answers = judge_runs(runs, snapshot, judge, questions=golden.select("question_id", "question"))
-    claims, cites = build_citations(cfg, snapshot, golden, runs, judge)
-    nuggets = build_nuggets(cfg, snapshot, golden, runs, judge)
-    return {"cfg": cfg, "snapshot": snapshot, "golden": golden, "runs": runs, "judge": judge, "labels": labels,
-            "answers": answers, "claims": claims, "cites": cites, "nuggets": nuggets}
+    return sample_chain()
 
 
 def _one_pass(s):
