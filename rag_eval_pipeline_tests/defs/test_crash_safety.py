@@ -12,6 +12,7 @@
 The slow write is the test hook ``RAG_EVAL_TEST_SLOW_WRITE_S`` of ``core/storage.py``.
 """
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -49,6 +50,19 @@ def good_out(tmp_path_factory):
     result = materialize_sample(sample_config(root), out)
     assert result.success
     return out
+
+
+@contextlib.contextmanager
+def _holding(*args: str):
+    """A Python process running ``args`` (``-c`` script and its arguments) that has printed "held": yields it,
+    and kills it on the way out."""
+    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def _temp_files(out: Path) -> list[Path]:
@@ -125,27 +139,16 @@ def test_the_lock_waits_for_another_process_and_for_steps_of_the_same_run(tmp_pa
               "lock = OutputLock(sys.argv[1], run_id=sys.argv[2]).acquire()\n"
               "print('held', flush=True)\ntime.sleep(float(sys.argv[3]))\nlock.release()\n")
     # another run holds the folder for ~1.5 s: fail at once without waiting, succeed when waiting
-    proc = subprocess.Popen([sys.executable, "-c", holder, str(out), "run-A", "1.5"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "held"
+    with _holding("-c", holder, str(out), "run-A", "1.5") as proc:
         with pytest.raises(OutputLocked, match=rf"another run is writing .*pid {proc.pid}, run_id run-A"):
             OutputLock(out, run_id="run-B").acquire()
         start = time.monotonic()
         with OutputLock(out, run_id="run-B", wait_s=60) as lock:
             assert lock.held and read_owner(out)["run_id"] == "run-B"
         assert time.monotonic() - start > 0.5
-    finally:
-        proc.kill()
-        proc.wait()
     # a step of the same run in another process (multiprocess executor) waits instead of failing
-    proc = subprocess.Popen([sys.executable, "-c", holder, str(out), "run-C", "1.0"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "held"
-        with OutputLock(out, run_id="run-C", wait_s=0) as lock:
-            assert lock.held
-    finally:
-        proc.kill()
-        proc.wait()
+    with _holding("-c", holder, str(out), "run-C", "1.0"), OutputLock(out, run_id="run-C", wait_s=0) as lock:
+        assert lock.held
     # re-entrant within a process: the CLI, the IO manager and the table store share one hold
     with OutputLock(out, run_id="r") as a, OutputLock(out, run_id="r") as b:
         assert a.held and b.held
@@ -237,11 +240,5 @@ def test_a_waiter_of_the_same_run_rides_out_a_holder_clearing_its_line_before_it
               "fcntl.flock(fd, fcntl.LOCK_EX)\n"
               "os.pwrite(fd, (json.dumps({'pid': os.getpid(), 'run_id': 'run-C'}) + '\\n').encode(), 0)\n"
               "print('held', flush=True)\ntime.sleep(1.2)\nos.ftruncate(fd, 0)\ntime.sleep(0.3)\nos.close(fd)\n")
-    proc = subprocess.Popen([sys.executable, "-c", holder, str(out), LOCK_NAME], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "held"
-        with OutputLock(out, run_id="run-C", wait_s=0) as lock:
-            assert lock.held
-    finally:
-        proc.kill()
-        proc.wait()
+    with _holding("-c", holder, str(out), LOCK_NAME), OutputLock(out, run_id="run-C", wait_s=0) as lock:
+        assert lock.held
