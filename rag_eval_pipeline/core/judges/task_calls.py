@@ -66,7 +66,7 @@ class TaskCalls:
             return sorted(self._models_seen)
 
     def counts(self) -> dict[str, int]:
-        """A copy of the cache counters: ``cache_hits``, ``cache_writes``, ``flight_waits``."""
+        """A copy of the counters: ``cache_hits``, ``cache_writes``, ``flight_waits``, ``failed_waits``."""
         with self._lock:
             return dict(self._cache_counts)
 

@@ -59,14 +59,21 @@ def cohen_kappa(
     0 = agreement expected by chance. Raises ValueError as :func:`confusion_matrix`.
     """
     _, m = confusion_matrix(a, b, labels)
-    n = len(a)
-    p_o = sum(m[i][i] for i in range(len(m))) / n
-    rows = [sum(r) / n for r in m]
-    cols = [sum(m[i][j] for i in range(len(m))) / n for j in range(len(m))]
-    p_e = sum(r * c for r, c in zip(rows, cols))
+    _, p_o, p_e = _agreement_terms(m)
     if p_e >= 1.0:
         return None
     return (p_o - p_e) / (1.0 - p_e)
+
+
+def _agreement_terms(matrix: Sequence[Sequence[int]]) -> tuple[int, float, float]:
+    """(n, p_o, p_e) of a square confusion matrix with n > 0: the observed agreement and the agreement
+    expected from the two raters' marginals (Cohen 1960)."""
+    n = sum(sum(row) for row in matrix)
+    k = len(matrix)
+    p_o = sum(matrix[i][i] for i in range(k)) / n
+    rows = [sum(r) / n for r in matrix]
+    cols = [sum(matrix[i][j] for i in range(k)) / n for j in range(k)]
+    return n, p_o, sum(r * c for r, c in zip(rows, cols))
 
 
 def per_class_precision_recall(
@@ -190,14 +197,9 @@ def kappa_interval(matrix: Sequence[Sequence[int]], z: float = Z_95) -> tuple[fl
     an approximation for large n; with few labels the interval is wide, which is the point of showing it.
     Raises nothing.
     """
-    n = sum(sum(row) for row in matrix)
-    if n <= 0:
+    if sum(sum(row) for row in matrix) <= 0:
         return None, None
-    k = len(matrix)
-    p_o = sum(matrix[i][i] for i in range(k)) / n
-    rows = [sum(r) / n for r in matrix]
-    cols = [sum(matrix[i][j] for i in range(k)) / n for j in range(k)]
-    p_e = sum(r * c for r, c in zip(rows, cols))
+    n, p_o, p_e = _agreement_terms(matrix)
     if p_e >= 1.0:
         return None, None
     kappa = (p_o - p_e) / (1.0 - p_e)
